@@ -1,0 +1,619 @@
+package writer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/pqsink/pqsink/bloom"
+	"github.com/pqsink/pqsink/compress"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer/encoding"
+)
+
+// chunkWriter writes the column chunks of one leaf column, one per row
+// group, and keeps its buffers between them.
+type chunkWriter struct {
+	leaf        *schema.Node
+	cfg         *config
+	path        []string
+	codec       compress.Codec
+	useDict     bool
+	fallback    encoding.Encoding
+	fallbackEnc meta.Encoding
+	order       sortOrder
+	text        bool
+	truncate    int
+	bloomFPP    float64
+	bloom       *bloom.Filter // of the chunk just written, until writeBloom
+	dict        dictionary
+
+	pages      []pageRange
+	idx        []int32
+	levels     []byte
+	values     []byte
+	body       []byte
+	compressed []byte
+	header     []byte
+	chunk      []byte
+	bounds     bounds
+	hashes     map[uint64]struct{}
+
+	uncompressed int64 // of the chunk being written, page headers included
+}
+
+// pageRange is one data page's share of a column: level slots l0..l1,
+// non-null values v0..v1, rows first..first+rows.
+type pageRange struct {
+	l0, l1, v0, v1 int
+	first, rows    int
+}
+
+// pageIndex is a chunk's ColumnIndex (nil when the column has no order)
+// and OffsetIndex.
+type pageIndex struct {
+	column *meta.ColumnIndex
+	offset *meta.OffsetIndex
+}
+
+func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress.Codec) (*chunkWriter, error) {
+	path := leaf.PathString()
+	cw := &chunkWriter{
+		leaf:        leaf,
+		cfg:         cfg,
+		path:        leaf.Path,
+		useDict:     cfg.dictionary && leaf.Physical != meta.TypeBoolean,
+		fallback:    encoding.Plain{},
+		fallbackEnc: meta.EncodingPlain,
+		order:       orderOf(leaf),
+		text:        isText(leaf),
+		truncate:    cfg.truncate,
+	}
+	if leaf.Physical != meta.TypeByteArray || cw.order != orderBytes {
+		cw.truncate = 0
+	}
+	key := codecKey{cfg.codec, cfg.level}
+	if cc := cfg.columns[path]; cc != nil {
+		if cc.codec != nil {
+			key = codecKey{*cc.codec, cc.level}
+		}
+		if cc.dictionary != nil {
+			cw.useDict = *cc.dictionary
+			if cw.useDict && leaf.Physical == meta.TypeBoolean {
+				return nil, fmt.Errorf("dictionary encoding does not apply to BOOLEAN columns")
+			}
+		}
+		if cc.encoding != nil {
+			if !encodingAllowed(*cc.encoding, leaf.Physical) {
+				return nil, fmt.Errorf("encoding %s does not apply to %s columns", *cc.encoding, leaf.Physical)
+			}
+			enc, err := encodingFor(*cc.encoding)
+			if err != nil {
+				return nil, err
+			}
+			cw.fallback, cw.fallbackEnc = enc, *cc.encoding
+		}
+		cw.bloomFPP = cc.bloomFPP
+	}
+	codec, ok := codecs[key]
+	if !ok {
+		var opts []compress.Option
+		if key.level != 0 {
+			opts = append(opts, compress.Level(key.level))
+		}
+		var err error
+		if codec, err = compress.New(key.codec, opts...); err != nil {
+			return nil, err
+		}
+		codecs[key] = codec
+	}
+	cw.codec = codec
+	if cw.useDict {
+		cw.dict = newDictionary(leaf.Physical, int(leaf.Length))
+	}
+	return cw, nil
+}
+
+type codecKey struct {
+	codec meta.CompressionCodec
+	level int
+}
+
+// valueSize is the PLAIN size of value i, the measure pages are cut by.
+func valueSize(c *rowgroup.Column, i int) int {
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		return 1
+	case meta.TypeInt32, meta.TypeFloat:
+		return 4
+	case meta.TypeInt64, meta.TypeDouble:
+		return 8
+	case meta.TypeInt96:
+		return 12
+	case meta.TypeByteArray:
+		return 4 + int(c.Offsets[i+1]-c.Offsets[i])
+	}
+	return int(c.Leaf.Length)
+}
+
+// planPages cuts a column into pages of about pageSize bytes and at most
+// rowLimit rows. Pages start at a record boundary (repetition level 0), so
+// no record is split across pages and the offset index is exact.
+func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []pageRange {
+	pages = pages[:0]
+	n := c.NumLevels()
+	p := pageRange{}
+	size, v := 0, 0
+	maxDef := c.MaxDef()
+	for l := 0; l < n; l++ {
+		if c.MaxRep() == 0 || c.Rep[l] == 0 {
+			if l > p.l0 && (size >= pageSize || p.rows >= rowLimit) {
+				p.l1, p.v1 = l, v
+				pages = append(pages, p)
+				p = pageRange{l0: l, v0: v, first: p.first + p.rows}
+				size = 0
+			}
+			p.rows++
+		}
+		if maxDef == 0 || c.Def[l] == maxDef {
+			size += valueSize(c, v)
+			v++
+		}
+	}
+	p.l1, p.v1 = n, v
+	return append(pages, p)
+}
+
+// writeChunk encodes column c of a row group and writes it to out.
+func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRows int) (meta.ColumnChunk, pageIndex, error) {
+	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
+	dictPages := cw.buildDictionary(c)
+
+	md := &meta.ColumnMetaData{
+		Type:         c.Leaf.Physical,
+		PathInSchema: cw.path,
+		Codec:        cw.codec.Codec(),
+		NumValues:    int64(c.NumLevels()),
+	}
+	start := out.n
+	cw.chunk = cw.chunk[:0]
+	var stats encodingStats
+	if dictPages > 0 {
+		var err error
+		cw.values, err = cw.dict.encode(cw.values[:0])
+		if err != nil {
+			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("dictionary page: %w", err)
+		}
+		hdr := meta.PageHeader{
+			Type: meta.PageDictionary,
+			DictionaryPageHeader: &meta.DictionaryPageHeader{
+				NumValues: int32(cw.dict.len()),
+				Encoding:  meta.EncodingPlain,
+				IsSorted:  ptr(false),
+			},
+		}
+		if err := cw.appendPage(&hdr, nil, cw.values); err != nil {
+			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("dictionary page: %w", err)
+		}
+		md.DictionaryPageOffset = ptr(start)
+		stats.add(meta.PageDictionary, meta.EncodingPlain)
+	}
+	md.DataPageOffset = start + int64(len(cw.chunk))
+
+	colIndex := &meta.ColumnIndex{}
+	offIndex := &meta.OffsetIndex{}
+	hasIndex := cw.cfg.statistics && cw.order != orderNone
+	var chunkBounds bounds
+	var nulls int64
+	var unencoded int64
+	var repHist, defHist []int64
+	if c.MaxRep() > 0 {
+		repHist = make([]int64, int(c.MaxRep())+1)
+	}
+	if c.MaxDef() > 0 {
+		defHist = make([]int64, int(c.MaxDef())+1)
+	}
+	for pi, p := range cw.pages {
+		enc := meta.EncodingRLEDictionary
+		if pi >= dictPages {
+			enc = cw.fallbackEnc
+		}
+		pageNulls := int64((p.l1 - p.l0) - (p.v1 - p.v0))
+		nulls += pageNulls
+		b := bounds{}
+		if cw.cfg.statistics {
+			cw.bounds = pageBounds(cw.bounds, cw.order, c, p.v0, p.v1)
+			b = truncated(cw.bounds, cw.truncate, cw.text)
+		}
+		var pageRep, pageDef []int64
+		if repHist != nil {
+			pageRep = levelHistogram(c.Rep[p.l0:p.l1], int(c.MaxRep()))
+			addHistogram(repHist, pageRep)
+		}
+		if defHist != nil {
+			pageDef = levelHistogram(c.Def[p.l0:p.l1], int(c.MaxDef()))
+			addHistogram(defHist, pageDef)
+		}
+		var pageBytes int64
+		if c.Leaf.Physical == meta.TypeByteArray {
+			pageBytes = int64(c.Offsets[p.v1] - c.Offsets[p.v0])
+			unencoded += pageBytes
+		}
+
+		offset := start + int64(len(cw.chunk))
+		if err := cw.writeDataPage(c, p, pi, enc, pageNulls, b); err != nil {
+			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("page %d: %w", pi, err)
+		}
+		stats.add(pageTypeFor(cw.cfg.pageVersion), enc)
+		loc := meta.PageLocation{Offset: offset, CompressedPageSize: int32(start + int64(len(cw.chunk)) - offset), FirstRowIndex: int64(p.first)}
+		offIndex.PageLocations = append(offIndex.PageLocations, loc)
+		if c.Leaf.Physical == meta.TypeByteArray {
+			offIndex.UnencodedByteArrayDataBytes = append(offIndex.UnencodedByteArrayDataBytes, pageBytes)
+		}
+		if hasIndex {
+			allNull := p.v0 == p.v1
+			if !allNull && !b.ok {
+				hasIndex = false // e.g. a page of NaNs only: no bound to index it by
+			}
+			colIndex.NullPages = append(colIndex.NullPages, allNull)
+			colIndex.MinValues = append(colIndex.MinValues, append([]byte{}, b.min...))
+			colIndex.MaxValues = append(colIndex.MaxValues, append([]byte{}, b.max...))
+			colIndex.NullCounts = append(colIndex.NullCounts, pageNulls)
+			if countsNaN(cw.order) {
+				colIndex.NanCounts = append(colIndex.NanCounts, b.nans)
+			}
+			colIndex.RepetitionLevelHistograms = append(colIndex.RepetitionLevelHistograms, pageRep...)
+			colIndex.DefinitionLevelHistograms = append(colIndex.DefinitionLevelHistograms, pageDef...)
+		}
+		chunkBounds.merge(cw.order, c.Leaf.Physical, b)
+	}
+
+	if _, err := out.Write(cw.chunk); err != nil {
+		return meta.ColumnChunk{}, pageIndex{}, err
+	}
+	md.TotalCompressedSize = int64(len(cw.chunk))
+	md.TotalUncompressedSize = cw.uncompressed
+	cw.uncompressed = 0
+	md.Encodings = stats.encodings(c.MaxRep() > 0 || c.MaxDef() > 0)
+	md.EncodingStats = stats.list
+	if cw.cfg.statistics {
+		st := &meta.Statistics{NullCount: ptr(nulls)}
+		if countsNaN(cw.order) {
+			st.NanCount = ptr(chunkBounds.nans)
+		}
+		if chunkBounds.ok {
+			st.MinValue, st.MaxValue = chunkBounds.min, chunkBounds.max
+			st.IsMinValueExact, st.IsMaxValueExact = ptr(chunkBounds.minExact), ptr(chunkBounds.maxExact)
+		}
+		md.Statistics = st
+	}
+	if cw.cfg.sizeStatistics {
+		ss := &meta.SizeStatistics{RepetitionLevelHistogram: repHist, DefinitionLevelHistogram: defHist}
+		if c.Leaf.Physical == meta.TypeByteArray {
+			ss.UnencodedByteArrayDataBytes = ptr(unencoded)
+		}
+		md.SizeStatistics = ss
+	}
+	cw.bloom = nil
+	if cw.bloomFPP > 0 {
+		cw.bloom = cw.buildBloom(c)
+	}
+	ix := pageIndex{offset: offIndex}
+	if hasIndex {
+		colIndex.BoundaryOrder = boundaryOrder(cw.order, c.Leaf.Physical, colIndex)
+		ix.column = colIndex
+	}
+	return meta.ColumnChunk{FileOffset: start, MetaData: md}, ix, nil
+}
+
+// buildDictionary fills the dictionary from the pages in order and returns
+// how many leading pages use it. A page that pushes the dictionary past its
+// size limit is taken back out, and it and every later page fall back. A
+// dictionary that doesn't pay for itself on the first page is dropped.
+func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
+	if !cw.useDict || c.NumValues() == 0 {
+		return 0
+	}
+	cw.dict.reset()
+	cw.idx = cw.idx[:0]
+	for pi, p := range cw.pages {
+		before := cw.dict.len()
+		cw.idx = cw.dict.add(cw.idx, c, p.v0, p.v1)
+		if cw.dict.size() > cw.cfg.dictPageSize {
+			cw.dict.truncate(before)
+			cw.idx = cw.idx[:p.v0]
+			return pi
+		}
+		if pi == 0 && !dictionaryPays(cw.dict, c, p) {
+			return 0
+		}
+	}
+	return len(cw.pages)
+}
+
+// dictionaryPays compares, for the first page, the dictionary plus its
+// indices against the PLAIN size of the same values.
+func dictionaryPays(d dictionary, c *rowgroup.Column, p pageRange) bool {
+	n := p.v1 - p.v0
+	if n == 0 {
+		return true
+	}
+	plain := 0
+	for i := p.v0; i < p.v1; i++ {
+		plain += valueSize(c, i)
+	}
+	indexBits := encoding.BitWidth(uint64(d.len()))
+	return d.size()+n*indexBits/8 < plain
+}
+
+func pageTypeFor(version int) meta.PageType {
+	if version == 2 {
+		return meta.PageDataV2
+	}
+	return meta.PageData
+}
+
+// writeDataPage encodes page p and appends it, header first, to cw.chunk.
+func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, pi int, enc meta.Encoding, nulls int64, b bounds) error {
+	var err error
+	cw.values = cw.values[:0]
+	if enc == meta.EncodingRLEDictionary {
+		cw.values, err = encoding.RLEDictionary{}.EncodeInt32(cw.values, cw.idx[p.v0:p.v1])
+	} else {
+		cw.values, err = encodeValues(cw.fallback, cw.values, c, p.v0, p.v1)
+	}
+	if err != nil {
+		return err
+	}
+	var st *meta.Statistics
+	if cw.cfg.statistics {
+		st = &meta.Statistics{NullCount: ptr(nulls)}
+		if countsNaN(cw.order) {
+			st.NanCount = ptr(b.nans)
+		}
+		if b.ok {
+			st.MinValue, st.MaxValue = b.min, b.max
+			st.IsMinValueExact, st.IsMaxValueExact = ptr(b.minExact), ptr(b.maxExact)
+		}
+	}
+	cw.levels = cw.levels[:0]
+	numLevels := int32(p.l1 - p.l0)
+	if cw.cfg.pageVersion == 2 {
+		var repLen, defLen int
+		if c.MaxRep() > 0 {
+			cw.levels = encoding.AppendLevels(cw.levels, c.Rep[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxRep())))
+			repLen = len(cw.levels)
+		}
+		if c.MaxDef() > 0 {
+			cw.levels = encoding.AppendLevels(cw.levels, c.Def[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxDef())))
+			defLen = len(cw.levels) - repLen
+		}
+		hdr := meta.PageHeader{
+			Type: meta.PageDataV2,
+			DataPageHeaderV2: &meta.DataPageHeaderV2{
+				NumValues:                  numLevels,
+				NumNulls:                   int32(nulls),
+				NumRows:                    int32(p.rows),
+				Encoding:                   enc,
+				DefinitionLevelsByteLength: int32(defLen),
+				RepetitionLevelsByteLength: int32(repLen),
+				IsCompressed:               ptr(cw.codec.Codec() != meta.CodecUncompressed),
+				Statistics:                 st,
+			},
+		}
+		return cw.appendPage(&hdr, cw.levels, cw.values)
+	}
+	if c.MaxRep() > 0 {
+		cw.levels = appendPrefixedLevels(cw.levels, c.Rep[p.l0:p.l1], int(c.MaxRep()))
+	}
+	if c.MaxDef() > 0 {
+		cw.levels = appendPrefixedLevels(cw.levels, c.Def[p.l0:p.l1], int(c.MaxDef()))
+	}
+	hdr := meta.PageHeader{
+		Type: meta.PageData,
+		DataPageHeader: &meta.DataPageHeader{
+			NumValues:               numLevels,
+			Encoding:                enc,
+			DefinitionLevelEncoding: meta.EncodingRLE,
+			RepetitionLevelEncoding: meta.EncodingRLE,
+			Statistics:              st,
+		},
+	}
+	cw.body = append(append(cw.body[:0], cw.levels...), cw.values...)
+	return cw.appendPage(&hdr, nil, cw.body)
+}
+
+// appendLevels writes data page v1 levels: a 4-byte length, then the
+// RLE/bit-packed hybrid.
+func appendPrefixedLevels(dst []byte, levels []uint8, max int) []byte {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = encoding.AppendLevels(dst, levels, encoding.BitWidth(uint64(max)))
+	binary.LittleEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst
+}
+
+// appendPage compresses body (raw is the part stored as is, the v2 levels),
+// fills in the header's sizes and checksum, and appends both to cw.chunk.
+func (cw *chunkWriter) appendPage(hdr *meta.PageHeader, raw, body []byte) error {
+	var err error
+	cw.compressed = append(cw.compressed[:0], raw...)
+	cw.compressed, err = cw.codec.Encode(cw.compressed, body)
+	if err != nil {
+		return fmt.Errorf("compress: %w", err)
+	}
+	hdr.UncompressedPageSize = int32(len(raw) + len(body))
+	hdr.CompressedPageSize = int32(len(cw.compressed))
+	if cw.cfg.checksums {
+		hdr.CRC = ptr(int32(crc32.ChecksumIEEE(cw.compressed)))
+	}
+	before := len(cw.chunk)
+	cw.chunk = hdr.Append(cw.chunk)
+	headerLen := len(cw.chunk) - before
+	cw.chunk = append(cw.chunk, cw.compressed...)
+	cw.uncompressed += int64(headerLen) + int64(hdr.UncompressedPageSize)
+	return nil
+}
+
+// encodeValues encodes values v0..v1 of c with enc.
+func encodeValues(enc encoding.Encoding, dst []byte, c *rowgroup.Column, v0, v1 int) ([]byte, error) {
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		return enc.EncodeBoolean(dst, c.Bool[v0:v1])
+	case meta.TypeInt32:
+		return enc.EncodeInt32(dst, c.Int32[v0:v1])
+	case meta.TypeInt64:
+		return enc.EncodeInt64(dst, c.Int64[v0:v1])
+	case meta.TypeInt96:
+		return enc.EncodeInt96(dst, c.Int96[v0:v1])
+	case meta.TypeFloat:
+		return enc.EncodeFloat(dst, c.Float[v0:v1])
+	case meta.TypeDouble:
+		return enc.EncodeDouble(dst, c.Double[v0:v1])
+	case meta.TypeByteArray:
+		return enc.EncodeByteArray(dst, c.Bytes, c.Offsets[v0:v1+1])
+	case meta.TypeFixedLenByteArray:
+		w := int(c.Leaf.Length)
+		return enc.EncodeFixedLenByteArray(dst, c.Bytes[v0*w:v1*w], w)
+	}
+	return dst, fmt.Errorf("unknown physical type %v", c.Leaf.Physical)
+}
+
+func levelHistogram(levels []uint8, max int) []int64 {
+	h := make([]int64, max+1)
+	for _, l := range levels {
+		h[l]++
+	}
+	return h
+}
+
+func addHistogram(dst, src []int64) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// boundaryOrder tells readers whether page bounds are sorted, so they can
+// binary-search the column index.
+func boundaryOrder(order sortOrder, physical meta.Type, ci *meta.ColumnIndex) meta.BoundaryOrder {
+	asc, desc := true, true
+	prev := -1
+	for i, null := range ci.NullPages {
+		if null {
+			continue
+		}
+		if prev >= 0 {
+			if compareValues(order, physical, ci.MinValues[i], ci.MinValues[prev]) < 0 || compareValues(order, physical, ci.MaxValues[i], ci.MaxValues[prev]) < 0 {
+				asc = false
+			}
+			if compareValues(order, physical, ci.MinValues[i], ci.MinValues[prev]) > 0 || compareValues(order, physical, ci.MaxValues[i], ci.MaxValues[prev]) > 0 {
+				desc = false
+			}
+		}
+		prev = i
+	}
+	switch {
+	case asc:
+		return meta.BoundaryAscending
+	case desc:
+		return meta.BoundaryDescending
+	}
+	return meta.BoundaryUnordered
+}
+
+// encodingStats counts pages by type and encoding, in first-seen order.
+type encodingStats struct {
+	list []meta.PageEncodingStats
+}
+
+func (s *encodingStats) add(t meta.PageType, e meta.Encoding) {
+	for i := range s.list {
+		if s.list[i].PageType == t && s.list[i].Encoding == e {
+			s.list[i].Count++
+			return
+		}
+	}
+	s.list = append(s.list, meta.PageEncodingStats{PageType: t, Encoding: e, Count: 1})
+}
+
+// encodings lists every encoding in the chunk, levels' RLE included.
+func (s *encodingStats) encodings(levels bool) []meta.Encoding {
+	var out []meta.Encoding
+	seen := map[meta.Encoding]bool{}
+	addEnc := func(e meta.Encoding) {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	for _, st := range s.list {
+		addEnc(st.Encoding)
+	}
+	if levels {
+		addEnc(meta.EncodingRLE)
+	}
+	return out
+}
+
+// buildBloom sizes a filter for the chunk's distinct values and fills it.
+func (cw *chunkWriter) buildBloom(c *rowgroup.Column) *bloom.Filter {
+	if cw.hashes == nil {
+		cw.hashes = map[uint64]struct{}{}
+	}
+	clear(cw.hashes)
+	n := c.NumValues()
+	for i := 0; i < n; i++ {
+		cw.hashes[hashValue(c, i)] = struct{}{}
+	}
+	f := bloom.New(bloom.OptimalBytes(uint64(max(len(cw.hashes), 1)), cw.bloomFPP))
+	for h := range cw.hashes {
+		f.Insert(h)
+	}
+	return f
+}
+
+func hashValue(c *rowgroup.Column, i int) uint64 {
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		if c.Bool[i] {
+			return bloom.HashInt32(1)
+		}
+		return bloom.HashInt32(0)
+	case meta.TypeInt32:
+		return bloom.HashInt32(c.Int32[i])
+	case meta.TypeInt64:
+		return bloom.HashInt64(c.Int64[i])
+	case meta.TypeInt96:
+		return bloom.HashInt96(c.Int96[i])
+	case meta.TypeFloat:
+		return bloom.HashFloat(c.Float[i])
+	case meta.TypeDouble:
+		return bloom.HashDouble(c.Double[i])
+	case meta.TypeByteArray:
+		return bloom.HashBytes(c.ByteArray(i))
+	}
+	w := int(c.Leaf.Length)
+	return bloom.HashBytes(c.Bytes[i*w : (i+1)*w])
+}
+
+// writeBloom writes the filter of the chunk just written: its header, then
+// its bitset. It returns the offset and total length.
+func (cw *chunkWriter) writeBloom(out *countingWriter) (int64, int32, error) {
+	bits := cw.bloom.Bytes()
+	hdr := meta.BloomFilterHeader{
+		NumBytes:    int32(len(bits)),
+		Algorithm:   meta.BloomFilterAlgorithm{Block: &meta.SplitBlockAlgorithm{}},
+		Hash:        meta.BloomFilterHash{XXHash: &meta.XxHash{}},
+		Compression: meta.BloomFilterCompression{Uncompressed: &meta.Uncompressed{}},
+	}
+	buf := hdr.Append(nil)
+	buf = append(buf, bits...)
+	off := out.n
+	if _, err := out.Write(buf); err != nil {
+		return 0, 0, err
+	}
+	cw.bloom = nil
+	return off, int32(len(buf)), nil
+}

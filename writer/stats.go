@@ -1,0 +1,424 @@
+package writer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"unicode/utf8"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// sortOrder is how a column's min and max are defined (LogicalTypes.md,
+// "Sort Order").
+type sortOrder uint8
+
+const (
+	orderNone        sortOrder = iota // INT96, INTERVAL: no min/max
+	orderSigned                       // signed integers, booleans
+	orderUnsigned                     // unsigned INTEGER annotations
+	orderFloat                        // IEEE 754, NaN excluded
+	orderFloat16                      // FIXED[2] FLOAT16, NaN excluded
+	orderBytes                        // unsigned lexicographic
+	orderSignedBytes                  // big-endian two's complement DECIMAL
+)
+
+func orderOf(n *schema.Node) sortOrder {
+	l := n.Logical
+	switch n.Physical {
+	case meta.TypeBoolean:
+		return orderSigned
+	case meta.TypeInt32, meta.TypeInt64:
+		if l.Kind == schema.Int && !l.Signed {
+			return orderUnsigned
+		}
+		return orderSigned
+	case meta.TypeFloat, meta.TypeDouble:
+		return orderFloat
+	case meta.TypeByteArray:
+		if l.Kind == schema.Decimal {
+			return orderSignedBytes
+		}
+		return orderBytes
+	case meta.TypeFixedLenByteArray:
+		switch l.Kind {
+		case schema.Decimal:
+			return orderSignedBytes
+		case schema.Float16:
+			return orderFloat16
+		case schema.Interval:
+			return orderNone
+		}
+		return orderBytes
+	}
+	return orderNone
+}
+
+// bounds are a min and max in PLAIN encoding (byte arrays without their
+// length prefix), as Statistics and ColumnIndex store them.
+type bounds struct {
+	min, max           []byte
+	ok                 bool
+	minExact, maxExact bool
+	nans               int64 // NaN values, counted for FLOAT, DOUBLE and FLOAT16
+}
+
+// countsNaN reports whether a column's statistics carry a nan_count.
+func countsNaN(order sortOrder) bool { return order == orderFloat || order == orderFloat16 }
+
+func float32bits(f float32) uint32 { return math.Float32bits(f) }
+func float64bits(f float64) uint64 { return math.Float64bits(f) }
+
+// pageBounds returns the min and max of values v0..v1 of c, or ok=false
+// when there are none to report (no values, only NaNs, or no order).
+// The returned slices reuse b's storage.
+func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bounds {
+	b.min, b.max, b.ok, b.minExact, b.maxExact, b.nans = b.min[:0], b.max[:0], false, true, true, 0
+	if order == orderNone || v0 == v1 {
+		return b
+	}
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		lo, hi := true, false
+		for _, v := range c.Bool[v0:v1] {
+			lo = lo && v
+			hi = hi || v
+		}
+		b.min = append(b.min, boolByte(lo))
+		b.max = append(b.max, boolByte(hi))
+	case meta.TypeInt32:
+		vs := c.Int32[v0:v1]
+		lo, hi := vs[0], vs[0]
+		if order == orderUnsigned {
+			for _, v := range vs[1:] {
+				if uint32(v) < uint32(lo) {
+					lo = v
+				}
+				if uint32(v) > uint32(hi) {
+					hi = v
+				}
+			}
+		} else {
+			for _, v := range vs[1:] {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+		b.min = binary.LittleEndian.AppendUint32(b.min, uint32(lo))
+		b.max = binary.LittleEndian.AppendUint32(b.max, uint32(hi))
+	case meta.TypeInt64:
+		vs := c.Int64[v0:v1]
+		lo, hi := vs[0], vs[0]
+		if order == orderUnsigned {
+			for _, v := range vs[1:] {
+				if uint64(v) < uint64(lo) {
+					lo = v
+				}
+				if uint64(v) > uint64(hi) {
+					hi = v
+				}
+			}
+		} else {
+			for _, v := range vs[1:] {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+		b.min = binary.LittleEndian.AppendUint64(b.min, uint64(lo))
+		b.max = binary.LittleEndian.AppendUint64(b.max, uint64(hi))
+	case meta.TypeFloat:
+		lo, hi, found := float32(0), float32(0), false
+		for _, v := range c.Float[v0:v1] {
+			if v != v {
+				b.nans++
+				continue
+			}
+			if !found {
+				lo, hi, found = v, v, true
+				continue
+			}
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if !found {
+			return b
+		}
+		// A zero bound is written as -0.0 (min) and +0.0 (max), so that
+		// readers comparing either zero against it get the right answer.
+		if lo == 0 {
+			lo = float32(math.Copysign(0, -1))
+		}
+		if hi == 0 {
+			hi = 0
+		}
+		b.min = binary.LittleEndian.AppendUint32(b.min, math.Float32bits(lo))
+		b.max = binary.LittleEndian.AppendUint32(b.max, math.Float32bits(hi))
+	case meta.TypeDouble:
+		lo, hi, found := 0.0, 0.0, false
+		for _, v := range c.Double[v0:v1] {
+			if v != v {
+				b.nans++
+				continue
+			}
+			if !found {
+				lo, hi, found = v, v, true
+				continue
+			}
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if !found {
+			return b
+		}
+		if lo == 0 {
+			lo = math.Copysign(0, -1)
+		}
+		if hi == 0 {
+			hi = 0
+		}
+		b.min = binary.LittleEndian.AppendUint64(b.min, math.Float64bits(lo))
+		b.max = binary.LittleEndian.AppendUint64(b.max, math.Float64bits(hi))
+	case meta.TypeByteArray, meta.TypeFixedLenByteArray:
+		w := int(c.Leaf.Length)
+		value := func(i int) []byte {
+			if c.Leaf.Physical == meta.TypeFixedLenByteArray {
+				return c.Bytes[i*w : (i+1)*w]
+			}
+			return c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
+		}
+		var lo, hi []byte
+		found := false
+		for i := v0; i < v1; i++ {
+			v := value(i)
+			if order == orderFloat16 && isFloat16NaN(v) {
+				b.nans++
+				continue
+			}
+			if !found {
+				lo, hi, found = v, v, true
+				continue
+			}
+			if compareValues(order, c.Leaf.Physical, v, lo) < 0 {
+				lo = v
+			}
+			if compareValues(order, c.Leaf.Physical, v, hi) > 0 {
+				hi = v
+			}
+		}
+		if !found {
+			return b
+		}
+		b.min = append(b.min, lo...)
+		b.max = append(b.max, hi...)
+		if order == orderFloat16 {
+			if float16Zero(b.min) {
+				b.min[0], b.min[1] = 0x00, 0x80
+			}
+			if float16Zero(b.max) {
+				b.max[0], b.max[1] = 0x00, 0x00
+			}
+		}
+	default:
+		return b
+	}
+	b.ok = true
+	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// compareValues orders two PLAIN-encoded values of one column.
+func compareValues(order sortOrder, physical meta.Type, a, b []byte) int {
+	switch order {
+	case orderBytes:
+		return bytes.Compare(a, b)
+	case orderSignedBytes:
+		return compareSignedBigEndian(a, b)
+	case orderFloat16:
+		return cmpFloat(float16ToFloat32(a), float16ToFloat32(b))
+	case orderFloat:
+		if physical == meta.TypeFloat {
+			return cmpFloat(math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		}
+		return cmpFloat(math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	case orderUnsigned:
+		if physical == meta.TypeInt32 {
+			return cmpOrdered(binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b))
+		}
+		return cmpOrdered(binary.LittleEndian.Uint64(a), binary.LittleEndian.Uint64(b))
+	case orderSigned:
+		switch physical {
+		case meta.TypeBoolean:
+			return cmpOrdered(a[0], b[0])
+		case meta.TypeInt32:
+			return cmpOrdered(int32(binary.LittleEndian.Uint32(a)), int32(binary.LittleEndian.Uint32(b)))
+		}
+		return cmpOrdered(int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(b)))
+	}
+	return 0
+}
+
+func cmpOrdered[T ~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat[T float32 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// compareSignedBigEndian compares two's complement big-endian integers of
+// any lengths, as DECIMAL on BYTE_ARRAY and FIXED is ordered.
+func compareSignedBigEndian(a, b []byte) int {
+	neg := func(v []byte) bool { return len(v) > 0 && v[0]&0x80 != 0 }
+	na, nb := neg(a), neg(b)
+	if na != nb {
+		if na {
+			return -1
+		}
+		return 1
+	}
+	ext := byte(0)
+	if na {
+		ext = 0xFF
+	}
+	for n := max(len(a), len(b)); n > 0; n-- {
+		x, y := ext, ext
+		if i := len(a) - n; i >= 0 {
+			x = a[i]
+		}
+		if i := len(b) - n; i >= 0 {
+			y = b[i]
+		}
+		if x != y {
+			return cmpOrdered(x, y)
+		}
+	}
+	return 0
+}
+
+func isFloat16NaN(v []byte) bool {
+	h := binary.LittleEndian.Uint16(v)
+	return h&0x7C00 == 0x7C00 && h&0x03FF != 0
+}
+
+func float16Zero(v []byte) bool { return binary.LittleEndian.Uint16(v)&0x7FFF == 0 }
+
+func float16ToFloat32(v []byte) float32 {
+	h := binary.LittleEndian.Uint16(v)
+	sign := uint32(h>>15) << 31
+	exp := int(h>>10) & 0x1F
+	frac := uint32(h & 0x3FF)
+	switch exp {
+	case 0:
+		f := float32(frac) / 1024 / 16384 // subnormal: frac * 2^-24
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	case 0x1F:
+		return math.Float32frombits(sign | 0x7F800000 | frac<<13)
+	}
+	return math.Float32frombits(sign | uint32(exp-15+127)<<23 | frac<<13)
+}
+
+// merge widens acc to include b.
+func (acc *bounds) merge(order sortOrder, physical meta.Type, b bounds) {
+	acc.nans += b.nans
+	if !b.ok {
+		return
+	}
+	if !acc.ok {
+		acc.min = append(acc.min[:0], b.min...)
+		acc.max = append(acc.max[:0], b.max...)
+		acc.ok, acc.minExact, acc.maxExact = true, b.minExact, b.maxExact
+		return
+	}
+	if compareValues(order, physical, b.min, acc.min) < 0 {
+		acc.min, acc.minExact = append(acc.min[:0], b.min...), b.minExact
+	}
+	if compareValues(order, physical, b.max, acc.max) > 0 {
+		acc.max, acc.maxExact = append(acc.max[:0], b.max...), b.maxExact
+	}
+}
+
+// truncated returns b with binary bounds cut to n bytes: the min to a
+// prefix, the max to the shortest prefix incremented past every value it
+// stands for. Only unsigned byte-ordered BYTE_ARRAY columns are cut; text
+// is cut on character boundaries so the bounds stay valid UTF-8.
+func truncated(b bounds, n int, text bool) bounds {
+	if !b.ok || n <= 0 {
+		return b
+	}
+	if len(b.min) > n {
+		cut := n
+		if text {
+			for cut > 0 && !utf8.RuneStart(b.min[cut]) {
+				cut--
+			}
+		}
+		b.min, b.minExact = b.min[:cut], false
+	}
+	if len(b.max) > n {
+		if up, ok := incrementPrefix(b.max, n, text); ok {
+			b.max, b.maxExact = up, false
+		}
+	}
+	return b
+}
+
+func incrementPrefix(v []byte, n int, text bool) ([]byte, bool) {
+	if !text || !utf8.Valid(v) {
+		p := append([]byte(nil), v[:n]...)
+		for i := len(p) - 1; i >= 0; i-- {
+			if p[i] != 0xFF {
+				p[i]++
+				return p[:i+1], true
+			}
+		}
+		return nil, false
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	p := append([]byte(nil), v[:cut]...)
+	for len(p) > 0 {
+		r, size := utf8.DecodeLastRune(p)
+		p = p[:len(p)-size]
+		if r == utf8.MaxRune {
+			continue
+		}
+		r++
+		if r >= 0xD800 && r <= 0xDFFF {
+			r = 0xE000
+		}
+		if len(p)+utf8.RuneLen(r) > n {
+			continue
+		}
+		return utf8.AppendRune(p, r), true
+	}
+	return nil, false
+}
+
+func isText(n *schema.Node) bool {
+	switch n.Logical.Kind {
+	case schema.String, schema.Enum, schema.JSON:
+		return true
+	}
+	return false
+}

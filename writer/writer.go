@@ -1,0 +1,275 @@
+// Package writer writes Parquet files. A Writer takes filled row groups
+// (package rowgroup), encodes each column chunk into pages — dictionary
+// encoded while the dictionary pays off, then the column's fallback encoding
+// — compresses them, and writes them to an io.Writer at once, keeping only
+// the small metadata it needs for the footer: the page index, and the row
+// group and column chunk descriptions.
+//
+// The layout of a file:
+//
+//	"PAR1"
+//	row group 0: column chunk 0 (dictionary page, data pages), column chunk 1, ...
+//	             bloom filters of row group 0
+//	...
+//	column indexes, offset indexes (all row groups)
+//	footer (FileMetaData), 4-byte footer length, "PAR1"
+package writer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pqsink/pqsink/compress"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer/encoding"
+)
+
+const magic = "PAR1"
+
+// ErrClosed is returned by a Writer used after Close.
+var ErrClosed = errors.New("writer: closed")
+
+// Writer writes one Parquet file. It is not safe for concurrent use.
+type Writer struct {
+	out       countingWriter
+	schema    *schema.Schema
+	cfg       config
+	columns   []*chunkWriter
+	rowGroups []meta.RowGroup
+	indexes   [][]pageIndex // per row group, per column
+	numRows   int64
+	closed    bool
+	err       error // sticky: a failed write leaves the file unusable
+}
+
+// New starts a Parquet file for schema s on w, writing the leading magic.
+func New(w io.Writer, s *schema.Schema, opts ...Option) (*Writer, error) {
+	cfg := defaults()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("writer: %w", err)
+		}
+	}
+	for path := range cfg.columns {
+		if s.Leaf(path) == nil {
+			return nil, fmt.Errorf("writer: column option names %q, which is not a leaf column of the schema (leaves: %s)", path, leafNames(s))
+		}
+	}
+	wr := &Writer{out: countingWriter{w: w}, schema: s, cfg: cfg}
+	codecs := map[codecKey]compress.Codec{} // columns with one codec share its (costly) state
+	for _, leaf := range s.Leaves() {
+		cw, err := newChunkWriter(leaf, &wr.cfg, codecs)
+		if err != nil {
+			return nil, fmt.Errorf("writer: column %s: %w", leaf.PathString(), err)
+		}
+		wr.columns = append(wr.columns, cw)
+	}
+	if err := wr.write([]byte(magic)); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+func leafNames(s *schema.Schema) string {
+	var names []string
+	for _, l := range s.Leaves() {
+		names = append(names, l.PathString())
+	}
+	return strings.Join(names, ", ")
+}
+
+// Offset is the number of bytes written so far.
+func (w *Writer) Offset() int64 { return w.out.n }
+
+// NumRows is the number of rows written so far.
+func (w *Writer) NumRows() int64 { return w.numRows }
+
+func (w *Writer) write(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if _, err := w.out.Write(b); err != nil {
+		w.err = fmt.Errorf("writer: %w", err)
+	}
+	return w.err
+}
+
+// WriteRowGroup encodes g as the file's next row group and writes it out.
+// g can be Reset and refilled as soon as WriteRowGroup returns. An empty
+// row group is skipped.
+func (w *Writer) WriteRowGroup(g *rowgroup.RowGroup) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if g.Schema() != w.schema && g.Schema().String() != w.schema.String() {
+		return fmt.Errorf("writer: row group schema differs from the file's")
+	}
+	if g.NumRows() == 0 {
+		return nil
+	}
+	if err := g.Check(); err != nil {
+		return fmt.Errorf("writer: row group %d: %w", len(w.rowGroups), err)
+	}
+	ordinal := len(w.rowGroups)
+	rg := meta.RowGroup{NumRows: int64(g.NumRows()), FileOffset: ptr(w.out.n), Ordinal: ptr(int16(ordinal))}
+	indexes := make([]pageIndex, len(w.columns))
+	var compressed int64
+	for i, cw := range w.columns {
+		cc, ix, err := cw.writeChunk(&w.out, g.Column(i), g.NumRows())
+		if err != nil {
+			w.err = fmt.Errorf("writer: row group %d, column %s: %w", ordinal, cw.leaf.PathString(), err)
+			return w.err
+		}
+		rg.Columns = append(rg.Columns, cc)
+		rg.TotalByteSize += cc.MetaData.TotalUncompressedSize
+		compressed += cc.MetaData.TotalCompressedSize
+		indexes[i] = ix
+	}
+	rg.TotalCompressedSize = &compressed
+	for i, cw := range w.columns {
+		if cw.bloom == nil {
+			continue
+		}
+		off, n, err := cw.writeBloom(&w.out)
+		if err != nil {
+			w.err = fmt.Errorf("writer: row group %d, column %s: bloom filter: %w", ordinal, cw.leaf.PathString(), err)
+			return w.err
+		}
+		rg.Columns[i].MetaData.BloomFilterOffset = &off
+		rg.Columns[i].MetaData.BloomFilterLength = &n
+	}
+	w.rowGroups = append(w.rowGroups, rg)
+	w.indexes = append(w.indexes, indexes)
+	w.numRows += int64(g.NumRows())
+	return nil
+}
+
+// Close writes the page index and the footer and returns the file's
+// metadata. It does not close the underlying io.Writer.
+func (w *Writer) Close() (*meta.FileMetaData, error) {
+	if w.closed {
+		return nil, ErrClosed
+	}
+	w.closed = true
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.cfg.pageIndex {
+		if err := w.writePageIndex(); err != nil {
+			return nil, err
+		}
+	}
+	fmd := &meta.FileMetaData{
+		Version:          1,
+		Schema:           w.schema.Elements(),
+		NumRows:          w.numRows,
+		RowGroups:        w.rowGroups,
+		KeyValueMetadata: w.cfg.keyValues,
+		CreatedBy:        &w.cfg.createdBy,
+	}
+	if fmd.RowGroups == nil {
+		fmd.RowGroups = []meta.RowGroup{}
+	}
+	for range w.columns {
+		fmd.ColumnOrders = append(fmd.ColumnOrders, meta.ColumnOrder{TypeOrder: &meta.TypeDefinedOrder{}})
+	}
+	footer := fmd.Append(nil)
+	n := len(footer)
+	footer = append(footer, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+	footer = append(footer, magic...)
+	if err := w.write(footer); err != nil {
+		return nil, err
+	}
+	return fmd, nil
+}
+
+func (w *Writer) writePageIndex() error {
+	var buf []byte
+	for r := range w.rowGroups {
+		for c := range w.columns {
+			ix := &w.indexes[r][c]
+			if ix.column == nil {
+				continue
+			}
+			buf = ix.column.Append(buf[:0])
+			cc := &w.rowGroups[r].Columns[c]
+			cc.ColumnIndexOffset, cc.ColumnIndexLength = ptr(w.out.n), ptr(int32(len(buf)))
+			if err := w.write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	for r := range w.rowGroups {
+		for c := range w.columns {
+			ix := &w.indexes[r][c]
+			buf = ix.offset.Append(buf[:0])
+			cc := &w.rowGroups[r].Columns[c]
+			cc.OffsetIndexOffset, cc.OffsetIndexLength = ptr(w.out.n), ptr(int32(len(buf)))
+			if err := w.write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// encodingFor returns the implementation of a non-dictionary encoding.
+func encodingFor(e meta.Encoding) (encoding.Encoding, error) {
+	switch e {
+	case meta.EncodingPlain:
+		return encoding.Plain{}, nil
+	case meta.EncodingRLE:
+		return encoding.RLE{}, nil
+	case meta.EncodingDeltaBinaryPacked:
+		return encoding.DeltaBinaryPacked{}, nil
+	case meta.EncodingDeltaLengthByteArray:
+		return encoding.DeltaLengthByteArray{}, nil
+	case meta.EncodingDeltaByteArray:
+		return encoding.DeltaByteArray{}, nil
+	case meta.EncodingByteStreamSplit:
+		return encoding.ByteStreamSplit{}, nil
+	}
+	return nil, fmt.Errorf("encoding %s cannot be chosen for a column (dictionary encoding is on by default; use the dictionary options)", e)
+}
+
+// encodingAllowed reports whether physical type t can take encoding e.
+func encodingAllowed(e meta.Encoding, t meta.Type) bool {
+	switch e {
+	case meta.EncodingPlain:
+		return true
+	case meta.EncodingRLE:
+		return t == meta.TypeBoolean
+	case meta.EncodingDeltaBinaryPacked:
+		return t == meta.TypeInt32 || t == meta.TypeInt64
+	case meta.EncodingDeltaLengthByteArray:
+		return t == meta.TypeByteArray
+	case meta.EncodingDeltaByteArray:
+		return t == meta.TypeByteArray || t == meta.TypeFixedLenByteArray
+	case meta.EncodingByteStreamSplit:
+		switch t {
+		case meta.TypeFloat, meta.TypeDouble, meta.TypeInt32, meta.TypeInt64, meta.TypeFixedLenByteArray:
+			return true
+		}
+	}
+	return false
+}
