@@ -1,0 +1,122 @@
+// Command pqsink lands Kafka streams in object storage as Parquet and
+// replays them back. Its subcommands:
+//
+//	pqsink convert [flags] INPUT OUTPUT   JSON Lines to one Parquet file
+//	pqsink version                        the version and build
+//
+// Run `pqsink COMMAND -h` for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pqsink/pqsink/internal/version"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"convert", "convert JSON Lines to a Parquet file", runConvert},
+		{"version", "print the version and build", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status, 2 for a
+// usage error and 1 for a failure.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdin, stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, new(usageError)):
+			fmt.Fprintf(stderr, "pqsink %s: %v\n", c.name, err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "pqsink %s: %v\n", c.name, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "pqsink: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: pqsink COMMAND [flags] [args]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+}
+
+// usageError is a mistake in the command line, reported with exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func runVersion(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	fmt.Fprintf(stdout, "pqsink %s (build %s)\n", version.Version, version.Build())
+	return nil
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, as users of `pqsink convert IN OUT --codec zstd`
+// expect. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string     { return fmt.Sprint([]string(*l)) }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,0 +1,228 @@
+// Package convert turns JSON Lines into one Parquet file: each line is
+// shredded into an in-memory row group, and each full row group is encoded
+// and written out, so memory is bounded by one row group whatever the
+// input's size. It is what `pqsink convert` runs.
+package convert
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// ErrorPolicy says what happens to a line that does not fit the schema.
+type ErrorPolicy int
+
+const (
+	// Fail stops the conversion at the first bad line.
+	Fail ErrorPolicy = iota
+	// Skip leaves bad lines out, counts them and reports each on the error log.
+	Skip
+)
+
+// Options configure a conversion.
+type Options struct {
+	Schema *schema.Schema
+	// RowGroupSize is the in-memory size at which a row group is written.
+	// Defaults to 128 MiB.
+	RowGroupSize int64
+	// Writer options: codec, page size, encodings...
+	Writer []writer.Option
+	// Shredder options.
+	JSON []rowgroup.JSONOption
+	// Errors is the policy for lines that don't fit. Defaults to Fail.
+	Errors ErrorPolicy
+	// Rejects, when set with Skip, receives each skipped line as a JSON
+	// object {"line": N, "error": "...", "input": "..."}.
+	Rejects io.Writer
+	// Progress, when set, receives a progress line about every
+	// ProgressEvery. Defaults to every 2 seconds.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Stats summarise a conversion.
+type Stats struct {
+	Lines     int64 // lines read, blank lines included
+	Rows      int64 // rows written
+	Skipped   int64 // lines rejected under Skip
+	InBytes   int64
+	OutBytes  int64
+	RowGroups int
+	Metadata  *meta.FileMetaData
+}
+
+// LineError is a line that did not fit the schema.
+type LineError struct {
+	Line int64
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Run reads JSON Lines from in and writes one Parquet file to out. Blank
+// lines are ignored. On error the output is incomplete and must be
+// discarded; the caller owns that (the CLI writes to a temporary file).
+func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats, error) {
+	var st Stats
+	if opts.Schema == nil {
+		return st, errors.New("convert: no schema")
+	}
+	if opts.RowGroupSize <= 0 {
+		opts.RowGroupSize = 128 << 20
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 2 * time.Second
+	}
+	w, err := writer.New(out, opts.Schema, opts.Writer...)
+	if err != nil {
+		return st, err
+	}
+	g := rowgroup.New(opts.Schema)
+	shred, err := rowgroup.NewJSONShredder(g, opts.JSON...)
+	if err != nil {
+		return st, fmt.Errorf("convert: %w", err)
+	}
+	lines := newLineReader(in)
+	start := time.Now()
+	nextProgress := start.Add(opts.ProgressEvery)
+	flush := func() error {
+		if g.NumRows() == 0 {
+			return nil
+		}
+		if err := w.WriteRowGroup(g); err != nil {
+			return err
+		}
+		st.Rows += int64(g.NumRows())
+		st.RowGroups++
+		g.Reset()
+		return nil
+	}
+	for {
+		line, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return st, fmt.Errorf("convert: read line %d: %w", st.Lines+1, err)
+		}
+		st.Lines++
+		st.InBytes += int64(len(line))
+		if isBlank(line) {
+			continue
+		}
+		if err := shred.Shred(line); err != nil {
+			lerr := &LineError{Line: st.Lines, Err: err}
+			if opts.Errors == Fail {
+				return st, lerr
+			}
+			st.Skipped++
+			if opts.Rejects != nil {
+				if err := writeReject(opts.Rejects, lerr, line); err != nil {
+					return st, fmt.Errorf("convert: write rejected line %d: %w", st.Lines, err)
+				}
+			}
+			continue
+		}
+		if int64(g.Size()) >= opts.RowGroupSize {
+			if err := flush(); err != nil {
+				return st, err
+			}
+		}
+		if st.Lines&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			if opts.Progress != nil && time.Now().After(nextProgress) {
+				nextProgress = time.Now().Add(opts.ProgressEvery)
+				progress(opts.Progress, &st, int64(g.NumRows()), w.Offset(), start)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return st, err
+	}
+	md, err := w.Close()
+	if err != nil {
+		return st, err
+	}
+	st.Metadata = md
+	st.OutBytes = w.Offset()
+	if opts.Progress != nil {
+		progress(opts.Progress, &st, 0, w.Offset(), start)
+	}
+	return st, nil
+}
+
+func progress(out io.Writer, st *Stats, buffered, written int64, start time.Time) {
+	secs := time.Since(start).Seconds()
+	fmt.Fprintf(out, "pqsink convert: %d lines (%.1f MB, %.1f MB/s), %d rows written in %d row groups, %d buffered, %d skipped, %.1f MB out\n",
+		st.Lines, float64(st.InBytes)/1e6, float64(st.InBytes)/1e6/max(secs, 1e-9), st.Rows, st.RowGroups, buffered, st.Skipped, float64(written)/1e6)
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func writeReject(w io.Writer, e *LineError, line []byte) error {
+	buf := fmt.Appendf(nil, `{"line":%d,"error":%s,"input":%s}`+"\n", e.Line, quote(e.Err.Error()), quote(string(line)))
+	_, err := w.Write(buf)
+	return err
+}
+
+// lineReader returns lines without their terminator; a line may be of any
+// length. The returned slice is valid until the next call.
+type lineReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
+}
+
+func (l *lineReader) next() ([]byte, error) {
+	line, err := l.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		l.buf = append(l.buf[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = l.r.ReadSlice('\n')
+			l.buf = append(l.buf, line...)
+		}
+		line = l.buf
+	}
+	if err == io.EOF && len(line) > 0 {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// quote renders s as a JSON string; invalid UTF-8 becomes U+FFFD, which is
+// acceptable in a reject report meant for a person.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
