@@ -1,0 +1,553 @@
+// Package jsonscan is a strict (RFC 8259) JSON tokenizer that does not
+// allocate in the steady state.
+//
+// A Scanner walks one JSON document and returns its tokens one at a time.
+// Separators (',' and ':') are checked internally and never returned;
+// object member names come back as Key tokens so that callers never have
+// to track whether a string is a name or a value. Strings are returned
+// unescaped and are guaranteed to be valid UTF-8 (lone surrogates written
+// as \u escapes are rejected), which makes the scanner stricter than
+// encoding/json.Valid.
+//
+// The scanner is meant for hot paths such as one Kafka record per call:
+// Reset keeps the buffers of the previous document, and strings without
+// escapes are returned as sub-slices of the input.
+package jsonscan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind identifies a JSON token.
+type Kind uint8
+
+// Token kinds returned by Scanner.Next.
+const (
+	Invalid Kind = iota
+	Null
+	True
+	False
+	Number
+	String
+	Key
+	BeginObject
+	EndObject
+	BeginArray
+	EndArray
+)
+
+var kindNames = [...]string{
+	Invalid:     "Invalid",
+	Null:        "Null",
+	True:        "True",
+	False:       "False",
+	Number:      "Number",
+	String:      "String",
+	Key:         "Key",
+	BeginObject: "BeginObject",
+	EndObject:   "EndObject",
+	BeginArray:  "BeginArray",
+	EndArray:    "EndArray",
+}
+
+// String returns the name of the kind.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// DefaultMaxDepth is the nesting limit of a Scanner unless SetMaxDepth
+// changes it. Consumers of the tokens (the Variant encoder, the record
+// shredders, the Variant decoder) recurse or keep per-level state, so an
+// unbounded depth would let a few kilobytes of "[[[[..." cost megabytes of
+// stack. 1000 levels is far beyond any real event payload and matches the
+// bound of the Variant decoder, so whatever scans also encodes.
+const DefaultMaxDepth = 1000
+
+// SyntaxError describes malformed input: what is wrong and at which byte.
+type SyntaxError struct {
+	Offset int    // byte offset in the input where the problem was found
+	Msg    string // full description, including the offset
+}
+
+// Error returns the description, which already names the byte offset.
+func (e *SyntaxError) Error() string { return e.Msg }
+
+// parser states: what may come next.
+const (
+	stateValue      uint8 = iota // a value (document start, after ':' or after ',' in an array)
+	stateValueOrEnd              // after '[': a value or ']'
+	stateKeyOrEnd                // after '{': a name or '}'
+	stateKey                     // after ',' in an object: a name
+	stateCommaOrEnd              // after a value inside a container
+	stateDone                    // after the top-level value
+)
+
+// Scanner tokenizes one JSON document. The zero value is ready for Reset.
+// A Scanner must not be used by several goroutines at once.
+type Scanner struct {
+	data     []byte
+	pos      int    // next byte to read
+	start    int    // offset of the current token
+	end      int    // end of the current number token
+	kind     Kind   // current token
+	state    uint8  // what may come next
+	stack    []byte // '{' or '[' per open container
+	maxDepth int
+	str      []byte // current String/Key bytes
+	buf      []byte // unescaped string storage, reused
+	err      error  // sticky error
+}
+
+// Reset prepares s to scan data, keeping its buffers. data must hold a
+// single JSON value surrounded by optional whitespace.
+func (s *Scanner) Reset(data []byte) {
+	s.data = data
+	s.pos = 0
+	s.start = 0
+	s.end = 0
+	s.kind = Invalid
+	s.state = stateValue
+	s.stack = s.stack[:0]
+	s.str = nil
+	s.err = nil
+	if s.maxDepth <= 0 {
+		s.maxDepth = DefaultMaxDepth
+	}
+}
+
+// SetMaxDepth sets the maximum nesting depth of objects and arrays;
+// n <= 0 restores DefaultMaxDepth. The setting survives Reset.
+func (s *Scanner) SetMaxDepth(n int) {
+	if n <= 0 {
+		n = DefaultMaxDepth
+	}
+	s.maxDepth = n
+}
+
+// Depth returns the number of objects and arrays open after the current
+// token: 1 after the top-level BeginObject, 0 after its EndObject.
+func (s *Scanner) Depth() int { return len(s.stack) }
+
+// Offset returns the byte offset of the current token in the input.
+func (s *Scanner) Offset() int { return s.start }
+
+// Bytes returns the raw literal of a Number token, or the unescaped UTF-8
+// bytes of a String or Key token. The slice is valid until the next call
+// to Next, Skip or Reset and must not be modified; when the string has no
+// escapes it aliases the input.
+func (s *Scanner) Bytes() []byte {
+	switch s.kind {
+	case Number:
+		return s.data[s.start:s.end]
+	case String, Key:
+		return s.str
+	}
+	return nil
+}
+
+// Next returns the next token. After the top-level value it returns
+// io.EOF if only whitespace remains, and a *SyntaxError otherwise. Once
+// Next has returned an error it keeps returning it.
+func (s *Scanner) Next() (Kind, error) {
+	if s.err != nil {
+		return Invalid, s.err
+	}
+	k, err := s.next()
+	if err != nil {
+		s.kind = Invalid
+		s.err = err
+		return Invalid, err
+	}
+	s.kind = k
+	return k, nil
+}
+
+// Skip skips the rest of the object or array whose BeginObject or
+// BeginArray token was just returned, up to and including its end token.
+func (s *Scanner) Skip() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.kind != BeginObject && s.kind != BeginArray {
+		return fmt.Errorf("jsonscan: Skip after %v, want BeginObject or BeginArray", s.kind)
+	}
+	depth := len(s.stack) - 1
+	for {
+		k, err := s.Next()
+		if err != nil {
+			return err
+		}
+		if (k == EndObject || k == EndArray) && len(s.stack) == depth {
+			return nil
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func (s *Scanner) skipSpace() {
+	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+		s.pos++
+	}
+}
+
+func (s *Scanner) next() (Kind, error) {
+	s.skipSpace()
+	s.start = s.pos
+	switch s.state {
+	case stateDone:
+		if s.pos == len(s.data) {
+			return Invalid, io.EOF
+		}
+		return Invalid, s.errorf(s.pos, "unexpected %s after top-level value", s.quote(s.pos))
+	case stateCommaOrEnd:
+		if s.pos == len(s.data) {
+			return Invalid, s.errorf(s.pos, "unexpected end of input, expected ',' or '%c'", closer(s.top()))
+		}
+		c := s.data[s.pos]
+		if c == closer(s.top()) {
+			return s.pop(), nil
+		}
+		if c != ',' {
+			return Invalid, s.errorf(s.pos, "unexpected %s, expected ',' or '%c'", s.quote(s.pos), closer(s.top()))
+		}
+		s.pos++
+		s.skipSpace()
+		s.start = s.pos
+		if s.top() == '{' {
+			return s.key()
+		}
+		return s.value()
+	case stateKeyOrEnd:
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			return s.pop(), nil
+		}
+		return s.key()
+	case stateKey:
+		return s.key()
+	case stateValueOrEnd:
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			return s.pop(), nil
+		}
+	}
+	return s.value()
+}
+
+func closer(open byte) byte {
+	if open == '{' {
+		return '}'
+	}
+	return ']'
+}
+
+func (s *Scanner) top() byte { return s.stack[len(s.stack)-1] }
+
+// pop closes the innermost container at s.pos.
+func (s *Scanner) pop() Kind {
+	open := s.top()
+	s.stack = s.stack[:len(s.stack)-1]
+	s.pos++
+	s.afterValue()
+	if open == '{' {
+		return EndObject
+	}
+	return EndArray
+}
+
+func (s *Scanner) afterValue() {
+	if len(s.stack) == 0 {
+		s.state = stateDone
+	} else {
+		s.state = stateCommaOrEnd
+	}
+}
+
+// key reads an object member name and the ':' after it.
+func (s *Scanner) key() (Kind, error) {
+	if s.pos == len(s.data) {
+		return Invalid, s.errorf(s.pos, "unexpected end of input, expected object member name")
+	}
+	if s.data[s.pos] != '"' {
+		return Invalid, s.errorf(s.pos, "unexpected %s, expected '\"' to begin object member name", s.quote(s.pos))
+	}
+	if err := s.scanString(); err != nil {
+		return Invalid, err
+	}
+	s.skipSpace()
+	if s.pos == len(s.data) {
+		return Invalid, s.errorf(s.pos, "unexpected end of input, expected ':' after object member name")
+	}
+	if s.data[s.pos] != ':' {
+		return Invalid, s.errorf(s.pos, "unexpected %s, expected ':' after object member name", s.quote(s.pos))
+	}
+	s.pos++
+	s.state = stateValue
+	return Key, nil
+}
+
+func (s *Scanner) value() (Kind, error) {
+	if s.pos == len(s.data) {
+		return Invalid, s.errorf(s.pos, "unexpected end of input, expected value")
+	}
+	switch c := s.data[s.pos]; c {
+	case '{', '[':
+		if len(s.stack) >= s.maxDepth {
+			return Invalid, s.errorf(s.pos, "nesting deeper than %d levels", s.maxDepth)
+		}
+		s.stack = append(s.stack, c)
+		s.pos++
+		if c == '{' {
+			s.state = stateKeyOrEnd
+			return BeginObject, nil
+		}
+		s.state = stateValueOrEnd
+		return BeginArray, nil
+	case '"':
+		if err := s.scanString(); err != nil {
+			return Invalid, err
+		}
+		s.afterValue()
+		return String, nil
+	case 't':
+		return s.literal("true", True)
+	case 'f':
+		return s.literal("false", False)
+	case 'n':
+		return s.literal("null", Null)
+	default:
+		if c == '-' || isDigit(c) {
+			if err := s.scanNumber(); err != nil {
+				return Invalid, err
+			}
+			s.afterValue()
+			return Number, nil
+		}
+		return Invalid, s.errorf(s.pos, "unexpected %s, expected value", s.quote(s.pos))
+	}
+}
+
+func (s *Scanner) literal(lit string, k Kind) (Kind, error) {
+	rest := s.data[s.pos:]
+	if len(rest) < len(lit) || string(rest[:len(lit)]) != lit {
+		return Invalid, s.errorf(s.pos, "invalid literal, expected %q", lit)
+	}
+	s.pos += len(lit)
+	s.afterValue()
+	return k, nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanNumber checks the RFC 8259 number grammar:
+// -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
+func (s *Scanner) scanNumber() error {
+	d := s.data
+	i := s.pos
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && isDigit(d[i]):
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	default:
+		return s.errorf(i, "invalid number, expected digit")
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i == len(d) || !isDigit(d[i]) {
+			return s.errorf(i, "invalid number, expected digit after '.'")
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i == len(d) || !isDigit(d[i]) {
+			return s.errorf(i, "invalid number, expected digit in exponent")
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	s.end = i
+	s.pos = i
+	return nil
+}
+
+// scanString reads the string starting at s.pos (an opening quote) and sets
+// s.str. Strings without escapes alias the input.
+func (s *Scanner) scanString() error {
+	d := s.data
+	begin := s.pos + 1
+	i := begin
+	for i < len(d) {
+		c := d[i]
+		switch {
+		case c == '"':
+			s.str = d[begin:i]
+			s.pos = i + 1
+			return nil
+		case c == '\\':
+			return s.scanEscaped(begin, i)
+		case c < 0x20:
+			return s.errorf(i, "invalid control character %#02x in string", c)
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return s.errorf(i, "invalid UTF-8 in string")
+			}
+			i += size
+		}
+	}
+	return s.errorf(s.pos, "unterminated string")
+}
+
+// scanEscaped continues scanString from the first backslash at i, copying
+// the unescaped string into s.buf.
+func (s *Scanner) scanEscaped(begin, i int) error {
+	d := s.data
+	buf := append(s.buf[:0], d[begin:i]...)
+	for i < len(d) {
+		c := d[i]
+		switch {
+		case c == '"':
+			s.buf = buf
+			s.str = buf
+			s.pos = i + 1
+			return nil
+		case c == '\\':
+			if i+1 == len(d) {
+				return s.errorf(len(d), "unexpected end of input in escape sequence")
+			}
+			switch e := d[i+1]; e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, n, err := s.unicodeEscape(i)
+				if err != nil {
+					return err
+				}
+				buf = utf8.AppendRune(buf, r)
+				i += n
+				continue
+			default:
+				return s.errorf(i, "invalid escape sequence %s in string", s.quoteBytes(d[i:i+2]))
+			}
+			i += 2
+		case c < 0x20:
+			return s.errorf(i, "invalid control character %#02x in string", c)
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return s.errorf(i, "invalid UTF-8 in string")
+			}
+			buf = append(buf, d[i:i+size]...)
+			i += size
+		}
+	}
+	s.buf = buf
+	return s.errorf(s.pos, "unterminated string")
+}
+
+// unicodeEscape decodes the \uXXXX escape at i, and the low surrogate
+// escape that must follow a high surrogate. It returns the rune and the
+// number of input bytes consumed.
+func (s *Scanner) unicodeEscape(i int) (rune, int, error) {
+	r, ok := hex4(s.data, i+2)
+	if !ok {
+		return 0, 0, s.errorf(i, "invalid \\u escape in string, expected 4 hex digits")
+	}
+	switch {
+	case r >= 0xDC00 && r <= 0xDFFF:
+		return 0, 0, s.errorf(i, "lone low surrogate \\u%04X in string", r)
+	case r >= 0xD800 && r <= 0xDBFF:
+		j := i + 6
+		if j+1 >= len(s.data) || s.data[j] != '\\' || s.data[j+1] != 'u' {
+			return 0, 0, s.errorf(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
+		}
+		lo, ok := hex4(s.data, j+2)
+		if !ok {
+			return 0, 0, s.errorf(j, "invalid \\u escape in string, expected 4 hex digits")
+		}
+		if lo < 0xDC00 || lo > 0xDFFF {
+			return 0, 0, s.errorf(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
+		}
+		return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), 12, nil
+	}
+	return r, 6, nil
+}
+
+func hex4(d []byte, i int) (rune, bool) {
+	if i+4 > len(d) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+func (s *Scanner) errorf(off int, format string, args ...any) error {
+	// The location goes right after what is wrong, before what was expected:
+	// "unexpected ']' at byte 4, expected value".
+	what, expected, found := strings.Cut(fmt.Sprintf(format, args...), ", expected")
+	msg := fmt.Sprintf("%s at byte %d", what, off)
+	if found {
+		msg += ", expected" + expected
+	}
+	return &SyntaxError{Offset: off, Msg: msg}
+}
+
+// quote describes the byte at i for an error message.
+func (s *Scanner) quote(i int) string {
+	if i >= len(s.data) {
+		return "end of input"
+	}
+	c := s.data[i]
+	if c >= 0x20 && c < 0x7f && c != '\'' {
+		return "'" + string(rune(c)) + "'"
+	}
+	return fmt.Sprintf("byte %#02x", c)
+}
+
+func (s *Scanner) quoteBytes(b []byte) string { return fmt.Sprintf("%q", b) }

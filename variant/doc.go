@@ -1,0 +1,73 @@
+// Package variant reads and writes the Parquet VARIANT binary encoding
+// (VariantEncoding.md): a metadata blob holding the dictionary of field
+// names, and a value blob holding a self-describing value that refers to
+// names by id.
+//
+// # Writing
+//
+// An Encoder converts JSON to a Variant in one pass over the tokens of
+// internal/jsonscan, without building a tree of Go values. A Builder does
+// the same for typed values (Avro, Kafka envelopes, reconstruction from
+// shredded columns). Both write canonical Variants:
+//
+//   - The dictionary is de-duplicated and sorted by name bytes, with
+//     sorted_strings set (an empty dictionary is written as the three
+//     bytes 01 00 00, as other writers do), and uses the smallest offset
+//     size that fits.
+//   - Object fields are ordered by name, and their values are written in
+//     that same order, so field offsets increase. Field ids, offsets and
+//     element counts use the smallest width that fits each object or
+//     array; is_large is set only above 255 elements.
+//   - Strings shorter than 64 bytes use the short string encoding.
+//   - A repeated field name in one object is an error unless the
+//     LastKeyWins option is given.
+//
+// JSON numbers become:
+//
+//   - a literal without fraction or exponent that fits in int64: the
+//     smallest of int8, int16, int32, int64 that holds it;
+//   - any other literal whose value is unscaled × 10^-scale with at most
+//     38 significant digits and 0 <= scale <= 38, where scale is the
+//     number of digits written after the point minus the exponent (a
+//     negative scale is folded into the unscaled value, so 1.5e3 is 1500
+//     with scale 0, and 1.50 keeps scale 2): decimal4 for up to 9 digits,
+//     decimal8 up to 18, decimal16 up to 38;
+//   - anything else: the nearest double. A literal beyond the range of a
+//     double is an error.
+//
+// Leading zeros of the unscaled value do not count as digits (0.001 is
+// decimal4 1 with scale 3); trailing zeros do, since they are written.
+// A negative zero is stored as zero.
+//
+// # Reading
+//
+// Value is a view over (metadata, value) bytes with typed accessors,
+// object field lookup by name (binary search), array indexing and path
+// lookup (ParsePath). A later shredder can walk a Value and emit typed
+// columns, using Value.Raw for residual bytes, and rebuild a Variant
+// from typed parts and residual values with Builder.Value.
+//
+// AppendJSON renders a Variant as JSON:
+//
+//   - integers and decimals as exact JSON numbers (decimals keep their
+//     scale: 1.50 stays 1.50);
+//   - float and double as the shortest number that reads back to the same
+//     value (exponent form below 1e-6 and from 1e21), NaN and the
+//     infinities as the strings "NaN", "Infinity" and "-Infinity";
+//   - binary as a base64 (standard alphabet, padded) string;
+//   - date as "YYYY-MM-DD";
+//   - timestamps as RFC 3339 strings with 6 (micros) or 9 (nanos)
+//     fraction digits, ending in "Z" for the UTC types and with no zone
+//     for the NTZ types;
+//   - time_ntz as "HH:MM:SS.ffffff";
+//   - uuid as the canonical lower-case 8-4-4-4-12 string;
+//   - object fields in the stored (name) order.
+//
+// # Untrusted input
+//
+// Every reader in this package checks offsets and lengths before using
+// them and never panics on malformed bytes. Validate checks a whole
+// Variant; AppendJSON makes the same checks as it goes. Nesting is
+// bounded by MaxDepth, and elements of one object or array may not share
+// bytes, so the work done is linear in the input size.
+package variant
