@@ -1,0 +1,546 @@
+package rowgroup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/pqsink/pqsink/internal/jsonscan"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// RecordError is a record that does not fit the schema, or is not valid
+// JSON. Path names the field in JSON terms, e.g. "tags[2].score" or
+// `attrs["k"]`; it is empty for problems with the record as a whole.
+type RecordError struct {
+	Path   string // field path, with list indexes and map keys
+	Offset int    // byte offset in the record where the problem was found
+	Err    error  // what is wrong
+}
+
+// Error returns "path: reason (at byte N)".
+func (e *RecordError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("json record: %v (at byte %d)", e.Err, e.Offset)
+	}
+	return fmt.Sprintf("json record: %s: %v (at byte %d)", e.Path, e.Err, e.Offset)
+}
+
+// Unwrap returns the underlying reason, such as a *jsonscan.SyntaxError.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// JSONOption configures a JSONShredder.
+type JSONOption func(*jsonOptions) error
+
+type jsonOptions struct {
+	ignoreUnknown bool
+}
+
+// IgnoreUnknownFields makes object members that the schema does not declare
+// be skipped instead of failing the record. Members of MAP fields are
+// entries, never unknown. Defaults to off: an unknown member is an error.
+func IgnoreUnknownFields() JSONOption {
+	return func(o *jsonOptions) error {
+		o.ignoreUnknown = true
+		return nil
+	}
+}
+
+// JSONShredder appends JSON records to a row group, one JSON object per
+// call, walking the schema and the JSON tokens together. It keeps its
+// buffers between records and does not allocate per value once they have
+// grown. A JSONShredder is not safe for concurrent use.
+//
+// Mapping from JSON:
+//   - groups from objects; absent members and null fill optional fields
+//     with nulls; a required field absent or null is an error, and so is a
+//     member twice in one object;
+//   - unannotated repeated fields, LIST groups (standard and legacy shapes)
+//     from arrays; an empty array gives a defined but empty list, null an
+//     undefined one (for an unannotated repeated field, which cannot tell
+//     the two apart, null is the empty array); a null element is an error
+//     where elements are required;
+//   - MAP groups from objects: a member name is converted to the key type
+//     (integers, floats, booleans, dates and the like are parsed from the
+//     name) and the member value fills the value; duplicate names are kept
+//     in order, which readers resolve as last-wins per LogicalTypes.md; a map
+//     without a value field takes null or true as member values;
+//   - VARIANT groups from any value, encoded as an unshredded Variant; null
+//     for an optional VARIANT is a null group, for a required one the
+//     Variant null;
+//   - leaves by their logical type; see Shred.
+type JSONShredder struct {
+	g    *RowGroup
+	root *jsonPlan
+	opts jsonOptions
+
+	scan  jsonscan.Scanner
+	check jsonscan.Scanner // validates JSON text held in strings
+	line  []byte
+	mark  Mark
+
+	path []pathElem // where the walk is, for error messages
+	keys []byte     // map keys named in path
+
+	buf  []byte // a converted value before it is appended
+	dec  decimalScratch
+	vars variantEncoder
+}
+
+// pathElem is one step of the path: a field name, a list index or a map key.
+type pathElem struct {
+	name     string
+	index    int
+	key, end int // map key: keys[key:end]
+	kind     uint8
+}
+
+const (
+	pathField uint8 = iota
+	pathIndex
+	pathKey
+)
+
+// NewJSONShredder returns a shredder that appends to g. It fails when the
+// schema has a node JSON cannot fill.
+func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
+	s := &JSONShredder{g: g}
+	for _, o := range opts {
+		if err := o(&s.opts); err != nil {
+			return nil, err
+		}
+	}
+	root := &jsonPlan{kind: planGroup, index: make(map[string]int)}
+	for i, f := range g.Schema().Fields() {
+		p, err := compilePlan(f, g.Columns())
+		if err != nil {
+			return nil, fmt.Errorf("json shredder: %w", err)
+		}
+		root.fields = append(root.fields, p)
+		root.index[f.Name] = i
+		root.cols = append(root.cols, p.cols...)
+	}
+	root.seen = make([]bool, len(root.fields))
+	s.root = root
+	return s, nil
+}
+
+// Shred parses line, which must hold one JSON object (one line of JSON
+// Lines), and appends it to the row group as one row. The record is atomic:
+// on error the row group is left as it was, and the error is a
+// *RecordError.
+//
+// Leaf values:
+//   - BOOLEAN from true and false;
+//   - INT32, INT64 and INTEGER(bits, signed) from numbers with an integral
+//     value (1e2 and 1.0 are integers, 1.5 is not), range-checked against
+//     the physical and the logical type; unsigned values are stored as
+//     their bit pattern;
+//   - FLOAT and DOUBLE from numbers and the strings "NaN", "Infinity" and
+//     "-Infinity"; overflow is an error, underflow rounds to zero;
+//   - FLOAT16 likewise, rounded to nearest even from the exact decimal
+//     value; a finite number beyond ±65504 after rounding is an error;
+//   - STRING and ENUM from strings; JSON from a string holding JSON text
+//     (stored as is) or from any other value (stored as compact JSON text);
+//   - BSON, geometries, unannotated BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY from
+//     standard padded base64 strings; fixed lengths must match;
+//   - UUID from the canonical 8-4-4-4-12 hex string;
+//   - DATE from "YYYY-MM-DD" or an integer of days since 1970-01-01;
+//   - TIME from "HH:MM:SS[.fraction]" or an integer in the column's unit;
+//   - TIMESTAMP from RFC 3339 strings (adjusted-to-UTC columns need an
+//     offset or Z and are normalized to UTC; local columns take the time as
+//     written, without an offset or with Z) or an integer in the unit;
+//   - INT96 from RFC 3339 strings (legacy Impala layout);
+//   - DECIMAL(p,s) from numbers or numeric strings, exactly, without
+//     floating point;
+//   - INTERVAL from {"months":m,"days":d,"millis":ms}, each an unsigned
+//     32-bit integer, absent members being 0;
+//   - UNKNOWN from null only.
+//
+// Fraction digits beyond what a column keeps are an error unless they are
+// zeros: no value is rounded except floating point ones.
+func (s *JSONShredder) Shred(line []byte) error {
+	s.g.Mark(&s.mark)
+	s.scan.Reset(line)
+	s.line = line
+	s.path = s.path[:0]
+	s.keys = s.keys[:0]
+	if err := s.record(); err != nil {
+		s.g.Rollback(&s.mark)
+		return err
+	}
+	s.g.EndRow()
+	return nil
+}
+
+func (s *JSONShredder) record() error {
+	k, err := s.next()
+	if err != nil {
+		return err
+	}
+	if k != jsonscan.BeginObject {
+		return s.errorf("expected a JSON object for the record, got %s", describe(k))
+	}
+	if err := s.group(s.root, 0); err != nil {
+		return err
+	}
+	if _, err := s.scan.Next(); err != io.EOF {
+		return s.syntax(err)
+	}
+	return nil
+}
+
+// next reads the next token, turning a syntax error into a RecordError.
+func (s *JSONShredder) next() (jsonscan.Kind, error) {
+	k, err := s.scan.Next()
+	if err != nil {
+		return k, s.syntax(err)
+	}
+	return k, nil
+}
+
+// group fills the fields of p from the object whose BeginObject was just
+// read.
+func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
+	seen := p.seen
+	clear(seen)
+	next := 0 // records usually list members in schema order: try that first
+	for {
+		k, err := s.next()
+		if err != nil {
+			return err
+		}
+		if k == jsonscan.EndObject {
+			break
+		}
+		name := s.scan.Bytes()
+		i, ok := next, next < len(p.fields) && p.fields[next].node.Name == string(name)
+		if !ok {
+			i, ok = p.index[string(name)]
+		}
+		if !ok {
+			if !s.opts.ignoreUnknown {
+				s.path = append(s.path, pathElem{name: string(name)})
+				return s.errorf("unknown field")
+			}
+			if err := s.skipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		f := p.fields[i]
+		s.path = append(s.path, pathElem{name: f.node.Name})
+		if seen[i] {
+			return s.errorf("field appears twice in the object")
+		}
+		seen[i] = true
+		next = i + 1
+		if k, err = s.next(); err != nil {
+			return err
+		}
+		if err := s.field(f, rep, p.def, k); err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+	}
+	for i, f := range p.fields {
+		if seen[i] {
+			continue
+		}
+		if f.node.Repetition == schema.Required {
+			s.path = append(s.path, pathElem{name: f.node.Name})
+			return s.errorf("missing required field")
+		}
+		s.nulls(f, rep, p.def)
+	}
+	return nil
+}
+
+// field fills node f from the value whose first token k was just read;
+// parentDef is the definition level of f's parent.
+func (s *JSONShredder) field(f *jsonPlan, rep, parentDef uint8, k jsonscan.Kind) error {
+	switch {
+	case k == jsonscan.Null:
+		switch f.node.Repetition {
+		case schema.Required:
+			if f.kind == planVariant {
+				return s.variant(f, rep, k)
+			}
+			return s.errorf("null for a required field")
+		default:
+			s.nulls(f, rep, parentDef)
+			return nil
+		}
+	case f.node.Repetition == schema.Repeated:
+		return s.repeated(f, rep, parentDef, k)
+	}
+	return s.instance(f, rep, k)
+}
+
+// repeated fills an unannotated repeated field from an array.
+func (s *JSONShredder) repeated(f *jsonPlan, rep, parentDef uint8, k jsonscan.Kind) error {
+	if k != jsonscan.BeginArray {
+		return s.errorf("expected array for repeated field %s, got %s", f.node.Name, describe(k))
+	}
+	n := 0
+	for ; ; n++ {
+		k, err := s.next()
+		if err != nil {
+			return err
+		}
+		if k == jsonscan.EndArray {
+			break
+		}
+		r := rep
+		if n > 0 {
+			r = f.rep
+		}
+		s.path = append(s.path, pathElem{index: n, kind: pathIndex})
+		if k == jsonscan.Null {
+			return s.errorf("null element in repeated field %s", f.node.Name)
+		}
+		if err := s.instance(f, r, k); err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+	}
+	if n == 0 {
+		s.nulls(f, rep, parentDef)
+	}
+	return nil
+}
+
+// instance fills one present value of node f, ignoring f's repetition.
+func (s *JSONShredder) instance(f *jsonPlan, rep uint8, k jsonscan.Kind) error {
+	switch f.kind {
+	case planGroup:
+		if k != jsonscan.BeginObject {
+			return s.errorf("expected object for group %s, got %s", f.node.Name, describe(k))
+		}
+		return s.group(f, rep)
+	case planList:
+		return s.list(f, rep, k)
+	case planMap:
+		return s.mapping(f, rep, k)
+	case planVariant:
+		return s.variant(f, rep, k)
+	}
+	return s.leaf(f, rep, k, s.scan.Bytes(), false)
+}
+
+// list fills a LIST group from an array.
+func (s *JSONShredder) list(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
+	if k != jsonscan.BeginArray {
+		return s.errorf("expected array for LIST field %s, got %s", p.node.Name, describe(k))
+	}
+	n := 0
+	for ; ; n++ {
+		k, err := s.next()
+		if err != nil {
+			return err
+		}
+		if k == jsonscan.EndArray {
+			break
+		}
+		r := rep
+		if n > 0 {
+			r = p.innerRep
+		}
+		s.path = append(s.path, pathElem{index: n, kind: pathIndex})
+		if p.twoLevel {
+			if k == jsonscan.Null {
+				return s.errorf("null element in LIST field %s, whose elements are required", p.node.Name)
+			}
+			err = s.instance(p.elem, r, k)
+		} else {
+			err = s.field(p.elem, r, p.innerDef, k)
+		}
+		if err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+	}
+	if n == 0 {
+		s.nulls(p, rep, p.def)
+	}
+	return nil
+}
+
+// mapping fills a MAP group from an object, one entry per member.
+func (s *JSONShredder) mapping(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
+	if k != jsonscan.BeginObject {
+		return s.errorf("expected object for MAP field %s, got %s", p.node.Name, describe(k))
+	}
+	n := 0
+	for ; ; n++ {
+		k, err := s.next()
+		if err != nil {
+			return err
+		}
+		if k == jsonscan.EndObject {
+			break
+		}
+		r := rep
+		if n > 0 {
+			r = p.innerRep
+		}
+		name := s.scan.Bytes()
+		start := len(s.keys)
+		s.keys = append(s.keys, name...)
+		s.path = append(s.path, pathElem{key: start, end: len(s.keys), kind: pathKey})
+		if err := s.mapKey(p.elem, r, name); err != nil {
+			return err
+		}
+		if k, err = s.next(); err != nil {
+			return err
+		}
+		switch {
+		case p.value != nil:
+			err = s.field(p.value, r, p.innerDef, k)
+		case k != jsonscan.Null && k != jsonscan.True:
+			err = s.errorf("MAP field %s has no values: expected null or true, got %s", p.node.Name, describe(k))
+		}
+		if err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+		s.keys = s.keys[:start]
+	}
+	if n == 0 {
+		s.nulls(p, rep, p.def)
+	}
+	return nil
+}
+
+// mapKey converts a member name to the key column's type, reading it as the
+// JSON token it would be in a value position: numbers and booleans from
+// their literal text, everything else from the string.
+func (s *JSONShredder) mapKey(p *jsonPlan, rep uint8, name []byte) error {
+	k := jsonscan.String
+	switch p.conv {
+	case convBool:
+		switch string(name) {
+		case "true":
+			k = jsonscan.True
+		case "false":
+			k = jsonscan.False
+		}
+	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp:
+		if _, special := specialFloat(name); !special {
+			if _, ok := parseDecimalLiteral(name); ok {
+				k = jsonscan.Number
+			}
+		}
+	}
+	return s.leaf(p, rep, k, name, true)
+}
+
+// nulls writes a null for node p at definition level def into every column
+// under it.
+func (s *JSONShredder) nulls(p *jsonPlan, rep, def uint8) {
+	for _, c := range p.cols {
+		c.Null(rep, def)
+	}
+}
+
+// skipValue skips the value after an ignored member name.
+func (s *JSONShredder) skipValue() error {
+	k, err := s.next()
+	if err != nil {
+		return err
+	}
+	if k == jsonscan.BeginObject || k == jsonscan.BeginArray {
+		if err := s.scan.Skip(); err != nil {
+			return s.syntax(err)
+		}
+	}
+	return nil
+}
+
+// rawValue returns the JSON text of the value whose first token k was just
+// read, consuming the rest of it.
+func (s *JSONShredder) rawValue(k jsonscan.Kind) ([]byte, error) {
+	start := s.scan.Offset()
+	end := start
+	switch k {
+	case jsonscan.BeginObject, jsonscan.BeginArray:
+		if err := s.scan.Skip(); err != nil {
+			return nil, s.syntax(err)
+		}
+		end = s.scan.Offset() + 1 // the closing bracket
+	case jsonscan.String:
+		end = stringEnd(s.line, start)
+	case jsonscan.Number:
+		end = start + len(s.scan.Bytes())
+	case jsonscan.True, jsonscan.Null:
+		end = start + 4
+	case jsonscan.False:
+		end = start + 5
+	}
+	if end > len(s.line) {
+		end = len(s.line)
+	}
+	return s.line[start:end], nil
+}
+
+// describe names a token kind the way a JSON user thinks of it.
+func describe(k jsonscan.Kind) string {
+	switch k {
+	case jsonscan.Null:
+		return "null"
+	case jsonscan.True, jsonscan.False:
+		return "boolean"
+	case jsonscan.Number:
+		return "number"
+	case jsonscan.String:
+		return "string"
+	case jsonscan.BeginObject:
+		return "object"
+	case jsonscan.BeginArray:
+		return "array"
+	}
+	return k.String()
+}
+
+// errorf returns a RecordError at the current token and path.
+func (s *JSONShredder) errorf(format string, args ...any) error {
+	return &RecordError{Path: s.pathString(), Offset: s.scan.Offset(), Err: fmt.Errorf(format, args...)}
+}
+
+// syntax wraps a scanner error.
+func (s *JSONShredder) syntax(err error) error {
+	if err == nil {
+		err = errors.New("unexpected data after the record")
+	}
+	off := s.scan.Offset()
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	return &RecordError{Path: s.pathString(), Offset: off, Err: err}
+}
+
+// pathString renders the path: fields joined by dots, list indexes and
+// map keys in brackets.
+func (s *JSONShredder) pathString() string {
+	var b []byte
+	for i, e := range s.path {
+		switch e.kind {
+		case pathField:
+			if i > 0 {
+				b = append(b, '.')
+			}
+			b = append(b, e.name...)
+		case pathIndex:
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(e.index), 10)
+			b = append(b, ']')
+		case pathKey:
+			b = append(b, '[')
+			b = strconv.AppendQuote(b, string(s.keys[e.key:e.end]))
+			b = append(b, ']')
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,107 @@
+package rowgroup
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+const clickSchema = `message click {
+  required int64 event_id;
+  required int64 ts (TIMESTAMP(MILLIS,true));
+  required binary user_id (STRING);
+  optional binary session_id (STRING);
+  required binary event_type (ENUM);
+  optional binary url (STRING);
+  optional binary referrer (STRING);
+  optional int32 status (INTEGER(16,false));
+  optional double duration_ms;
+  optional boolean is_mobile;
+  optional fixed_len_byte_array(16) request_id (UUID);
+  optional int64 price (DECIMAL(18,4));
+}`
+
+const clickLine = `{"event_id":123456789,"ts":"2024-05-01T12:34:56.789Z","user_id":"u-48213","session_id":"s-9f8e7d",` +
+	`"event_type":"click","url":"https://shop.example.com/p/12345?ref=home","referrer":"https://www.google.com/",` +
+	`"status":200,"duration_ms":153.25,"is_mobile":true,"request_id":"123e4567-e89b-12d3-a456-426614174000","price":"19.9900"}`
+
+const orderSchema = `message order {
+  required int64 id;
+  required group customer {
+    required binary name (STRING);
+    optional binary email (STRING);
+    optional group address { optional binary city (STRING); optional binary zip (STRING); }
+  }
+  optional group items (LIST) { repeated group list { required group element {
+    required binary sku (STRING);
+    required int32 qty;
+    optional int64 price (DECIMAL(12,2));
+    optional group tags (LIST) { repeated group list { optional binary element (STRING); } }
+  } } }
+  optional group attrs (MAP) { repeated group key_value { required binary key (STRING); optional binary value (STRING); } }
+  optional group extra (VARIANT(1)) { required binary metadata; required binary value; }
+}`
+
+const orderLine = `{"id":998877,"customer":{"name":"Ada Lovelace","email":"ada@example.com","address":{"city":"London","zip":"N1"}},` +
+	`"items":[{"sku":"A-1","qty":2,"price":12.50,"tags":["new","sale"]},{"sku":"B-22","qty":1,"price":"3.99","tags":[]},` +
+	`{"sku":"C-333","qty":10,"tags":null}],"attrs":{"channel":"web","coupon":null,"campaign":"spring"},` +
+	`"extra":{"source":"app","ab":[1,2,3],"score":0.75}}`
+
+func TestJSONShredAllocs(t *testing.T) {
+	for _, tt := range []struct{ name, schema, line string }{
+		{"clickstream", clickSchema, clickLine},
+		{"nested", orderSchema, orderLine},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, sh := newShredder(t, tt.schema)
+			line := []byte(tt.line)
+			if err := sh.Shred(line); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(200, func() {
+				g.Reset()
+				if err := sh.Shred(line); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per record in the steady state, want 0", allocs)
+			}
+		})
+	}
+}
+
+func benchmarkShred(b *testing.B, schemaText, line string) {
+	g, sh := newShredder(b, schemaText)
+	data := []byte(line)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%10000 == 0 {
+			g.Reset() // a flushed row group
+		}
+		if err := sh.Shred(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkJSONShredClickstream(b *testing.B) { benchmarkShred(b, clickSchema, clickLine) }
+
+func BenchmarkJSONShredNested(b *testing.B) { benchmarkShred(b, orderSchema, orderLine) }
+
+// BenchmarkJSONUnmarshalClickstream is the baseline of decoding the same
+// record with encoding/json into map[string]any, which the shredder avoids.
+func BenchmarkJSONUnmarshalClickstream(b *testing.B) {
+	data := []byte(clickLine)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,0 +1,290 @@
+package rowgroup
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// planKind says how a schema node takes its JSON value.
+type planKind uint8
+
+const (
+	planLeaf    planKind = iota // a scalar (or, for JSON and INTERVAL, a small document)
+	planGroup                   // an object whose members are the fields
+	planList                    // a LIST-annotated group: an array
+	planMap                     // a MAP-annotated group: an object whose members are entries
+	planVariant                 // a VARIANT group: any value
+)
+
+// leafConv is the conversion from JSON to a leaf's physical values.
+type leafConv uint8
+
+const (
+	convNull      leafConv = iota // UNKNOWN: null only
+	convBool                      // BOOLEAN
+	convInt                       // INT32/INT64, with or without INTEGER
+	convDate                      // DATE
+	convTime                      // TIME
+	convTimestamp                 // TIMESTAMP
+	convInt96                     // legacy INT96 timestamp
+	convFloat                     // FLOAT
+	convDouble                    // DOUBLE
+	convFloat16                   // FLOAT16
+	convString                    // STRING, ENUM
+	convJSON                      // JSON
+	convBinary                    // base64: BSON, geometries, unannotated binary
+	convUUID                      // UUID
+	convDecimal                   // DECIMAL on any physical type
+	convInterval                  // INTERVAL
+)
+
+// jsonPlan is a schema node prepared for shredding: levels as uint8, the
+// columns underneath for writing nulls, and per kind what the walk needs.
+// Plans are built once per shredder; the walk never looks at the schema.
+type jsonPlan struct {
+	node *schema.Node
+	kind planKind
+	def  uint8     // definition level of a present value
+	rep  uint8     // repetition level of a repeated node's later elements
+	cols []*Column // every leaf column under the node
+
+	// planGroup
+	fields []*jsonPlan
+	index  map[string]int // field name → position in fields
+	seen   []bool         // fields met in the current object; instances of a node never nest
+
+	// planList and planMap: the levels of the repeated middle group, and
+	// elem (the list element or the map key) and value (nil for a key set).
+	innerDef, innerRep uint8
+	twoLevel           bool // the repeated field is the element itself
+	elem, value        *jsonPlan
+
+	// planLeaf
+	col      *Column
+	conv     leafConv
+	rng      intRange // convInt
+	typeName string   // for messages, e.g. "INTEGER(8,true)"
+
+	// planVariant
+	metadata, variantValue *Column
+}
+
+// compilePlan prepares node n, whose leaves are cols[leaf.Column].
+func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
+	p := &jsonPlan{node: n, def: uint8(n.MaxDef), rep: uint8(n.MaxRep)}
+	p.cols = appendLeafColumns(nil, n, cols)
+	if n.IsLeaf() {
+		p.kind = planLeaf
+		p.col = cols[n.Column]
+		return p, p.compileLeaf()
+	}
+	switch {
+	case n.Logical.Kind == schema.Variant:
+		return p, p.compileVariant()
+	case n.Logical.Kind == schema.List:
+		return p, p.compileList(cols)
+	case n.Logical.Kind == schema.Map:
+		return p, p.compileMap(cols)
+	case n.HasLegacy && n.Legacy == meta.ConvertedMapKeyValue:
+		// A MAP_KEY_VALUE group outside a MAP is a map (LogicalTypes.md,
+		// backward compatibility) when it has the shape of one. A proper
+		// map's key_value group never gets here: maps compile their key and
+		// value directly.
+		if k, _ := n.MapKeyValue(); k != nil {
+			return p, p.compileMap(cols)
+		}
+	}
+	p.kind = planGroup
+	p.index = make(map[string]int, len(n.Fields))
+	p.seen = make([]bool, len(n.Fields))
+	for i, f := range n.Fields {
+		c, err := compilePlan(f, cols)
+		if err != nil {
+			return nil, err
+		}
+		p.fields = append(p.fields, c)
+		p.index[f.Name] = i
+	}
+	return p, nil
+}
+
+func appendLeafColumns(dst []*Column, n *schema.Node, cols []*Column) []*Column {
+	if n.IsLeaf() {
+		return append(dst, cols[n.Column])
+	}
+	for _, f := range n.Fields {
+		dst = appendLeafColumns(dst, f, cols)
+	}
+	return dst
+}
+
+func (p *jsonPlan) compileList(cols []*Column) error {
+	elem := p.node.ListElement()
+	if elem == nil {
+		return fmt.Errorf("field %s: unsupported LIST shape", p.node.PathString())
+	}
+	middle := p.node.Fields[0]
+	p.kind = planList
+	p.innerDef, p.innerRep = uint8(middle.MaxDef), uint8(middle.MaxRep)
+	p.twoLevel = elem == middle
+	var err error
+	p.elem, err = compilePlan(elem, cols)
+	return err
+}
+
+func (p *jsonPlan) compileMap(cols []*Column) error {
+	key, value := p.node.MapKeyValue()
+	if key == nil {
+		return fmt.Errorf("field %s: unsupported MAP shape", p.node.PathString())
+	}
+	if !key.IsLeaf() {
+		return fmt.Errorf("field %s: MAP key %s is a group; JSON member names can only fill primitive keys", p.node.PathString(), key.Name)
+	}
+	middle := p.node.Fields[0]
+	p.kind = planMap
+	p.innerDef, p.innerRep = uint8(middle.MaxDef), uint8(middle.MaxRep)
+	var err error
+	if p.elem, err = compilePlan(key, cols); err != nil {
+		return err
+	}
+	switch p.elem.conv {
+	case convNull, convInterval:
+		return fmt.Errorf("field %s: MAP key of type %s cannot come from a JSON member name", p.node.PathString(), p.elem.typeName)
+	}
+	if value != nil {
+		p.value, err = compilePlan(value, cols)
+	}
+	return err
+}
+
+func (p *jsonPlan) compileVariant() error {
+	p.kind = planVariant
+	for _, f := range p.node.Fields {
+		switch {
+		case f.Name == "typed_value":
+			return fmt.Errorf("field %s: shredded variant columns not supported yet by the JSON shredder", p.node.PathString())
+		case f.Name == "metadata" && f.IsLeaf():
+			p.metadata = p.cols[indexOf(p.cols, f.Column)]
+		case f.Name == "value" && f.IsLeaf():
+			p.variantValue = p.cols[indexOf(p.cols, f.Column)]
+		}
+	}
+	if p.metadata == nil || p.variantValue == nil {
+		return fmt.Errorf("field %s: VARIANT group needs metadata and value fields", p.node.PathString())
+	}
+	return nil
+}
+
+// indexOf finds the column of leaf index leaf among cols.
+func indexOf(cols []*Column, leaf int) int {
+	for i, c := range cols {
+		if c.Leaf.Column == leaf {
+			return i
+		}
+	}
+	return -1
+}
+
+// compileLeaf picks the conversion for the leaf's physical and logical type.
+func (p *jsonPlan) compileLeaf() error {
+	n := p.node
+	l := n.Logical
+	p.typeName = physicalTypeName(n)
+	if l.Kind != schema.None {
+		p.typeName = l.String()
+	}
+	phys := n.Physical
+	ok := true
+	switch l.Kind {
+	case schema.None:
+		switch phys {
+		case meta.TypeBoolean:
+			p.conv = convBool
+		case meta.TypeInt32:
+			p.conv, p.rng = convInt, intRange{neg: 1 << 31, pos: math.MaxInt32}
+		case meta.TypeInt64:
+			p.conv, p.rng = convInt, intRange{neg: 1 << 63, pos: math.MaxInt64}
+		case meta.TypeInt96:
+			p.conv = convInt96
+		case meta.TypeFloat:
+			p.conv = convFloat
+		case meta.TypeDouble:
+			p.conv = convDouble
+		case meta.TypeByteArray, meta.TypeFixedLenByteArray:
+			p.conv = convBinary
+		default:
+			ok = false
+		}
+	case schema.Unknown:
+		p.conv = convNull
+	case schema.String, schema.Enum:
+		p.conv, ok = convString, phys == meta.TypeByteArray
+	case schema.JSON:
+		p.conv, ok = convJSON, phys == meta.TypeByteArray
+	case schema.BSON, schema.Geometry, schema.Geography:
+		p.conv, ok = convBinary, phys == meta.TypeByteArray
+	case schema.UUID:
+		p.conv, ok = convUUID, phys == meta.TypeFixedLenByteArray && n.Length == 16
+	case schema.Float16:
+		p.conv, ok = convFloat16, phys == meta.TypeFixedLenByteArray && n.Length == 2
+	case schema.Interval:
+		p.conv, ok = convInterval, phys == meta.TypeFixedLenByteArray && n.Length == 12
+	case schema.Int:
+		p.conv = convInt
+		bits := uint(l.BitWidth)
+		if l.Signed {
+			p.rng = intRange{neg: 1 << (bits - 1), pos: 1<<(bits-1) - 1}
+		} else {
+			p.rng = intRange{pos: 1<<bits - 1} // bits == 64 wraps to MaxUint64
+			if bits == 64 {
+				p.rng.pos = math.MaxUint64
+			}
+		}
+		ok = bits >= 8 && bits <= 64 && (phys == meta.TypeInt32 && bits <= 32 || phys == meta.TypeInt64)
+	case schema.Decimal:
+		p.conv = convDecimal
+		ok = l.Precision >= 1 && l.Scale >= 0 && l.Scale <= l.Precision &&
+			(phys == meta.TypeInt32 && l.Precision <= 9 || phys == meta.TypeInt64 && l.Precision <= 18 ||
+				phys == meta.TypeFixedLenByteArray || phys == meta.TypeByteArray)
+	case schema.Date:
+		p.conv, ok = convDate, phys == meta.TypeInt32
+	case schema.Time:
+		p.conv = convTime
+		ok = phys == meta.TypeInt32 && l.Unit == schema.Millis || phys == meta.TypeInt64 && (l.Unit == schema.Micros || l.Unit == schema.Nanos)
+	case schema.Timestamp:
+		p.conv = convTimestamp
+		ok = phys == meta.TypeInt64 && l.Unit >= schema.Millis && l.Unit <= schema.Nanos
+	default:
+		ok = false
+	}
+	if !ok {
+		return fmt.Errorf("field %s: no JSON conversion for %s on %s", n.PathString(), p.typeName, physicalTypeName(n))
+	}
+	return nil
+}
+
+// physicalTypeName names a leaf's physical type as parquet.thrift does.
+func physicalTypeName(n *schema.Node) string {
+	switch n.Physical {
+	case meta.TypeBoolean:
+		return "BOOLEAN"
+	case meta.TypeInt32:
+		return "INT32"
+	case meta.TypeInt64:
+		return "INT64"
+	case meta.TypeInt96:
+		return "INT96"
+	case meta.TypeFloat:
+		return "FLOAT"
+	case meta.TypeDouble:
+		return "DOUBLE"
+	case meta.TypeByteArray:
+		return "BYTE_ARRAY"
+	case meta.TypeFixedLenByteArray:
+		return fmt.Sprintf("FIXED_LEN_BYTE_ARRAY(%d)", n.Length)
+	}
+	return fmt.Sprintf("Type(%d)", int(n.Physical))
+}
