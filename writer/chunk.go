@@ -21,8 +21,7 @@ type chunkWriter struct {
 	path        []string
 	codec       compress.Codec
 	useDict     bool
-	fallback    encoding.Encoding
-	fallbackEnc meta.Encoding
+	candidates  []candidate // non-dictionary encodings to choose from; the first is the default
 	order       sortOrder
 	text        bool
 	truncate    int
@@ -65,14 +64,16 @@ func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress
 		cfg:         cfg,
 		path:        leaf.Path,
 		useDict:     cfg.dictionary && leaf.Physical != meta.TypeBoolean,
-		fallback:    encoding.Plain{},
-		fallbackEnc: meta.EncodingPlain,
+		candidates:  []candidate{{meta.EncodingPlain, encoding.Plain{}}},
 		order:       orderOf(leaf),
 		text:        isText(leaf),
 		truncate:    cfg.truncate,
 	}
 	if leaf.Physical != meta.TypeByteArray || cw.order != orderBytes {
 		cw.truncate = 0
+	}
+	if cfg.adaptive {
+		cw.candidates = adaptiveCandidates(leaf.Physical)
 	}
 	key := codecKey{cfg.codec, cfg.level}
 	if cc := cfg.columns[path]; cc != nil {
@@ -93,7 +94,7 @@ func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress
 			if err != nil {
 				return nil, err
 			}
-			cw.fallback, cw.fallbackEnc = enc, *cc.encoding
+			cw.candidates = []candidate{{*cc.encoding, enc}}
 		}
 		cw.bloomFPP = cc.bloomFPP
 	}
@@ -170,6 +171,13 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRows int) (meta.ColumnChunk, pageIndex, error) {
 	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
 	dictPages := cw.buildDictionary(c)
+	fallback := cw.candidates[0]
+	if dictPages > 0 || len(cw.candidates) > 1 {
+		var err error
+		if dictPages, fallback, err = cw.choose(c, dictPages); err != nil {
+			return meta.ColumnChunk{}, pageIndex{}, err
+		}
+	}
 
 	md := &meta.ColumnMetaData{
 		Type:         c.Leaf.Physical,
@@ -218,7 +226,7 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 	for pi, p := range cw.pages {
 		enc := meta.EncodingRLEDictionary
 		if pi >= dictPages {
-			enc = cw.fallbackEnc
+			enc = fallback.kind
 		}
 		pageNulls := int64((p.l1 - p.l0) - (p.v1 - p.v0))
 		nulls += pageNulls
@@ -243,7 +251,7 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 		}
 
 		offset := start + int64(len(cw.chunk))
-		if err := cw.writeDataPage(c, p, pi, enc, pageNulls, b); err != nil {
+		if err := cw.writeDataPage(c, p, fallback.impl, enc, pageNulls, b); err != nil {
 			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("page %d: %w", pi, err)
 		}
 		stats.add(pageTypeFor(cw.cfg.pageVersion), enc)
@@ -309,9 +317,8 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 }
 
 // buildDictionary fills the dictionary from the pages in order and returns
-// how many leading pages use it. A page that pushes the dictionary past its
-// size limit is taken back out, and it and every later page fall back. A
-// dictionary that doesn't pay for itself on the first page is dropped.
+// how many leading pages it covers. A page that pushes the dictionary past
+// its size limit is taken back out, and it and every later page fall back.
 func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 	if !cw.useDict || c.NumValues() == 0 {
 		return 0
@@ -326,26 +333,88 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 			cw.idx = cw.idx[:p.v0]
 			return pi
 		}
-		if pi == 0 && !dictionaryPays(cw.dict, c, p) {
-			return 0
-		}
 	}
 	return len(cw.pages)
 }
 
-// dictionaryPays compares, for the first page, the dictionary plus its
-// indices against the PLAIN size of the same values.
-func dictionaryPays(d dictionary, c *rowgroup.Column, p pageRange) bool {
-	n := p.v1 - p.v0
+// candidate is a non-dictionary encoding a column may use.
+type candidate struct {
+	kind meta.Encoding
+	impl encoding.Encoding
+}
+
+// adaptiveCandidates lists, per physical type, the encodings that every
+// mainstream reader (parquet-java, arrow, DuckDB, parquet-go, Trino) decodes
+// and that can beat PLAIN: deltas for sorted or narrow integers and
+// strings, byte stream split for floating point.
+func adaptiveCandidates(t meta.Type) []candidate {
+	plain := candidate{meta.EncodingPlain, encoding.Plain{}}
+	switch t {
+	case meta.TypeInt32, meta.TypeInt64:
+		return []candidate{plain, {meta.EncodingDeltaBinaryPacked, encoding.DeltaBinaryPacked{}}}
+	case meta.TypeFloat, meta.TypeDouble:
+		return []candidate{plain, {meta.EncodingByteStreamSplit, encoding.ByteStreamSplit{}}}
+	case meta.TypeByteArray:
+		return []candidate{plain,
+			{meta.EncodingDeltaLengthByteArray, encoding.DeltaLengthByteArray{}},
+			{meta.EncodingDeltaByteArray, encoding.DeltaByteArray{}}}
+	}
+	return []candidate{plain}
+}
+
+// sampleValues is how many leading values of a chunk are encoded and
+// compressed with each candidate encoding to pick one. Enough for the
+// codec to see the data's structure, small next to a chunk.
+const sampleValues = 8192
+
+// choose picks the chunk's encodings by the size they give after
+// compression on a sample of its first values: the best of the candidate
+// encodings, and whether the dictionary (its page's compressed size shared
+// out over the values it covers, plus the indices) beats that. It returns
+// the number of dictionary pages to keep and the fallback encoding.
+func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate, error) {
+	n := min(c.NumValues(), sampleValues)
+	best, bestCost := cw.candidates[0], -1.0
 	if n == 0 {
-		return true
+		return dictPages, best, nil
 	}
-	plain := 0
-	for i := p.v0; i < p.v1; i++ {
-		plain += valueSize(c, i)
+	var err error
+	if len(cw.candidates) > 1 || dictPages > 0 {
+		for _, cand := range cw.candidates {
+			if cw.values, err = encodeValues(cand.impl, cw.values[:0], c, 0, n); err != nil {
+				return 0, best, fmt.Errorf("encode sample with %s: %w", cand.kind, err)
+			}
+			if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
+				return 0, best, fmt.Errorf("compress sample: %w", err)
+			}
+			if cost := float64(len(cw.compressed)) / float64(n); bestCost < 0 || cost < bestCost {
+				best, bestCost = cand, cost
+			}
+		}
 	}
-	indexBits := encoding.BitWidth(uint64(d.len()))
-	return d.size()+n*indexBits/8 < plain
+	if dictPages == 0 {
+		return 0, best, nil
+	}
+	covered := cw.pages[dictPages-1].v1
+	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
+		return 0, best, fmt.Errorf("dictionary page: %w", err)
+	}
+	if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
+		return 0, best, fmt.Errorf("compress dictionary: %w", err)
+	}
+	dictCost := float64(len(cw.compressed)) / float64(covered)
+	m := min(n, covered)
+	if cw.values, err = (encoding.RLEDictionary{}).EncodeInt32(cw.values[:0], cw.idx[:m]); err != nil {
+		return 0, best, fmt.Errorf("encode sample indices: %w", err)
+	}
+	if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
+		return 0, best, fmt.Errorf("compress sample indices: %w", err)
+	}
+	dictCost += float64(len(cw.compressed)) / float64(m)
+	if dictCost > bestCost {
+		return 0, best, nil
+	}
+	return dictPages, best, nil
 }
 
 func pageTypeFor(version int) meta.PageType {
@@ -356,13 +425,13 @@ func pageTypeFor(version int) meta.PageType {
 }
 
 // writeDataPage encodes page p and appends it, header first, to cw.chunk.
-func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, pi int, enc meta.Encoding, nulls int64, b bounds) error {
+func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, fallback encoding.Encoding, enc meta.Encoding, nulls int64, b bounds) error {
 	var err error
 	cw.values = cw.values[:0]
 	if enc == meta.EncodingRLEDictionary {
 		cw.values, err = encoding.RLEDictionary{}.EncodeInt32(cw.values, cw.idx[p.v0:p.v1])
 	} else {
-		cw.values, err = encodeValues(cw.fallback, cw.values, c, p.v0, p.v1)
+		cw.values, err = encodeValues(fallback, cw.values, c, p.v0, p.v1)
 	}
 	if err != nil {
 		return err

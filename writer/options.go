@@ -35,6 +35,7 @@ type config struct {
 	columns        map[string]*columnConfig
 	statistics     bool
 	sizeStatistics bool
+	adaptive       bool
 }
 
 func defaults() config {
@@ -50,6 +51,7 @@ func defaults() config {
 		pageIndex:      true,
 		statistics:     true,
 		sizeStatistics: true,
+		adaptive:       true,
 		createdBy:      version.CreatedBy(),
 		columns:        map[string]*columnConfig{},
 	}
@@ -141,14 +143,29 @@ func ColumnDictionary(path string, enabled bool) Option {
 }
 
 // ColumnEncoding sets the non-dictionary encoding of one column: the one its
-// pages use when dictionary encoding is off, or after the dictionary falls
-// back. One of PLAIN, RLE (BOOLEAN), DELTA_BINARY_PACKED (INT32, INT64),
+// pages use when dictionary encoding is off, after the dictionary outgrows
+// its limit, or instead of a dictionary that doesn't pay for itself. One of PLAIN, RLE (BOOLEAN), DELTA_BINARY_PACKED (INT32, INT64),
 // DELTA_LENGTH_BYTE_ARRAY (BYTE_ARRAY), DELTA_BYTE_ARRAY (BYTE_ARRAY, FIXED),
 // BYTE_STREAM_SPLIT (FLOAT, DOUBLE, INT32, INT64, FIXED).
-// Defaults to PLAIN.
+// Defaults to the choice of AdaptiveEncoding.
 func ColumnEncoding(path string, enc meta.Encoding) Option {
 	return func(c *config) error {
 		c.column(path).encoding = &enc
+		return nil
+	}
+}
+
+// AdaptiveEncoding lets each column chunk pick its non-dictionary encoding
+// among those its type allows and every mainstream reader decodes (PLAIN,
+// DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
+// BYTE_STREAM_SPLIT), and whether to use a dictionary at all, by the
+// compressed size each gives on a sample of the chunk. Off, columns use
+// their dictionary while it fits and PLAIN after, as parquet-java's v1
+// writer does. A column given an encoding with ColumnEncoding uses it.
+// Defaults to on.
+func AdaptiveEncoding(enabled bool) Option {
+	return func(c *config) error {
+		c.adaptive = enabled
 		return nil
 	}
 }
