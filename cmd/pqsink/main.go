@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/pqsink/pqsink/internal/version"
@@ -35,9 +36,24 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// PQSINK_CPUPROFILE=FILE profiles any command, for performance reports.
+	if path := os.Getenv("PQSINK_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pqsink: PQSINK_CPUPROFILE:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(code)
+	if code != 0 {
+		pprof.StopCPUProfile()
+		os.Exit(code)
+	}
 }
 
 // run is main without the process: it returns the exit status, 2 for a

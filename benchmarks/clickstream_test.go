@@ -1,0 +1,187 @@
+package benchmarks
+
+import (
+	"io"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	arrowpq "github.com/apache/arrow-go/v18/parquet"
+	arrowcompress "github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqgo "github.com/parquet-go/parquet-go"
+	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
+)
+
+const clickRows = 1_000_000
+
+// countingDiscard counts bytes, to report the file size without keeping it.
+type countingDiscard struct{ n int64 }
+
+func (c *countingDiscard) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+
+func report(b *testing.B, rows int, size int64) {
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(size), "file_bytes")
+}
+
+func BenchmarkClickstream(b *testing.B) {
+	data := Clicks(clickRows)
+	b.Run("lib=pqsink", func(b *testing.B) {
+		s := schema.MustParse(ClickSchema)
+		// One row group, reused across files, as pqsink's sink and convert do.
+		g := rowgroup.New(s)
+		var size int64
+		for b.Loop() {
+			out := &countingDiscard{}
+			if err := writePQSink(out, g, data); err != nil {
+				b.Fatal(err)
+			}
+			size = out.n
+		}
+		report(b, len(data), size)
+	})
+	b.Run("lib=parquet-go", func(b *testing.B) {
+		var size int64
+		for b.Loop() {
+			out := &countingDiscard{}
+			w := pqgo.NewGenericWriter[Click](out, pqgo.Compression(&pqzstd.Codec{Level: pqzstd.SpeedDefault}), pqgo.MaxRowsPerRowGroup(512*1024))
+			for i := 0; i < len(data); i += 4096 {
+				if _, err := w.Write(data[i:min(i+4096, len(data))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			size = out.n
+		}
+		report(b, len(data), size)
+	})
+	b.Run("lib=arrow-go", func(b *testing.B) {
+		var size int64
+		for b.Loop() {
+			out := &countingDiscard{}
+			if err := writeArrow(out, data); err != nil {
+				b.Fatal(err)
+			}
+			size = out.n
+		}
+		report(b, len(data), size)
+	})
+}
+
+// writePQSink fills row groups of 128 MiB (the default target) column by
+// column and writes them with ZSTD.
+func writePQSink(out io.Writer, g *rowgroup.RowGroup, data []Click) error {
+	w, err := writer.New(out, g.Schema(), writer.Compression(meta.CodecZstd, 0))
+	if err != nil {
+		return err
+	}
+	g.Reset()
+	c := g.Columns()
+	for i := range data {
+		d := &data[i]
+		c[0].AppendBytes(0, []byte(d.EventID))
+		c[1].AppendInt64(0, d.UserID)
+		c[2].AppendBytes(0, []byte(d.SessionID))
+		c[3].AppendBytes(0, []byte(d.EventType))
+		c[4].AppendBytes(0, []byte(d.PageURL))
+		if d.Referrer != nil {
+			c[5].AppendBytes(0, []byte(*d.Referrer))
+		} else {
+			c[5].Null(0, 0)
+		}
+		c[6].AppendBytes(0, []byte(d.Country))
+		c[7].AppendBytes(0, []byte(d.Device))
+		c[8].AppendInt64(0, d.TS)
+		if d.Duration != nil {
+			c[9].AppendInt32(0, *d.Duration)
+		} else {
+			c[9].Null(0, 0)
+		}
+		c[10].AppendDouble(0, d.Price)
+		c[11].AppendBool(0, d.IsBot)
+		g.EndRow()
+		if g.Size() >= 128<<20 {
+			if err := w.WriteRowGroup(g); err != nil {
+				return err
+			}
+			g.Reset()
+		}
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		return err
+	}
+	_, err = w.Close()
+	return err
+}
+
+// writeArrow builds records of 64K rows and writes them through pqarrow
+// with dictionary encoding and ZSTD, in row groups of 512K rows.
+func writeArrow(out io.Writer, data []Click) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "event_id", Type: arrow.BinaryTypes.String},
+		{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "session_id", Type: arrow.BinaryTypes.String},
+		{Name: "event_type", Type: arrow.BinaryTypes.String},
+		{Name: "page_url", Type: arrow.BinaryTypes.String},
+		{Name: "referrer", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "country", Type: arrow.BinaryTypes.String},
+		{Name: "device", Type: arrow.BinaryTypes.String},
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_us},
+		{Name: "duration_ms", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "price", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "is_bot", Type: arrow.FixedWidthTypes.Boolean},
+	}, nil)
+	props := arrowpq.NewWriterProperties(
+		arrowpq.WithCompression(arrowcompress.Codecs.Zstd),
+		arrowpq.WithDictionaryDefault(true),
+		arrowpq.WithStats(true),
+		arrowpq.WithMaxRowGroupLength(512*1024),
+	)
+	fw, err := pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return err
+	}
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer bld.Release()
+	const batch = 64 * 1024
+	for i := 0; i < len(data); i += batch {
+		for _, d := range data[i:min(i+batch, len(data))] {
+			bld.Field(0).(*array.StringBuilder).Append(d.EventID)
+			bld.Field(1).(*array.Int64Builder).Append(d.UserID)
+			bld.Field(2).(*array.StringBuilder).Append(d.SessionID)
+			bld.Field(3).(*array.StringBuilder).Append(d.EventType)
+			bld.Field(4).(*array.StringBuilder).Append(d.PageURL)
+			if d.Referrer != nil {
+				bld.Field(5).(*array.StringBuilder).Append(*d.Referrer)
+			} else {
+				bld.Field(5).AppendNull()
+			}
+			bld.Field(6).(*array.StringBuilder).Append(d.Country)
+			bld.Field(7).(*array.StringBuilder).Append(d.Device)
+			bld.Field(8).(*array.TimestampBuilder).Append(arrow.Timestamp(d.TS))
+			if d.Duration != nil {
+				bld.Field(9).(*array.Int32Builder).Append(*d.Duration)
+			} else {
+				bld.Field(9).AppendNull()
+			}
+			bld.Field(10).(*array.Float64Builder).Append(d.Price)
+			bld.Field(11).(*array.BooleanBuilder).Append(d.IsBot)
+		}
+		rec := bld.NewRecordBatch()
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return fw.Close()
+}

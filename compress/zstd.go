@@ -1,0 +1,85 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pqsink/pqsink/meta"
+)
+
+const defaultZstdLevel = 3
+
+// maxZstdRatio bounds how much zstd can expand: no block regenerates more
+// than 128 KiB, and the cheapest, an RLE block, takes 4 bytes for it. Decode
+// must reserve the declared size before decoding (the decoder's cap limit
+// works on capacity), so it first refuses sizes the input cannot back.
+const maxZstdRatio = (128 << 10) / 4
+
+// zstdCodec is ZSTD (RFC 8878). One encoder and one decoder serve every
+// caller: EncodeAll and DecodeAll are safe for concurrent use and keep their
+// own pools of block coders.
+type zstdCodec struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+func newZstd(level int) (*zstdCodec, error) {
+	if level == 0 {
+		level = defaultZstdLevel
+	}
+	enc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		// An empty page still gets a frame: some readers reject 0 bytes.
+		zstd.WithZeroFrames(true))
+	if err != nil {
+		return nil, fmt.Errorf("compress: zstd: %w", err)
+	}
+	dec, err := zstd.NewReader(nil,
+		// Decode no further than the capacity given to DecodeAll, which
+		// Decode sets to the declared size: a frame claiming more fails
+		// on its header, one that runs over fails within a block.
+		zstd.WithDecodeAllCapLimit(true),
+		// And never, whatever the caller passes, more than a page can be.
+		zstd.WithDecoderMaxMemory(MaxSize))
+	if err != nil {
+		return nil, fmt.Errorf("compress: zstd: %w", err)
+	}
+	return &zstdCodec{enc: enc, dec: dec}, nil
+}
+
+func (*zstdCodec) Codec() meta.CompressionCodec { return meta.CodecZstd }
+
+func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
+	return c.enc.EncodeAll(src, dst), nil
+}
+
+func (c *zstdCodec) Decode(dst, src []byte, size int) ([]byte, error) {
+	if err := checkSize(size); err != nil {
+		return dst, fmt.Errorf("compress: zstd: %w", err)
+	}
+	if len(src) == 0 && size == 0 {
+		return dst, nil
+	}
+	if size > maxZstdRatio*len(src) {
+		return dst, fmt.Errorf("compress: zstd: %w: %d bytes cannot expand to %d", ErrSizeMismatch, len(src), size)
+	}
+	start := len(dst)
+	dst = grow(dst, size)[:start]
+	out, err := c.dec.DecodeAll(src, dst[:start:start+size])
+	if err != nil {
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			err = fmt.Errorf("%w: more than %d bytes", ErrSizeMismatch, size)
+		}
+		return dst, fmt.Errorf("compress: zstd: %w", err)
+	}
+	if n := len(out) - start; n != size {
+		return dst, fmt.Errorf("compress: zstd: %w: got %d bytes, want %d", ErrSizeMismatch, n, size)
+	}
+	if size > 0 && &out[start] != &dst[:start+1][start] {
+		// DecodeAll had to move; cannot happen within the cap limit, but
+		// stay correct if it does.
+		return append(dst, out[start:]...), nil
+	}
+	return dst[:start+size], nil
+}
