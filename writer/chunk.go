@@ -319,12 +319,15 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 // buildDictionary fills the dictionary from the pages in order and returns
 // how many leading pages it covers. A page that pushes the dictionary past
 // its size limit is taken back out, and it and every later page fall back.
+// When nearly all of the first distinctProbe values are distinct, no
+// dictionary can pay off and the work of building one is skipped.
 func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 	if !cw.useDict || c.NumValues() == 0 {
 		return 0
 	}
 	cw.dict.reset()
 	cw.idx = cw.idx[:0]
+	probed := false
 	for pi, p := range cw.pages {
 		before := cw.dict.len()
 		cw.idx = cw.dict.add(cw.idx, c, p.v0, p.v1)
@@ -333,9 +336,19 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 			cw.idx = cw.idx[:p.v0]
 			return pi
 		}
+		if !probed && p.v1 >= distinctProbe {
+			probed = true
+			if 10*cw.dict.len() > 9*p.v1 {
+				return 0
+			}
+		}
 	}
 	return len(cw.pages)
 }
+
+// distinctProbe is how many leading values of a chunk decide whether it is
+// too distinct to try a dictionary on.
+const distinctProbe = 1 << 16
 
 // candidate is a non-dictionary encoding a column may use.
 type candidate struct {
@@ -350,6 +363,8 @@ type candidate struct {
 func adaptiveCandidates(t meta.Type) []candidate {
 	plain := candidate{meta.EncodingPlain, encoding.Plain{}}
 	switch t {
+	case meta.TypeBoolean:
+		return []candidate{plain, {meta.EncodingRLE, encoding.RLE{}}}
 	case meta.TypeInt32, meta.TypeInt64:
 		return []candidate{plain, {meta.EncodingDeltaBinaryPacked, encoding.DeltaBinaryPacked{}}}
 	case meta.TypeFloat, meta.TypeDouble:
@@ -362,10 +377,13 @@ func adaptiveCandidates(t meta.Type) []candidate {
 	return []candidate{plain}
 }
 
-// sampleValues is how many leading values of a chunk are encoded and
-// compressed with each candidate encoding to pick one. Enough for the
-// codec to see the data's structure, small next to a chunk.
-const sampleValues = 8192
+// sampleValues and sampleBytes bound the leading values of a chunk that
+// are encoded and compressed with each candidate encoding to pick one:
+// enough for the codec to see the data's structure, small next to a chunk.
+const (
+	sampleValues = 8192
+	sampleBytes  = 64 << 10
+)
 
 // choose picks the chunk's encodings by the size they give after
 // compression on a sample of its first values: the best of the candidate
@@ -373,7 +391,10 @@ const sampleValues = 8192
 // out over the values it covers, plus the indices) beats that. It returns
 // the number of dictionary pages to keep and the fallback encoding.
 func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate, error) {
-	n := min(c.NumValues(), sampleValues)
+	n, size := 0, 0
+	for limit := min(c.NumValues(), sampleValues); n < limit && size < sampleBytes; n++ {
+		size += valueSize(c, n)
+	}
 	best, bestCost := cw.candidates[0], -1.0
 	if n == 0 {
 		return dictPages, best, nil

@@ -1,6 +1,9 @@
 package writer
 
 import (
+	"bytes"
+	"hash/maphash"
+
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/writer/encoding"
@@ -9,6 +12,11 @@ import (
 // dictionary maps a column chunk's distinct values to indices, in order of
 // first appearance. It can be cut back to an earlier length, which is how a
 // chunk undoes the page that pushed it over its size limit.
+//
+// The tables are open-addressing hash tables of indices into the entry
+// list, specialised per type: lookups are the hot loop of dictionary
+// encoding, and Go maps cost twice as much there (and a string allocation
+// per distinct byte array).
 type dictionary interface {
 	// add appends to idx the index of each value v0..v1 of c.
 	add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32
@@ -23,136 +31,149 @@ type dictionary interface {
 func newDictionary(physical meta.Type, width int) dictionary {
 	switch physical {
 	case meta.TypeInt32:
-		return &fixedDict[int32]{m: map[int32]int32{}, width: 4, values: func(c *rowgroup.Column) []int32 { return c.Int32 },
-			enc: func(dst []byte, v []int32) ([]byte, error) { return encoding.Plain{}.EncodeInt32(dst, v) }}
+		return &fixedDict[int32]{width: 4, values: func(c *rowgroup.Column) []int32 { return c.Int32 },
+			hash: func(v int32) uint64 { return mix(uint64(uint32(v))) },
+			enc:  func(dst []byte, v []int32) ([]byte, error) { return encoding.Plain{}.EncodeInt32(dst, v) }}
 	case meta.TypeInt64:
-		return &fixedDict[int64]{m: map[int64]int32{}, width: 8, values: func(c *rowgroup.Column) []int64 { return c.Int64 },
-			enc: func(dst []byte, v []int64) ([]byte, error) { return encoding.Plain{}.EncodeInt64(dst, v) }}
+		return &fixedDict[int64]{width: 8, values: func(c *rowgroup.Column) []int64 { return c.Int64 },
+			hash: func(v int64) uint64 { return mix(uint64(v)) },
+			enc:  func(dst []byte, v []int64) ([]byte, error) { return encoding.Plain{}.EncodeInt64(dst, v) }}
 	case meta.TypeInt96:
-		return &fixedDict[[12]byte]{m: map[[12]byte]int32{}, width: 12, values: func(c *rowgroup.Column) [][12]byte { return c.Int96 },
+		return &fixedDict[[12]byte]{width: 12, values: func(c *rowgroup.Column) [][12]byte { return c.Int96 },
+			hash: func(v [12]byte) uint64 {
+				lo := uint64(v[0]) | uint64(v[1])<<8 | uint64(v[2])<<16 | uint64(v[3])<<24 | uint64(v[4])<<32 | uint64(v[5])<<40 | uint64(v[6])<<48 | uint64(v[7])<<56
+				hi := uint64(v[8]) | uint64(v[9])<<8 | uint64(v[10])<<16 | uint64(v[11])<<24
+				return mix(lo ^ mix(hi))
+			},
 			enc: func(dst []byte, v [][12]byte) ([]byte, error) { return encoding.Plain{}.EncodeInt96(dst, v) }}
 	case meta.TypeFloat:
-		// Keyed by bit pattern: -0 and +0, and distinct NaNs, stay distinct.
-		return &floatDict[float32, uint32]{m: map[uint32]int32{}, width: 4, values: func(c *rowgroup.Column) []float32 { return c.Float },
-			bits: float32bits, enc: func(dst []byte, v []float32) ([]byte, error) { return encoding.Plain{}.EncodeFloat(dst, v) }}
+		// Keyed by bit pattern: -0 and +0, and distinct NaNs, stay distinct,
+		// and a NaN finds itself.
+		return &fixedDict[uint32]{width: 4, values: func(c *rowgroup.Column) []uint32 { return float32Bits(c.Float) },
+			hash: func(v uint32) uint64 { return mix(uint64(v)) },
+			enc: func(dst []byte, v []uint32) ([]byte, error) {
+				return encoding.Plain{}.EncodeInt32(dst, int32s(v))
+			}}
 	case meta.TypeDouble:
-		return &floatDict[float64, uint64]{m: map[uint64]int32{}, width: 8, values: func(c *rowgroup.Column) []float64 { return c.Double },
-			bits: float64bits, enc: func(dst []byte, v []float64) ([]byte, error) { return encoding.Plain{}.EncodeDouble(dst, v) }}
+		return &fixedDict[uint64]{width: 8, values: func(c *rowgroup.Column) []uint64 { return float64Bits(c.Double) },
+			hash: func(v uint64) uint64 { return mix(v) },
+			enc: func(dst []byte, v []uint64) ([]byte, error) {
+				return encoding.Plain{}.EncodeInt64(dst, int64s(v))
+			}}
 	case meta.TypeByteArray:
-		return &bytesDict{m: map[string]int32{}, offsets: []uint32{0}}
+		return &bytesDict{seed: maphash.MakeSeed(), offsets: []uint32{0}}
 	case meta.TypeFixedLenByteArray:
-		return &bytesDict{m: map[string]int32{}, width: width}
+		return &bytesDict{seed: maphash.MakeSeed(), width: width}
 	}
 	return nil
 }
 
+// mix is a 64-bit finalizer (from SplitMix64): every input bit affects
+// every output bit, so masking the low bits spreads sequential keys.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// table is an open-addressing (linear probing) table of entry indices,
+// kept at most half full; -1 marks a free slot.
+type table struct {
+	slots []int32
+	mask  uint64
+}
+
+func (t *table) reset() {
+	if t.slots == nil {
+		t.slots = make([]int32, 1024)
+		t.mask = 1023
+	}
+	for i := range t.slots {
+		t.slots[i] = -1
+	}
+}
+
+// grow doubles the table and reinserts n entries by their hashes.
+func (t *table) grow(n int, hash func(i int) uint64) {
+	t.slots = make([]int32, 2*len(t.slots))
+	t.mask = uint64(len(t.slots) - 1)
+	for i := range t.slots {
+		t.slots[i] = -1
+	}
+	for i := 0; i < n; i++ {
+		s := hash(i) & t.mask
+		for t.slots[s] >= 0 {
+			s = (s + 1) & t.mask
+		}
+		t.slots[s] = int32(i)
+	}
+}
+
 type fixedDict[T comparable] struct {
-	m      map[T]int32
+	table
 	list   []T
 	width  int
 	values func(*rowgroup.Column) []T
+	hash   func(T) uint64
 	enc    func([]byte, []T) ([]byte, error)
 }
 
 func (d *fixedDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
+	if d.slots == nil {
+		d.table.reset()
+	}
 	for _, v := range d.values(c)[v0:v1] {
-		i, ok := d.m[v]
-		if !ok {
-			i = int32(len(d.list))
-			d.m[v] = i
-			d.list = append(d.list, v)
+		s := d.hash(v) & d.mask
+		for {
+			j := d.slots[s]
+			if j < 0 {
+				j = int32(len(d.list))
+				d.slots[s] = j
+				d.list = append(d.list, v)
+				if 2*len(d.list) > len(d.slots) {
+					d.grow(len(d.list), func(i int) uint64 { return d.hash(d.list[i]) })
+				}
+				idx = append(idx, j)
+				break
+			}
+			if d.list[j] == v {
+				idx = append(idx, j)
+				break
+			}
+			s = (s + 1) & d.mask
 		}
-		idx = append(idx, i)
 	}
 	return idx
 }
 
 func (d *fixedDict[T]) len() int  { return len(d.list) }
 func (d *fixedDict[T]) size() int { return len(d.list) * d.width }
+
 func (d *fixedDict[T]) truncate(n int) {
-	for _, v := range d.list[n:] {
-		delete(d.m, v)
-	}
 	d.list = d.list[:n]
-}
-func (d *fixedDict[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
-func (d *fixedDict[T]) reset()                            { clear(d.m); d.list = d.list[:0] }
-
-type floatDict[F float32 | float64, B uint32 | uint64] struct {
-	m      map[B]int32
-	list   []F
-	width  int
-	values func(*rowgroup.Column) []F
-	bits   func(F) B
-	enc    func([]byte, []F) ([]byte, error)
-}
-
-func (d *floatDict[F, B]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
-	for _, v := range d.values(c)[v0:v1] {
-		b := d.bits(v)
-		i, ok := d.m[b]
-		if !ok {
-			i = int32(len(d.list))
-			d.m[b] = i
-			d.list = append(d.list, v)
+	d.table.reset()
+	for i, v := range d.list {
+		s := d.hash(v) & d.mask
+		for d.slots[s] >= 0 {
+			s = (s + 1) & d.mask
 		}
-		idx = append(idx, i)
+		d.slots[s] = int32(i)
 	}
-	return idx
 }
 
-func (d *floatDict[F, B]) len() int  { return len(d.list) }
-func (d *floatDict[F, B]) size() int { return len(d.list) * d.width }
-func (d *floatDict[F, B]) truncate(n int) {
-	for _, v := range d.list[n:] {
-		delete(d.m, d.bits(v))
-	}
-	d.list = d.list[:n]
-}
-func (d *floatDict[F, B]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
-func (d *floatDict[F, B]) reset()                            { clear(d.m); d.list = d.list[:0] }
+func (d *fixedDict[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
+func (d *fixedDict[T]) reset()                            { d.table.reset(); d.list = d.list[:0] }
 
 // bytesDict serves BYTE_ARRAY (width 0) and FIXED_LEN_BYTE_ARRAY values.
 type bytesDict struct {
-	m       map[string]int32
+	table
+	seed    maphash.Seed
 	data    []byte
 	offsets []uint32 // BYTE_ARRAY only
-	count   int
+	hashes  []uint64 // per entry, to compare and regrow without rehashing bytes
 	width   int
-}
-
-func (d *bytesDict) value(c *rowgroup.Column, i int) []byte {
-	if d.width > 0 {
-		return c.Bytes[i*d.width : (i+1)*d.width]
-	}
-	return c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
-}
-
-func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
-	for i := v0; i < v1; i++ {
-		v := d.value(c, i)
-		j, ok := d.m[string(v)]
-		if !ok {
-			j = int32(d.count)
-			d.m[string(v)] = j
-			d.data = append(d.data, v...)
-			if d.width == 0 {
-				d.offsets = append(d.offsets, uint32(len(d.data)))
-			}
-			d.count++
-		}
-		idx = append(idx, j)
-	}
-	return idx
-}
-
-func (d *bytesDict) len() int { return d.count }
-
-func (d *bytesDict) size() int {
-	if d.width > 0 {
-		return len(d.data)
-	}
-	return len(d.data) + 4*d.count
 }
 
 func (d *bytesDict) entry(i int) []byte {
@@ -162,17 +183,70 @@ func (d *bytesDict) entry(i int) []byte {
 	return d.data[d.offsets[i]:d.offsets[i+1]]
 }
 
-func (d *bytesDict) truncate(n int) {
-	for i := n; i < d.count; i++ {
-		delete(d.m, string(d.entry(i)))
+func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
+	if d.slots == nil {
+		d.table.reset()
 	}
+	for i := v0; i < v1; i++ {
+		var v []byte
+		if d.width > 0 {
+			v = c.Bytes[i*d.width : (i+1)*d.width]
+		} else {
+			v = c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
+		}
+		h := maphash.Bytes(d.seed, v)
+		s := h & d.mask
+		for {
+			j := d.slots[s]
+			if j < 0 {
+				j = int32(len(d.hashes))
+				d.slots[s] = j
+				d.hashes = append(d.hashes, h)
+				d.data = append(d.data, v...)
+				if d.width == 0 {
+					d.offsets = append(d.offsets, uint32(len(d.data)))
+				}
+				if 2*len(d.hashes) > len(d.slots) {
+					d.grow(len(d.hashes), func(i int) uint64 { return d.hashes[i] })
+				}
+				idx = append(idx, j)
+				break
+			}
+			if d.hashes[j] == h && bytes.Equal(d.entry(int(j)), v) {
+				idx = append(idx, j)
+				break
+			}
+			s = (s + 1) & d.mask
+		}
+	}
+	return idx
+}
+
+func (d *bytesDict) len() int { return len(d.hashes) }
+
+func (d *bytesDict) size() int {
+	if d.width > 0 {
+		return len(d.data)
+	}
+	return len(d.data) + 4*len(d.hashes)
+}
+
+func (d *bytesDict) truncate(n int) {
 	if d.width > 0 {
 		d.data = d.data[:n*d.width]
 	} else {
 		d.data = d.data[:d.offsets[n]]
 		d.offsets = d.offsets[:n+1]
 	}
-	d.count = n
+	d.hashes = d.hashes[:n]
+	d.table.reset()
+	for i, h := range d.hashes {
+		s := h & d.mask
+		for d.slots[s] >= 0 {
+			s = (s + 1) & d.mask
+		}
+		d.slots[s] = int32(i)
+	}
 }
 
 func (d *bytesDict) encode(dst []byte) ([]byte, error) {
@@ -183,10 +257,19 @@ func (d *bytesDict) encode(dst []byte) ([]byte, error) {
 }
 
 func (d *bytesDict) reset() {
-	clear(d.m)
+	d.table.reset()
 	d.data = d.data[:0]
+	d.hashes = d.hashes[:0]
 	if d.width == 0 {
 		d.offsets = d.offsets[:1]
 	}
-	d.count = 0
 }
+
+// The float dictionaries key on bit patterns; these views reinterpret the
+// column's floats without copying.
+func float32Bits(f []float32) []uint32 { return unsafeSlice[float32, uint32](f) }
+func float64Bits(f []float64) []uint64 { return unsafeSlice[float64, uint64](f) }
+
+func int32s(v []uint32) []int32 { return unsafeSlice[uint32, int32](v) }
+func int64s(v []uint64) []int64 { return unsafeSlice[uint64, int64](v) }
+

@@ -186,6 +186,20 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 		}
 		var lo, hi []byte
 		found := false
+		if order == orderBytes && c.Leaf.Physical == meta.TypeByteArray {
+			// The common case, without the per-value dispatch below.
+			lo = c.Bytes[c.Offsets[v0]:c.Offsets[v0+1]]
+			hi = lo
+			for i := v0 + 1; i < v1; i++ {
+				v := c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
+				if bytes.Compare(v, lo) < 0 {
+					lo = v
+				} else if bytes.Compare(v, hi) > 0 {
+					hi = v
+				}
+			}
+			v0, found = v1, true
+		}
 		for i := v0; i < v1; i++ {
 			v := value(i)
 			if order == orderFloat16 && isFloat16NaN(v) {

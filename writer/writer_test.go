@@ -2,12 +2,15 @@ package writer_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	pqgo "github.com/parquet-go/parquet-go"
 
 	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/meta"
@@ -191,4 +194,120 @@ func head(v []string) []string {
 		return v[:3]
 	}
 	return v
+}
+
+// TestWriterMetadataTellsTheTruth checks what the footer says about
+// encodings, dictionary fallback, statistics, the page index and bloom
+// filters, against the data written and against parquet-go's view.
+func TestWriterMetadataTellsTheTruth(t *testing.T) {
+	s := schema.MustParse(`message m { required binary name (STRING); optional int64 n; }`)
+	g := rowgroup.New(s)
+	const rows = 5000
+	for i := 0; i < rows; i++ {
+		// Repeats pay for a dictionary; the distinct second half overflows it.
+		v := i
+		if i < rows/2 {
+			v = i % 50
+		}
+		g.Column(0).AppendBytes(0, []byte(fmt.Sprintf("name-%05d", v)))
+		if i%10 == 0 {
+			g.Column(1).Null(0, 0)
+		} else {
+			g.Column(1).AppendInt64(0, int64(i%7)-3)
+		}
+		g.EndRow()
+	}
+	var buf bytes.Buffer
+	w, err := writer.New(&buf, s, writer.DictionaryPageSize(4096), writer.PageSize(2048), writer.AdaptiveEncoding(false),
+		writer.BloomFilter("name", 0.01), writer.BloomFilter("n", 0.01))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	md, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := md.RowGroups[0].Columns[0].MetaData
+	encs := map[meta.Encoding]bool{}
+	for _, e := range name.Encodings {
+		encs[e] = true
+	}
+	if !encs[meta.EncodingRLEDictionary] || !encs[meta.EncodingPlain] {
+		t.Errorf("name: encodings %v, want dictionary pages and PLAIN fallback", name.Encodings)
+	}
+	var dictPages, dataDict, dataPlain int32
+	for _, st := range name.EncodingStats {
+		switch {
+		case st.PageType == meta.PageDictionary:
+			dictPages += st.Count
+		case st.Encoding == meta.EncodingRLEDictionary:
+			dataDict += st.Count
+		case st.Encoding == meta.EncodingPlain:
+			dataPlain += st.Count
+		}
+	}
+	if dictPages != 1 || dataDict == 0 || dataPlain == 0 {
+		t.Errorf("name: encoding stats %+v: want 1 dictionary page, dictionary-encoded pages, then PLAIN pages", name.EncodingStats)
+	}
+	if got := string(name.Statistics.MinValue); got != "name-00000" {
+		t.Errorf("name min = %q", got)
+	}
+	if got := string(name.Statistics.MaxValue); got != "name-04999" {
+		t.Errorf("name max = %q", got)
+	}
+	n := md.RowGroups[0].Columns[1].MetaData
+	if *n.Statistics.NullCount != rows/10 {
+		t.Errorf("n null count = %d, want %d", *n.Statistics.NullCount, rows/10)
+	}
+	if lo, hi := int64(binary.LittleEndian.Uint64(n.Statistics.MinValue)), int64(binary.LittleEndian.Uint64(n.Statistics.MaxValue)); lo != -3 || hi != 3 {
+		t.Errorf("n min/max = %d/%d, want -3/3", lo, hi)
+	}
+
+	f, err := pqgo.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cis, ois, err := f.ReadPageIndex()
+	if err != nil {
+		t.Fatalf("parquet-go reads the page index: %v", err)
+	}
+	if len(ois[0].PageLocations) < 2 {
+		t.Fatalf("name: %d pages, want several", len(ois[0].PageLocations))
+	}
+	var first int64
+	for i, loc := range ois[0].PageLocations {
+		if loc.FirstRowIndex < first || (i == 0 && loc.FirstRowIndex != 0) {
+			t.Errorf("page %d first row %d after %d", i, loc.FirstRowIndex, first)
+		}
+		first = loc.FirstRowIndex
+		if string(cis[0].MinValues[i]) > string(cis[0].MaxValues[i]) {
+			t.Errorf("page %d: min %q above max %q", i, cis[0].MinValues[i], cis[0].MaxValues[i])
+		}
+	}
+	cc := f.RowGroups()[0].ColumnChunks()
+	bf := cc[0].BloomFilter()
+	if bf == nil {
+		t.Fatal("parquet-go finds no bloom filter on name")
+	}
+	for i := rows / 2; i < rows; i += 97 {
+		ok, err := bf.Check(pqgo.ValueOf(fmt.Sprintf("name-%05d", i)))
+		if err != nil || !ok {
+			t.Fatalf("bloom filter misses name-%05d (%v)", i, err)
+		}
+	}
+	falsePositives := 0
+	for i := 0; i < 1000; i++ {
+		if ok, _ := bf.Check(pqgo.ValueOf(fmt.Sprintf("absent-%d", i))); ok {
+			falsePositives++
+		}
+	}
+	if falsePositives > 50 {
+		t.Errorf("bloom filter: %d of 1000 absent values pass at fpp 0.01", falsePositives)
+	}
+	if ok, err := cc[1].BloomFilter().Check(pqgo.ValueOf(int64(-3))); err != nil || !ok {
+		t.Errorf("bloom filter on n misses -3 (%v)", err)
+	}
 }
