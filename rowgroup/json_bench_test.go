@@ -70,17 +70,45 @@ func TestJSONShredAllocs(t *testing.T) {
 	}
 }
 
-func benchmarkShred(b *testing.B, schemaText, line string) {
+// convertSchema and convertLines are the records of benchmarks.Clicks,
+// which `pqsink convert` is measured on against DuckDB.
+const convertSchema = `message click {
+  required binary event_id (STRING);
+  required int64 user_id;
+  required binary session_id (STRING);
+  required binary event_type (STRING);
+  required binary page_url (STRING);
+  optional binary referrer (STRING);
+  required binary country (STRING);
+  required binary device (STRING);
+  required int64 ts (TIMESTAMP(MICROS,true));
+  optional int32 duration_ms;
+  required double price;
+  required boolean is_bot;
+}`
+
+var convertLines = []string{
+	`{"event_id":"9dcec3ad077dec6c-00000000","user_id":78442,"session_id":"s-0","event_type":"logout","page_url":"https://shop.example.com/catalog/item/1853046?ref=home","referrer":null,"country":"CAC","device":"tablet","ts":"2023-11-14T22:13:20.001538Z","duration_ms":26687,"price":449.38,"is_bot":false}`,
+	`{"event_id":"1f173e9663be1e9d-00000001","user_id":39633,"session_id":"s-0","event_type":"logout","page_url":"https://shop.example.com/catalog/item/5780870?ref=home","referrer":"https://news.ycombinator.com/","country":"CAZ","device":"desktop","ts":"2023-11-14T22:13:20.003419Z","duration_ms":null,"price":330.33,"is_bot":false}`,
+	`{"event_id":"b4ed01401eaeda70-00000002","user_id":73821,"session_id":"s-0","event_type":"share","page_url":"https://shop.example.com/catalog/item/7586402?ref=home","referrer":null,"country":"CAX","device":"tablet","ts":"2023-11-14T22:13:20.004086Z","duration_ms":56832,"price":673.26,"is_bot":false}`,
+}
+
+func benchmarkShred(b *testing.B, schemaText string, lines ...string) {
 	g, sh := newShredder(b, schemaText)
-	data := []byte(line)
-	b.SetBytes(int64(len(data)))
+	data := make([][]byte, len(lines))
+	size := 0
+	for i, l := range lines {
+		data[i] = []byte(l)
+		size += len(l)
+	}
+	b.SetBytes(int64(size / len(lines)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if i%10000 == 0 {
 			g.Reset() // a flushed row group
 		}
-		if err := sh.Shred(data); err != nil {
+		if err := sh.Shred(data[i%len(data)]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -90,6 +118,9 @@ func benchmarkShred(b *testing.B, schemaText, line string) {
 func BenchmarkJSONShredClickstream(b *testing.B) { benchmarkShred(b, clickSchema, clickLine) }
 
 func BenchmarkJSONShredNested(b *testing.B) { benchmarkShred(b, orderSchema, orderLine) }
+
+// BenchmarkJSONShredConvert shreds the records of the convert benchmark.
+func BenchmarkJSONShredConvert(b *testing.B) { benchmarkShred(b, convertSchema, convertLines...) }
 
 // BenchmarkJSONUnmarshalClickstream is the baseline of decoding the same
 // record with encoding/json into map[string]any, which the shredder avoids.

@@ -16,18 +16,18 @@ import (
 // chunkWriter writes the column chunks of one leaf column, one per row
 // group, and keeps its buffers between them.
 type chunkWriter struct {
-	leaf        *schema.Node
-	cfg         *config
-	path        []string
-	codec       compress.Codec
-	useDict     bool
-	candidates  []candidate // non-dictionary encodings to choose from; the first is the default
-	order       sortOrder
-	text        bool
-	truncate    int
-	bloomFPP    float64
-	bloom       *bloom.Filter // of the chunk just written, until writeBloom
-	dict        dictionary
+	leaf       *schema.Node
+	cfg        *config
+	path       []string
+	codec      compress.Codec
+	useDict    bool
+	candidates []candidate // non-dictionary encodings to choose from; the first is the default
+	order      sortOrder
+	text       bool
+	truncate   int
+	bloomFPP   float64
+	bloom      *bloom.Filter // of the chunk just written, until writeBloom
+	dict       dictionary
 
 	pages      []pageRange
 	idx        []int32
@@ -60,14 +60,14 @@ type pageIndex struct {
 func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress.Codec) (*chunkWriter, error) {
 	path := leaf.PathString()
 	cw := &chunkWriter{
-		leaf:        leaf,
-		cfg:         cfg,
-		path:        leaf.Path,
-		useDict:     cfg.dictionary && leaf.Physical != meta.TypeBoolean,
-		candidates:  []candidate{{meta.EncodingPlain, encoding.Plain{}}},
-		order:       orderOf(leaf),
-		text:        isText(leaf),
-		truncate:    cfg.truncate,
+		leaf:       leaf,
+		cfg:        cfg,
+		path:       leaf.Path,
+		useDict:    cfg.dictionary && leaf.Physical != meta.TypeBoolean,
+		candidates: []candidate{{meta.EncodingPlain, encoding.Plain{}}},
+		order:      orderOf(leaf),
+		text:       isText(leaf),
+		truncate:   cfg.truncate,
 	}
 	if leaf.Physical != meta.TypeByteArray || cw.order != orderBytes {
 		cw.truncate = 0

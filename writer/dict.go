@@ -272,4 +272,3 @@ func float64Bits(f []float64) []uint64 { return unsafeSlice[float64, uint64](f) 
 
 func int32s(v []uint32) []int32 { return unsafeSlice[uint32, int32](v) }
 func int64s(v []uint64) []int64 { return unsafeSlice[uint64, int64](v) }
-

@@ -15,8 +15,10 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -155,17 +157,12 @@ func (s *Scanner) Bytes() []byte {
 // io.EOF if only whitespace remains, and a *SyntaxError otherwise. Once
 // Next has returned an error it keeps returning it.
 func (s *Scanner) Next() (Kind, error) {
-	if s.err != nil {
-		return Invalid, s.err
+	// Small enough to be inlined: the token functions record the kind and
+	// any error themselves, so the hot path is one call.
+	if s.err == nil {
+		s.next()
 	}
-	k, err := s.next()
-	if err != nil {
-		s.kind = Invalid
-		s.err = err
-		return Invalid, err
-	}
-	s.kind = k
-	return k, nil
+	return s.kind, s.err
 }
 
 // Skip skips the rest of the object or array whose BeginObject or
@@ -191,52 +188,64 @@ func (s *Scanner) Skip() error {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
+// skipSpace advances past whitespace. Compact JSON has none, so the first
+// test usually ends it.
 func (s *Scanner) skipSpace() {
-	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+	for s.pos < len(s.data) && s.data[s.pos] <= ' ' && isSpace(s.data[s.pos]) {
 		s.pos++
 	}
 }
 
-func (s *Scanner) next() (Kind, error) {
+// next reads one token into s.kind, or sets s.err and s.kind = Invalid.
+func (s *Scanner) next() {
 	s.skipSpace()
 	s.start = s.pos
 	switch s.state {
-	case stateDone:
-		if s.pos == len(s.data) {
-			return Invalid, io.EOF
-		}
-		return Invalid, s.errorf(s.pos, "unexpected %s after top-level value", s.quote(s.pos))
 	case stateCommaOrEnd:
 		if s.pos == len(s.data) {
-			return Invalid, s.errorf(s.pos, "unexpected end of input, expected ',' or '%c'", closer(s.top()))
+			s.fail(s.pos, "unexpected end of input, expected ',' or '%c'", closer(s.top()))
+			return
 		}
 		c := s.data[s.pos]
+		if c == ',' {
+			s.pos++
+			s.skipSpace()
+			s.start = s.pos
+			if s.top() == '{' {
+				s.key()
+			} else {
+				s.value()
+			}
+			return
+		}
 		if c == closer(s.top()) {
-			return s.pop(), nil
+			s.pop()
+			return
 		}
-		if c != ',' {
-			return Invalid, s.errorf(s.pos, "unexpected %s, expected ',' or '%c'", s.quote(s.pos), closer(s.top()))
-		}
-		s.pos++
-		s.skipSpace()
-		s.start = s.pos
-		if s.top() == '{' {
-			return s.key()
-		}
-		return s.value()
+		s.fail(s.pos, "unexpected %s, expected ',' or '%c'", s.quote(s.pos), closer(s.top()))
+	case stateValue:
+		s.value()
 	case stateKeyOrEnd:
 		if s.pos < len(s.data) && s.data[s.pos] == '}' {
-			return s.pop(), nil
+			s.pop()
+			return
 		}
-		return s.key()
+		s.key()
 	case stateKey:
-		return s.key()
+		s.key()
 	case stateValueOrEnd:
 		if s.pos < len(s.data) && s.data[s.pos] == ']' {
-			return s.pop(), nil
+			s.pop()
+			return
 		}
+		s.value()
+	default: // stateDone
+		if s.pos == len(s.data) {
+			s.kind, s.err = Invalid, io.EOF
+			return
+		}
+		s.fail(s.pos, "unexpected %s after top-level value", s.quote(s.pos))
 	}
-	return s.value()
 }
 
 func closer(open byte) byte {
@@ -249,15 +258,15 @@ func closer(open byte) byte {
 func (s *Scanner) top() byte { return s.stack[len(s.stack)-1] }
 
 // pop closes the innermost container at s.pos.
-func (s *Scanner) pop() Kind {
+func (s *Scanner) pop() {
 	open := s.top()
 	s.stack = s.stack[:len(s.stack)-1]
 	s.pos++
 	s.afterValue()
+	s.kind = EndArray
 	if open == '{' {
-		return EndObject
+		s.kind = EndObject
 	}
-	return EndArray
 }
 
 func (s *Scanner) afterValue() {
@@ -269,84 +278,91 @@ func (s *Scanner) afterValue() {
 }
 
 // key reads an object member name and the ':' after it.
-func (s *Scanner) key() (Kind, error) {
+func (s *Scanner) key() {
 	if s.pos == len(s.data) {
-		return Invalid, s.errorf(s.pos, "unexpected end of input, expected object member name")
+		s.fail(s.pos, "unexpected end of input, expected object member name")
+		return
 	}
 	if s.data[s.pos] != '"' {
-		return Invalid, s.errorf(s.pos, "unexpected %s, expected '\"' to begin object member name", s.quote(s.pos))
+		s.fail(s.pos, "unexpected %s, expected '\"' to begin object member name", s.quote(s.pos))
+		return
 	}
-	if err := s.scanString(); err != nil {
-		return Invalid, err
+	if !s.scanString() {
+		return
 	}
 	s.skipSpace()
 	if s.pos == len(s.data) {
-		return Invalid, s.errorf(s.pos, "unexpected end of input, expected ':' after object member name")
+		s.fail(s.pos, "unexpected end of input, expected ':' after object member name")
+		return
 	}
 	if s.data[s.pos] != ':' {
-		return Invalid, s.errorf(s.pos, "unexpected %s, expected ':' after object member name", s.quote(s.pos))
+		s.fail(s.pos, "unexpected %s, expected ':' after object member name", s.quote(s.pos))
+		return
 	}
 	s.pos++
 	s.state = stateValue
-	return Key, nil
+	s.kind = Key
 }
 
-func (s *Scanner) value() (Kind, error) {
+func (s *Scanner) value() {
 	if s.pos == len(s.data) {
-		return Invalid, s.errorf(s.pos, "unexpected end of input, expected value")
+		s.fail(s.pos, "unexpected end of input, expected value")
+		return
 	}
 	switch c := s.data[s.pos]; c {
+	case '"':
+		if s.scanString() {
+			s.afterValue()
+			s.kind = String
+		}
 	case '{', '[':
 		if len(s.stack) >= s.maxDepth {
-			return Invalid, s.errorf(s.pos, "nesting deeper than %d levels", s.maxDepth)
+			s.fail(s.pos, "nesting deeper than %d levels", s.maxDepth)
+			return
 		}
 		s.stack = append(s.stack, c)
 		s.pos++
 		if c == '{' {
 			s.state = stateKeyOrEnd
-			return BeginObject, nil
+			s.kind = BeginObject
+			return
 		}
 		s.state = stateValueOrEnd
-		return BeginArray, nil
-	case '"':
-		if err := s.scanString(); err != nil {
-			return Invalid, err
-		}
-		s.afterValue()
-		return String, nil
+		s.kind = BeginArray
 	case 't':
-		return s.literal("true", True)
+		s.literal("true", True)
 	case 'f':
-		return s.literal("false", False)
+		s.literal("false", False)
 	case 'n':
-		return s.literal("null", Null)
+		s.literal("null", Null)
 	default:
 		if c == '-' || isDigit(c) {
-			if err := s.scanNumber(); err != nil {
-				return Invalid, err
+			if s.scanNumber() {
+				s.afterValue()
+				s.kind = Number
 			}
-			s.afterValue()
-			return Number, nil
+			return
 		}
-		return Invalid, s.errorf(s.pos, "unexpected %s, expected value", s.quote(s.pos))
+		s.fail(s.pos, "unexpected %s, expected value", s.quote(s.pos))
 	}
 }
 
-func (s *Scanner) literal(lit string, k Kind) (Kind, error) {
+func (s *Scanner) literal(lit string, k Kind) {
 	rest := s.data[s.pos:]
 	if len(rest) < len(lit) || string(rest[:len(lit)]) != lit {
-		return Invalid, s.errorf(s.pos, "invalid literal, expected %q", lit)
+		s.fail(s.pos, "invalid literal, expected %q", lit)
+		return
 	}
 	s.pos += len(lit)
 	s.afterValue()
-	return k, nil
+	s.kind = k
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // scanNumber checks the RFC 8259 number grammar:
 // -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
-func (s *Scanner) scanNumber() error {
+func (s *Scanner) scanNumber() bool {
 	d := s.data
 	i := s.pos
 	if d[i] == '-' {
@@ -360,12 +376,12 @@ func (s *Scanner) scanNumber() error {
 			i++
 		}
 	default:
-		return s.errorf(i, "invalid number, expected digit")
+		return s.fail(i, "invalid number, expected digit")
 	}
 	if i < len(d) && d[i] == '.' {
 		i++
 		if i == len(d) || !isDigit(d[i]) {
-			return s.errorf(i, "invalid number, expected digit after '.'")
+			return s.fail(i, "invalid number, expected digit after '.'")
 		}
 		for i < len(d) && isDigit(d[i]) {
 			i++
@@ -377,7 +393,7 @@ func (s *Scanner) scanNumber() error {
 			i++
 		}
 		if i == len(d) || !isDigit(d[i]) {
-			return s.errorf(i, "invalid number, expected digit in exponent")
+			return s.fail(i, "invalid number, expected digit in exponent")
 		}
 		for i < len(d) && isDigit(d[i]) {
 			i++
@@ -385,55 +401,121 @@ func (s *Scanner) scanNumber() error {
 	}
 	s.end = i
 	s.pos = i
-	return nil
+	return true
+}
+
+// Word-at-a-time string scanning: eight bytes are loaded into a uint64
+// (byte j in bits 8j..8j+7, whatever the machine's byte order) and every
+// byte that ends a run of plain string text is flagged in its high bit.
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// stringStops flags the bytes of x that a string scan must stop at: '"',
+// '\\', control characters (< 0x20) and non-ASCII bytes (>= 0x80).
+//
+// Byte j of x-lsbs·c has its high bit set when x_j < c, or x_j >= 0x80+c,
+// or a borrow came from byte j-1; a borrow only leaves a byte below c. So
+// the lowest flagged byte is always exact (higher ones may be false
+// positives), which is all a scan needs.
+func stringStops(x uint64) uint64 {
+	q := x ^ (lsbs * '"')  // zero where x has '"'
+	b := x ^ (lsbs * '\\') // zero where x has '\\'
+	return ((q - lsbs) | (b - lsbs) | (x - lsbs*0x20) | x) & msbs
+}
+
+// stringStop returns the index of the first byte at or after i that is
+// '"', '\\', a control character or non-ASCII, or len(d) if there is none.
+func stringStop(d []byte, i int) int {
+	for ; i+8 <= len(d); i += 8 {
+		if m := stringStops(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	if n := len(d) - i; n > 0 && len(d) >= 8 {
+		// Fewer than 8 bytes remain: load the last word and shift the ones
+		// already seen out. The zero bytes shifted in look like control
+		// characters, which is right, as they stand for the end of input.
+		m := stringStops(binary.LittleEndian.Uint64(d[len(d)-8:]) >> (8 * (8 - n)))
+		return i + min(bits.TrailingZeros64(m)>>3, n)
+	}
+	for ; i < len(d); i++ {
+		if c := d[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
+}
+
+// validUTF8 checks the run of non-ASCII bytes at d[i:] and returns the
+// index of the first ASCII byte after it, or reports invalid UTF-8.
+func (s *Scanner) validUTF8(i int) (int, bool) {
+	d := s.data
+	for i < len(d) && d[i] >= utf8.RuneSelf {
+		r, size := utf8.DecodeRune(d[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i, s.fail(i, "invalid UTF-8 in string")
+		}
+		i += size
+	}
+	return i, true
 }
 
 // scanString reads the string starting at s.pos (an opening quote) and sets
 // s.str. Strings without escapes alias the input.
-func (s *Scanner) scanString() error {
+func (s *Scanner) scanString() bool {
 	d := s.data
 	begin := s.pos + 1
 	i := begin
-	for i < len(d) {
-		c := d[i]
-		switch {
+	for {
+		// stringStop, inlined by hand for the common case of a short key
+		// or value that ends in the first word or two.
+		for i+8 <= len(d) {
+			m := stringStops(binary.LittleEndian.Uint64(d[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto stop
+			}
+			i += 8
+		}
+		i = stringStop(d, i)
+	stop:
+		if i == len(d) {
+			return s.fail(s.pos, "unterminated string")
+		}
+		switch c := d[i]; {
 		case c == '"':
 			s.str = d[begin:i]
 			s.pos = i + 1
-			return nil
+			return true
 		case c == '\\':
 			return s.scanEscaped(begin, i)
 		case c < 0x20:
-			return s.errorf(i, "invalid control character %#02x in string", c)
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(d[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return s.errorf(i, "invalid UTF-8 in string")
-			}
-			i += size
+			return s.fail(i, "invalid control character %#02x in string", c)
+		}
+		var ok bool
+		if i, ok = s.validUTF8(i); !ok {
+			return false
 		}
 	}
-	return s.errorf(s.pos, "unterminated string")
 }
 
 // scanEscaped continues scanString from the first backslash at i, copying
 // the unescaped string into s.buf.
-func (s *Scanner) scanEscaped(begin, i int) error {
+func (s *Scanner) scanEscaped(begin, i int) bool {
 	d := s.data
 	buf := append(s.buf[:0], d[begin:i]...)
-	for i < len(d) {
-		c := d[i]
-		switch {
+	defer func() { s.buf = buf }() // keep the grown buffer, on errors too
+	for {
+		switch c := d[i]; {
 		case c == '"':
-			s.buf = buf
 			s.str = buf
 			s.pos = i + 1
-			return nil
+			return true
 		case c == '\\':
 			if i+1 == len(d) {
-				return s.errorf(len(d), "unexpected end of input in escape sequence")
+				return s.fail(len(d), "unexpected end of input in escape sequence")
 			}
 			switch e := d[i+1]; e {
 			case '"', '\\', '/':
@@ -449,61 +531,61 @@ func (s *Scanner) scanEscaped(begin, i int) error {
 			case 't':
 				buf = append(buf, '\t')
 			case 'u':
-				r, n, err := s.unicodeEscape(i)
-				if err != nil {
-					return err
+				r, n, ok := s.unicodeEscape(i)
+				if !ok {
+					return false
 				}
 				buf = utf8.AppendRune(buf, r)
-				i += n
-				continue
+				i += n - 2
 			default:
-				return s.errorf(i, "invalid escape sequence %s in string", s.quoteBytes(d[i:i+2]))
+				return s.fail(i, "invalid escape sequence %s in string", s.quoteBytes(d[i:i+2]))
 			}
 			i += 2
 		case c < 0x20:
-			return s.errorf(i, "invalid control character %#02x in string", c)
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return s.errorf(i, "invalid UTF-8 in string")
+			return s.fail(i, "invalid control character %#02x in string", c)
+		default: // non-ASCII
+			end, ok := s.validUTF8(i)
+			if !ok {
+				return false
 			}
-			buf = append(buf, d[i:i+size]...)
-			i += size
+			buf = append(buf, d[i:end]...)
+			i = end
+		}
+		run := i
+		i = stringStop(d, i)
+		buf = append(buf, d[run:i]...)
+		if i == len(d) {
+			return s.fail(s.pos, "unterminated string")
 		}
 	}
-	s.buf = buf
-	return s.errorf(s.pos, "unterminated string")
 }
 
 // unicodeEscape decodes the \uXXXX escape at i, and the low surrogate
 // escape that must follow a high surrogate. It returns the rune and the
 // number of input bytes consumed.
-func (s *Scanner) unicodeEscape(i int) (rune, int, error) {
+func (s *Scanner) unicodeEscape(i int) (rune, int, bool) {
 	r, ok := hex4(s.data, i+2)
 	if !ok {
-		return 0, 0, s.errorf(i, "invalid \\u escape in string, expected 4 hex digits")
+		return 0, 0, s.fail(i, "invalid \\u escape in string, expected 4 hex digits")
 	}
 	switch {
 	case r >= 0xDC00 && r <= 0xDFFF:
-		return 0, 0, s.errorf(i, "lone low surrogate \\u%04X in string", r)
+		return 0, 0, s.fail(i, "lone low surrogate \\u%04X in string", r)
 	case r >= 0xD800 && r <= 0xDBFF:
 		j := i + 6
 		if j+1 >= len(s.data) || s.data[j] != '\\' || s.data[j+1] != 'u' {
-			return 0, 0, s.errorf(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
+			return 0, 0, s.fail(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
 		}
 		lo, ok := hex4(s.data, j+2)
 		if !ok {
-			return 0, 0, s.errorf(j, "invalid \\u escape in string, expected 4 hex digits")
+			return 0, 0, s.fail(j, "invalid \\u escape in string, expected 4 hex digits")
 		}
 		if lo < 0xDC00 || lo > 0xDFFF {
-			return 0, 0, s.errorf(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
+			return 0, 0, s.fail(i, "high surrogate \\u%04X not followed by a low surrogate in string", r)
 		}
-		return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), 12, nil
+		return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), 12, true
 	}
-	return r, 6, nil
+	return r, 6, true
 }
 
 func hex4(d []byte, i int) (rune, bool) {
@@ -525,6 +607,14 @@ func hex4(d []byte, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// fail records a *SyntaxError at byte off as the sticky error and
+// returns false, for the token functions to return.
+func (s *Scanner) fail(off int, format string, args ...any) bool {
+	s.kind = Invalid
+	s.err = s.errorf(off, format, args...)
+	return false
 }
 
 func (s *Scanner) errorf(off int, format string, args ...any) error {
