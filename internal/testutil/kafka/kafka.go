@@ -1,0 +1,39 @@
+// Package kafka starts an in-process Kafka broker for tests: franz-go's
+// kfake, which speaks the real Kafka protocol on a random loopback port, so
+// tests drive it with the same kafka-go client code as production.
+// Test-only.
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Cluster is a running in-process broker.
+type Cluster struct {
+	// Brokers are the bootstrap addresses, "127.0.0.1:PORT".
+	Brokers []string
+	c       *kfake.Cluster
+}
+
+// Start runs a one-broker cluster on a random loopback port, with the given
+// topics of partitions partitions each (topics may also be created by
+// clients), and stops it when the test ends.
+func Start(t testing.TB, partitions int32, topics ...string) *Cluster {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(int(partitions))}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(partitions, topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("kafka: start in-process broker: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return &Cluster{Brokers: c.ListenAddrs(), c: c}
+}
+
+// Kfake exposes the underlying fake cluster, for tests that inject faults
+// (kfake.Cluster.ControlKey and friends).
+func (c *Cluster) Kfake() *kfake.Cluster { return c.c }
