@@ -47,6 +47,10 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		errorsFlag   = fs.String("errors", "fail", "bad lines: fail, skip (reported on stderr) or file:PATH (skipped, written to PATH)")
 		unknown      = fs.Bool("ignore-unknown-fields", false, "ignore JSON fields the schema lacks instead of rejecting the line")
 		quiet        = fs.Bool("quiet", false, "no progress lines on stderr")
+		asVariant    = fs.Bool("variant", false, "write each line as one VARIANT value instead of using --schema")
+		column       = fs.String("column", "payload", "with --variant: the VARIANT column's `NAME`")
+		shred        = fs.String("shred", "auto", "with --variant: shredding: auto (inferred from the first 10,000 records), none, or a `FILE` (a message with one VARIANT field, or PATH TYPE lines)")
+		verbose      = fs.Bool("verbose", false, "with --variant: print the chosen Parquet schema on stderr")
 		encodings    listFlag
 		codecs       listFlag
 		blooms       listFlag
@@ -66,16 +70,18 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fs.Usage()
 		return usagef("want INPUT and OUTPUT, got %d arguments", len(pos))
 	}
-	if *schemaFile == "" {
-		return usagef("--schema FILE is required")
-	}
-	text, err := os.ReadFile(*schemaFile)
-	if err != nil {
-		return err
-	}
-	s, err := schema.Parse(string(text))
-	if err != nil {
-		return fmt.Errorf("schema %s: %w", *schemaFile, err)
+	var s *schema.Schema
+	if !*asVariant { // --variant decides its own schema
+		if *schemaFile == "" {
+			return usagef("--schema FILE is required")
+		}
+		text, err := os.ReadFile(*schemaFile)
+		if err != nil {
+			return err
+		}
+		if s, err = schema.Parse(string(text)); err != nil {
+			return fmt.Errorf("schema %s: %w", *schemaFile, err)
+		}
 	}
 
 	opts := convert.Options{Schema: s}
@@ -176,7 +182,12 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		defer f.Close()
 		in = f
 	}
-	st, err := convertTo(ctx, pos[1], stdout, in, opts)
+	var st convert.Stats
+	if *asVariant {
+		st, err = convertVariantTo(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose})
+	} else {
+		st, err = convertTo(ctx, pos[1], stdout, in, opts)
+	}
 	if err != nil {
 		return err
 	}

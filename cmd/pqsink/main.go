@@ -2,6 +2,7 @@
 // replays them back. Its subcommands:
 //
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines to one Parquet file
+//	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
 //	pqsink version                        the version and build
 //
 // Run `pqsink COMMAND -h` for a command's flags.
@@ -30,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},
+		{"inspect", "show a Parquet file's metadata, schema or rows", runInspect},
 		{"version", "print the version and build", runVersion},
 	}
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
+)
+
+const inspectUsage = `usage: pqsink inspect meta FILE
+       pqsink inspect schema FILE
+       pqsink inspect rows [--columns a,b.c] [--limit N] [--json] FILE
+
+FILE is a local path or s3://bucket/key (credentials from the AWS default
+chain; endpoint and path style from the URL's query, e.g.
+s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
+or from AWS_ENDPOINT_URL).
+`
+
+func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, inspectUsage)
+		if len(args) == 0 {
+			return usagef("want meta, schema or rows")
+		}
+		return flag.ErrHelp
+	}
+	what, args := args[0], args[1:]
+	fs := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, inspectUsage); fs.PrintDefaults() }
+	columns := fs.String("columns", "", "comma-separated column `paths` to read (rows)")
+	limit := fs.Int64("limit", -1, "print at most `N` rows (rows; -1: all)")
+	asJSON := fs.Bool("json", false, "one JSON object per row (rows)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usagef("want one FILE, got %d arguments", len(pos))
+	}
+	switch what {
+	case "meta", "schema", "rows":
+	default:
+		return usagef("unknown inspect command %q: want meta, schema or rows", what)
+	}
+	f, closeFile, err := openParquet(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	switch what {
+	case "meta":
+		err = printMeta(out, pos[0], f)
+	case "schema":
+		_, err = fmt.Fprintln(out, f.Schema().String())
+	case "rows":
+		err = printRows(out, f, *columns, *limit, *asJSON)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// openParquet opens a local file or an s3:// object for reading.
+func openParquet(ctx context.Context, name string) (*reader.File, func(), error) {
+	if !strings.HasPrefix(name, "s3://") {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			return nil, nil, err
+		}
+		f, err := reader.Open(fh, st.Size())
+		if err != nil {
+			fh.Close()
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return f, func() { fh.Close() }, nil
+	}
+	u, err := url.Parse(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	key := strings.TrimPrefix(u.Path, "/")
+	if u.Host == "" || key == "" {
+		return nil, nil, usagef("%s: want s3://bucket/key", name)
+	}
+	storeURL := url.URL{Scheme: "s3", Host: u.Host, RawQuery: u.RawQuery}
+	var opts []objstore.Option
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" && !u.Query().Has("endpoint") {
+		opts = append(opts, objstore.Endpoint(ep))
+	}
+	store, err := objstore.Open(ctx, storeURL.String(), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	ra, err := store.NewReaderAt(ctx, key)
+	if err != nil {
+		store.Close()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f, err := reader.Open(ra, ra.Size())
+	if err != nil {
+		ra.Close()
+		store.Close()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, func() { ra.Close(); store.Close() }, nil
+}
+
+func printMeta(w io.Writer, name string, f *reader.File) error {
+	md := f.Metadata()
+	fmt.Fprintf(w, "file:        %s\n", name)
+	fmt.Fprintf(w, "size:        %d bytes\n", f.Size())
+	fmt.Fprintf(w, "created by:  %s\n", deref(md.CreatedBy))
+	fmt.Fprintf(w, "version:     %d\n", md.Version)
+	fmt.Fprintf(w, "rows:        %d in %d row groups\n", md.NumRows, len(md.RowGroups))
+	if len(md.KeyValueMetadata) > 0 {
+		fmt.Fprintln(w, "key-value metadata:")
+		for _, kv := range md.KeyValueMetadata {
+			v := deref(kv.Value)
+			if len(v) > 200 {
+				v = v[:200] + fmt.Sprintf("… (%d bytes)", len(v))
+			}
+			fmt.Fprintf(w, "  %s = %s\n", kv.Key, v)
+		}
+	}
+	fmt.Fprintln(w, "schema:")
+	for _, line := range strings.Split(strings.TrimRight(f.Schema().String(), "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	leaves := f.Schema().Leaves()
+	for ri, rg := range md.RowGroups {
+		fmt.Fprintf(w, "row group %d: %d rows, %d bytes uncompressed", ri, rg.NumRows, rg.TotalByteSize)
+		if rg.TotalCompressedSize != nil {
+			fmt.Fprintf(w, ", %d compressed", *rg.TotalCompressedSize)
+		}
+		fmt.Fprintln(w)
+		for ci, cc := range rg.Columns {
+			cm := cc.MetaData
+			if cm == nil {
+				fmt.Fprintf(w, "  column %d: no metadata (encrypted?)\n", ci)
+				continue
+			}
+			var leaf *schema.Node
+			if ci < len(leaves) {
+				leaf = leaves[ci]
+			}
+			fmt.Fprintf(w, "  %s: %s", strings.Join(cm.PathInSchema, "."), cm.Type)
+			if leaf != nil && leaf.Logical.Kind != schema.None {
+				fmt.Fprintf(w, " %s", leaf.Logical)
+			}
+			fmt.Fprintf(w, ", %s, %d values, %d → %d bytes\n", cm.Codec, cm.NumValues, cm.TotalUncompressedSize, cm.TotalCompressedSize)
+			encs := make([]string, len(cm.Encodings))
+			for i, e := range cm.Encodings {
+				encs[i] = e.String()
+			}
+			fmt.Fprintf(w, "    encodings: %s", strings.Join(encs, ", "))
+			if len(cm.EncodingStats) > 0 {
+				var pages []string
+				for _, st := range cm.EncodingStats {
+					pages = append(pages, fmt.Sprintf("%d %s %s", st.Count, st.PageType, st.Encoding))
+				}
+				fmt.Fprintf(w, " (pages: %s)", strings.Join(pages, ", "))
+			}
+			fmt.Fprintln(w)
+			if st := cm.Statistics; st != nil {
+				fmt.Fprint(w, "    statistics:")
+				if st.NullCount != nil {
+					fmt.Fprintf(w, " nulls %d", *st.NullCount)
+				}
+				if st.NanCount != nil {
+					fmt.Fprintf(w, ", NaNs %d", *st.NanCount)
+				}
+				if st.DistinctCount != nil {
+					fmt.Fprintf(w, ", distinct %d", *st.DistinctCount)
+				}
+				if leaf != nil && st.MinValue != nil && st.MaxValue != nil {
+					fmt.Fprintf(w, ", min %s%s, max %s%s", statText(leaf, st.MinValue), inexact(st.IsMinValueExact), statText(leaf, st.MaxValue), inexact(st.IsMaxValueExact))
+				}
+				fmt.Fprintln(w)
+			}
+			var extras []string
+			if cc.ColumnIndexOffset != nil {
+				extras = append(extras, fmt.Sprintf("column index %d bytes", deref(cc.ColumnIndexLength)))
+			}
+			if cc.OffsetIndexOffset != nil {
+				extras = append(extras, fmt.Sprintf("offset index %d bytes", deref(cc.OffsetIndexLength)))
+			}
+			if cm.BloomFilterOffset != nil {
+				extras = append(extras, fmt.Sprintf("bloom filter %d bytes", deref(cm.BloomFilterLength)))
+			}
+			if len(extras) > 0 {
+				fmt.Fprintf(w, "    %s\n", strings.Join(extras, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+func statText(leaf *schema.Node, plain []byte) string {
+	v, err := reader.StatValue(leaf, plain)
+	if err != nil {
+		return fmt.Sprintf("0x%x", plain)
+	}
+	return string(v.AppendJSON(nil))
+}
+
+func inexact(exact *bool) string {
+	if exact != nil && !*exact {
+		return " (truncated)"
+	}
+	return ""
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func printRows(w io.Writer, f *reader.File, columns string, limit int64, asJSON bool) error {
+	var opts []reader.RowsOption
+	if columns != "" {
+		opts = append(opts, reader.Columns(strings.Split(columns, ",")...))
+	}
+	rows, err := f.Rows(opts...)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for n := int64(0); limit < 0 || n < limit; n++ {
+		v, err := rows.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("row %d: %w", n, err)
+		}
+		buf = v.AppendJSON(buf[:0])
+		if !asJSON {
+			// The plain form is the same JSON with a row number, for reading.
+			buf = append(fmt.Appendf(nil, "%d: ", n), buf...)
+		}
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pqsink/pqsink/internal/testutil/minio"
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// pqsink runs the CLI in-process and returns its exit status and output.
+func pqsink(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const testSchema = `message m {
+  required int64 id;
+  optional binary name (STRING);
+  optional int64 ts (TIMESTAMP(MILLIS,true));
+  optional int64 price (DECIMAL(10,2));
+  optional group tags (LIST) { repeated group list { optional binary element (STRING); } }
+}`
+
+const testInput = `{"id":1,"name":"a","ts":"2024-05-06T07:08:09.123Z","price":"12.50","tags":["x","y"]}
+{"id":2,"name":null,"ts":1714979289123,"price":3,"tags":[]}
+
+{"id":3,"tags":null}
+`
+
+func TestConvertThenInspect(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	in := writeFile(t, dir, "in.jsonl", testInput)
+	out := filepath.Join(dir, "out.parquet")
+	// Flags after the positional arguments work too.
+	if code, _, stderr := pqsink(t, "", "convert", in, out, "--schema", schemaFile, "--codec", "zstd:3", "--page-version", "2", "--bloom-filter", "name"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+
+	code, stdout, stderr := pqsink(t, "", "inspect", "rows", "--json", out)
+	if code != 0 {
+		t.Fatalf("inspect rows: exit %d: %s", code, stderr)
+	}
+	want := []string{
+		`{"id":1,"name":"a","ts":"2024-05-06T07:08:09.123Z","price":"12.50","tags":["x","y"]}`,
+		`{"id":2,"name":null,"ts":"2024-05-06T07:08:09.123Z","price":"3.00","tags":[]}`,
+		`{"id":3,"name":null,"ts":null,"price":null,"tags":null}`,
+	}
+	if got := strings.Split(strings.TrimSpace(stdout), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("inspect rows --json:\n got %s\nwant %s", strings.Join(got, "\n    "), strings.Join(want, "\n     "))
+	}
+	code, stdout, _ = pqsink(t, "", "inspect", "rows", "--columns", "id,tags", "--limit", "1", "--json", out)
+	if code != 0 || strings.TrimSpace(stdout) != `{"id":1,"tags":["x","y"]}` {
+		t.Errorf("inspect rows --columns --limit: exit %d, %q", code, stdout)
+	}
+
+	code, stdout, _ = pqsink(t, "", "inspect", "meta", out)
+	for _, s := range []string{"rows:        3 in 1 row groups", "price: INT64 DECIMAL(10,2)", "max \"12.50\"", "bloom filter", "column index", "DATA_PAGE_V2", "ZSTD"} {
+		if code != 0 || !strings.Contains(stdout, s) {
+			t.Errorf("inspect meta lacks %q (exit %d):\n%s", s, code, stdout)
+		}
+	}
+	code, stdout, _ = pqsink(t, "", "inspect", "schema", out)
+	if code != 0 || !strings.Contains(stdout, "optional int64 price (DECIMAL(10,2));") {
+		t.Errorf("inspect schema: exit %d:\n%s", code, stdout)
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1}\n{\"id\":\"two\"}\n{\"id\":3,\"price\":1.234}\n{\"id\":4}\n")
+	out := filepath.Join(dir, "out.parquet")
+
+	code, _, stderr := pqsink(t, "", "convert", "--schema", schemaFile, in, out)
+	if code != 1 || !strings.Contains(stderr, "line 2") || !strings.Contains(stderr, "id") {
+		t.Errorf("bad line: exit %d, stderr %q; want exit 1 naming line 2 and field id", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed convert left %s behind (%v)", out, err)
+	}
+
+	rejects := filepath.Join(dir, "rejects.jsonl")
+	code, _, stderr = pqsink(t, "", "convert", "--schema", schemaFile, "--errors", "file:"+rejects, in, out)
+	if code != 0 || !strings.Contains(stderr, "skipped 2 of 4 lines") {
+		t.Fatalf("--errors file: exit %d, stderr %q", code, stderr)
+	}
+	data, err := os.ReadFile(rejects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []struct {
+		Line  int    `json:"line"`
+		Error string `json:"error"`
+		Input string `json:"input"`
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Line  int    `json:"line"`
+			Error string `json:"error"`
+			Input string `json:"input"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("reject line %q: %v", l, err)
+		}
+		lines = append(lines, r)
+	}
+	if len(lines) != 2 || lines[0].Line != 2 || lines[1].Line != 3 || !strings.Contains(lines[1].Error, "price") {
+		t.Errorf("rejects = %+v", lines)
+	}
+	_, stdout, _ := pqsink(t, "", "inspect", "rows", "--json", "--columns", "id", out)
+	if strings.TrimSpace(stdout) != "{\"id\":1}\n{\"id\":4}" {
+		t.Errorf("rows kept = %q", stdout)
+	}
+
+	for _, args := range [][]string{
+		{"convert", in, out},                                           // no schema
+		{"convert", "--schema", schemaFile, in},                        // no output
+		{"convert", "--schema", schemaFile, "--codec", "zip", in, out}, // bad codec
+		{"convert", "--schema", schemaFile, "--errors", "maybe", in, out},
+		{"inspect", "nothing", out},
+		{"frobnicate"},
+	} {
+		if code, _, stderr := pqsink(t, "", args...); code != 2 || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error (2)", args, code, stderr)
+		}
+	}
+}
+
+func TestConvertStdinStdout(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	code, stdout, stderr := pqsink(t, testInput, "convert", "--quiet", "--schema", schemaFile, "-", "-")
+	if code != 0 || !strings.HasPrefix(stdout, "PAR1") || !strings.HasSuffix(stdout, "PAR1") || stderr != "" {
+		t.Fatalf("convert - -: exit %d, %d bytes out, stderr %q", code, len(stdout), stderr)
+	}
+}
+
+// TestInspectS3 reads a file straight from a real S3 API (MinIO).
+func TestInspectS3(t *testing.T) {
+	srv := minio.Start(t)
+	bucket := srv.NewBucket(t)
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	in := writeFile(t, dir, "in.jsonl", testInput)
+	out := filepath.Join(dir, "out.parquet")
+	if code, _, stderr := pqsink(t, "", "convert", "--schema", schemaFile, in, out); code != 0 {
+		t.Fatal(stderr)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	ctx := context.Background()
+	storeURL := "s3://" + bucket + "?endpoint=" + srv.Endpoint + "&path_style=true&region=" + srv.Region
+	store, err := objstore.Open(ctx, storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := store.Create(ctx, "landing/out.parquet", f); err != nil {
+		t.Fatal(err)
+	}
+	url := "s3://" + bucket + "/landing/out.parquet?endpoint=" + srv.Endpoint + "&path_style=true&region=" + srv.Region
+	code, stdout, stderr := pqsink(t, "", "inspect", "rows", "--json", "--columns", "id", url)
+	if code != 0 || strings.TrimSpace(stdout) != "{\"id\":1}\n{\"id\":2}\n{\"id\":3}" {
+		t.Fatalf("inspect rows %s: exit %d, %q, %s", url, code, stdout, stderr)
+	}
+	code, _, stderr = pqsink(t, "", "inspect", "meta", "s3://"+bucket+"/missing.parquet?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region)
+	if code != 1 || !strings.Contains(stderr, "missing.parquet") {
+		t.Errorf("missing object: exit %d, %q", code, stderr)
+	}
+}

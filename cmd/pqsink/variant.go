@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pqsink/pqsink/convert"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+)
+
+// variantFlags are the flags of `pqsink convert --variant`.
+type variantFlags struct {
+	column  string // --column: the VARIANT column's name
+	shred   string // --shred: auto, none, or a file
+	verbose bool   // --verbose: print the chosen schema
+}
+
+// shape turns --shred into a shredding shape: nil for auto (inferred from
+// the first records), the zero shape for none, or the shape a file
+// describes, either as a Parquet message with one VARIANT field, or as a
+// list of "PATH TYPE" lines (see variant.ParseShapePaths).
+func (f variantFlags) shape() (*variant.Shape, error) {
+	switch f.shred {
+	case "auto":
+		return nil, nil
+	case "none":
+		return &variant.Shape{}, nil
+	}
+	text, err := os.ReadFile(f.shred)
+	if err != nil {
+		return nil, usagef("--shred: want auto, none or a schema file: %v", err)
+	}
+	if strings.HasPrefix(strings.TrimSpace(string(text)), "message") {
+		s, err := schema.Parse(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
+		}
+		if len(s.Fields()) != 1 {
+			return nil, fmt.Errorf("--shred %s: the message must have one VARIANT field, has %d fields", f.shred, len(s.Fields()))
+		}
+		shape, err := rowgroup.VariantShape(s.Fields()[0])
+		if err != nil {
+			return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
+		}
+		return &shape, nil
+	}
+	shape, err := variant.ParseShapePaths(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
+	}
+	return &shape, nil
+}
+
+// convertVariantTo runs convert.RunVariant into output ("-" for stdout)
+// through a temporary file renamed into place on success, as convertTo
+// does for schema-driven conversions.
+func convertVariantTo(ctx context.Context, output string, stdout, stderr io.Writer, in io.Reader, opts convert.Options, f variantFlags) (convert.Stats, error) {
+	shape, err := f.shape()
+	if err != nil {
+		return convert.Stats{}, err
+	}
+	vopts := convert.VariantOptions{Options: opts, Column: f.column, Shape: shape}
+	if f.verbose {
+		vopts.Verbose = stderr
+	}
+	if output == "-" {
+		return convert.RunVariant(ctx, in, stdout, vopts)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
+	if err != nil {
+		return convert.Stats{}, err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return convert.Stats{}, err
+	}
+	st, err := convert.RunVariant(ctx, in, tmp, vopts)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, os.Rename(tmp.Name(), output)
+}
