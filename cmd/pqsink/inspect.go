@@ -266,4 +266,3 @@ func printRows(w io.Writer, f *reader.File, columns string, limit int64, asJSON 
 	}
 	return nil
 }
-
