@@ -57,6 +57,9 @@ type decoder struct {
 	// path collects the location of an error while the decode functions
 	// return, innermost segment first.
 	path []string
+	// mismatched is set when the current field had an unexpected type and
+	// was skipped, so it does not count as present.
+	mismatched bool
 }
 
 func (d *decoder) fail(err error) {
@@ -230,26 +233,37 @@ func (d *decoder) fieldHeader(last *int16) (ct byte, id int16, ok bool) {
 		id = d.readI16()
 	}
 	*last = id
+	d.mismatched = false
 	return ct, id, d.err == nil
 }
 
-// want checks that a known field has the compact type its declaration
-// implies.
+// want reports whether a known field has the compact type its declaration
+// implies. A field of another type is skipped, as Thrift's own readers do
+// (writers have been seen to put a list where parquet.thrift has an i32):
+// the struct reads as if the field were absent, so a required one is then
+// reported missing.
 func (d *decoder) want(ct, expected byte) bool {
 	if ct != expected {
-		d.fail(fmt.Errorf("%w: got %s, want %s", ErrWrongType, ctName(ct), ctName(expected)))
+		d.mismatch(ct)
 		return false
 	}
 	return true
 }
 
-// isBool checks that a known bool field has a bool header type.
+// isBool reports whether a known bool field has a bool header type, and
+// skips it otherwise.
 func (d *decoder) isBool(ct byte) bool {
 	if ct != ctTrue && ct != ctFalse {
-		d.fail(fmt.Errorf("%w: got %s, want bool", ErrWrongType, ctName(ct)))
+		d.mismatch(ct)
 		return false
 	}
 	return true
+}
+
+// mismatch skips a known field of an unexpected type.
+func (d *decoder) mismatch(ct byte) {
+	d.skip(ct, false)
+	d.mismatched = true
 }
 
 // listHeader reads the header of a list field and returns its length, or
@@ -265,7 +279,15 @@ func (d *decoder) listHeader(ct, elem byte, minSize int) int {
 		return -1
 	}
 	if n > 0 && et != elem && !(elem == ctTrue && et == ctFalse) {
-		d.fail(fmt.Errorf("%w: list of %s, want list of %s", ErrWrongType, ctName(et), ctName(elem)))
+		// A list of the wrong element type is skipped like any mistyped field.
+		if n > d.remaining() {
+			d.failf("list of %d elements cannot fit in %d remaining bytes", n, d.remaining())
+			return -1
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			d.skip(et, true)
+		}
+		d.mismatched = true
 		return -1
 	}
 	if n > d.remaining()/minSize {

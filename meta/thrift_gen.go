@@ -500,7 +500,9 @@ func (x *BoundingBox) decode(d *decoder) {
 			if d.want(ct, ctDouble) {
 				x.Xmin = d.readDouble()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("xmin")
 				return
@@ -509,7 +511,9 @@ func (x *BoundingBox) decode(d *decoder) {
 			if d.want(ct, ctDouble) {
 				x.Xmax = d.readDouble()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("xmax")
 				return
@@ -518,7 +522,9 @@ func (x *BoundingBox) decode(d *decoder) {
 			if d.want(ct, ctDouble) {
 				x.Ymin = d.readDouble()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("ymin")
 				return
@@ -527,7 +533,9 @@ func (x *BoundingBox) decode(d *decoder) {
 			if d.want(ct, ctDouble) {
 				x.Ymax = d.readDouble()
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("ymax")
 				return
@@ -1175,7 +1183,9 @@ func (x *DecimalType) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Scale = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("scale")
 				return
@@ -1184,7 +1194,9 @@ func (x *DecimalType) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Precision = d.readI32()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("precision")
 				return
@@ -1443,7 +1455,9 @@ func (x *TimestampType) decode(d *decoder) {
 			if d.isBool(ct) {
 				x.IsAdjustedToUTC = ct == ctTrue
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("isAdjustedToUTC")
 				return
@@ -1452,7 +1466,9 @@ func (x *TimestampType) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.Unit.decode(d)
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("unit")
 				return
@@ -1518,7 +1534,9 @@ func (x *TimeType) decode(d *decoder) {
 			if d.isBool(ct) {
 				x.IsAdjustedToUTC = ct == ctTrue
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("isAdjustedToUTC")
 				return
@@ -1527,7 +1545,9 @@ func (x *TimeType) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.Unit.decode(d)
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("unit")
 				return
@@ -1593,7 +1613,9 @@ func (x *IntType) decode(d *decoder) {
 			if d.want(ct, ctI8) {
 				x.BitWidth = d.readI8()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("bitWidth")
 				return
@@ -1602,7 +1624,9 @@ func (x *IntType) decode(d *decoder) {
 			if d.isBool(ct) {
 				x.IsSigned = ct == ctTrue
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("isSigned")
 				return
@@ -2368,7 +2392,9 @@ func (x *SchemaElement) decode(d *decoder) {
 			if d.want(ct, ctBinary) {
 				x.Name = d.readString()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("name")
 				return
@@ -2502,7 +2528,9 @@ func (x *DataPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumValues = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("num_values")
 				return
@@ -2511,7 +2539,9 @@ func (x *DataPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Encoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("encoding")
 				return
@@ -2520,7 +2550,9 @@ func (x *DataPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.DefinitionLevelEncoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("definition_level_encoding")
 				return
@@ -2529,7 +2561,9 @@ func (x *DataPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.RepetitionLevelEncoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("repetition_level_encoding")
 				return
@@ -2654,7 +2688,9 @@ func (x *DictionaryPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumValues = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("num_values")
 				return
@@ -2663,7 +2699,9 @@ func (x *DictionaryPageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Encoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("encoding")
 				return
@@ -2772,7 +2810,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumValues = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("num_values")
 				return
@@ -2781,7 +2821,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumNulls = d.readI32()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("num_nulls")
 				return
@@ -2790,7 +2832,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumRows = d.readI32()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("num_rows")
 				return
@@ -2799,7 +2843,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Encoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("encoding")
 				return
@@ -2808,7 +2854,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.DefinitionLevelsByteLength = d.readI32()
 			}
-			seen |= 1 << 4
+			if !d.mismatched {
+				seen |= 1 << 4
+			}
 			if d.err != nil {
 				d.field("definition_levels_byte_length")
 				return
@@ -2817,7 +2865,9 @@ func (x *DataPageHeaderV2) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.RepetitionLevelsByteLength = d.readI32()
 			}
-			seen |= 1 << 5
+			if !d.mismatched {
+				seen |= 1 << 5
+			}
 			if d.err != nil {
 				d.field("repetition_levels_byte_length")
 				return
@@ -3201,7 +3251,9 @@ func (x *BloomFilterHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.NumBytes = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("numBytes")
 				return
@@ -3210,7 +3262,9 @@ func (x *BloomFilterHeader) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.Algorithm.decode(d)
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("algorithm")
 				return
@@ -3219,7 +3273,9 @@ func (x *BloomFilterHeader) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.Hash.decode(d)
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("hash")
 				return
@@ -3228,7 +3284,9 @@ func (x *BloomFilterHeader) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.Compression.decode(d)
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("compression")
 				return
@@ -3343,7 +3401,9 @@ func (x *PageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Type = PageType(d.readI32())
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("type")
 				return
@@ -3352,7 +3412,9 @@ func (x *PageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.UncompressedPageSize = d.readI32()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("uncompressed_page_size")
 				return
@@ -3361,7 +3423,9 @@ func (x *PageHeader) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.CompressedPageSize = d.readI32()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("compressed_page_size")
 				return
@@ -3479,7 +3543,9 @@ func (x *KeyValue) decode(d *decoder) {
 			if d.want(ct, ctBinary) {
 				x.Key = d.readString()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("key")
 				return
@@ -3554,7 +3620,9 @@ func (x *SortingColumn) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.ColumnIdx = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("column_idx")
 				return
@@ -3563,7 +3631,9 @@ func (x *SortingColumn) decode(d *decoder) {
 			if d.isBool(ct) {
 				x.Descending = ct == ctTrue
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("descending")
 				return
@@ -3572,7 +3642,9 @@ func (x *SortingColumn) decode(d *decoder) {
 			if d.isBool(ct) {
 				x.NullsFirst = ct == ctTrue
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("nulls_first")
 				return
@@ -3648,7 +3720,9 @@ func (x *PageEncodingStats) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.PageType = PageType(d.readI32())
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("page_type")
 				return
@@ -3657,7 +3731,9 @@ func (x *PageEncodingStats) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Encoding = Encoding(d.readI32())
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("encoding")
 				return
@@ -3666,7 +3742,9 @@ func (x *PageEncodingStats) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Count = d.readI32()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("count")
 				return
@@ -3842,7 +3920,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Type = Type(d.readI32())
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("type")
 				return
@@ -3858,7 +3938,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("encodings")
 				return
@@ -3874,7 +3956,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("path_in_schema")
 				return
@@ -3883,7 +3967,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Codec = CompressionCodec(d.readI32())
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("codec")
 				return
@@ -3892,7 +3978,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.NumValues = d.readI64()
 			}
-			seen |= 1 << 4
+			if !d.mismatched {
+				seen |= 1 << 4
+			}
 			if d.err != nil {
 				d.field("num_values")
 				return
@@ -3901,7 +3989,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.TotalUncompressedSize = d.readI64()
 			}
-			seen |= 1 << 5
+			if !d.mismatched {
+				seen |= 1 << 5
+			}
 			if d.err != nil {
 				d.field("total_uncompressed_size")
 				return
@@ -3910,7 +4000,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.TotalCompressedSize = d.readI64()
 			}
-			seen |= 1 << 6
+			if !d.mismatched {
+				seen |= 1 << 6
+			}
 			if d.err != nil {
 				d.field("total_compressed_size")
 				return
@@ -3934,7 +4026,9 @@ func (x *ColumnMetaData) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.DataPageOffset = d.readI64()
 			}
-			seen |= 1 << 7
+			if !d.mismatched {
+				seen |= 1 << 7
+			}
 			if d.err != nil {
 				d.field("data_page_offset")
 				return
@@ -4150,7 +4244,9 @@ func (x *EncryptionWithColumnKey) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("path_in_schema")
 				return
@@ -4353,7 +4449,9 @@ func (x *ColumnChunk) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.FileOffset = d.readI64()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("file_offset")
 				return
@@ -4524,7 +4622,9 @@ func (x *RowGroup) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("columns")
 				return
@@ -4533,7 +4633,9 @@ func (x *RowGroup) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.TotalByteSize = d.readI64()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("total_byte_size")
 				return
@@ -4542,7 +4644,9 @@ func (x *RowGroup) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.NumRows = d.readI64()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("num_rows")
 				return
@@ -4853,7 +4957,9 @@ func (x *PageLocation) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.Offset = d.readI64()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("offset")
 				return
@@ -4862,7 +4968,9 @@ func (x *PageLocation) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.CompressedPageSize = d.readI32()
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("compressed_page_size")
 				return
@@ -4871,7 +4979,9 @@ func (x *PageLocation) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.FirstRowIndex = d.readI64()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("first_row_index")
 				return
@@ -4957,7 +5067,9 @@ func (x *OffsetIndex) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("page_locations")
 				return
@@ -5101,7 +5213,9 @@ func (x *ColumnIndex) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("null_pages")
 				return
@@ -5117,7 +5231,9 @@ func (x *ColumnIndex) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("min_values")
 				return
@@ -5133,7 +5249,9 @@ func (x *ColumnIndex) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("max_values")
 				return
@@ -5142,7 +5260,9 @@ func (x *ColumnIndex) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.BoundaryOrder = BoundaryOrder(d.readI32())
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("boundary_order")
 				return
@@ -5574,7 +5694,9 @@ func (x *FileMetaData) decode(d *decoder) {
 			if d.want(ct, ctI32) {
 				x.Version = d.readI32()
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("version")
 				return
@@ -5590,7 +5712,9 @@ func (x *FileMetaData) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 1
+			if !d.mismatched {
+				seen |= 1 << 1
+			}
 			if d.err != nil {
 				d.field("schema")
 				return
@@ -5599,7 +5723,9 @@ func (x *FileMetaData) decode(d *decoder) {
 			if d.want(ct, ctI64) {
 				x.NumRows = d.readI64()
 			}
-			seen |= 1 << 2
+			if !d.mismatched {
+				seen |= 1 << 2
+			}
 			if d.err != nil {
 				d.field("num_rows")
 				return
@@ -5615,7 +5741,9 @@ func (x *FileMetaData) decode(d *decoder) {
 					}
 				}
 			}
-			seen |= 1 << 3
+			if !d.mismatched {
+				seen |= 1 << 3
+			}
 			if d.err != nil {
 				d.field("row_groups")
 				return
@@ -5748,7 +5876,9 @@ func (x *FileCryptoMetaData) decode(d *decoder) {
 			if d.want(ct, ctStruct) {
 				x.EncryptionAlgorithm.decode(d)
 			}
-			seen |= 1 << 0
+			if !d.mismatched {
+				seen |= 1 << 0
+			}
 			if d.err != nil {
 				d.field("encryption_algorithm")
 				return

@@ -301,7 +301,7 @@ func (e *emitter) decodeMethods(s *structDecl) {
 			e.decodeField(s, fd)
 			for i, r := range required {
 				if r == fd {
-					e.printf("seen |= 1 << %d\n", i)
+					e.printf("if !d.mismatched {\nseen |= 1 << %d\n}\n", i)
 				}
 			}
 			e.printf("if d.err != nil {\nd.field(%q)\nreturn\n}\n", fd.name)

@@ -1,0 +1,137 @@
+package reader
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pqsink/pqsink/compress"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// fuzzSeedMax keeps seeds small enough for the fuzzer to mutate usefully.
+const fuzzSeedMax = 4 << 10
+
+// fuzzOptions keep the limits low so that the fuzzer cannot make the
+// process run out of memory with legitimately huge declarations.
+var fuzzOptions = []Option{MaxPageSize(1 << 20), MaxPageValues(1 << 10)}
+
+// FuzzReadFile reads whole files: footer, pages and records. It must never
+// panic, whatever the bytes.
+func FuzzReadFile(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join(testingDir, "*.parquet"))
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil && len(data) <= fuzzSeedMax {
+			f.Add(data)
+		}
+	}
+	f.Add(smallFile(f, nil, nil))
+	f.Add(buildFile(f, mustParse(f, smallSchema), 3, smallChunks(true, true), nil, nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := readBytes(data, fuzzOptions...)
+		if err == nil && len(out) > 0 && out[len(out)-1] != '\n' {
+			t.Fatal("incomplete output without an error")
+		}
+	})
+}
+
+// fuzzLeaves are the columns FuzzPage decodes pages for, one per physical
+// type and level shape.
+var fuzzSchema = `message m {
+  required boolean b;
+  optional int32 i32;
+  required int64 i64;
+  optional int96 i96;
+  optional float f;
+  required double d;
+  optional group l (LIST) { repeated group list { optional binary element (STRING); } }
+  optional fixed_len_byte_array(3) fixed;
+}`
+
+// FuzzPage decodes a column chunk of arbitrary bytes: page headers,
+// dictionary and data pages of every kind, with any codec.
+func FuzzPage(f *testing.F) {
+	for _, name := range []string{
+		"alltypes_plain.parquet", "alltypes_dictionary.parquet", "nested_lists.snappy.parquet",
+		"datapage_v2_empty_datapage.snappy.parquet", "rle_boolean_encoding.parquet",
+		"delta_length_byte_array.parquet", "byte_stream_split.zstd.parquet", "hadoop_lz4_compressed.parquet",
+	} {
+		data, err := os.ReadFile(filepath.Join(testingDir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		file, err := Open(bytesReader(data), int64(len(data)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for col := range file.Schema().Leaves() {
+			cc := file.md.RowGroups[0].Columns[col].MetaData
+			c, err := file.ColumnChunk(0, col)
+			if err != nil || len(c.buf) > fuzzSeedMax {
+				continue
+			}
+			f.Add(c.buf, uint8(cc.Codec), uint8(fuzzColumnFor(file.Schema().Leaves()[col])))
+		}
+	}
+	s, err := schema.Parse(fuzzSchema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, chunk []byte, codec, column uint8) {
+		leaves := s.Leaves()
+		leaf := leaves[int(column)%len(leaves)]
+		file := &File{schema: s, size: int64(len(chunk)) + 1<<20, opts: defaultOptions()}
+		for _, o := range fuzzOptions {
+			o(&file.opts)
+		}
+		c, err := chunkReaderFor(file, leaf, meta.CompressionCodec(codec%8), chunk)
+		if err != nil {
+			return
+		}
+		for range 64 {
+			p, err := c.Next()
+			if err != nil {
+				return
+			}
+			if n := p.Values.Len(); n > p.NumValues {
+				t.Fatalf("%d values for %d levels", n, p.NumValues)
+			}
+			if leaf.MaxDef > 0 && len(p.Def) != p.NumValues {
+				t.Fatalf("%d definition levels for %d values", len(p.Def), p.NumValues)
+			}
+		}
+	})
+}
+
+// fuzzColumnFor picks the fuzz schema's column of the leaf's physical type.
+func fuzzColumnFor(n *schema.Node) int {
+	switch n.Physical {
+	case meta.TypeBoolean:
+		return 0
+	case meta.TypeInt32:
+		return 1
+	case meta.TypeInt64:
+		return 2
+	case meta.TypeInt96:
+		return 3
+	case meta.TypeFloat:
+		return 4
+	case meta.TypeDouble:
+		return 5
+	case meta.TypeFixedLenByteArray:
+		return 7
+	}
+	return 6
+}
+
+// chunkReaderFor returns a reader of chunk as the chunk of leaf.
+func chunkReaderFor(f *File, leaf *schema.Node, codec meta.CompressionCodec, chunk []byte) (*ChunkReader, error) {
+	c := &ChunkReader{
+		f: f, leaf: leaf, buf: chunk, base: 4,
+		cm: &meta.ColumnMetaData{Type: leaf.Physical, Codec: codec, NumValues: 1 << 40, TotalCompressedSize: int64(len(chunk))},
+	}
+	var err error
+	c.codec, err = compress.New(codec)
+	return c, err
+}

@@ -1,0 +1,330 @@
+package reader
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"math/big"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+)
+
+// AppendJSON appends v rendered as JSON, the form `inspect rows --json`
+// prints, and returns the grown slice:
+//
+//   - integers as numbers (unsigned INTEGER annotations as unsigned);
+//     FLOAT, DOUBLE and FLOAT16 as the shortest number that reads back to
+//     the same value, NaN and the infinities as the strings "NaN",
+//     "Infinity" and "-Infinity";
+//   - DECIMAL as an exact string, e.g. "-12.340";
+//   - DATE as "YYYY-MM-DD"; TIME as "HH:MM:SS" with 3, 6 or 9 fraction
+//     digits by unit; TIMESTAMP as RFC 3339 with 3, 6 or 9 fraction digits,
+//     ending in "Z" when adjusted to UTC and with no offset otherwise;
+//     INT96 like a TIMESTAMP of nanoseconds not adjusted to UTC;
+//   - STRING, ENUM and JSON as strings (invalid UTF-8 replaced by U+FFFD);
+//     UUID in canonical form; INTERVAL as {"months":m,"days":d,"millis":n};
+//     other byte arrays as base64 strings (standard alphabet, padded);
+//   - lists as arrays, groups as objects in schema order, maps as objects
+//     when their keys are strings and as [{"key":k,"value":v},...]
+//     otherwise;
+//   - VARIANT as the JSON of the value it holds (package variant).
+func (v Value) AppendJSON(dst []byte) []byte {
+	l := v.Logical()
+	switch v.kind {
+	case KindNull:
+		return append(dst, "null"...)
+	case KindBool:
+		return strconv.AppendBool(dst, v.Bool())
+	case KindInt32:
+		x := v.Int32()
+		switch l.Kind {
+		case schema.Int:
+			if !l.Signed {
+				return strconv.AppendUint(dst, uint64(uint32(x)), 10)
+			}
+		case schema.Decimal:
+			return appendDecimal(dst, big.NewInt(int64(x)), l.Scale)
+		case schema.Date:
+			t, _ := v.Time()
+			return appendQuotedTime(dst, t, "2006-01-02")
+		case schema.Time:
+			return appendTimeOfDay(dst, int64(x), l.Unit)
+		}
+		return strconv.AppendInt(dst, int64(x), 10)
+	case KindInt64:
+		x := v.Int64()
+		switch l.Kind {
+		case schema.Int:
+			if !l.Signed {
+				return strconv.AppendUint(dst, uint64(x), 10)
+			}
+		case schema.Decimal:
+			return appendDecimal(dst, big.NewInt(x), l.Scale)
+		case schema.Time:
+			return appendTimeOfDay(dst, x, l.Unit)
+		case schema.Timestamp:
+			t, _ := v.Time()
+			return appendTimestamp(dst, t, l.Unit, l.UTC)
+		}
+		return strconv.AppendInt(dst, x, 10)
+	case KindInt96:
+		t, _ := v.Time()
+		return appendTimestamp(dst, t, schema.Nanos, false)
+	case KindFloat:
+		return appendFloat(dst, float64(v.Float()), 32)
+	case KindDouble:
+		return appendFloat(dst, v.Double(), 64)
+	case KindBytes:
+		return v.appendBytesJSON(dst, l)
+	case KindList:
+		dst = append(dst, '[')
+		for i, e := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = e.AppendJSON(dst)
+		}
+		return append(dst, ']')
+	case KindGroup:
+		dst = append(dst, '{')
+		for i, f := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, f.node.Name)
+			dst = append(dst, ':')
+			dst = f.AppendJSON(dst)
+		}
+		return append(dst, '}')
+	case KindMap:
+		return v.appendMapJSON(dst)
+	case KindVariant:
+		out, err := variant.AppendJSON(dst, v.meta, v.bytes)
+		if err != nil {
+			// Rows validates Variants before returning them; a Value built
+			// otherwise renders an invalid Variant as null.
+			return append(dst, "null"...)
+		}
+		return out
+	}
+	return append(dst, "null"...)
+}
+
+func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
+	b := v.bytes
+	switch l.Kind {
+	case schema.String, schema.Enum, schema.JSON:
+		return appendString(dst, string(b))
+	case schema.Decimal:
+		return appendDecimal(dst, signedBig(b), l.Scale)
+	case schema.UUID:
+		if len(b) == 16 {
+			dst = append(dst, '"')
+			for i, part := range [...][2]int{{0, 4}, {4, 6}, {6, 8}, {8, 10}, {10, 16}} {
+				if i > 0 {
+					dst = append(dst, '-')
+				}
+				dst = hex.AppendEncode(dst, b[part[0]:part[1]])
+			}
+			return append(dst, '"')
+		}
+	case schema.Interval:
+		if len(b) == 12 {
+			dst = append(dst, `{"months":`...)
+			dst = strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(b)), 10)
+			dst = append(dst, `,"days":`...)
+			dst = strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(b[4:])), 10)
+			dst = append(dst, `,"millis":`...)
+			dst = strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(b[8:])), 10)
+			return append(dst, '}')
+		}
+	case schema.Float16:
+		if f, ok := v.Float16(); ok {
+			return appendFloat(dst, float64(f), 32)
+		}
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+func (v Value) appendMapJSON(dst []byte) []byte {
+	stringKeys := true
+	if v.node != nil {
+		if k, _ := v.node.MapKeyValue(); k != nil {
+			switch k.Logical.Kind {
+			case schema.String, schema.Enum, schema.JSON:
+			default:
+				stringKeys = false
+			}
+		}
+	}
+	if stringKeys {
+		dst = append(dst, '{')
+		for i := 0; i+1 < len(v.elems); i += 2 {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k := v.elems[i]
+			if k.kind == KindBytes {
+				dst = appendString(dst, string(k.bytes))
+			} else {
+				// A null key breaks the MAP rules; render it, don't hide it.
+				dst = appendString(dst, string(k.AppendJSON(nil)))
+			}
+			dst = append(dst, ':')
+			dst = v.elems[i+1].AppendJSON(dst)
+		}
+		return append(dst, '}')
+	}
+	dst = append(dst, '[')
+	for i := 0; i+1 < len(v.elems); i += 2 {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		dst = v.elems[i].AppendJSON(dst)
+		dst = append(dst, `,"value":`...)
+		dst = v.elems[i+1].AppendJSON(dst)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendFloat appends f as encoding/json would, with the non-finite values
+// as strings.
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, format, -1, bits)
+	if format == 'e' {
+		// Shorten e-07 to e-7, as JSON writers do.
+		n := len(dst)
+		if n-start >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// appendDecimal appends unscaled × 10^-scale as a quoted exact string.
+func appendDecimal(dst []byte, unscaled *big.Int, scale int32) []byte {
+	dst = append(dst, '"')
+	if unscaled.Sign() < 0 {
+		dst = append(dst, '-')
+	}
+	digits := new(big.Int).Abs(unscaled).Append(nil, 10)
+	switch {
+	case scale <= 0:
+		dst = append(dst, digits...)
+		for range -scale {
+			dst = append(dst, '0')
+		}
+	case int(scale) >= len(digits):
+		dst = append(dst, "0."...)
+		for range int(scale) - len(digits) {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		point := len(digits) - int(scale)
+		dst = append(dst, digits[:point]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[point:]...)
+	}
+	return append(dst, '"')
+}
+
+func appendQuotedTime(dst []byte, t time.Time, layout string) []byte {
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, layout)
+	return append(dst, '"')
+}
+
+// fractionLayout gives the fraction digits of each unit.
+func fractionLayout(u schema.TimeUnit) string {
+	switch u {
+	case schema.Millis:
+		return ".000"
+	case schema.Micros:
+		return ".000000"
+	}
+	return ".000000000"
+}
+
+func appendTimestamp(dst []byte, t time.Time, u schema.TimeUnit, utc bool) []byte {
+	layout := "2006-01-02T15:04:05" + fractionLayout(u)
+	if utc {
+		layout += "Z"
+	}
+	return appendQuotedTime(dst, t, layout)
+}
+
+func appendTimeOfDay(dst []byte, x int64, u schema.TimeUnit) []byte {
+	var d time.Duration
+	switch u {
+	case schema.Millis:
+		d = time.Duration(x) * time.Millisecond
+	case schema.Micros:
+		d = time.Duration(x) * time.Microsecond
+	default:
+		d = time.Duration(x)
+	}
+	// Times are within a day; anything else is rendered modulo a day
+	// rather than rejected, so that a bad value stays visible.
+	t := time.Unix(0, 0).UTC().Add(d)
+	return appendQuotedTime(dst, t, "15:04:05"+fractionLayout(u))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, replacing invalid UTF-8.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,203 @@
+package reader
+
+import (
+	"fmt"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/writer/encoding"
+)
+
+// Values holds the non-null values of a page or a dictionary, in the typed
+// representation of package writer/encoding: the slice that matches Type is
+// filled and the others are empty.
+type Values struct {
+	Type   meta.Type
+	Size   int // width of a FIXED_LEN_BYTE_ARRAY value
+	Bool   []bool
+	Int32  []int32
+	Int64  []int64
+	Int96  [][12]byte
+	Float  []float32
+	Double []float64
+	// Data holds BYTE_ARRAY values back to back, value i being
+	// Data[Offsets[i]:Offsets[i+1]], and FIXED_LEN_BYTE_ARRAY values of Size
+	// bytes each.
+	Data    []byte
+	Offsets []uint32
+}
+
+// Len returns the number of values.
+func (v *Values) Len() int {
+	switch v.Type {
+	case meta.TypeBoolean:
+		return len(v.Bool)
+	case meta.TypeInt32:
+		return len(v.Int32)
+	case meta.TypeInt64:
+		return len(v.Int64)
+	case meta.TypeInt96:
+		return len(v.Int96)
+	case meta.TypeFloat:
+		return len(v.Float)
+	case meta.TypeDouble:
+		return len(v.Double)
+	case meta.TypeByteArray:
+		if len(v.Offsets) == 0 {
+			return 0
+		}
+		return len(v.Offsets) - 1
+	case meta.TypeFixedLenByteArray:
+		if v.Size <= 0 {
+			return 0
+		}
+		return len(v.Data) / v.Size
+	}
+	return 0
+}
+
+// Bytes returns BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY value i.
+func (v *Values) Bytes(i int) []byte {
+	if v.Type == meta.TypeFixedLenByteArray {
+		return v.Data[i*v.Size : (i+1)*v.Size : (i+1)*v.Size]
+	}
+	return v.Data[v.Offsets[i]:v.Offsets[i+1]:v.Offsets[i+1]]
+}
+
+// reset empties v, keeping its buffers, for values of type t.
+func (v *Values) reset(t meta.Type, size int) {
+	*v = Values{
+		Type: t, Size: size,
+		Bool: v.Bool[:0], Int32: v.Int32[:0], Int64: v.Int64[:0], Int96: v.Int96[:0],
+		Float: v.Float[:0], Double: v.Double[:0], Data: v.Data[:0], Offsets: v.Offsets[:0],
+	}
+}
+
+// valueEncoding returns the decoder of a value encoding.
+func valueEncoding(e meta.Encoding) (encoding.Encoding, error) {
+	switch e {
+	case meta.EncodingPlain:
+		return encoding.Plain{}, nil
+	case meta.EncodingRLE:
+		return encoding.RLE{}, nil
+	case meta.EncodingDeltaBinaryPacked:
+		return encoding.DeltaBinaryPacked{}, nil
+	case meta.EncodingDeltaLengthByteArray:
+		return encoding.DeltaLengthByteArray{}, nil
+	case meta.EncodingDeltaByteArray:
+		return encoding.DeltaByteArray{}, nil
+	case meta.EncodingByteStreamSplit:
+		return encoding.ByteStreamSplit{}, nil
+	}
+	return nil, fmt.Errorf("%w: value encoding %v", ErrUnsupported, e)
+}
+
+// minEncodedBytes is a lower bound on the bytes n PLAIN values of type t
+// take, so that a count can be checked before anything is allocated.
+func minEncodedBytes(t meta.Type, size, n int) int64 {
+	switch t {
+	case meta.TypeBoolean:
+		return (int64(n) + 7) / 8
+	case meta.TypeInt32, meta.TypeFloat, meta.TypeByteArray:
+		return 4 * int64(n)
+	case meta.TypeInt64, meta.TypeDouble:
+		return 8 * int64(n)
+	case meta.TypeInt96:
+		return 12 * int64(n)
+	case meta.TypeFixedLenByteArray:
+		return int64(size) * int64(n)
+	}
+	return 0
+}
+
+// decode appends n values encoded with enc in src to v.
+func (v *Values) decode(enc encoding.Encoding, src []byte, n int) error {
+	var err error
+	switch v.Type {
+	case meta.TypeBoolean:
+		v.Bool, err = enc.DecodeBoolean(v.Bool, src, n)
+	case meta.TypeInt32:
+		v.Int32, err = enc.DecodeInt32(v.Int32, src, n)
+	case meta.TypeInt64:
+		v.Int64, err = enc.DecodeInt64(v.Int64, src, n)
+	case meta.TypeInt96:
+		v.Int96, err = enc.DecodeInt96(v.Int96, src, n)
+	case meta.TypeFloat:
+		v.Float, err = enc.DecodeFloat(v.Float, src, n)
+	case meta.TypeDouble:
+		v.Double, err = enc.DecodeDouble(v.Double, src, n)
+	case meta.TypeByteArray:
+		v.Data, v.Offsets, err = enc.DecodeByteArray(v.Data, v.Offsets, src, n)
+	case meta.TypeFixedLenByteArray:
+		v.Data, err = enc.DecodeFixedLenByteArray(v.Data, src, v.Size, n)
+	default:
+		return fmt.Errorf("%w: physical type %v", ErrUnsupported, v.Type)
+	}
+	if err == nil && v.Len() != n {
+		// A decoder that reports success must have produced n values;
+		// check rather than trust, since the levels index into them.
+		err = fmt.Errorf("decoded %d values, want %d", v.Len(), n)
+	}
+	return err
+}
+
+// gather appends dict[i] to v for every index, failing on an index outside
+// the dictionary or when the byte data would exceed maxBytes.
+func (v *Values) gather(dict *Values, idx []int32, maxBytes int) error {
+	n := int32(dict.Len())
+	for i, k := range idx {
+		if k < 0 || k >= n {
+			return fmt.Errorf("dictionary index %d at position %d outside the %d-entry dictionary", k, i, n)
+		}
+	}
+	switch v.Type {
+	case meta.TypeBoolean:
+		for _, k := range idx {
+			v.Bool = append(v.Bool, dict.Bool[k])
+		}
+	case meta.TypeInt32:
+		for _, k := range idx {
+			v.Int32 = append(v.Int32, dict.Int32[k])
+		}
+	case meta.TypeInt64:
+		for _, k := range idx {
+			v.Int64 = append(v.Int64, dict.Int64[k])
+		}
+	case meta.TypeInt96:
+		for _, k := range idx {
+			v.Int96 = append(v.Int96, dict.Int96[k])
+		}
+	case meta.TypeFloat:
+		for _, k := range idx {
+			v.Float = append(v.Float, dict.Float[k])
+		}
+	case meta.TypeDouble:
+		for _, k := range idx {
+			v.Double = append(v.Double, dict.Double[k])
+		}
+	case meta.TypeByteArray:
+		var total int64
+		for _, k := range idx {
+			total += int64(dict.Offsets[k+1] - dict.Offsets[k])
+		}
+		if total > int64(maxBytes) {
+			return fmt.Errorf("dictionary-encoded values expand to %d bytes, over the %d-byte page limit", total, maxBytes)
+		}
+		if len(v.Offsets) == 0 {
+			v.Offsets = append(v.Offsets, uint32(len(v.Data)))
+		}
+		for _, k := range idx {
+			v.Data = append(v.Data, dict.Data[dict.Offsets[k]:dict.Offsets[k+1]]...)
+			v.Offsets = append(v.Offsets, uint32(len(v.Data)))
+		}
+	case meta.TypeFixedLenByteArray:
+		if total := int64(len(idx)) * int64(v.Size); total > int64(maxBytes) {
+			return fmt.Errorf("dictionary-encoded values expand to %d bytes, over the %d-byte page limit", total, maxBytes)
+		}
+		for _, k := range idx {
+			v.Data = append(v.Data, dict.Data[int(k)*v.Size:(int(k)+1)*v.Size]...)
+		}
+	default:
+		return fmt.Errorf("%w: physical type %v", ErrUnsupported, v.Type)
+	}
+	return nil
+}
