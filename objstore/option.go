@@ -1,0 +1,209 @@
+package objstore
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+)
+
+// S3 part size limits (S3 API): every part but the last must be at least
+// 5 MiB, and no part may exceed 5 GiB.
+const (
+	MinPartSize     = 5 << 20
+	MaxPartSize     = 5 << 30
+	DefaultPartSize = 8 << 20
+)
+
+// Option configures Open. Options that do not apply to a store's kind are
+// rejected by Open.
+type Option func(*options) error
+
+type options struct {
+	s3Only   []string // names of S3-only options given, for the file store's error
+	region   string
+	endpoint string
+	// pathStyle is nil when unset, so that the URL's value can be
+	// overridden by an explicit false.
+	pathStyle    *bool
+	accessKey    string
+	secretKey    string
+	sessionToken string
+	sse          string // "", "AES256" or "aws:kms"
+	kmsKeyID     string
+	partSize     int
+}
+
+// Region sets the S3 region. Defaults to the AWS default chain's region, or
+// us-east-1 if it has none.
+func Region(region string) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "Region")
+		o.region = region
+		return nil
+	}
+}
+
+// Endpoint sets the base URL of an S3-compatible service, e.g.
+// "http://127.0.0.1:9000". Defaults to AWS's endpoint for the region.
+func Endpoint(endpoint string) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "Endpoint")
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("endpoint %q: want http(s)://host[:port]", endpoint)
+		}
+		o.endpoint = endpoint
+		return nil
+	}
+}
+
+// PathStyle selects path-style addressing (endpoint/bucket/key) instead of
+// virtual-hosted style (bucket.endpoint/key); most self-hosted S3 services
+// need it. Defaults to false.
+func PathStyle(enabled bool) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "PathStyle")
+		o.pathStyle = &enabled
+		return nil
+	}
+}
+
+// StaticCredentials makes the S3 client sign with these keys instead of
+// using the default AWS credential chain. sessionToken may be empty.
+func StaticCredentials(accessKey, secretKey, sessionToken string) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "StaticCredentials")
+		if accessKey == "" || secretKey == "" {
+			return fmt.Errorf("static credentials need both an access key and a secret key")
+		}
+		o.accessKey, o.secretKey, o.sessionToken = accessKey, secretKey, sessionToken
+		return nil
+	}
+}
+
+// SSES3 asks S3 to encrypt new objects with S3-managed keys (SSE-S3).
+// Defaults to the bucket's default encryption.
+func SSES3() Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "SSES3")
+		o.sse, o.kmsKeyID = "AES256", ""
+		return nil
+	}
+}
+
+// SSEKMS asks S3 to encrypt new objects with a KMS key (SSE-KMS). An empty
+// keyID means the account's default KMS key. Defaults to the bucket's
+// default encryption.
+func SSEKMS(keyID string) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "SSEKMS")
+		o.sse, o.kmsKeyID = "aws:kms", keyID
+		return nil
+	}
+}
+
+// PartSize sets the size of S3 multipart upload parts, which is also the
+// size below which Create uses a single PUT, and the memory one Create
+// holds. It must be between MinPartSize and MaxPartSize. Defaults to
+// DefaultPartSize (8 MiB).
+func PartSize(n int) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "PartSize")
+		if n < MinPartSize || n > MaxPartSize {
+			return fmt.Errorf("part size %d: want %d..%d bytes", n, MinPartSize, MaxPartSize)
+		}
+		o.partSize = n
+		return nil
+	}
+}
+
+// s3Params turns the query parameters of an s3:// URL into options, which
+// run before the caller's.
+func s3Params(q url.Values) ([]Option, error) {
+	var opts []Option
+	for _, name := range slices.Sorted(maps.Keys(q)) { // sorted: errors do not depend on map order
+		values := q[name]
+		if len(values) != 1 {
+			return nil, fmt.Errorf("parameter %s given %d times", name, len(values))
+		}
+		v := values[0]
+		switch name {
+		case "region":
+			opts = append(opts, Region(v))
+		case "endpoint":
+			opts = append(opts, Endpoint(v))
+		case "path_style":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("path_style=%q: want true or false", v)
+			}
+			opts = append(opts, PathStyle(b))
+		case "sse":
+			switch v {
+			case "AES256":
+				opts = append(opts, SSES3())
+			case "aws:kms":
+				opts = append(opts, SSEKMS(q.Get("sse_kms_key_id")))
+			default:
+				return nil, fmt.Errorf("sse=%q: want AES256 or aws:kms", v)
+			}
+		case "sse_kms_key_id":
+			if q.Get("sse") != "aws:kms" {
+				return nil, fmt.Errorf("sse_kms_key_id needs sse=aws:kms")
+			}
+		case "part_size":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("part_size=%q: want a number of bytes", v)
+			}
+			opts = append(opts, PartSize(n))
+		default:
+			return nil, fmt.Errorf("unknown parameter %q (want region, endpoint, path_style, sse, sse_kms_key_id or part_size)", name)
+		}
+	}
+	return opts, nil
+}
+
+func applyOptions(o *options, opts []Option) error {
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutOption configures one Create.
+type PutOption func(*putOptions)
+
+type putOptions struct {
+	contentType string
+	metadata    map[string]string
+}
+
+// ContentType sets the object's media type, e.g.
+// "application/vnd.apache.parquet". The directory store ignores it.
+func ContentType(mediaType string) PutOption {
+	return func(o *putOptions) { o.contentType = mediaType }
+}
+
+// Metadata adds a user metadata entry (x-amz-meta-key on S3). The directory
+// store ignores it.
+func Metadata(key, value string) PutOption {
+	return func(o *putOptions) {
+		if o.metadata == nil {
+			o.metadata = make(map[string]string)
+		}
+		o.metadata[key] = value
+	}
+}
+
+func newPutOptions(opts []PutOption) putOptions {
+	var po putOptions
+	for _, opt := range opts {
+		opt(&po)
+	}
+	return po
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Provision everything pqsink's tests need, idempotently:
+#   - test/duckdb/node_modules: `npm ci` when missing or when package-lock.json
+#     changed since the last install (a stamp inside node_modules records it);
+#   - a MinIO server binary in ${PQSINK_CACHE:-$HOME/.cache/pqsink}/bin/minio,
+#     built from the version pinned in tools/minio/go.mod and rebuilt when that
+#     pin changes (a stamp next to the binary records it).
+# Caches live outside the repository (npm's ~/.npm, Go's module and build
+# caches, PQSINK_CACHE), so a fresh clone provisions in seconds after the
+# first run. The first MinIO build takes several minutes.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${PQSINK_CACHE:-$HOME/.cache/pqsink}
+
+now_ms() { local us=${EPOCHREALTIME/[.,]/}; echo $((us / 1000)); }
+step_start=0
+step() { step_start=$(now_ms); printf 'provision: %s\n' "$*"; }
+done_step() {
+	local ms=$(($(now_ms) - step_start))
+	printf 'provision:   done in %d.%01ds\n' $((ms / 1000)) $((ms % 1000 / 100))
+}
+die() { printf 'provision: error: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null || die "go is not installed (need Go 1.26+)"
+command -v node >/dev/null || die "node is not installed (need Node.js 20+ with npm)"
+command -v npm >/dev/null || die "npm is not installed (need Node.js 20+ with npm)"
+
+mkdir -p "$cache/bin"
+# Two concurrent runs would race on the same outputs; take turns.
+exec 9>"$cache/provision.lock"
+flock 9
+
+# --- DuckDB harness (npm) ----------------------------------------------------
+duckdb_dir=$repo/test/duckdb
+lock_sum=$(cat "$duckdb_dir/package-lock.json" <(node --version) | sha256sum | cut -d' ' -f1)
+stamp=$duckdb_dir/node_modules/.pqsink-lock.sha256
+if [[ -f $stamp && $(<"$stamp") == "$lock_sum" ]]; then
+	echo "provision: test/duckdb/node_modules is up to date"
+else
+	step "npm ci in test/duckdb"
+	(cd "$duckdb_dir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$lock_sum" >"$stamp"
+	done_step
+fi
+
+# --- MinIO (Go, separate module) ---------------------------------------------
+minio_version=$(awk '$1 == "github.com/minio/minio" { print $2 }' "$repo/tools/minio/go.mod")
+[[ -n $minio_version ]] || die "tools/minio/go.mod does not pin github.com/minio/minio"
+minio_bin=$cache/bin/minio
+minio_stamp=$cache/bin/minio.version
+want_stamp="$minio_version $(go env GOVERSION) $(go env GOOS)/$(go env GOARCH)"
+if [[ -x $minio_bin && -f $minio_stamp && $(<"$minio_stamp") == "$want_stamp" ]]; then
+	echo "provision: $minio_bin is up to date ($minio_version)"
+else
+	step "building MinIO $minio_version into $minio_bin (takes minutes the first time)"
+	tmp=$(mktemp "$cache/bin/minio.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	(cd "$repo/tools/minio" && go build -trimpath -o "$tmp" github.com/minio/minio)
+	mv -f "$tmp" "$minio_bin"
+	trap - EXIT
+	echo "$want_stamp" >"$minio_stamp"
+	done_step
+fi

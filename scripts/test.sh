@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's test command: provision the test tools, vet, then test.
+#
+#   ./scripts/test.sh                          # everything: go test ./...
+#   ./scripts/test.sh ./objstore/... -run S3   # arguments go to `go test` as given
+#
+# Package patterns among the arguments (./..., github.com/pqsink/...) also
+# narrow `go vet`; without any, both run on ./... .
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+./scripts/provision.sh
+
+pkgs=()
+for arg in "$@"; do
+	case $arg in
+	. | ./* | ../* | github.com/pqsink/*) pkgs+=("$arg") ;;
+	esac
+done
+args=("$@")
+if ((${#pkgs[@]} == 0)); then
+	pkgs=(./...)
+	args+=(./...)
+fi
+
+echo "test: go vet ${pkgs[*]}"
+go vet "${pkgs[@]}"
+
+echo "test: go test -count=1 -timeout 30m ${args[*]}"
+exec go test -count=1 -timeout 30m "${args[@]}"
