@@ -73,7 +73,7 @@ func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress
 		cw.truncate = 0
 	}
 	if cfg.adaptive {
-		cw.candidates = adaptiveCandidates(leaf.Physical)
+		cw.candidates = adaptiveCandidates(leaf)
 	}
 	key := codecKey{cfg.codec, cfg.level}
 	if cc := cfg.columns[path]; cc != nil {
@@ -360,9 +360,9 @@ type candidate struct {
 // mainstream reader (parquet-java, arrow, DuckDB, parquet-go, Trino) decodes
 // and that can beat PLAIN: deltas for sorted or narrow integers and
 // strings, byte stream split for floating point.
-func adaptiveCandidates(t meta.Type) []candidate {
+func adaptiveCandidates(leaf *schema.Node) []candidate {
 	plain := candidate{meta.EncodingPlain, encoding.Plain{}}
-	switch t {
+	switch leaf.Physical {
 	case meta.TypeBoolean:
 		return []candidate{plain, {meta.EncodingRLE, encoding.RLE{}}}
 	case meta.TypeInt32, meta.TypeInt64:
@@ -370,9 +370,14 @@ func adaptiveCandidates(t meta.Type) []candidate {
 	case meta.TypeFloat, meta.TypeDouble:
 		return []candidate{plain, {meta.EncodingByteStreamSplit, encoding.ByteStreamSplit{}}}
 	case meta.TypeByteArray:
-		return []candidate{plain,
-			{meta.EncodingDeltaLengthByteArray, encoding.DeltaLengthByteArray{}},
-			{meta.EncodingDeltaByteArray, encoding.DeltaByteArray{}}}
+		// DuckDB takes the byte-array deltas only on text and plain binary
+		// columns (not on DECIMAL or BSON, say).
+		switch leaf.Logical.Kind {
+		case schema.None, schema.String, schema.Enum, schema.JSON:
+			return []candidate{plain,
+				{meta.EncodingDeltaLengthByteArray, encoding.DeltaLengthByteArray{}},
+				{meta.EncodingDeltaByteArray, encoding.DeltaByteArray{}}}
+		}
 	}
 	return []candidate{plain}
 }
@@ -533,6 +538,13 @@ func (cw *chunkWriter) appendPage(hdr *meta.PageHeader, raw, body []byte) error 
 	cw.compressed, err = cw.codec.Encode(cw.compressed, body)
 	if err != nil {
 		return fmt.Errorf("compress: %w", err)
+	}
+	if v2 := hdr.DataPageHeaderV2; v2 != nil && len(cw.compressed) >= len(raw)+len(body) {
+		// A v2 page may store its values uncompressed, which costs less
+		// here; an empty values section is never compressed at all, as
+		// some readers fail on a compressed empty stream.
+		cw.compressed = append(append(cw.compressed[:0], raw...), body...)
+		v2.IsCompressed = ptr(false)
 	}
 	hdr.UncompressedPageSize = int32(len(raw) + len(body))
 	hdr.CompressedPageSize = int32(len(cw.compressed))
