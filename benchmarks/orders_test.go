@@ -11,8 +11,6 @@ import (
 	arrowpq "github.com/apache/arrow-go/v18/parquet"
 	arrowcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	pqgo "github.com/parquet-go/parquet-go"
-	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -24,45 +22,11 @@ const orderRows = 250_000
 
 func BenchmarkOrders(b *testing.B) {
 	data := Orders(orderRows)
-	b.Run("lib=pqsink", func(b *testing.B) {
-		g := rowgroup.New(schema.MustParse(OrderSchema))
-		var size int64
-		for b.Loop() {
-			out := &countingDiscard{}
-			if err := writeOrdersPQSink(out, g, data); err != nil {
-				b.Fatal(err)
-			}
-			size = out.n
-		}
-		report(b, len(data), size)
-	})
-	b.Run("lib=parquet-go", func(b *testing.B) {
-		var size int64
-		for b.Loop() {
-			out := &countingDiscard{}
-			w := pqgo.NewGenericWriter[Order](out, pqgo.Compression(&pqzstd.Codec{Level: pqzstd.SpeedDefault}), pqgo.MaxRowsPerRowGroup(512*1024))
-			for i := 0; i < len(data); i += 4096 {
-				if _, err := w.Write(data[i:min(i+4096, len(data))]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
-			size = out.n
-		}
-		report(b, len(data), size)
-	})
-	b.Run("lib=arrow-go", func(b *testing.B) {
-		var size int64
-		for b.Loop() {
-			out := &countingDiscard{}
-			if err := writeOrdersArrow(out, data); err != nil {
-				b.Fatal(err)
-			}
-			size = out.n
-		}
-		report(b, len(data), size)
+	g := rowgroup.New(schema.MustParse(OrderSchema))
+	benchWriters(b, len(data), map[string]func(io.Writer) error{
+		"pqsink":     func(w io.Writer) error { return writeOrdersPQSink(w, g, data) },
+		"parquet-go": func(w io.Writer) error { return writeParquetGo(w, data) },
+		"arrow-go":   func(w io.Writer) error { return writeOrdersArrow(w, data) },
 	})
 }
 

@@ -1,0 +1,371 @@
+// Command variantbench measures `pqsink convert --variant` against DuckDB
+// doing the same job — JSON Lines into one VARIANT column of a ZSTD
+// Parquet file, on one thread — in one run on the same input: input MB/s
+// from CPU seconds (user+system, from the kernel's accounting of each
+// child process), and output bytes. DuckDB runs in node through the
+// @duckdb/node-api package of test/duckdb (run scripts/provision.sh
+// first); the CPU time node and DuckDB take to start and stop with no
+// work is measured and subtracted, and both figures are printed.
+//
+// The input is the benchmark clickstream reshaped into nested records
+// (objects two levels deep, an array of strings, a nullable field), the
+// kind of document a VARIANT column is for:
+//
+//	go run ./benchmarks/cmd/variantbench -n 1000000 -runs 3
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pqsink/pqsink/benchmarks"
+)
+
+func main() {
+	n := flag.Int("n", 1_000_000, "records to convert")
+	runs := flag.Int("runs", 3, "runs of each command; the fastest is reported")
+	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")
+	check := flag.Int("check", 2000, "rows of each file compared with the input, as JSON values")
+	flag.Parse()
+	if err := run(*n, *runs, *check, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "variantbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, runs, check int, dir string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "variantbench-*"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	input := filepath.Join(dir, "events.jsonl")
+	size, err := writeInput(input, n)
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "pqsink")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build pqsink: %w", err)
+	}
+	duckdbDir := filepath.Join(root, "test", "duckdb")
+	pqAuto := filepath.Join(dir, "pqsink-auto.parquet")
+	pqNone := filepath.Join(dir, "pqsink-none.parquet")
+	duckOut := filepath.Join(dir, "duckdb.parquet")
+	copySQL := fmt.Sprintf(`COPY (SELECT json::VARIANT AS payload FROM read_json_objects('%s', format = 'newline_delimited')) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, duckOut)
+
+	fmt.Printf("input: %d records, %.1f MB of JSON Lines\n", n, float64(size)/1e6)
+	auto, err := best(runs, func() (time.Duration, time.Duration, error) {
+		return measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
+	})
+	if err != nil {
+		return fmt.Errorf("pqsink convert --variant: %w", err)
+	}
+	none, err := best(runs, func() (time.Duration, time.Duration, error) {
+		return measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
+	})
+	if err != nil {
+		return fmt.Errorf("pqsink convert --variant --shred none: %w", err)
+	}
+	duck, err := best(runs, func() (time.Duration, time.Duration, error) {
+		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", copySQL)
+		cmd.Dir = duckdbDir
+		return measure(cmd)
+	})
+	if err != nil {
+		return fmt.Errorf("duckdb: %w", err)
+	}
+	idle, err := best(runs, func() (time.Duration, time.Duration, error) {
+		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", "SELECT 1")
+		cmd.Dir = duckdbDir
+		return measure(cmd)
+	})
+	if err != nil {
+		return fmt.Errorf("duckdb idle: %w", err)
+	}
+	mb := float64(size) / 1e6
+	duckWork := duck.cpu - idle.cpu
+	fmt.Printf("%-36s %8s %8s %10s %14s %8s\n", "", "cpu s", "wall s", "MB/s (cpu)", "file bytes", "columns")
+	for _, r := range []struct {
+		name string
+		t    timing
+		path string
+	}{
+		{"pqsink --variant (shred auto)", auto, pqAuto},
+		{"pqsink --variant --shred none", none, pqNone},
+		{"duckdb j::VARIANT (threads=1)", duck, duckOut},
+	} {
+		sz, err := fileSize(r.path)
+		if err != nil {
+			return err
+		}
+		cols, err := leafCount(duckdbDir, r.path)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%-36s %8.2f %8.2f %10.1f %14d %8d\n", r.name, r.t.cpu.Seconds(), r.t.wall.Seconds(), mb/r.t.cpu.Seconds(), sz, cols)
+	}
+	fmt.Printf("%-36s %8.2f %8.2f\n", "duckdb start/stop only", idle.cpu.Seconds(), idle.wall.Seconds())
+	fmt.Printf("duckdb less its start-up: %.1f MB/s\n", mb/duckWork.Seconds())
+	autoSize, _ := fileSize(pqAuto)
+	duckSize, _ := fileSize(duckOut)
+	fmt.Printf("pqsink(auto)/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f\n",
+		auto.cpu.Seconds()/duck.cpu.Seconds(), auto.cpu.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize))
+	for _, p := range []string{pqAuto, pqNone, duckOut} {
+		if err := sameAsInput(duckdbDir, p, input, n, check); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("check: every file has %d rows; the first %d rows of each read back (DuckDB payload::JSON) equal the input as JSON values\n", n, check)
+	return nil
+}
+
+// appendEvent renders a click as a nested document.
+func appendEvent(dst []byte, c *benchmarks.Click) []byte {
+	dst = append(dst, `{"event_id":`...)
+	dst = strconv.AppendQuote(dst, c.EventID)
+	dst = append(dst, `,"type":`...)
+	dst = strconv.AppendQuote(dst, c.EventType)
+	dst = append(dst, `,"ts":"`...)
+	dst = time.UnixMicro(c.TS).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000000Z")
+	dst = append(dst, `","user":{"id":`...)
+	dst = strconv.AppendInt(dst, c.UserID, 10)
+	dst = append(dst, `,"session":`...)
+	dst = strconv.AppendQuote(dst, c.SessionID)
+	dst = append(dst, `,"geo":{"country":`...)
+	dst = strconv.AppendQuote(dst, c.Country)
+	dst = append(dst, `,"device":`...)
+	dst = strconv.AppendQuote(dst, c.Device)
+	dst = append(dst, `}},"page":{"url":`...)
+	dst = strconv.AppendQuote(dst, c.PageURL)
+	dst = append(dst, `,"referrer":`...)
+	if c.Referrer != nil {
+		dst = strconv.AppendQuote(dst, *c.Referrer)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `},"metrics":{"duration_ms":`...)
+	if c.Duration != nil {
+		dst = strconv.AppendInt(dst, int64(*c.Duration), 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"price":`...)
+	dst = strconv.AppendFloat(dst, c.Price, 'f', -1, 64)
+	dst = append(dst, `},"tags":[`...)
+	dst = strconv.AppendQuote(dst, c.Device)
+	dst = append(dst, ',')
+	dst = strconv.AppendQuote(dst, c.Country)
+	dst = append(dst, `],"is_bot":`...)
+	dst = strconv.AppendBool(dst, c.IsBot)
+	return append(dst, "}\n"...)
+}
+
+func writeInput(path string, n int) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var line []byte
+	var size int64
+	for _, c := range benchmarks.Clicks(n) {
+		line = appendEvent(line[:0], &c)
+		size += int64(len(line))
+		if _, err := w.Write(line); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return size, f.Close()
+}
+
+type timing struct{ cpu, wall time.Duration }
+
+func best(runs int, f func() (time.Duration, time.Duration, error)) (timing, error) {
+	var b timing
+	for i := 0; i < runs; i++ {
+		cpu, wall, err := f()
+		if err != nil {
+			return b, err
+		}
+		if i == 0 || cpu < b.cpu {
+			b = timing{cpu, wall}
+		}
+	}
+	return b, nil
+}
+
+func measure(cmd *exec.Cmd) (cpu, wall time.Duration, err error) {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	wall = time.Since(start)
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall, nil
+}
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// duckCSV runs one query in DuckDB and returns its rows as CSV lines.
+func duckCSV(duckdbDir, query string) ([]string, error) {
+	out := filepath.Join(os.TempDir(), fmt.Sprintf("variantbench-%d.csv", os.Getpid()))
+	defer os.Remove(out)
+	cmd := exec.Command("node", "exec.mjs", fmt.Sprintf("COPY (%s) TO '%s' (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\t')", query, out))
+	cmd.Dir = duckdbDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("duckdb: %v: %s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n"), nil
+}
+
+func leafCount(duckdbDir, path string) (int, error) {
+	rows, err := duckCSV(duckdbDir, fmt.Sprintf("SELECT count(*) FROM parquet_schema('%s') WHERE num_children IS NULL OR num_children = 0", path))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(rows[0])
+}
+
+// sameAsInput checks the row count of the file, and that its first rows,
+// read by DuckDB as JSON, equal the input lines as JSON values (numbers by
+// exact value, since a shredded decimal column may add trailing zeros).
+func sameAsInput(duckdbDir, path, input string, n, check int) error {
+	rows, err := duckCSV(duckdbDir, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", path))
+	if err != nil {
+		return err
+	}
+	if rows[0] != strconv.Itoa(n) {
+		return fmt.Errorf("%s: %s rows, want %d", path, rows[0], n)
+	}
+	got, err := duckCSV(duckdbDir, fmt.Sprintf("SELECT payload::JSON FROM read_parquet('%s', file_row_number = true) ORDER BY file_row_number LIMIT %d", path, check))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(input)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < len(got) && sc.Scan(); i++ {
+		if !jsonEqual(sc.Bytes(), fixLeadingDot([]byte(got[i]))) {
+			return fmt.Errorf("%s: row %d reads back as %s, input was %s", path, i, got[i], sc.Bytes())
+		}
+	}
+	return nil
+}
+
+// fixLeadingDot turns DuckDB's ".5" rendering of decimals into "0.5".
+func fixLeadingDot(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	inString := false
+	for i, c := range b {
+		if c == '"' && (i == 0 || b[i-1] != '\\') {
+			inString = !inString
+		}
+		if !inString && c == '.' && i > 0 && strings.IndexByte("-:,[", b[i-1]) >= 0 {
+			out = append(out, '0')
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return valueEqual(x, y)
+}
+
+func valueEqual(x, y any) bool {
+	switch x := x.(type) {
+	case map[string]any:
+		y, ok := y.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !valueEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := y.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := y.(json.Number)
+		if !ok {
+			return false
+		}
+		rx, ok1 := new(big.Rat).SetString(string(x))
+		ry, ok2 := new(big.Rat).SetString(string(y))
+		return ok1 && ok2 && rx.Cmp(ry) == 0
+	}
+	return x == y
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,261 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// VariantOptions configure RunVariant. The embedded Options give the row
+// group size, writer options, error policy and progress reporting; their
+// Schema and JSON fields are not used.
+type VariantOptions struct {
+	Options
+	// Column is the name of the VARIANT column. Defaults to "payload".
+	Column string
+	// Shape is the shredding schema. Nil means infer one from the first
+	// lines (see Sample); a pointer to the zero Shape means no shredding.
+	Shape *variant.Shape
+	// Infer tunes inference; see variant.InferOptions for its defaults.
+	Infer variant.InferOptions
+	// Sample is the number of records inference looks at: the first
+	// Sample valid lines, or fewer when they fill a row group first.
+	// Defaults to 10,000.
+	Sample int
+	// Verbose, when set, receives the Parquet schema that was chosen.
+	Verbose io.Writer
+}
+
+// RunVariant reads JSON Lines from in and writes one Parquet file to out
+// whose only column is a VARIANT holding each line's value (any JSON
+// value, objects or not). Blank lines are ignored; a line that is not
+// valid JSON is a *LineError, handled by the error policy as in Run.
+//
+// When the shape is inferred, the sample lines are encoded once and kept
+// as Variants until the shape is known, so memory holds at most one row
+// group (the sample is cut short when it fills one).
+func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOptions) (Stats, error) {
+	var st Stats
+	if opts.Column == "" {
+		opts.Column = "payload"
+	}
+	if opts.RowGroupSize <= 0 {
+		opts.RowGroupSize = 128 << 20
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 2 * time.Second
+	}
+	if opts.Sample <= 0 {
+		opts.Sample = 10_000
+	}
+	r := &variantRun{opts: &opts, st: &st, lines: newLineReader(in), enc: variant.NewEncoder(), start: time.Now()}
+	r.nextProgress = r.start.Add(opts.ProgressEvery)
+
+	shape := opts.Shape
+	if shape == nil {
+		s, err := r.sample(ctx)
+		if err != nil {
+			return st, err
+		}
+		shape = &s
+	}
+	node, err := rowgroup.VariantNode(opts.Column, schema.Required, *shape)
+	if err != nil {
+		return st, fmt.Errorf("convert: %w", err)
+	}
+	sch, err := schema.New("schema", node)
+	if err != nil {
+		return st, fmt.Errorf("convert: variant schema: %w", err)
+	}
+	if opts.Verbose != nil {
+		fmt.Fprintf(opts.Verbose, "pqsink convert: VARIANT column %s shredded as %s\n%s\n", opts.Column, shape, sch)
+	}
+	if r.w, err = writer.New(out, sch, opts.Writer...); err != nil {
+		return st, err
+	}
+	r.g = rowgroup.New(sch)
+	if r.shred, err = rowgroup.NewVariantShredder(r.g); err != nil {
+		return st, fmt.Errorf("convert: %w", err)
+	}
+	for i := range r.sampled {
+		sv := &r.sampled[i]
+		if err := r.shred.ShredVariant(r.arena[sv.start:sv.mid], r.arena[sv.mid:sv.end]); err != nil {
+			if err := r.reject(sv.line, err, r.arena[sv.end:sv.next]); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if err := r.maybeFlush(); err != nil {
+			return st, err
+		}
+	}
+	r.sampled, r.arena = nil, nil
+	for {
+		line, err := r.read(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return st, err
+		}
+		if line == nil {
+			continue
+		}
+		if err := r.shred.ShredJSON(line); err != nil {
+			if err := r.reject(st.Lines, err, line); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if err := r.maybeFlush(); err != nil {
+			return st, err
+		}
+	}
+	if err := r.flush(); err != nil {
+		return st, err
+	}
+	md, err := r.w.Close()
+	if err != nil {
+		return st, err
+	}
+	st.Metadata = md
+	st.OutBytes = r.w.Offset()
+	if opts.Progress != nil {
+		progress(opts.Progress, &st, 0, r.w.Offset(), r.start)
+	}
+	return st, nil
+}
+
+// variantRun is the state of one RunVariant.
+type variantRun struct {
+	opts  *VariantOptions
+	st    *Stats
+	lines *lineReader
+	enc   *variant.Encoder
+	w     *writer.Writer
+	g     *rowgroup.RowGroup
+	shred *rowgroup.VariantShredder
+
+	// The sample: metadata, value and input line of each record, back to
+	// back in arena.
+	arena   []byte
+	sampled []sampledLine
+
+	start, nextProgress time.Time
+}
+
+type sampledLine struct {
+	line                  int64
+	start, mid, end, next int
+}
+
+// read returns the next non-blank line, nil for a blank one, or io.EOF.
+func (r *variantRun) read(ctx context.Context) ([]byte, error) {
+	line, err := r.lines.next()
+	if err == io.EOF {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("convert: read line %d: %w", r.st.Lines+1, err)
+	}
+	r.st.Lines++
+	r.st.InBytes += int64(len(line))
+	if r.st.Lines&1023 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if r.opts.Progress != nil && time.Now().After(r.nextProgress) {
+			r.nextProgress = time.Now().Add(r.opts.ProgressEvery)
+			var buffered, written int64
+			if r.g != nil {
+				buffered, written = int64(r.g.NumRows()), r.w.Offset()
+			}
+			progress(r.opts.Progress, r.st, buffered, written, r.start)
+		}
+	}
+	if isBlank(line) {
+		return nil, nil
+	}
+	return line, nil
+}
+
+// sample encodes the first lines, keeps them, and infers a shape.
+func (r *variantRun) sample(ctx context.Context) (variant.Shape, error) {
+	inf := variant.NewInferrer(r.opts.Infer)
+	for len(r.sampled) < r.opts.Sample && int64(len(r.arena)) < r.opts.RowGroupSize {
+		line, err := r.read(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return variant.Shape{}, err
+		}
+		if line == nil {
+			continue
+		}
+		sv := sampledLine{line: r.st.Lines, start: len(r.arena)}
+		var value []byte
+		r.arena, value, err = r.enc.AppendJSON(r.arena, nil, line)
+		if err != nil {
+			r.arena = r.arena[:sv.start]
+			if err := r.reject(r.st.Lines, err, line); err != nil {
+				return variant.Shape{}, err
+			}
+			continue
+		}
+		sv.mid = len(r.arena)
+		r.arena = append(r.arena, value...)
+		sv.end = len(r.arena)
+		r.arena = append(r.arena, line...) // kept for a reject report
+		sv.next = len(r.arena)
+		r.sampled = append(r.sampled, sv)
+		v, err := variant.New(r.arena[sv.start:sv.mid], r.arena[sv.mid:sv.end])
+		if err == nil {
+			err = inf.Add(v)
+		}
+		if err != nil {
+			return variant.Shape{}, fmt.Errorf("convert: line %d: %w", sv.line, err)
+		}
+	}
+	return inf.Shape(), nil
+}
+
+func (r *variantRun) reject(line int64, err error, input []byte) error {
+	lerr := &LineError{Line: line, Err: err}
+	if r.opts.Errors == Fail {
+		return lerr
+	}
+	r.st.Skipped++
+	if r.opts.Rejects != nil {
+		if err := writeReject(r.opts.Rejects, lerr, input); err != nil {
+			return fmt.Errorf("convert: write rejected line %d: %w", line, err)
+		}
+	}
+	return nil
+}
+
+func (r *variantRun) maybeFlush() error {
+	if int64(r.g.Size()) >= r.opts.RowGroupSize {
+		return r.flush()
+	}
+	return nil
+}
+
+func (r *variantRun) flush() error {
+	if r.g.NumRows() == 0 {
+		return nil
+	}
+	if err := r.w.WriteRowGroup(r.g); err != nil {
+		return err
+	}
+	r.st.Rows += int64(r.g.NumRows())
+	r.st.RowGroups++
+	r.g.Reset()
+	return nil
+}

@@ -1,0 +1,286 @@
+package rowgroup
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+)
+
+// VariantShredder fills a row group whose schema is one VARIANT field,
+// shredded or not, with one Variant per record: the whole record is the
+// value (JSON text with ShredJSON, or Variant bytes with ShredVariant).
+//
+// The shredding follows VariantShredding.md: each value goes to its
+// typed_value when the shape's type holds it (see variant.Shape.Match)
+// and to value otherwise; an object is split into its shredded fields
+// and a residual object of the others, written to value only when it
+// has fields; a field the object lacks is written as missing (both
+// columns null) and a field that is null as the Variant null in value.
+// So value and typed_value are never both set except for a partially
+// shredded object, as the spec requires. Residual values keep the field
+// ids of the record's metadata, which lists every field name, shredded
+// or not.
+//
+// A VariantShredder keeps its buffers between records and allocates
+// nothing per record once they have grown.
+type VariantShredder struct {
+	g        *RowGroup
+	root     *variantPlan
+	metadata *Column
+	enc      *variant.Encoder
+	meta     []byte
+	val      []byte
+	mark     Mark
+	needMark bool // some pair lacks a value column, so a record can fail half-way
+}
+
+// variantPlan is one value/typed_value pair of the schema.
+type variantPlan struct {
+	path   string // JSON-style path for messages, e.g. $.user.tags[]
+	shape  *variant.Shape
+	value  *Column // nil when the schema has none
+	typed  *Column // a primitive typed_value
+	fields []*variantPlan
+	elem   *variantPlan
+	def    uint8 // definition level at which the pair's group exists
+	rep    uint8 // arrays: repetition level of an element after the first
+	leaves []*Column
+
+	found    []variant.Value // objects: scratch for SplitObject
+	residual []byte          // objects: scratch for the residual object
+	big      [16]byte        // decimal16: scratch
+}
+
+// NewVariantShredder returns a shredder for g, whose schema must consist
+// of one VARIANT group (see VariantNode) and nothing else.
+func NewVariantShredder(g *RowGroup) (*VariantShredder, error) {
+	fields := g.Schema().Fields()
+	if len(fields) != 1 || fields[0].Logical.Kind != schema.Variant {
+		return nil, fmt.Errorf("variant shredder: schema must be one VARIANT field, has %d fields", len(fields))
+	}
+	top := fields[0]
+	shape, err := VariantShape(top)
+	if err != nil {
+		return nil, fmt.Errorf("variant shredder: %w", err)
+	}
+	s := &VariantShredder{g: g, enc: variant.NewEncoder()}
+	meta := top.Field("metadata")
+	s.metadata = g.Column(meta.Column)
+	sh := shape
+	s.root, err = s.plan(top, &sh, "$")
+	if err != nil {
+		return nil, fmt.Errorf("variant shredder: %w", err)
+	}
+	if top.Field("value").Repetition == schema.Required && shape.Typed() {
+		return nil, fmt.Errorf("variant shredder: %s: value must be optional beside typed_value", top.PathString())
+	}
+	return s, nil
+}
+
+// plan builds the plan of the pair group g, shredded by shape.
+func (s *VariantShredder) plan(g *schema.Node, shape *variant.Shape, path string) (*variantPlan, error) {
+	p := &variantPlan{path: path, shape: shape, def: uint8(g.MaxDef)}
+	if v := g.Field("value"); v != nil {
+		p.value = s.g.Column(v.Column)
+		p.leaves = append(p.leaves, p.value)
+	} else {
+		s.needMark = true
+	}
+	t := g.Field("typed_value")
+	switch shape.Type {
+	case variant.Invalid:
+		return p, nil
+	case variant.Object:
+		p.found = make([]variant.Value, len(shape.Fields))
+		for i := range shape.Fields {
+			f := &shape.Fields[i]
+			fp, err := s.plan(t.Field(f.Name), &f.Shape, path+"."+f.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.fields = append(p.fields, fp)
+			p.leaves = append(p.leaves, fp.leaves...)
+		}
+	case variant.Array:
+		elem := t.Fields[0].Fields[0]
+		ep, err := s.plan(elem, shape.Element, path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		p.elem, p.rep = ep, uint8(elem.MaxRep)
+		p.leaves = append(p.leaves, ep.leaves...)
+	default:
+		p.typed = s.g.Column(t.Column)
+		p.leaves = append(p.leaves, p.typed)
+	}
+	return p, nil
+}
+
+// ShredJSON converts one JSON document to a Variant and appends it as a
+// row. A document that is not valid JSON, or that a schema without some
+// value column cannot hold, leaves the row group as it was.
+func (s *VariantShredder) ShredJSON(json []byte) error {
+	var err error
+	s.meta, s.val, err = s.enc.AppendJSON(s.meta[:0], s.val[:0], json)
+	if err != nil {
+		return err
+	}
+	return s.shred(s.meta, s.val)
+}
+
+// ShredVariant appends the Variant (metadata, value) as a row. The bytes
+// are validated first (variant.Validate), so a malformed Variant is
+// rejected as a whole and never reaches a value column.
+func (s *VariantShredder) ShredVariant(metadata, value []byte) error {
+	if err := variant.Validate(metadata, value); err != nil {
+		return err
+	}
+	return s.shred(metadata, value)
+}
+
+// shred appends a valid Variant as a row.
+func (s *VariantShredder) shred(metadata, value []byte) error {
+	m, err := variant.ParseMetadata(metadata)
+	if err != nil {
+		return err
+	}
+	v, err := variant.NewWithMetadata(m, value)
+	if err != nil {
+		return err
+	}
+	if s.needMark {
+		s.g.Mark(&s.mark)
+	}
+	s.metadata.AppendBytes(0, metadata)
+	if err := s.write(s.root, v, 0); err != nil {
+		if s.needMark {
+			s.g.Rollback(&s.mark)
+		}
+		return err
+	}
+	s.g.EndRow()
+	return nil
+}
+
+// write appends the present value v to the pair p.
+func (s *VariantShredder) write(p *variantPlan, v variant.Value, rep uint8) error {
+	if !p.shape.Match(v) {
+		if p.value == nil {
+			return fmt.Errorf("variant field %s: a %v does not fit its typed_value and the schema has no value column", p.label(), v.Type())
+		}
+		p.value.AppendBytes(rep, v.Raw())
+		p.nullTyped(rep, p.def)
+		return nil
+	}
+	switch p.shape.Type {
+	case variant.Object:
+		var rest bool
+		var err error
+		p.residual, rest, err = p.shape.SplitObject(p.residual[:0], v, p.found)
+		if err != nil {
+			return fmt.Errorf("variant field %s: %w", p.label(), err)
+		}
+		if rest {
+			if p.value == nil {
+				return fmt.Errorf("variant field %s: the object has fields beyond the typed ones and the schema has no value column", p.label())
+			}
+			p.value.AppendBytes(rep, p.residual)
+		} else if p.value != nil {
+			p.value.Null(rep, p.def)
+		}
+		for i, f := range p.fields {
+			if fv := p.found[i]; fv.Raw() != nil {
+				if err := s.write(f, fv, rep); err != nil {
+					return err
+				}
+			} else {
+				f.nulls(rep, p.def+1)
+			}
+		}
+		return nil
+	case variant.Array:
+		if p.value != nil {
+			p.value.Null(rep, p.def)
+		}
+		n := v.Len()
+		if n == 0 {
+			p.elem.nulls(rep, p.def+1)
+			return nil
+		}
+		for i := range n {
+			ev, err := v.Index(i)
+			if err != nil {
+				return fmt.Errorf("variant field %s: %w", p.label(), err)
+			}
+			if err := s.write(p.elem, ev, rep); err != nil {
+				return err
+			}
+			rep = p.rep
+		}
+		return nil
+	}
+	if p.value != nil {
+		p.value.Null(rep, p.def)
+	}
+	sc, _ := p.shape.ScalarOf(v)
+	p.appendScalar(rep, &sc)
+	return nil
+}
+
+func (p *variantPlan) appendScalar(rep uint8, sc *variant.Scalar) {
+	c := p.typed
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		c.AppendBool(rep, sc.Bool)
+	case meta.TypeInt32:
+		if sc.Type == variant.Decimal4 {
+			c.AppendInt32(rep, int32(sc.Decimal.Lo))
+		} else {
+			c.AppendInt32(rep, int32(sc.Int))
+		}
+	case meta.TypeInt64:
+		if sc.Type == variant.Decimal8 {
+			c.AppendInt64(rep, int64(sc.Decimal.Lo))
+		} else {
+			c.AppendInt64(rep, sc.Int)
+		}
+	case meta.TypeFloat:
+		c.AppendFloat(rep, float32(sc.Double))
+	case meta.TypeDouble:
+		c.AppendDouble(rep, sc.Double)
+	case meta.TypeFixedLenByteArray, meta.TypeByteArray:
+		switch sc.Type {
+		case variant.UUID:
+			c.AppendBytes(rep, sc.UUID[:])
+		case variant.Decimal16:
+			binary.BigEndian.PutUint64(p.big[:8], uint64(sc.Decimal.Hi))
+			binary.BigEndian.PutUint64(p.big[8:], sc.Decimal.Lo)
+			c.AppendBytes(rep, p.big[:])
+		default:
+			c.AppendBytes(rep, sc.Bytes)
+		}
+	}
+}
+
+// nulls writes the pair as missing: every column under it null at def.
+func (p *variantPlan) nulls(rep, def uint8) {
+	for _, c := range p.leaves {
+		c.Null(rep, def)
+	}
+}
+
+// nullTyped writes a null typed_value under a present pair.
+func (p *variantPlan) nullTyped(rep, def uint8) {
+	leaves := p.leaves
+	if p.value != nil {
+		leaves = leaves[1:]
+	}
+	for _, c := range leaves {
+		c.Null(rep, def)
+	}
+}
+
+func (p *variantPlan) label() string { return p.path }
