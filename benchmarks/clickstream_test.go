@@ -50,10 +50,22 @@ func benchWriters(b *testing.B, rows int, writers map[string]func(io.Writer) err
 	}
 }
 
-// writeParquetGo writes rows through parquet-go's generic writer with ZSTD,
-// in batches of 4096 and row groups of 512K rows.
-func writeParquetGo[T any](out io.Writer, data []T) error {
-	w := pqgo.NewGenericWriter[T](out, pqgo.Compression(&pqzstd.Codec{Level: pqzstd.SpeedDefault}), pqgo.MaxRowsPerRowGroup(512*1024))
+// parquetGoWriter returns a function that writes rows, file after file,
+// through one parquet-go generic writer (Reset between files) with ZSTD, in
+// batches of 4096 and row groups of 512K rows.
+func parquetGoWriter[T any](data []T) func(io.Writer) error {
+	var w *pqgo.GenericWriter[T]
+	return func(out io.Writer) error {
+		if w == nil {
+			w = pqgo.NewGenericWriter[T](out, pqgo.Compression(&pqzstd.Codec{Level: pqzstd.SpeedDefault}), pqgo.MaxRowsPerRowGroup(512*1024))
+		} else {
+			w.Reset(out)
+		}
+		return writeParquetGo(w, data)
+	}
+}
+
+func writeParquetGo[T any](w *pqgo.GenericWriter[T], data []T) error {
 	for i := 0; i < len(data); i += 4096 {
 		if _, err := w.Write(data[i:min(i+4096, len(data))]); err != nil {
 			return err
@@ -64,23 +76,45 @@ func writeParquetGo[T any](out io.Writer, data []T) error {
 
 func BenchmarkClickstream(b *testing.B) {
 	data := Clicks(clickRows)
-	// One row group, reused across files, as pqsink's sink and convert do.
-	g := rowgroup.New(schema.MustParse(ClickSchema))
 	benchWriters(b, len(data), map[string]func(io.Writer) error{
-		"pqsink":     func(w io.Writer) error { return writePQSink(w, g, data) },
-		"parquet-go": func(w io.Writer) error { return writeParquetGo(w, data) },
+		"pqsink":     pqsinkWriter(ClickSchema, func(g *rowgroup.RowGroup, w *writer.Writer) error { return writeClicks(g, w, data) }),
+		"parquet-go": parquetGoWriter(data),
 		"arrow-go":   func(w io.Writer) error { return writeArrow(w, data) },
 	})
 }
 
-// writePQSink fills row groups of 128 MiB (the default target) column by
-// column and writes them with ZSTD.
-func writePQSink(out io.Writer, g *rowgroup.RowGroup, data []Click) error {
-	w, err := writer.New(out, g.Schema(), writer.Compression(meta.CodecZstd, 0))
-	if err != nil {
+// pqsinkWriter returns a function that writes files one after the other
+// through one row group and one writer (Reset between files), as a sink
+// does, with ZSTD; fill stripes the rows and writes full row groups.
+func pqsinkWriter(schemaText string, fill func(*rowgroup.RowGroup, *writer.Writer) error) func(io.Writer) error {
+	s := schema.MustParse(schemaText)
+	g := rowgroup.New(s)
+	var w *writer.Writer
+	return func(out io.Writer) error {
+		var err error
+		if w == nil {
+			w, err = writer.New(out, s, writer.Compression(meta.CodecZstd, 0))
+		} else {
+			err = w.Reset(out)
+		}
+		if err != nil {
+			return err
+		}
+		g.Reset()
+		if err := fill(g, w); err != nil {
+			return err
+		}
+		if err := w.WriteRowGroup(g); err != nil {
+			return err
+		}
+		_, err = w.Close()
 		return err
 	}
-	g.Reset()
+}
+
+// writeClicks stripes the rows into g column by column and writes each
+// full row group (128 MiB, the default target).
+func writeClicks(g *rowgroup.RowGroup, w *writer.Writer, data []Click) error {
 	c := g.Columns()
 	for i := range data {
 		d := &data[i]
@@ -112,11 +146,7 @@ func writePQSink(out io.Writer, g *rowgroup.RowGroup, data []Click) error {
 			g.Reset()
 		}
 	}
-	if err := w.WriteRowGroup(g); err != nil {
-		return err
-	}
-	_, err = w.Close()
-	return err
+	return nil
 }
 
 // writeArrow builds records of 64K rows and writes them through pqarrow

@@ -12,9 +12,7 @@ import (
 	arrowcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
-	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -22,22 +20,16 @@ const orderRows = 250_000
 
 func BenchmarkOrders(b *testing.B) {
 	data := Orders(orderRows)
-	g := rowgroup.New(schema.MustParse(OrderSchema))
 	benchWriters(b, len(data), map[string]func(io.Writer) error{
-		"pqsink":     func(w io.Writer) error { return writeOrdersPQSink(w, g, data) },
-		"parquet-go": func(w io.Writer) error { return writeParquetGo(w, data) },
+		"pqsink":     pqsinkWriter(OrderSchema, func(g *rowgroup.RowGroup, w *writer.Writer) error { return writeOrders(g, w, data) }),
+		"parquet-go": parquetGoWriter(data),
 		"arrow-go":   func(w io.Writer) error { return writeOrdersArrow(w, data) },
 	})
 }
 
-// writeOrdersPQSink stripes each order into the row group's columns by hand,
+// writeOrders stripes each order into the row group's columns by hand,
 // with its Dremel levels, as a record shredder does.
-func writeOrdersPQSink(out io.Writer, g *rowgroup.RowGroup, data []Order) error {
-	w, err := writer.New(out, g.Schema(), writer.Compression(meta.CodecZstd, 0))
-	if err != nil {
-		return err
-	}
-	g.Reset()
+func writeOrders(g *rowgroup.RowGroup, w *writer.Writer, data []Order) error {
 	c := g.Columns()
 	var keys []string
 	for i := range data {
@@ -85,11 +77,7 @@ func writeOrdersPQSink(out io.Writer, g *rowgroup.RowGroup, data []Order) error 
 			g.Reset()
 		}
 	}
-	if err := w.WriteRowGroup(g); err != nil {
-		return err
-	}
-	_, err = w.Close()
-	return err
+	return nil
 }
 
 func writeOrdersArrow(out io.Writer, data []Order) error {

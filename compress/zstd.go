@@ -31,7 +31,10 @@ func newZstd(level int) (*zstdCodec, error) {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 		// An empty page still gets a frame: some readers reject 0 bytes.
-		zstd.WithZeroFrames(true))
+		zstd.WithZeroFrames(true),
+		// Pages carry their own CRC32; a frame checksum would hash every
+		// page a second time.
+		zstd.WithEncoderCRC(false))
 	if err != nil {
 		return nil, fmt.Errorf("compress: zstd: %w", err)
 	}

@@ -36,11 +36,17 @@ type chunkWriter struct {
 	body       []byte
 	compressed []byte
 	header     []byte
-	chunk      []byte
 	bounds     bounds
 	hashes     map[uint64]struct{}
 
 	uncompressed int64 // of the chunk being written, page headers included
+
+	out *countingWriter // of the chunk being written
+
+	// The dictionary page as choose compressed it, to write as is.
+	dictPage      []byte
+	dictPageSize  int
+	dictPageReady bool
 }
 
 // pageRange is one data page's share of a column: level slots l0..l1,
@@ -171,6 +177,7 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRows int) (meta.ColumnChunk, pageIndex, error) {
 	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
 	dictPages := cw.buildDictionary(c)
+	cw.dictPageReady = false
 	fallback := cw.candidates[0]
 	if dictPages > 0 || len(cw.candidates) > 1 {
 		var err error
@@ -186,14 +193,9 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 		NumValues:    int64(c.NumLevels()),
 	}
 	start := out.n
-	cw.chunk = cw.chunk[:0]
+	cw.out = out
 	var stats encodingStats
 	if dictPages > 0 {
-		var err error
-		cw.values, err = cw.dict.encode(cw.values[:0])
-		if err != nil {
-			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("dictionary page: %w", err)
-		}
 		hdr := meta.PageHeader{
 			Type: meta.PageDictionary,
 			DictionaryPageHeader: &meta.DictionaryPageHeader{
@@ -202,13 +204,13 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 				IsSorted:  ptr(false),
 			},
 		}
-		if err := cw.appendPage(&hdr, nil, cw.values); err != nil {
+		if err := cw.writeDictionaryPage(&hdr); err != nil {
 			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("dictionary page: %w", err)
 		}
 		md.DictionaryPageOffset = ptr(start)
 		stats.add(meta.PageDictionary, meta.EncodingPlain)
 	}
-	md.DataPageOffset = start + int64(len(cw.chunk))
+	md.DataPageOffset = out.n
 
 	colIndex := &meta.ColumnIndex{}
 	offIndex := &meta.OffsetIndex{}
@@ -250,12 +252,12 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 			unencoded += pageBytes
 		}
 
-		offset := start + int64(len(cw.chunk))
+		offset := out.n
 		if err := cw.writeDataPage(c, p, fallback.impl, enc, pageNulls, b); err != nil {
 			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("page %d: %w", pi, err)
 		}
 		stats.add(pageTypeFor(cw.cfg.pageVersion), enc)
-		loc := meta.PageLocation{Offset: offset, CompressedPageSize: int32(start + int64(len(cw.chunk)) - offset), FirstRowIndex: int64(p.first)}
+		loc := meta.PageLocation{Offset: offset, CompressedPageSize: int32(out.n - offset), FirstRowIndex: int64(p.first)}
 		offIndex.PageLocations = append(offIndex.PageLocations, loc)
 		if c.Leaf.Physical == meta.TypeByteArray {
 			offIndex.UnencodedByteArrayDataBytes = append(offIndex.UnencodedByteArrayDataBytes, pageBytes)
@@ -278,10 +280,7 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 		chunkBounds.merge(cw.order, c.Leaf.Physical, b)
 	}
 
-	if _, err := out.Write(cw.chunk); err != nil {
-		return meta.ColumnChunk{}, pageIndex{}, err
-	}
-	md.TotalCompressedSize = int64(len(cw.chunk))
+	md.TotalCompressedSize = out.n - start
 	md.TotalUncompressedSize = cw.uncompressed
 	cw.uncompressed = 0
 	md.Encodings = stats.encodings(c.MaxRep() > 0 || c.MaxDef() > 0)
@@ -425,10 +424,11 @@ func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate
 	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
 		return 0, best, fmt.Errorf("dictionary page: %w", err)
 	}
-	if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
+	if cw.dictPage, err = cw.codec.Encode(cw.dictPage[:0], cw.values); err != nil {
 		return 0, best, fmt.Errorf("compress dictionary: %w", err)
 	}
-	dictCost := float64(len(cw.compressed)) / float64(covered)
+	cw.dictPageSize, cw.dictPageReady = len(cw.values), true
+	dictCost := float64(len(cw.dictPage)) / float64(covered)
 	m := min(n, covered)
 	if cw.values, err = (encoding.RLEDictionary{}).EncodeInt32(cw.values[:0], cw.idx[:m]); err != nil {
 		return 0, best, fmt.Errorf("encode sample indices: %w", err)
@@ -450,7 +450,7 @@ func pageTypeFor(version int) meta.PageType {
 	return meta.PageData
 }
 
-// writeDataPage encodes page p and appends it, header first, to cw.chunk.
+// writeDataPage encodes page p and writes it, header first.
 func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, fallback encoding.Encoding, enc meta.Encoding, nulls int64, b bounds) error {
 	var err error
 	cw.values = cw.values[:0]
@@ -530,8 +530,8 @@ func appendPrefixedLevels(dst []byte, levels []uint8, max int) []byte {
 	return dst
 }
 
-// appendPage compresses body (raw is the part stored as is, the v2 levels),
-// fills in the header's sizes and checksum, and appends both to cw.chunk.
+// appendPage compresses body (raw is the part stored as is, the v2 levels)
+// and writes the page.
 func (cw *chunkWriter) appendPage(hdr *meta.PageHeader, raw, body []byte) error {
 	var err error
 	cw.compressed = append(cw.compressed[:0], raw...)
@@ -546,16 +546,38 @@ func (cw *chunkWriter) appendPage(hdr *meta.PageHeader, raw, body []byte) error 
 		cw.compressed = append(append(cw.compressed[:0], raw...), body...)
 		v2.IsCompressed = ptr(false)
 	}
-	hdr.UncompressedPageSize = int32(len(raw) + len(body))
-	hdr.CompressedPageSize = int32(len(cw.compressed))
-	if cw.cfg.checksums {
-		hdr.CRC = ptr(int32(crc32.ChecksumIEEE(cw.compressed)))
+	return cw.writePage(hdr, len(raw)+len(body), cw.compressed)
+}
+
+// writeDictionaryPage writes the dictionary, compressed by choose when it
+// weighed the dictionary against the other encodings, or now.
+func (cw *chunkWriter) writeDictionaryPage(hdr *meta.PageHeader) error {
+	if cw.dictPageReady {
+		return cw.writePage(hdr, cw.dictPageSize, cw.dictPage)
 	}
-	before := len(cw.chunk)
-	cw.chunk = hdr.Append(cw.chunk)
-	headerLen := len(cw.chunk) - before
-	cw.chunk = append(cw.chunk, cw.compressed...)
-	cw.uncompressed += int64(headerLen) + int64(hdr.UncompressedPageSize)
+	var err error
+	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
+		return err
+	}
+	return cw.appendPage(hdr, nil, cw.values)
+}
+
+// writePage fills in the header's sizes and checksum and writes the header
+// and the page's (compressed) bytes.
+func (cw *chunkWriter) writePage(hdr *meta.PageHeader, uncompressedSize int, data []byte) error {
+	hdr.UncompressedPageSize = int32(uncompressedSize)
+	hdr.CompressedPageSize = int32(len(data))
+	if cw.cfg.checksums {
+		hdr.CRC = ptr(int32(crc32.ChecksumIEEE(data)))
+	}
+	cw.header = hdr.Append(cw.header[:0])
+	if _, err := cw.out.Write(cw.header); err != nil {
+		return err
+	}
+	if _, err := cw.out.Write(data); err != nil {
+		return err
+	}
+	cw.uncompressed += int64(len(cw.header)) + int64(uncompressedSize)
 	return nil
 }
 

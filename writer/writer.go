@@ -82,6 +82,17 @@ func leafNames(s *schema.Schema) string {
 	return strings.Join(names, ", ")
 }
 
+// Reset starts a new file with the same schema and options on out,
+// abandoning the current one, and keeps the buffers, dictionaries and codec
+// state the previous files grew: a sink that writes file after file pays
+// for them once.
+func (w *Writer) Reset(out io.Writer) error {
+	w.out = countingWriter{w: out}
+	w.rowGroups, w.indexes = nil, nil
+	w.numRows, w.closed, w.err = 0, false, nil
+	return w.write([]byte(magic))
+}
+
 // Offset is the number of bytes written so far.
 func (w *Writer) Offset() int64 { return w.out.n }
 
