@@ -43,9 +43,16 @@
 //
 // Value is a view over (metadata, value) bytes with typed accessors,
 // object field lookup by name (binary search), array indexing and path
-// lookup (ParsePath). A later shredder can walk a Value and emit typed
-// columns, using Value.Raw for residual bytes, and rebuild a Variant
-// from typed parts and residual values with Builder.Value.
+// lookup (ParsePath).
+//
+// # Shredding
+//
+// A Shape describes which parts of a Variant are shredded into typed
+// columns (VariantShredding.md): given by the user (ParseShapePaths), or
+// inferred from sample values by an Inferrer. Shape.Match, ScalarOf and
+// SplitObject split a value into its typed parts and the residual value;
+// Builder.Unshred puts a Variant back together from a Shredded tree of
+// typed parts and residual bytes, as a reader does.
 //
 // AppendJSON renders a Variant as JSON:
 //
