@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
+	"github.com/pqsink/pqsink/benchmarks/internal/proc"
 )
 
 func main() {
@@ -35,7 +35,7 @@ func main() {
 }
 
 func run(n, runs int, dir string) error {
-	root, err := moduleRoot()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,8 @@ func run(n, runs int, dir string) error {
 	if err := os.WriteFile(schemaFile, []byte(benchmarks.ClickSchema), 0o644); err != nil {
 		return err
 	}
-	size, err := writeInput(input, n)
+	clicks := benchmarks.Clicks(n)
+	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return clicks[i].AppendJSON(dst) })
 	if err != nil {
 		return err
 	}
@@ -67,105 +68,47 @@ func run(n, runs int, dir string) error {
 	copySQL := fmt.Sprintf(`COPY (SELECT * FROM read_json('%s', format = 'newline_delimited', columns = %s)) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, columns, duckOut)
 
 	fmt.Printf("input: %d records, %.1f MB of JSON Lines\n", n, float64(size)/1e6)
-	pq, err := best(runs, func() (cpu, wall time.Duration, err error) {
-		return measure(exec.Command(bin, "convert", "--quiet", "--schema", schemaFile, "--codec", "zstd", input, pqOut))
+	pq, err := proc.Best(runs, func() (proc.Timing, error) {
+		return proc.Measure(exec.Command(bin, "convert", "--quiet", "--schema", schemaFile, "--codec", "zstd", input, pqOut))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert: %w", err)
 	}
-	duck, err := best(runs, func() (cpu, wall time.Duration, err error) {
+	duck, err := proc.Best(runs, func() (proc.Timing, error) {
 		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", copySQL)
 		cmd.Dir = duckdbDir
-		return measure(cmd)
+		return proc.Measure(cmd)
 	})
 	if err != nil {
 		return fmt.Errorf("duckdb: %w", err)
 	}
-	idle, err := best(runs, func() (cpu, wall time.Duration, err error) {
+	idle, err := proc.Best(runs, func() (proc.Timing, error) {
 		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", "SELECT 1")
 		cmd.Dir = duckdbDir
-		return measure(cmd)
+		return proc.Measure(cmd)
 	})
 	if err != nil {
 		return fmt.Errorf("duckdb idle: %w", err)
 	}
-	pqSize, err := fileSize(pqOut)
+	pqSize, err := proc.FileSize(pqOut)
 	if err != nil {
 		return err
 	}
-	duckSize, err := fileSize(duckOut)
+	duckSize, err := proc.FileSize(duckOut)
 	if err != nil {
 		return err
 	}
 	if err := sameRows(duckdbDir, pqOut, duckOut); err != nil {
 		return err
 	}
-	duckWork := duck.cpu - idle.cpu
+	duckWork := duck.CPU - idle.CPU
 	fmt.Printf("%-28s %10s %10s %14s\n", "", "cpu s", "wall s", "file bytes")
-	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "pqsink convert", pq.cpu.Seconds(), pq.wall.Seconds(), pqSize)
-	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "duckdb (threads=1)", duck.cpu.Seconds(), duck.wall.Seconds(), duckSize)
-	fmt.Printf("%-28s %10.2f %10.2f\n", "duckdb start/stop only", idle.cpu.Seconds(), idle.wall.Seconds())
+	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "pqsink convert", pq.CPU.Seconds(), pq.Wall.Seconds(), pqSize)
+	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "duckdb (threads=1)", duck.CPU.Seconds(), duck.Wall.Seconds(), duckSize)
+	fmt.Printf("%-28s %10.2f %10.2f\n", "duckdb start/stop only", idle.CPU.Seconds(), idle.Wall.Seconds())
 	fmt.Printf("pqsink/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f\n",
-		pq.cpu.Seconds()/duck.cpu.Seconds(), pq.cpu.Seconds()/duckWork.Seconds(), float64(pqSize)/float64(duckSize))
+		pq.CPU.Seconds()/duck.CPU.Seconds(), pq.CPU.Seconds()/duckWork.Seconds(), float64(pqSize)/float64(duckSize))
 	return nil
-}
-
-type timing struct{ cpu, wall time.Duration }
-
-func best(runs int, f func() (time.Duration, time.Duration, error)) (timing, error) {
-	var b timing
-	for i := 0; i < runs; i++ {
-		cpu, wall, err := f()
-		if err != nil {
-			return b, err
-		}
-		if i == 0 || cpu < b.cpu {
-			b = timing{cpu, wall}
-		}
-	}
-	return b, nil
-}
-
-func measure(cmd *exec.Cmd) (cpu, wall time.Duration, err error) {
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, 0, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	wall = time.Since(start)
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall, nil
-}
-
-func writeInput(path string, n int) (int64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var line []byte
-	var size int64
-	for _, c := range benchmarks.Clicks(n) {
-		line = c.AppendJSON(line[:0])
-		size += int64(len(line))
-		if _, err := w.Write(line); err != nil {
-			f.Close()
-			return 0, err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return 0, err
-	}
-	return size, f.Close()
-}
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }
 
 // sameRows checks, with DuckDB, that both files hold the same rows.
@@ -184,21 +127,4 @@ func sameRows(duckdbDir, a, b string) error {
 	}
 	fmt.Println("check: both files hold the same rows (DuckDB EXCEPT ALL both ways)")
 	return nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
+	"github.com/pqsink/pqsink/benchmarks/internal/proc"
 )
 
 func main() {
@@ -44,7 +45,7 @@ func main() {
 }
 
 func run(n, runs, check int, dir string) error {
-	root, err := moduleRoot()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,8 @@ func run(n, runs, check int, dir string) error {
 		defer os.RemoveAll(dir)
 	}
 	input := filepath.Join(dir, "events.jsonl")
-	size, err := writeInput(input, n)
+	clicks := benchmarks.Clicks(n)
+	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return appendEvent(dst, &clicks[i]) })
 	if err != nil {
 		return err
 	}
@@ -72,47 +74,47 @@ func run(n, runs, check int, dir string) error {
 	copySQL := fmt.Sprintf(`COPY (SELECT json::VARIANT AS payload FROM read_json_objects('%s', format = 'newline_delimited')) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, duckOut)
 
 	fmt.Printf("input: %d records, %.1f MB of JSON Lines\n", n, float64(size)/1e6)
-	auto, err := best(runs, func() (time.Duration, time.Duration, error) {
-		return measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
+	auto, err := proc.Best(runs, func() (proc.Timing, error) {
+		return proc.Measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant: %w", err)
 	}
-	none, err := best(runs, func() (time.Duration, time.Duration, error) {
-		return measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
+	none, err := proc.Best(runs, func() (proc.Timing, error) {
+		return proc.Measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant --shred none: %w", err)
 	}
-	duck, err := best(runs, func() (time.Duration, time.Duration, error) {
+	duck, err := proc.Best(runs, func() (proc.Timing, error) {
 		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", copySQL)
 		cmd.Dir = duckdbDir
-		return measure(cmd)
+		return proc.Measure(cmd)
 	})
 	if err != nil {
 		return fmt.Errorf("duckdb: %w", err)
 	}
-	idle, err := best(runs, func() (time.Duration, time.Duration, error) {
+	idle, err := proc.Best(runs, func() (proc.Timing, error) {
 		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", "SELECT 1")
 		cmd.Dir = duckdbDir
-		return measure(cmd)
+		return proc.Measure(cmd)
 	})
 	if err != nil {
 		return fmt.Errorf("duckdb idle: %w", err)
 	}
 	mb := float64(size) / 1e6
-	duckWork := duck.cpu - idle.cpu
+	duckWork := duck.CPU - idle.CPU
 	fmt.Printf("%-36s %8s %8s %10s %14s %8s\n", "", "cpu s", "wall s", "MB/s (cpu)", "file bytes", "columns")
 	for _, r := range []struct {
 		name string
-		t    timing
+		t    proc.Timing
 		path string
 	}{
 		{"pqsink --variant (shred auto)", auto, pqAuto},
 		{"pqsink --variant --shred none", none, pqNone},
 		{"duckdb j::VARIANT (threads=1)", duck, duckOut},
 	} {
-		sz, err := fileSize(r.path)
+		sz, err := proc.FileSize(r.path)
 		if err != nil {
 			return err
 		}
@@ -120,14 +122,14 @@ func run(n, runs, check int, dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-36s %8.2f %8.2f %10.1f %14d %8d\n", r.name, r.t.cpu.Seconds(), r.t.wall.Seconds(), mb/r.t.cpu.Seconds(), sz, cols)
+		fmt.Printf("%-36s %8.2f %8.2f %10.1f %14d %8d\n", r.name, r.t.CPU.Seconds(), r.t.Wall.Seconds(), mb/r.t.CPU.Seconds(), sz, cols)
 	}
-	fmt.Printf("%-36s %8.2f %8.2f\n", "duckdb start/stop only", idle.cpu.Seconds(), idle.wall.Seconds())
+	fmt.Printf("%-36s %8.2f %8.2f\n", "duckdb start/stop only", idle.CPU.Seconds(), idle.Wall.Seconds())
 	fmt.Printf("duckdb less its start-up: %.1f MB/s\n", mb/duckWork.Seconds())
-	autoSize, _ := fileSize(pqAuto)
-	duckSize, _ := fileSize(duckOut)
+	autoSize, _ := proc.FileSize(pqAuto)
+	duckSize, _ := proc.FileSize(duckOut)
 	fmt.Printf("pqsink(auto)/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f\n",
-		auto.cpu.Seconds()/duck.cpu.Seconds(), auto.cpu.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize))
+		auto.CPU.Seconds()/duck.CPU.Seconds(), auto.CPU.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize))
 	for _, p := range []string{pqAuto, pqNone, duckOut} {
 		if err := sameAsInput(duckdbDir, p, input, n, check); err != nil {
 			return err
@@ -176,64 +178,6 @@ func appendEvent(dst []byte, c *benchmarks.Click) []byte {
 	dst = append(dst, `],"is_bot":`...)
 	dst = strconv.AppendBool(dst, c.IsBot)
 	return append(dst, "}\n"...)
-}
-
-func writeInput(path string, n int) (int64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var line []byte
-	var size int64
-	for _, c := range benchmarks.Clicks(n) {
-		line = appendEvent(line[:0], &c)
-		size += int64(len(line))
-		if _, err := w.Write(line); err != nil {
-			f.Close()
-			return 0, err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return 0, err
-	}
-	return size, f.Close()
-}
-
-type timing struct{ cpu, wall time.Duration }
-
-func best(runs int, f func() (time.Duration, time.Duration, error)) (timing, error) {
-	var b timing
-	for i := 0; i < runs; i++ {
-		cpu, wall, err := f()
-		if err != nil {
-			return b, err
-		}
-		if i == 0 || cpu < b.cpu {
-			b = timing{cpu, wall}
-		}
-	}
-	return b, nil
-}
-
-func measure(cmd *exec.Cmd) (cpu, wall time.Duration, err error) {
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, 0, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	wall = time.Since(start)
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall, nil
-}
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }
 
 // duckCSV runs one query in DuckDB and returns its rows as CSV lines.
@@ -351,21 +295,4 @@ func valueEqual(x, y any) bool {
 		return ok1 && ok2 && rx.Cmp(ry) == 0
 	}
 	return x == y
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

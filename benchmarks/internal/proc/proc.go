@@ -1,0 +1,97 @@
+// Package proc holds what the end-to-end benchmark commands share: timing
+// child processes by the CPU the kernel charged them, writing generated
+// input, and finding the module root.
+package proc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Timing is one run of a command: CPU (user+system) and wall time.
+type Timing struct{ CPU, Wall time.Duration }
+
+// Best runs f runs times and returns the run with the least CPU time.
+func Best(runs int, f func() (Timing, error)) (Timing, error) {
+	var b Timing
+	for i := 0; i < runs; i++ {
+		t, err := f()
+		if err != nil {
+			return b, err
+		}
+		if i == 0 || t.CPU < b.CPU {
+			b = t
+		}
+	}
+	return b, nil
+}
+
+// Measure runs cmd and returns its CPU and wall time; a failure carries the
+// command's stderr.
+func Measure(cmd *exec.Cmd) (Timing, error) {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return Timing{}, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}, nil
+}
+
+// WriteLines writes n lines made by line(dst, i) to path and returns the
+// bytes written.
+func WriteLines(path string, n int, line func(dst []byte, i int) []byte) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var buf []byte
+	var size int64
+	for i := 0; i < n; i++ {
+		buf = line(buf[:0], i)
+		size += int64(len(buf))
+		if _, err := w.Write(buf); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return size, f.Close()
+}
+
+// FileSize returns the size of the file at path.
+func FileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// ModuleRoot returns the nearest directory above the working directory
+// that holds a go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
