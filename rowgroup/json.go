@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
-	"github.com/pqsink/pqsink/schema"
 )
 
 // RecordError is a record that does not fit the schema, or is not valid
@@ -74,14 +73,16 @@ type JSONShredder struct {
 	g    *RowGroup
 	root *jsonPlan
 	opts jsonOptions
+	undo recordUndo
 
 	scan  jsonscan.Scanner
 	check jsonscan.Scanner // validates JSON text held in strings
 	line  []byte
-	mark  Mark
 
-	path []pathElem // where the walk is, for error messages
-	keys []byte     // map keys named in path
+	// path is where a failed record went wrong, innermost step first: the
+	// walk only records it while returning an error, so records that
+	// succeed pay nothing for it.
+	path []pathElem
 
 	buf  []byte // a converted value before it is appended
 	dec  decimalScratch
@@ -90,10 +91,9 @@ type JSONShredder struct {
 
 // pathElem is one step of the path: a field name, a list index or a map key.
 type pathElem struct {
-	name     string
-	index    int
-	key, end int // map key: keys[key:end]
-	kind     uint8
+	name  string
+	index int // list index, or the byte offset of a map key in the record
+	kind  uint8
 }
 
 const (
@@ -101,6 +101,17 @@ const (
 	pathIndex
 	pathKey
 )
+
+// at adds step e to the path of err, which a deeper part of the walk
+// returned, and returns err.
+func (s *JSONShredder) at(e pathElem, err error) error {
+	s.path = append(s.path, e)
+	return err
+}
+
+func fieldStep(name string) pathElem { return pathElem{name: name, kind: pathField} }
+
+func indexStep(i int) pathElem { return pathElem{index: i, kind: pathIndex} }
 
 // NewJSONShredder returns a shredder that appends to g. It fails when the
 // schema has a node JSON cannot fill.
@@ -123,6 +134,7 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 	}
 	root.seen = make([]bool, len(root.fields))
 	s.root = root
+	s.undo.init(g)
 	return s, nil
 }
 
@@ -161,13 +173,15 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 // Fraction digits beyond what a column keeps are an error unless they are
 // zeros: no value is rounded except floating point ones.
 func (s *JSONShredder) Shred(line []byte) error {
-	s.g.Mark(&s.mark)
+	s.undo.begin(s.g)
 	s.scan.Reset(line)
 	s.line = line
-	s.path = s.path[:0]
-	s.keys = s.keys[:0]
 	if err := s.record(); err != nil {
-		s.g.Rollback(&s.mark)
+		s.undo.rollback(s.g)
+		if e, ok := err.(*RecordError); ok {
+			e.Path = s.pathString()
+		}
+		s.path = s.path[:0]
 		return err
 	}
 	s.g.EndRow()
@@ -205,52 +219,62 @@ func (s *JSONShredder) next() (jsonscan.Kind, error) {
 func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 	seen := p.seen
 	clear(seen)
-	next := 0 // records usually list members in schema order: try that first
+	next := 0  // records usually list members in schema order: try that first
+	found := 0 // fields seen
 	for {
-		k, err := s.next()
-		if err != nil {
-			return err
-		}
-		if k == jsonscan.EndObject {
-			break
-		}
-		name := s.scan.Bytes()
-		i, ok := next, next < len(p.fields) && p.fields[next].node.Name == string(name)
-		if !ok {
-			i, ok = p.index[string(name)]
-		}
-		if !ok {
-			if !s.opts.ignoreUnknown {
-				s.path = append(s.path, pathElem{name: string(name)})
-				return s.errorf("unknown field")
-			}
-			if err := s.skipValue(); err != nil {
+		i := next
+		if next >= len(p.fields) || !s.scan.NextIs(&p.fields[next].key) {
+			k, err := s.next()
+			if err != nil {
 				return err
 			}
-			continue
+			if k == jsonscan.EndObject {
+				break
+			}
+			name := s.scan.Bytes()
+			ok := next < len(p.fields) && p.fields[next].name == string(name) // spelled with escapes
+			if !ok {
+				i, ok = p.index[string(name)]
+			}
+			if !ok {
+				if !s.opts.ignoreUnknown {
+					return s.at(fieldStep(string(name)), s.errorf("unknown field"))
+				}
+				if err := s.skipValue(); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		f := p.fields[i]
-		s.path = append(s.path, pathElem{name: f.node.Name})
 		if seen[i] {
-			return s.errorf("field appears twice in the object")
+			return s.at(fieldStep(f.name), s.errorf("field appears twice in the object"))
 		}
 		seen[i] = true
+		found++
 		next = i + 1
-		if k, err = s.next(); err != nil {
-			return err
+		k, err := s.next()
+		if err != nil {
+			return s.at(fieldStep(f.name), err)
 		}
-		if err := s.field(f, rep, p.def, k); err != nil {
-			return err
+		if f.kind == planLeaf && !f.repeated && k != jsonscan.Null {
+			err = s.leaf(f, rep, k, s.scan.Bytes(), false) // the common case, without the detour
+		} else {
+			err = s.field(f, rep, p.def, k)
 		}
-		s.path = s.path[:len(s.path)-1]
+		if err != nil {
+			return s.at(fieldStep(f.name), err)
+		}
+	}
+	if found == len(p.fields) {
+		return nil
 	}
 	for i, f := range p.fields {
 		if seen[i] {
 			continue
 		}
-		if f.node.Repetition == schema.Required {
-			s.path = append(s.path, pathElem{name: f.node.Name})
-			return s.errorf("missing required field")
+		if f.required {
+			return s.at(fieldStep(f.name), s.errorf("missing required field"))
 		}
 		s.nulls(f, rep, p.def)
 	}
@@ -262,17 +286,15 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 func (s *JSONShredder) field(f *jsonPlan, rep, parentDef uint8, k jsonscan.Kind) error {
 	switch {
 	case k == jsonscan.Null:
-		switch f.node.Repetition {
-		case schema.Required:
+		if f.required {
 			if f.kind == planVariant {
 				return s.variant(f, rep, k)
 			}
 			return s.errorf("null for a required field")
-		default:
-			s.nulls(f, rep, parentDef)
-			return nil
 		}
-	case f.node.Repetition == schema.Repeated:
+		s.nulls(f, rep, parentDef)
+		return nil
+	case f.repeated:
 		return s.repeated(f, rep, parentDef, k)
 	}
 	return s.instance(f, rep, k)
@@ -281,7 +303,7 @@ func (s *JSONShredder) field(f *jsonPlan, rep, parentDef uint8, k jsonscan.Kind)
 // repeated fills an unannotated repeated field from an array.
 func (s *JSONShredder) repeated(f *jsonPlan, rep, parentDef uint8, k jsonscan.Kind) error {
 	if k != jsonscan.BeginArray {
-		return s.errorf("expected array for repeated field %s, got %s", f.node.Name, describe(k))
+		return s.errorf("expected array for repeated field %s, got %s", f.name, describe(k))
 	}
 	n := 0
 	for ; ; n++ {
@@ -296,14 +318,12 @@ func (s *JSONShredder) repeated(f *jsonPlan, rep, parentDef uint8, k jsonscan.Ki
 		if n > 0 {
 			r = f.rep
 		}
-		s.path = append(s.path, pathElem{index: n, kind: pathIndex})
 		if k == jsonscan.Null {
-			return s.errorf("null element in repeated field %s", f.node.Name)
+			return s.at(indexStep(n), s.errorf("null element in repeated field %s", f.name))
 		}
 		if err := s.instance(f, r, k); err != nil {
-			return err
+			return s.at(indexStep(n), err)
 		}
-		s.path = s.path[:len(s.path)-1]
 	}
 	if n == 0 {
 		s.nulls(f, rep, parentDef)
@@ -316,7 +336,7 @@ func (s *JSONShredder) instance(f *jsonPlan, rep uint8, k jsonscan.Kind) error {
 	switch f.kind {
 	case planGroup:
 		if k != jsonscan.BeginObject {
-			return s.errorf("expected object for group %s, got %s", f.node.Name, describe(k))
+			return s.errorf("expected object for group %s, got %s", f.name, describe(k))
 		}
 		return s.group(f, rep)
 	case planList:
@@ -332,7 +352,7 @@ func (s *JSONShredder) instance(f *jsonPlan, rep uint8, k jsonscan.Kind) error {
 // list fills a LIST group from an array.
 func (s *JSONShredder) list(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 	if k != jsonscan.BeginArray {
-		return s.errorf("expected array for LIST field %s, got %s", p.node.Name, describe(k))
+		return s.errorf("expected array for LIST field %s, got %s", p.name, describe(k))
 	}
 	n := 0
 	for ; ; n++ {
@@ -347,19 +367,17 @@ func (s *JSONShredder) list(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 		if n > 0 {
 			r = p.innerRep
 		}
-		s.path = append(s.path, pathElem{index: n, kind: pathIndex})
 		if p.twoLevel {
 			if k == jsonscan.Null {
-				return s.errorf("null element in LIST field %s, whose elements are required", p.node.Name)
+				return s.at(indexStep(n), s.errorf("null element in LIST field %s, whose elements are required", p.name))
 			}
 			err = s.instance(p.elem, r, k)
 		} else {
 			err = s.field(p.elem, r, p.innerDef, k)
 		}
 		if err != nil {
-			return err
+			return s.at(indexStep(n), err)
 		}
-		s.path = s.path[:len(s.path)-1]
 	}
 	if n == 0 {
 		s.nulls(p, rep, p.def)
@@ -370,7 +388,7 @@ func (s *JSONShredder) list(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 // mapping fills a MAP group from an object, one entry per member.
 func (s *JSONShredder) mapping(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 	if k != jsonscan.BeginObject {
-		return s.errorf("expected object for MAP field %s, got %s", p.node.Name, describe(k))
+		return s.errorf("expected object for MAP field %s, got %s", p.name, describe(k))
 	}
 	n := 0
 	for ; ; n++ {
@@ -385,27 +403,25 @@ func (s *JSONShredder) mapping(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 		if n > 0 {
 			r = p.innerRep
 		}
-		name := s.scan.Bytes()
-		start := len(s.keys)
-		s.keys = append(s.keys, name...)
-		s.path = append(s.path, pathElem{key: start, end: len(s.keys), kind: pathKey})
-		if err := s.mapKey(p.elem, r, name); err != nil {
-			return err
+		// The key is named in the path by its offset: its bytes may not
+		// outlive the next token, and copying them for every entry would
+		// cost records that succeed.
+		step := pathElem{index: s.scan.Offset(), kind: pathKey}
+		if err := s.mapKey(p.elem, r, s.scan.Bytes()); err != nil {
+			return s.at(step, err)
 		}
 		if k, err = s.next(); err != nil {
-			return err
+			return s.at(step, err)
 		}
 		switch {
 		case p.value != nil:
 			err = s.field(p.value, r, p.innerDef, k)
 		case k != jsonscan.Null && k != jsonscan.True:
-			err = s.errorf("MAP field %s has no values: expected null or true, got %s", p.node.Name, describe(k))
+			err = s.errorf("MAP field %s has no values: expected null or true, got %s", p.name, describe(k))
 		}
 		if err != nil {
-			return err
+			return s.at(step, err)
 		}
-		s.path = s.path[:len(s.path)-1]
-		s.keys = s.keys[:start]
 	}
 	if n == 0 {
 		s.nulls(p, rep, p.def)
@@ -503,9 +519,10 @@ func describe(k jsonscan.Kind) string {
 	return k.String()
 }
 
-// errorf returns a RecordError at the current token and path.
+// errorf returns a RecordError at the current token; Shred fills in its
+// path.
 func (s *JSONShredder) errorf(format string, args ...any) error {
-	return &RecordError{Path: s.pathString(), Offset: s.scan.Offset(), Err: fmt.Errorf(format, args...)}
+	return &RecordError{Offset: s.scan.Offset(), Err: fmt.Errorf(format, args...)}
 }
 
 // syntax wraps a scanner error.
@@ -518,17 +535,18 @@ func (s *JSONShredder) syntax(err error) error {
 	if errors.As(err, &se) {
 		off = se.Offset
 	}
-	return &RecordError{Path: s.pathString(), Offset: off, Err: err}
+	return &RecordError{Offset: off, Err: err}
 }
 
-// pathString renders the path: fields joined by dots, list indexes and
-// map keys in brackets.
+// pathString renders the path, which the walk recorded innermost step
+// first: fields joined by dots, list indexes and map keys in brackets.
 func (s *JSONShredder) pathString() string {
 	var b []byte
-	for i, e := range s.path {
+	for i := len(s.path) - 1; i >= 0; i-- {
+		e := s.path[i]
 		switch e.kind {
 		case pathField:
-			if i > 0 {
+			if i < len(s.path)-1 {
 				b = append(b, '.')
 			}
 			b = append(b, e.name...)
@@ -538,9 +556,22 @@ func (s *JSONShredder) pathString() string {
 			b = append(b, ']')
 		case pathKey:
 			b = append(b, '[')
-			b = strconv.AppendQuote(b, string(s.keys[e.key:e.end]))
+			b = strconv.AppendQuote(b, string(s.mapKeyAt(e.index)))
 			b = append(b, ']')
 		}
 	}
 	return string(b)
+}
+
+// mapKeyAt returns the unescaped member name whose string starts at byte
+// off of the record. The walk has already read it, so it is valid JSON.
+func (s *JSONShredder) mapKeyAt(off int) []byte {
+	if off < 0 || off >= len(s.line) {
+		return nil
+	}
+	s.check.Reset(s.line[off:])
+	if k, err := s.check.Next(); err != nil || k != jsonscan.String {
+		return nil
+	}
+	return s.check.Bytes()
 }

@@ -94,7 +94,7 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		case jsonscan.Number:
 			v, err = parseInteger(b, int64Range)
 		case jsonscan.String:
-			v, err = parseTimestamp(b, p.node.Logical.Unit, p.node.Logical.UTC)
+			v, err = parseTimestamp(b, p.node.Logical.Unit, p.node.Logical.UTC, &p.dates)
 		default:
 			return s.mismatch(p, k, key, "RFC 3339 string or number")
 		}
@@ -119,8 +119,15 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		if k != jsonscan.Number && k != jsonscan.String {
 			return s.mismatch(p, k, key, "number")
 		}
-		if _, special := specialFloat(b); k == jsonscan.String && !special {
-			return s.mismatch(p, k, key, `number (or "NaN", "Infinity", "-Infinity")`)
+		if k == jsonscan.String {
+			if _, special := specialFloat(b); !special {
+				return s.mismatch(p, k, key, `number (or "NaN", "Infinity", "-Infinity")`)
+			}
+		}
+		// A Number token (or a map key taken for one) has been validated.
+		parse := parseFloat
+		if k == jsonscan.Number {
+			parse = parseNumber
 		}
 		switch p.conv {
 		case convFloat16:
@@ -130,13 +137,13 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 			}
 			c.AppendBytes(rep, append(s.buf[:0], byte(v), byte(v>>8)))
 		case convFloat:
-			v, err := parseFloat(b, 32)
+			v, err := parse(b, 32)
 			if err != nil {
 				return s.convErr(p, b, k, key, err)
 			}
 			c.AppendFloat(rep, float32(v))
 		default:
-			v, err := parseFloat(b, 64)
+			v, err := parse(b, 64)
 			if err != nil {
 				return s.convErr(p, b, k, key, err)
 			}
@@ -261,27 +268,25 @@ func (s *JSONShredder) interval(p *jsonPlan, rep uint8) error {
 		case "millis":
 			i = 2
 		default:
-			s.path = append(s.path, pathElem{name: string(name)})
-			return s.errorf("unknown INTERVAL member (want months, days, millis)")
+			return s.at(fieldStep(string(name)), s.errorf("unknown INTERVAL member (want months, days, millis)"))
 		}
-		s.path = append(s.path, pathElem{name: intervalParts[i]})
+		step := fieldStep(intervalParts[i])
 		if seen[i] {
-			return s.errorf("member appears twice in the object")
+			return s.at(step, s.errorf("member appears twice in the object"))
 		}
 		seen[i] = true
 		if k, err = s.next(); err != nil {
-			return err
+			return s.at(step, err)
 		}
 		if k != jsonscan.Number {
-			return s.errorf("expected number for INTERVAL %s, got %s", intervalParts[i], describe(k))
+			return s.at(step, s.errorf("expected number for INTERVAL %s, got %s", intervalParts[i], describe(k)))
 		}
 		b := s.scan.Bytes()
 		v, err := parseInteger(b, uint32Range)
 		if err != nil {
-			return s.convErr(p, b, k, false, err)
+			return s.at(step, s.convErr(p, b, k, false, err))
 		}
 		parts[i] = uint32(v)
-		s.path = s.path[:len(s.path)-1]
 	}
 	buf := s.buf[:0]
 	for _, v := range parts {

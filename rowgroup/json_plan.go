@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 )
@@ -45,11 +46,15 @@ const (
 // columns underneath for writing nulls, and per kind what the walk needs.
 // Plans are built once per shredder; the walk never looks at the schema.
 type jsonPlan struct {
-	node *schema.Node
-	kind planKind
-	def  uint8     // definition level of a present value
-	rep  uint8     // repetition level of a repeated node's later elements
-	cols []*Column // every leaf column under the node
+	node     *schema.Node
+	name     string              // node.Name, kept here for the member name comparisons
+	key      jsonscan.MemberName // node.Name for Scanner.NextIs
+	kind     planKind
+	required bool      // node.Repetition == schema.Required
+	repeated bool      // node.Repetition == schema.Repeated
+	def      uint8     // definition level of a present value
+	rep      uint8     // repetition level of a repeated node's later elements
+	cols     []*Column // every leaf column under the node
 
 	// planGroup
 	fields []*jsonPlan
@@ -65,8 +70,9 @@ type jsonPlan struct {
 	// planLeaf
 	col      *Column
 	conv     leafConv
-	rng      intRange // convInt
-	typeName string   // for messages, e.g. "INTEGER(8,true)"
+	rng      intRange  // convInt
+	typeName string    // for messages, e.g. "INTEGER(8,true)"
+	dates    dateCache // convTimestamp: the last date parsed
 
 	// planVariant
 	metadata, variantValue *Column
@@ -74,7 +80,10 @@ type jsonPlan struct {
 
 // compilePlan prepares node n, whose leaves are cols[leaf.Column].
 func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
-	p := &jsonPlan{node: n, def: uint8(n.MaxDef), rep: uint8(n.MaxRep)}
+	p := &jsonPlan{
+		node: n, name: n.Name, key: jsonscan.NewMemberName(n.Name), def: uint8(n.MaxDef), rep: uint8(n.MaxRep),
+		required: n.Repetition == schema.Required, repeated: n.Repetition == schema.Repeated,
+	}
 	p.cols = appendLeafColumns(nil, n, cols)
 	if n.IsLeaf() {
 		p.kind = planLeaf

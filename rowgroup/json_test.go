@@ -337,6 +337,8 @@ func TestJSONShredErrors(t *testing.T) {
 		{"duplicate field", `{"id":1,"id":2}`, "id", []string{"twice"}},
 		{"map key", `{"id":1,"attrs":{"1":"a","x":"b"}}`, `attrs["x"]`, []string{"map key", "INT32"}},
 		{"map value", `{"id":1,"attrs":{"1":2}}`, `attrs["1"]`, []string{"expected string for STRING, got number"}},
+		{"escaped map key", `{"id":1,"attrs":{"1":"a","\u0078\"y":"b"}}`, `attrs["x\"y"]`, []string{"map key", "INT32"}},
+		{"value after escaped map key", `{"id":1,"attrs":{"\u0032":["\u0041"]}}`, `attrs["2"]`, []string{"expected string for STRING, got array"}},
 		{"map kind", `{"id":1,"attrs":[]}`, "attrs", []string{"expected object for MAP field attrs, got array"}},
 		{"group kind", `{"id":1,"inner":[1]}`, "inner", []string{"expected object for group inner, got array"}},
 		{"repeated kind", `{"id":1,"nums":1}`, "nums", []string{"expected array for repeated field nums, got number"}},

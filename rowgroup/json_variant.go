@@ -32,7 +32,7 @@ func (s *JSONShredder) variant(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 	}
 	metadata, value, err := s.vars.encode(raw)
 	if err != nil {
-		return &RecordError{Path: s.pathString(), Offset: start, Err: err}
+		return &RecordError{Offset: start, Err: err} // Shred fills in the path
 	}
 	p.metadata.AppendBytes(rep, metadata)
 	p.variantValue.AppendBytes(rep, value)

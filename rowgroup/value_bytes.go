@@ -29,38 +29,39 @@ func appendBase64(dst, src []byte) ([]byte, error) {
 	return dst[:start+n], nil
 }
 
+// uuidHex holds the offsets of the 16 hex digit pairs of a canonical UUID.
+const uuidHex = "\x00\x02\x04\x06\x09\x0b\x0e\x10\x13\x15\x18\x1a\x1c\x1e\x20\x22"
+
 // appendUUID parses a canonical UUID string and appends its 16 bytes.
 func appendUUID(dst, src []byte) ([]byte, error) {
 	if len(src) != 36 || src[8] != '-' || src[13] != '-' || src[18] != '-' || src[23] != '-' {
 		return dst, errUUID
 	}
-	start := len(dst)
-	for i := 0; i < 36; {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i++
-			continue
-		}
-		hi, ok1 := unhex(src[i])
-		lo, ok2 := unhex(src[i+1])
-		if !ok1 || !ok2 {
-			return dst[:start], errUUID
-		}
-		dst = append(dst, hi<<4|lo)
-		i += 2
+	var u [16]byte
+	ok := true
+	for i := range u {
+		j := uuidHex[i]
+		hi, ok1 := unhex(src[j])
+		lo, ok2 := unhex(src[j+1])
+		ok = ok && ok1 && ok2
+		u[i] = hi<<4 | lo
 	}
-	return dst, nil
+	if !ok {
+		return dst, errUUID
+	}
+	return append(dst, u[:]...), nil
 }
 
+// unhex decodes a hex digit. Random hex mixes digits and letters, so it
+// selects rather than branches on which one c is.
 func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
+	d := c - '0'
+	l := (c | 0x20) - 'a' // either case
+	v := l + 10
+	if d <= 9 {
+		v = d
 	}
-	return 0, false
+	return v, d <= 9 || l <= 5
 }
 
 // stringEnd returns the offset just past the closing quote of the JSON

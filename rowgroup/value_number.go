@@ -170,6 +170,21 @@ type intRange struct {
 // 1.0 and 1e2 are integers, 1.5 is not. It returns the two's complement bit
 // pattern, so unsigned 64-bit values above 2^63-1 come back negative.
 func parseInteger(b []byte, r intRange) (int64, error) {
+	if m, neg, ok := plainInteger(b); ok {
+		if neg && m > r.neg || !neg && m > r.pos {
+			return 0, errRange
+		}
+		if neg {
+			return -int64(m), nil
+		}
+		return int64(m), nil
+	}
+	return parseDecimalInteger(b, r)
+}
+
+// parseDecimalInteger is parseInteger for any literal, through the
+// decimal split.
+func parseDecimalInteger(b []byte, r intRange) (int64, error) {
 	d, ok := parseDecimalLiteral(b)
 	if !ok {
 		return 0, errNotNumber
@@ -189,6 +204,28 @@ func parseInteger(b []byte, r intRange) (int64, error) {
 		v = -v
 	}
 	return v, nil
+}
+
+// plainInteger parses the common integer spelling, -?(0|[1-9][0-9]*) with
+// at most 19 digits, which cannot overflow a uint64. Anything else (a
+// fraction, an exponent, more digits, a syntax error) is left to the
+// general path by returning ok false.
+func plainInteger(b []byte) (m uint64, neg, ok bool) {
+	if len(b) > 0 && b[0] == '-' {
+		neg = true
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 || b[0] == '0' && len(b) > 1 {
+		return 0, false, false
+	}
+	for _, c := range b {
+		c -= '0'
+		if c > 9 {
+			return 0, false, false
+		}
+		m = m*10 + uint64(c)
+	}
+	return m, neg, true
 }
 
 // decimalScratch holds the big integers of the decimal conversions that
@@ -265,6 +302,15 @@ func appendDecimal(dst, b []byte, precision, scale int32, size int, fixed bool, 
 // parseDecimalInt converts the literal b to the unscaled integer of a
 // DECIMAL(precision, scale) stored in INT32 or INT64 (precision <= 18).
 func parseDecimalInt(b []byte, precision, scale int32) (int64, error) {
+	if v, ok := plainDecimalInt(b, precision, scale); ok {
+		return v, nil
+	}
+	return decimalIntFromLiteral(b, precision, scale)
+}
+
+// decimalIntFromLiteral is parseDecimalInt for any literal, through the
+// decimal split.
+func decimalIntFromLiteral(b []byte, precision, scale int32) (int64, error) {
 	d, ok := parseDecimalLiteral(b)
 	if !ok {
 		return 0, errNotNumber
@@ -278,6 +324,54 @@ func parseDecimalInt(b []byte, precision, scale int32) (int64, error) {
 		v = -v
 	}
 	return v, nil
+}
+
+// plainDecimalInt is parseDecimalInt for the common spelling
+// -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most scale fraction digits and at
+// most 18 digits once scaled, whose value is within precision. It reports
+// ok false for anything else, errors included, and leaves those to the
+// general path.
+func plainDecimalInt(b []byte, precision, scale int32) (v int64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 || b[0] == '0' && len(b) > 1 && b[1] != '.' {
+		return 0, false
+	}
+	var m uint64
+	digits, frac := 0, -1 // frac counts digits after the point, -1 before it
+	for _, c := range b {
+		if c == '.' && frac < 0 && digits > 0 {
+			frac = 0
+			continue
+		}
+		c -= '0'
+		if c > 9 {
+			return 0, false
+		}
+		m = m*10 + uint64(c)
+		digits++
+		if frac >= 0 {
+			frac++
+		}
+	}
+	if frac == 0 {
+		return 0, false
+	}
+	frac = max(frac, 0)
+	shift := int(scale) - frac
+	if shift < 0 || digits+shift > 18 {
+		return 0, false
+	}
+	m *= pow10[shift]
+	if m >= pow10[precision] {
+		return 0, false
+	}
+	if neg {
+		return -int64(m), true
+	}
+	return int64(m), true
 }
 
 var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
@@ -350,12 +444,70 @@ func parseFloat(b []byte, bitSize int) (float64, error) {
 	if _, ok := parseDecimalLiteral(b); !ok {
 		return 0, errNotNumber
 	}
+	return parseNumber(b, bitSize)
+}
+
+// parseNumber is parseFloat for a literal already known to follow the JSON
+// number grammar, such as a Number token of the scanner.
+func parseNumber(b []byte, bitSize int) (float64, error) {
+	if bitSize == 64 {
+		if v, ok := exactFloat64(b); ok {
+			return v, nil
+		}
+	}
 	v, err := strconv.ParseFloat(string(b), bitSize)
 	if err != nil {
 		return 0, errRange
 	}
 	return v, nil
 }
+
+// exactFloat64 converts the common literals -?d+(.d+)? of at most 18
+// digits whose digits, as an integer m, are exactly representable (m <=
+// 2^53). Then m and 10^f (f < 23) are both exact float64 values and one
+// IEEE division rounds m/10^f correctly, the result strconv.ParseFloat
+// gives, at a fraction of its cost. Other literals report ok false.
+func exactFloat64(b []byte) (v float64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 { // m < 10^19 cannot overflow
+		return 0, false
+	}
+	var m uint64
+	frac := -1 // digits after the point, -1 before it
+	for _, c := range b {
+		if c == '.' && frac < 0 {
+			frac = 0
+			continue
+		}
+		c -= '0'
+		if c > 9 {
+			return 0, false
+		}
+		m = m*10 + uint64(c)
+		if frac >= 0 {
+			frac++
+		}
+	}
+	if m > 1<<53 || frac == 0 {
+		return 0, false
+	}
+	v = float64(m)
+	if frac > 0 {
+		v /= float64Pow10[frac]
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// float64Pow10 holds the powers of ten that are exact float64 values and
+// that exactFloat64 needs.
+var float64Pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
 
 // specialFloat recognizes the strings that stand for the IEEE 754 values
 // JSON numbers cannot express.

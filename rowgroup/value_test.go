@@ -50,7 +50,8 @@ func TestDaysFromCivil(t *testing.T) {
 // on random instants and offsets.
 func TestParseTimestampMatchesTime(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
+	var dc dateCache
+	for i := range 20000 {
 		sec := r.Int64N(2*253402300799) - 253402300799/2
 		nsec := r.Int64N(1e9)
 		off := (r.IntN(28*60) - 14*60) * 60
@@ -59,7 +60,15 @@ func TestParseTimestampMatchesTime(t *testing.T) {
 			continue
 		}
 		text := tm.Format(time.RFC3339Nano)
-		got, err := parseTimestamp([]byte(text), schema.Nanos, true)
+		if i%3 != 0 {
+			// The same day again, for the date cache.
+			tm = tm.Add(time.Duration(r.Int64N(int64(time.Hour))))
+			if tm.Year() > 9999 {
+				continue
+			}
+			text = tm.Format(time.RFC3339Nano)
+		}
+		got, err := parseTimestamp([]byte(text), schema.Nanos, true, &dc)
 		if err != nil {
 			// Only nanosecond overflow may fail.
 			if tm.Before(time.Unix(0, math.MinInt64)) || tm.After(time.Unix(0, math.MaxInt64)) {
@@ -70,7 +79,7 @@ func TestParseTimestampMatchesTime(t *testing.T) {
 		if want := tm.UnixNano(); got != want && tm.Year() > 1677 && tm.Year() < 2262 {
 			t.Fatalf("parseTimestamp(%s) = %d, want %d", text, got, want)
 		}
-		micros, err := parseTimestamp([]byte(tm.Truncate(time.Microsecond).Format(time.RFC3339Nano)), schema.Micros, true)
+		micros, err := parseTimestamp([]byte(tm.Truncate(time.Microsecond).Format(time.RFC3339Nano)), schema.Micros, true, nil)
 		if err != nil || micros != tm.Truncate(time.Microsecond).UnixMicro() {
 			t.Fatalf("micros %s = %d, %v; want %d", text, micros, err, tm.UnixMicro())
 		}

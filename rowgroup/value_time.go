@@ -1,6 +1,7 @@
 package rowgroup
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 
@@ -53,29 +54,25 @@ func daysInMonth(y, m int64) int64 {
 	return 31
 }
 
-// digits parses exactly n decimal digits at b[i:].
-func digits(b []byte, i, n int) (int64, bool) {
-	if i+n > len(b) {
-		return 0, false
-	}
-	var v int64
-	for _, c := range b[i : i+n] {
-		if !isDigit(c) {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	return v, true
+// digits2 parses the two decimal digits at b[i:], which the caller has
+// checked are there.
+func digits2(b []byte, i int) (int64, bool) {
+	hi, lo := b[i]-'0', b[i+1]-'0'
+	return int64(hi)*10 + int64(lo), hi <= 9 && lo <= 9
 }
 
 // parseDate parses "YYYY-MM-DD" at the start of b and returns the days
 // since 1970-01-01.
 func parseDate(b []byte) (int64, bool) {
-	y, ok1 := digits(b, 0, 4)
-	m, ok2 := digits(b, 5, 2)
-	d, ok3 := digits(b, 8, 2)
-	if !ok1 || !ok2 || !ok3 || b[4] != '-' || b[7] != '-' ||
-		m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) {
+	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	c, n := digits2(b, 0)
+	y, ok1 := digits2(b, 2)
+	y += c * 100
+	m, ok2 := digits2(b, 5)
+	d, ok3 := digits2(b, 8)
+	if !n || !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) {
 		return 0, false
 	}
 	return daysFromCivil(y, m, d), true
@@ -85,10 +82,13 @@ func parseDate(b []byte) (int64, bool) {
 // second of the day, the fraction in nanoseconds and the bytes consumed.
 // Fraction digits past the ninth must be zeros (errPrecision otherwise).
 func parseClock(b []byte) (sec, nanos int64, n int, err error) {
-	h, ok1 := digits(b, 0, 2)
-	m, ok2 := digits(b, 3, 2)
-	s, ok3 := digits(b, 6, 2)
-	if !ok1 || !ok2 || !ok3 || b[2] != ':' || b[5] != ':' || h > 23 || m > 59 || s > 59 {
+	if len(b) < 8 || b[2] != ':' || b[5] != ':' {
+		return 0, 0, 0, errSyntax
+	}
+	h, ok1 := digits2(b, 0)
+	m, ok2 := digits2(b, 3)
+	s, ok3 := digits2(b, 6)
+	if !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || s > 59 {
 		return 0, 0, 0, errSyntax
 	}
 	n = 8
@@ -122,13 +122,22 @@ func unitsPerSecond(u schema.TimeUnit) int64 {
 }
 
 // scaleNanos converts a fraction in nanoseconds to the unit, failing when
-// that would drop non-zero digits.
+// that would drop non-zero digits. The divisors are constants so that no
+// division instruction is needed.
 func scaleNanos(nanos int64, u schema.TimeUnit) (int64, error) {
-	div := 1e9 / unitsPerSecond(u)
-	if nanos%div != 0 {
+	var q, r int64
+	switch u {
+	case schema.Millis:
+		q, r = nanos/1e6, nanos%1e6
+	case schema.Micros:
+		q, r = nanos/1e3, nanos%1e3
+	default:
+		return nanos, nil
+	}
+	if r != 0 {
 		return 0, errPrecision
 	}
-	return nanos / div, nil
+	return q, nil
 }
 
 // parseTimeOfDay parses "HH:MM:SS[.fraction]" into a TIME value in unit u.
@@ -156,14 +165,41 @@ type dateTime struct {
 	zoned  bool  // an offset or Z was written
 }
 
+// dateCache remembers the last date a column parsed and its day number:
+// the timestamps of a stream mostly fall on the day of the record before,
+// and comparing ten bytes is cheaper than the calendar arithmetic.
+type dateCache struct {
+	text  uint64 // the first 8 bytes of "YYYY-MM-DD", little-endian
+	tail  uint16 // the last 2
+	days  int64
+	valid bool
+}
+
+// parse is parseDate through the cache; a nil cache parses every time.
+func (c *dateCache) parse(b []byte) (int64, bool) {
+	if c == nil || len(b) < 10 {
+		return parseDate(b)
+	}
+	text, tail := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[8:])
+	if c.valid && text == c.text && tail == c.tail {
+		return c.days, true
+	}
+	days, ok := parseDate(b)
+	if ok {
+		*c = dateCache{text: text, tail: tail, days: days, valid: true}
+	}
+	return days, ok
+}
+
 // parseDateTime parses "YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM]"
 // (RFC 3339; 't', 'z' and a space separator accepted as the RFC allows).
-func parseDateTime(b []byte) (dateTime, error) {
+// Its date goes through dc, which may be nil.
+func parseDateTime(b []byte, dc *dateCache) (dateTime, error) {
 	var t dateTime
 	if len(b) < 19 {
 		return t, errSyntax
 	}
-	days, ok := parseDate(b)
+	days, ok := dc.parse(b)
 	if !ok || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
 		return t, errSyntax
 	}
@@ -180,8 +216,8 @@ func parseDateTime(b []byte) (dateTime, error) {
 		t.zoned = true
 		return t, nil
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
-		h, ok1 := digits(rest, 1, 2)
-		m, ok2 := digits(rest, 4, 2)
+		h, ok1 := digits2(rest, 1)
+		m, ok2 := digits2(rest, 4)
 		if !ok1 || !ok2 || h > 23 || m > 59 {
 			return t, errSyntax
 		}
@@ -205,8 +241,9 @@ func (t dateTime) utcSeconds() int64 {
 // Adjusted-to-UTC columns need an offset and are normalized to UTC; local
 // columns take the wall clock as written, with no offset or Z (an explicit
 // +00:00 counts as Z).
-func parseTimestamp(b []byte, u schema.TimeUnit, utc bool) (int64, error) {
-	t, err := parseDateTime(b)
+// Its date goes through dc, which may be nil.
+func parseTimestamp(b []byte, u schema.TimeUnit, utc bool, dc *dateCache) (int64, error) {
+	t, err := parseDateTime(b, dc)
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +257,14 @@ func parseTimestamp(b []byte, u schema.TimeUnit, utc bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return scaleSeconds(t.utcSeconds(), f, unitsPerSecond(u))
+	// Constant factors let the compiler drop the overflow check's division.
+	switch u {
+	case schema.Millis:
+		return scaleSeconds(t.utcSeconds(), f, 1e3)
+	case schema.Micros:
+		return scaleSeconds(t.utcSeconds(), f, 1e6)
+	}
+	return scaleSeconds(t.utcSeconds(), f, 1e9)
 }
 
 // scaleSeconds returns sec·per + f (0 <= f < per) with errRange on int64
@@ -249,7 +293,7 @@ func scaleSeconds(sec, f, per int64) (int64, error) {
 // without one the wall clock is stored as is.
 func parseInt96(b []byte) ([12]byte, error) {
 	var v [12]byte
-	t, err := parseDateTime(b)
+	t, err := parseDateTime(b, nil)
 	if err != nil {
 		return v, err
 	}

@@ -186,6 +186,99 @@ func (s *Scanner) Skip() error {
 	}
 }
 
+// MemberName is an object member name prepared for Scanner.NextIs.
+type MemberName struct {
+	quoted string // the name in quotes, or "" if it cannot be written without escapes
+	// The compact spelling `"name":` as two little-endian words and the
+	// masks of its bytes in them, when it is at most 16 bytes long.
+	w0, w1, m0, m1 uint64
+	short          bool
+}
+
+// NewMemberName prepares name for NextIs. A name that JSON text can only
+// spell with escapes (one holding '"', '\\', control characters or
+// invalid UTF-8) is never matched by NextIs, which leaves it to Next.
+func NewMemberName(name string) MemberName {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
+			return MemberName{}
+		}
+	}
+	if !utf8.ValidString(name) {
+		return MemberName{}
+	}
+	n := MemberName{quoted: `"` + name + `"`}
+	if lit := n.quoted + ":"; len(lit) <= 16 {
+		var w, m [16]byte
+		copy(w[:], lit)
+		for i := range lit {
+			m[i] = 0xff
+		}
+		n.w0, n.w1 = binary.LittleEndian.Uint64(w[:]), binary.LittleEndian.Uint64(w[8:])
+		n.m0, n.m1 = binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(m[8:])
+		n.short = true
+	}
+	return n
+}
+
+// NextIs reports whether the next token is the member name n, written
+// without escapes, and if so consumes it as Next would, leaving a Key
+// token whose Bytes alias the input. Otherwise it consumes nothing and the
+// caller goes on with Next. A caller that expects members in a known
+// order, as a schema-driven decoder does, saves scanning, unescaping and
+// comparing the name.
+func (s *Scanner) NextIs(n *MemberName) bool {
+	if s.err != nil || n.quoted == "" {
+		return false
+	}
+	d, i := s.data, s.pos
+	switch s.state {
+	case stateCommaOrEnd:
+		if s.stack[len(s.stack)-1] != '{' {
+			return false
+		}
+		i = skipSpace(d, i)
+		if i == len(d) || d[i] != ',' {
+			return false
+		}
+		i = skipSpace(d, i+1)
+	case stateKeyOrEnd, stateKey:
+		i = skipSpace(d, i)
+	default:
+		return false
+	}
+	q := n.quoted
+	j := i + len(q) // after the closing quote
+	if n.short && len(d)-i >= 16 &&
+		binary.LittleEndian.Uint64(d[i:])&n.m0 == n.w0 && binary.LittleEndian.Uint64(d[i+8:])&n.m1 == n.w1 {
+		// `"name":` in two compares, the compact spelling.
+	} else {
+		if len(d)-i < len(q) || string(d[i:j]) != q {
+			return false
+		}
+		if j = skipSpace(d, j); j == len(d) || d[j] != ':' {
+			return false // Next reports the error
+		}
+	}
+	// The bytes are a string free of escapes and invalid UTF-8 (NewMemberName
+	// checked the name), so scanning it would give the same token.
+	s.start = i
+	s.str = d[i+1 : i+len(q)-1]
+	s.pos = j + 1
+	s.state = stateValue
+	s.kind = Key
+	return true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// whitespace.
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && d[i] <= ' ' && isSpace(d[i]) {
+		i++
+	}
+	return i
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 // skipSpace advances past whitespace. Compact JSON has none, so the first
@@ -224,6 +317,13 @@ func (s *Scanner) next() {
 		}
 		s.fail(s.pos, "unexpected %s, expected ',' or '%c'", s.quote(s.pos), closer(s.top()))
 	case stateValue:
+		if s.pos < len(s.data) && s.data[s.pos] == '"' { // the most common value, one call sooner
+			if s.scanString() {
+				s.afterValue()
+				s.kind = String
+			}
+			return
+		}
 		s.value()
 	case stateKeyOrEnd:
 		if s.pos < len(s.data) && s.data[s.pos] == '}' {
