@@ -50,6 +50,10 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
+// reserveAfter is how many rows of the first row group are read before its
+// buffers are sized for the whole row group, extrapolating from them.
+const reserveAfter = 1024
+
 // Stats summarise a conversion.
 type Stats struct {
 	Lines     int64 // lines read, blank lines included
@@ -134,9 +138,19 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 			}
 			continue
 		}
-		if int64(g.Size()) >= opts.RowGroupSize {
-			if err := flush(); err != nil {
-				return st, err
+		// The size is a sum over the columns: checked every few rows, a row
+		// group overshoots its target by a few rows at most.
+		if g.NumRows()&15 == 0 {
+			size := int64(g.Size())
+			if size >= opts.RowGroupSize {
+				if err := flush(); err != nil {
+					return st, err
+				}
+			} else if st.RowGroups == 0 && g.NumRows() == reserveAfter && size > 0 {
+				// Size the first row group's buffers for the target once,
+				// rather than growing them by doubling; later row groups
+				// reuse them.
+				g.Reserve(int(opts.RowGroupSize * reserveAfter / size))
 			}
 		}
 		if st.Lines&1023 == 0 {

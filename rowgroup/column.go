@@ -2,6 +2,7 @@ package rowgroup
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
@@ -113,6 +114,27 @@ func (c *Column) ByteArray(i int) []byte { return c.Bytes[c.Offsets[i]:c.Offsets
 func (c *Column) size() int {
 	return len(c.Rep) + len(c.Def) + len(c.Bool) + 4*len(c.Int32) + 8*len(c.Int64) +
 		12*len(c.Int96) + 4*len(c.Float) + 8*len(c.Double) + len(c.Bytes) + 4*len(c.Offsets)
+}
+
+// reserve grows each buffer to f times its length.
+func (c *Column) reserve(f float64) {
+	c.Rep = growBy(c.Rep, f)
+	c.Def = growBy(c.Def, f)
+	c.Bool = growBy(c.Bool, f)
+	c.Int32 = growBy(c.Int32, f)
+	c.Int64 = growBy(c.Int64, f)
+	c.Int96 = growBy(c.Int96, f)
+	c.Float = growBy(c.Float, f)
+	c.Double = growBy(c.Double, f)
+	c.Bytes = growBy(c.Bytes, f)
+	c.Offsets = growBy(c.Offsets, f)
+}
+
+func growBy[T any](s []T, f float64) []T {
+	if len(s) == 0 {
+		return s
+	}
+	return slices.Grow(s, int(float64(len(s))*f)-len(s))
 }
 
 // mark is a column's length, to roll a half-written record back.

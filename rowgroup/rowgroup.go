@@ -51,6 +51,20 @@ func (g *RowGroup) Size() int {
 	return n
 }
 
+// Reserve grows every column's buffers to hold about rows rows,
+// extrapolating from the rows already held, so that a row group filling up
+// to its target size does not regrow (and copy) its buffers on the way.
+// It does nothing before the first row.
+func (g *RowGroup) Reserve(rows int) {
+	if g.rows == 0 || rows <= g.rows {
+		return
+	}
+	f := float64(rows) / float64(g.rows)
+	for _, c := range g.columns {
+		c.reserve(f)
+	}
+}
+
 // Reset empties the row group and keeps its buffers for reuse.
 func (g *RowGroup) Reset() {
 	for _, c := range g.columns {
