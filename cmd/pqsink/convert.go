@@ -184,9 +184,9 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	var st convert.Stats
 	if *asVariant {
-		st, err = convertVariantTo(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose})
+		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose})
 	} else {
-		st, err = convertTo(ctx, pos[1], stdout, in, opts)
+		st, err = writeOutput(pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.Run(ctx, in, w, opts) })
 	}
 	if err != nil {
 		return err
@@ -202,11 +202,12 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return nil
 }
 
-// convertTo writes to a temporary file beside the output and renames it
-// into place on success, so a failed run never leaves a partial file.
-func convertTo(ctx context.Context, output string, stdout io.Writer, in io.Reader, opts convert.Options) (convert.Stats, error) {
+// writeOutput runs write into output ("-" for stdout). A file is written
+// beside its final name and renamed into place only when write succeeds, so
+// a failed run never leaves a partial file.
+func writeOutput(output string, stdout io.Writer, write func(io.Writer) (convert.Stats, error)) (convert.Stats, error) {
 	if output == "-" {
-		return convert.Run(ctx, in, stdout, opts)
+		return write(stdout)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
 	if err != nil {
@@ -217,16 +218,14 @@ func convertTo(ctx context.Context, output string, stdout io.Writer, in io.Reade
 		tmp.Close()
 		return convert.Stats{}, err
 	}
-	st, err := convert.Run(ctx, in, tmp, opts)
+	st, err := write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		tmp.Close()
-		return st, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return st, err
-	}
-	if err := tmp.Close(); err != nil {
 		return st, err
 	}
 	return st, os.Rename(tmp.Name(), output)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/pqsink/pqsink/convert"
@@ -57,10 +56,8 @@ func (f variantFlags) shape() (*variant.Shape, error) {
 	return &shape, nil
 }
 
-// convertVariantTo runs convert.RunVariant into output ("-" for stdout)
-// through a temporary file renamed into place on success, as convertTo
-// does for schema-driven conversions.
-func convertVariantTo(ctx context.Context, output string, stdout, stderr io.Writer, in io.Reader, opts convert.Options, f variantFlags) (convert.Stats, error) {
+// convertVariant runs convert.RunVariant into output ("-" for stdout).
+func convertVariant(ctx context.Context, output string, stdout, stderr io.Writer, in io.Reader, opts convert.Options, f variantFlags) (convert.Stats, error) {
 	shape, err := f.shape()
 	if err != nil {
 		return convert.Stats{}, err
@@ -69,27 +66,5 @@ func convertVariantTo(ctx context.Context, output string, stdout, stderr io.Writ
 	if f.verbose {
 		vopts.Verbose = stderr
 	}
-	if output == "-" {
-		return convert.RunVariant(ctx, in, stdout, vopts)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
-	if err != nil {
-		return convert.Stats{}, err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return convert.Stats{}, err
-	}
-	st, err := convert.RunVariant(ctx, in, tmp, vopts)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, os.Rename(tmp.Name(), output)
+	return writeOutput(output, stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunVariant(ctx, in, w, vopts) })
 }
