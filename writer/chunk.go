@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/compress"
@@ -42,6 +43,12 @@ type chunkWriter struct {
 	uncompressed int64 // of the chunk being written, page headers included
 
 	out *countingWriter // of the chunk being written
+
+	// ranks orders a byte-array dictionary's entries, so that the bounds
+	// of a dictionary-encoded page come from comparing integers; nil when
+	// there is no such dictionary.
+	ranks     []int32
+	rankOrder []int32
 
 	// The dictionary page as choose compressed it, to write as is.
 	dictPage      []byte
@@ -153,9 +160,13 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 	n := c.NumLevels()
 	p := pageRange{}
 	size, v := 0, 0
-	maxDef := c.MaxDef()
+	maxDef, maxRep := c.MaxDef(), c.MaxRep()
+	width := 0 // PLAIN size of a value, 0 for BYTE_ARRAY
+	if c.Leaf.Physical != meta.TypeByteArray {
+		width = valueSize(c, 0)
+	}
 	for l := 0; l < n; l++ {
-		if c.MaxRep() == 0 || c.Rep[l] == 0 {
+		if maxRep == 0 || c.Rep[l] == 0 {
 			if l > p.l0 && (size >= pageSize || p.rows >= rowLimit) {
 				p.l1, p.v1 = l, v
 				pages = append(pages, p)
@@ -165,7 +176,11 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 			p.rows++
 		}
 		if maxDef == 0 || c.Def[l] == maxDef {
-			size += valueSize(c, v)
+			if width > 0 {
+				size += width
+			} else {
+				size += 4 + int(c.Offsets[v+1]-c.Offsets[v])
+			}
 			v++
 		}
 	}
@@ -178,6 +193,7 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
 	dictPages := cw.buildDictionary(c)
 	cw.dictPageReady = false
+	cw.ranks = nil
 	fallback := cw.candidates[0]
 	if dictPages > 0 || len(cw.candidates) > 1 {
 		var err error
@@ -234,7 +250,11 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRo
 		nulls += pageNulls
 		b := bounds{}
 		if cw.cfg.statistics {
-			cw.bounds = pageBounds(cw.bounds, cw.order, c, p.v0, p.v1)
+			if pi < dictPages && cw.ranks != nil {
+				cw.bounds = cw.dictPageBounds(cw.bounds, p.v0, p.v1)
+			} else {
+				cw.bounds = pageBounds(cw.bounds, cw.order, c, p.v0, p.v1)
+			}
 			b = truncated(cw.bounds, cw.truncate, cw.text)
 		}
 		var pageRep, pageDef []int64
@@ -421,6 +441,11 @@ func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate
 		return 0, best, nil
 	}
 	covered := cw.pages[dictPages-1].v1
+	defer func() {
+		if dictPages > 0 {
+			cw.rankDictionary()
+		}
+	}()
 	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
 		return 0, best, fmt.Errorf("dictionary page: %w", err)
 	}
@@ -438,7 +463,7 @@ func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate
 	}
 	dictCost += float64(len(cw.compressed)) / float64(m)
 	if dictCost > bestCost {
-		return 0, best, nil
+		dictPages = 0
 	}
 	return dictPages, best, nil
 }
@@ -740,4 +765,46 @@ func (cw *chunkWriter) writeBloom(out *countingWriter) (int64, int32, error) {
 	}
 	cw.bloom = nil
 	return off, int32(len(buf)), nil
+}
+
+// rankDictionary sorts a byte-array dictionary once per chunk: then a
+// page's min and max are its entries of least and greatest rank, found
+// without comparing a single string per value.
+func (cw *chunkWriter) rankDictionary() {
+	d, ok := cw.dict.(*bytesDict)
+	// FLOAT16 excludes NaNs from its bounds, which a rank cannot say.
+	if !ok || cw.order == orderNone || cw.order == orderFloat16 {
+		return
+	}
+	n := d.len()
+	cw.rankOrder = cw.rankOrder[:0]
+	for i := 0; i < n; i++ {
+		cw.rankOrder = append(cw.rankOrder, int32(i))
+	}
+	physical := cw.leaf.Physical
+	slices.SortFunc(cw.rankOrder, func(a, b int32) int {
+		return compareValues(cw.order, physical, d.entry(int(a)), d.entry(int(b)))
+	})
+	cw.ranks = slices.Grow(cw.ranks[:0], n)[:n]
+	for r, i := range cw.rankOrder {
+		cw.ranks[i] = int32(r)
+	}
+}
+
+// dictPageBounds is pageBounds for a page of a ranked dictionary.
+func (cw *chunkWriter) dictPageBounds(b bounds, v0, v1 int) bounds {
+	b.min, b.max, b.ok, b.minExact, b.maxExact, b.nans = b.min[:0], b.max[:0], false, true, true, 0
+	if v0 == v1 {
+		return b
+	}
+	lo, hi := int32(len(cw.ranks)), int32(-1)
+	for _, i := range cw.idx[v0:v1] {
+		r := cw.ranks[i]
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	d := cw.dict.(*bytesDict)
+	b.min = append(b.min, d.entry(int(cw.rankOrder[lo]))...)
+	b.max = append(b.max, d.entry(int(cw.rankOrder[hi]))...)
+	b.ok = true
+	return b
 }
