@@ -74,19 +74,8 @@ func (v *Values) reset(t meta.Type, size int) {
 
 // valueEncoding returns the decoder of a value encoding.
 func valueEncoding(e meta.Encoding) (encoding.Encoding, error) {
-	switch e {
-	case meta.EncodingPlain:
-		return encoding.Plain{}, nil
-	case meta.EncodingRLE:
-		return encoding.RLE{}, nil
-	case meta.EncodingDeltaBinaryPacked:
-		return encoding.DeltaBinaryPacked{}, nil
-	case meta.EncodingDeltaLengthByteArray:
-		return encoding.DeltaLengthByteArray{}, nil
-	case meta.EncodingDeltaByteArray:
-		return encoding.DeltaByteArray{}, nil
-	case meta.EncodingByteStreamSplit:
-		return encoding.ByteStreamSplit{}, nil
+	if enc, ok := encoding.ByID(int32(e)); ok {
+		return enc, nil
 	}
 	return nil, fmt.Errorf("%w: value encoding %v", ErrUnsupported, e)
 }

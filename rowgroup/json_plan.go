@@ -201,7 +201,7 @@ func indexOf(cols []*Column, leaf int) int {
 func (p *jsonPlan) compileLeaf() error {
 	n := p.node
 	l := n.Logical
-	p.typeName = physicalTypeName(n)
+	p.typeName = n.TypeName()
 	if l.Kind != schema.None {
 		p.typeName = l.String()
 	}
@@ -270,30 +270,8 @@ func (p *jsonPlan) compileLeaf() error {
 		ok = false
 	}
 	if !ok {
-		return fmt.Errorf("field %s: no JSON conversion for %s on %s", n.PathString(), p.typeName, physicalTypeName(n))
+		return fmt.Errorf("field %s: no JSON conversion for %s on %s", n.PathString(), p.typeName, n.TypeName())
 	}
 	return nil
 }
 
-// physicalTypeName names a leaf's physical type as parquet.thrift does.
-func physicalTypeName(n *schema.Node) string {
-	switch n.Physical {
-	case meta.TypeBoolean:
-		return "BOOLEAN"
-	case meta.TypeInt32:
-		return "INT32"
-	case meta.TypeInt64:
-		return "INT64"
-	case meta.TypeInt96:
-		return "INT96"
-	case meta.TypeFloat:
-		return "FLOAT"
-	case meta.TypeDouble:
-		return "DOUBLE"
-	case meta.TypeByteArray:
-		return "BYTE_ARRAY"
-	case meta.TypeFixedLenByteArray:
-		return fmt.Sprintf("FIXED_LEN_BYTE_ARRAY(%d)", n.Length)
-	}
-	return fmt.Sprintf("Type(%d)", int(n.Physical))
-}

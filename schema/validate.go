@@ -28,7 +28,7 @@ func validateLeaf(n *Node) error {
 			return fmt.Errorf("FIXED_LEN_BYTE_ARRAY needs a positive length, not %d", n.Length)
 		}
 	} else if n.Length != 0 {
-		return fmt.Errorf("length %d given for %s; only FIXED_LEN_BYTE_ARRAY has one", n.Length, physicalName(n.Physical))
+		return fmt.Errorf("length %d given for %s; only FIXED_LEN_BYTE_ARRAY has one", n.Length, n.Physical.String())
 	}
 	if n.HasLegacy {
 		return fmt.Errorf("%s annotates a group, not a leaf", convertedName(n.Legacy))
@@ -88,14 +88,14 @@ func validateLeaf(n *Node) error {
 
 func wantPhysical(n *Node, t meta.Type) error {
 	if n.Physical != t {
-		return fmt.Errorf("%s must annotate %s, not %s", n.Logical, physicalName(t), physicalName(n.Physical))
+		return fmt.Errorf("%s must annotate %s, not %s", n.Logical, t.String(), n.Physical.String())
 	}
 	return nil
 }
 
 func wantFixed(n *Node, length int32) error {
 	if n.Physical != meta.TypeFixedLenByteArray || n.Length != length {
-		return fmt.Errorf("%s must annotate FIXED_LEN_BYTE_ARRAY(%d), not %s", n.Logical, length, typeName(n))
+		return fmt.Errorf("%s must annotate FIXED_LEN_BYTE_ARRAY(%d), not %s", n.Logical, length, n.TypeName())
 	}
 	return nil
 }
@@ -122,10 +122,10 @@ func validateDecimal(n *Node) error {
 		}
 		return nil
 	default:
-		return fmt.Errorf("DECIMAL must annotate INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY, not %s", physicalName(n.Physical))
+		return fmt.Errorf("DECIMAL must annotate INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY, not %s", n.Physical.String())
 	}
 	if l.Precision > most {
-		return fmt.Errorf("%s: precision of %s is at most %d", l, physicalName(n.Physical), most)
+		return fmt.Errorf("%s: precision of %s is at most %d", l, n.Physical.String(), most)
 	}
 	return nil
 }
@@ -303,33 +303,11 @@ func checkFile(n *Node) error {
 	return nil
 }
 
-// physicalName returns the thrift name of a physical type.
-func physicalName(t meta.Type) string {
-	switch t {
-	case meta.TypeBoolean:
-		return "BOOLEAN"
-	case meta.TypeInt32:
-		return "INT32"
-	case meta.TypeInt64:
-		return "INT64"
-	case meta.TypeInt96:
-		return "INT96"
-	case meta.TypeFloat:
-		return "FLOAT"
-	case meta.TypeDouble:
-		return "DOUBLE"
-	case meta.TypeByteArray:
-		return "BYTE_ARRAY"
-	case meta.TypeFixedLenByteArray:
-		return "FIXED_LEN_BYTE_ARRAY"
-	}
-	return fmt.Sprintf("Type(%d)", int(t))
-}
-
-// typeName returns the physical type of a leaf with its length, if any.
-func typeName(n *Node) string {
+// TypeName returns a leaf's physical type as parquet.thrift names it, with
+// the length of a FIXED_LEN_BYTE_ARRAY: "INT64", "FIXED_LEN_BYTE_ARRAY(16)".
+func (n *Node) TypeName() string {
 	if n.Physical == meta.TypeFixedLenByteArray {
 		return fmt.Sprintf("FIXED_LEN_BYTE_ARRAY(%d)", n.Length)
 	}
-	return physicalName(n.Physical)
+	return n.Physical.String()
 }

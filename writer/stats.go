@@ -89,41 +89,11 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 		b.min = append(b.min, boolByte(lo))
 		b.max = append(b.max, boolByte(hi))
 	case meta.TypeInt32:
-		vs := c.Int32[v0:v1]
-		lo, hi := vs[0], vs[0]
-		if order == orderUnsigned {
-			for _, v := range vs[1:] {
-				if uint32(v) < uint32(lo) {
-					lo = v
-				}
-				if uint32(v) > uint32(hi) {
-					hi = v
-				}
-			}
-		} else {
-			for _, v := range vs[1:] {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
+		lo, hi := intBounds[int32, uint32](c.Int32[v0:v1], order == orderUnsigned)
 		b.min = binary.LittleEndian.AppendUint32(b.min, uint32(lo))
 		b.max = binary.LittleEndian.AppendUint32(b.max, uint32(hi))
 	case meta.TypeInt64:
-		vs := c.Int64[v0:v1]
-		lo, hi := vs[0], vs[0]
-		if order == orderUnsigned {
-			for _, v := range vs[1:] {
-				if uint64(v) < uint64(lo) {
-					lo = v
-				}
-				if uint64(v) > uint64(hi) {
-					hi = v
-				}
-			}
-		} else {
-			for _, v := range vs[1:] {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
+		lo, hi := intBounds[int64, uint64](c.Int64[v0:v1], order == orderUnsigned)
 		b.min = binary.LittleEndian.AppendUint64(b.min, uint64(lo))
 		b.max = binary.LittleEndian.AppendUint64(b.max, uint64(hi))
 	case meta.TypeFloat:
@@ -235,6 +205,27 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 	}
 	b.ok = true
 	return b
+}
+
+// intBounds returns the least and greatest of vs (not empty), compared as
+// signed integers or as their unsigned bit patterns U.
+func intBounds[T int32 | int64, U uint32 | uint64](vs []T, unsigned bool) (lo, hi T) {
+	lo, hi = vs[0], vs[0]
+	if unsigned {
+		for _, v := range vs[1:] {
+			if U(v) < U(lo) {
+				lo = v
+			}
+			if U(v) > U(hi) {
+				hi = v
+			}
+		}
+		return lo, hi
+	}
+	for _, v := range vs[1:] {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
 }
 
 func boolByte(v bool) byte {

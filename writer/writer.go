@@ -246,19 +246,8 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 
 // encodingFor returns the implementation of a non-dictionary encoding.
 func encodingFor(e meta.Encoding) (encoding.Encoding, error) {
-	switch e {
-	case meta.EncodingPlain:
-		return encoding.Plain{}, nil
-	case meta.EncodingRLE:
-		return encoding.RLE{}, nil
-	case meta.EncodingDeltaBinaryPacked:
-		return encoding.DeltaBinaryPacked{}, nil
-	case meta.EncodingDeltaLengthByteArray:
-		return encoding.DeltaLengthByteArray{}, nil
-	case meta.EncodingDeltaByteArray:
-		return encoding.DeltaByteArray{}, nil
-	case meta.EncodingByteStreamSplit:
-		return encoding.ByteStreamSplit{}, nil
+	if enc, ok := encoding.ByID(int32(e)); ok {
+		return enc, nil
 	}
 	return nil, fmt.Errorf("encoding %s cannot be chosen for a column (dictionary encoding is on by default; use the dictionary options)", e)
 }

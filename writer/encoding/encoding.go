@@ -202,3 +202,26 @@ func startOffsets(offsets []uint32) []uint32 {
 
 // maxByteArrayData is the largest data buffer uint32 offsets can address.
 const maxByteArrayData = 1<<32 - 1
+
+// ByID returns the value encoding whose id in parquet.thrift's Encoding
+// enum is id: PLAIN (0), RLE (3), DELTA_BINARY_PACKED (5),
+// DELTA_LENGTH_BYTE_ARRAY (6), DELTA_BYTE_ARRAY (7) or BYTE_STREAM_SPLIT
+// (9). Dictionary indices (2, 8) have RLEDictionary; other ids have no
+// value encoding here, and ok is false.
+func ByID(id int32) (e Encoding, ok bool) {
+	switch id {
+	case 0:
+		return Plain{}, true
+	case 3:
+		return RLE{}, true
+	case 5:
+		return DeltaBinaryPacked{}, true
+	case 6:
+		return DeltaLengthByteArray{}, true
+	case 7:
+		return DeltaByteArray{}, true
+	case 9:
+		return ByteStreamSplit{}, true
+	}
+	return nil, false
+}
