@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,49 +28,9 @@ const variantRows = 200_000
 func variantEvents(n int) []byte {
 	var out []byte
 	for _, c := range Clicks(n) {
-		out = appendVariantEvent(out, &c)
+		out = c.AppendNestedJSON(out)
 	}
 	return out
-}
-
-func appendVariantEvent(dst []byte, c *Click) []byte {
-	dst = append(dst, `{"event_id":`...)
-	dst = strconv.AppendQuote(dst, c.EventID)
-	dst = append(dst, `,"type":`...)
-	dst = strconv.AppendQuote(dst, c.EventType)
-	dst = append(dst, `,"ts":"`...)
-	dst = time.UnixMicro(c.TS).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000000Z")
-	dst = append(dst, `","user":{"id":`...)
-	dst = strconv.AppendInt(dst, c.UserID, 10)
-	dst = append(dst, `,"session":`...)
-	dst = strconv.AppendQuote(dst, c.SessionID)
-	dst = append(dst, `,"geo":{"country":`...)
-	dst = strconv.AppendQuote(dst, c.Country)
-	dst = append(dst, `,"device":`...)
-	dst = strconv.AppendQuote(dst, c.Device)
-	dst = append(dst, `}},"page":{"url":`...)
-	dst = strconv.AppendQuote(dst, c.PageURL)
-	dst = append(dst, `,"referrer":`...)
-	if c.Referrer != nil {
-		dst = strconv.AppendQuote(dst, *c.Referrer)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	dst = append(dst, `},"metrics":{"duration_ms":`...)
-	if c.Duration != nil {
-		dst = strconv.AppendInt(dst, int64(*c.Duration), 10)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	dst = append(dst, `,"price":`...)
-	dst = strconv.AppendFloat(dst, c.Price, 'f', -1, 64)
-	dst = append(dst, `},"tags":[`...)
-	dst = strconv.AppendQuote(dst, c.Device)
-	dst = append(dst, ',')
-	dst = strconv.AppendQuote(dst, c.Country)
-	dst = append(dst, `],"is_bot":`...)
-	dst = strconv.AppendBool(dst, c.IsBot)
-	return append(dst, "}\n"...)
 }
 
 // inferShape runs pqsink's inference on the first 10,000 lines, as

@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
 	"github.com/pqsink/pqsink/benchmarks/internal/proc"
@@ -57,7 +56,7 @@ func run(n, runs, check int, dir string) error {
 	}
 	input := filepath.Join(dir, "events.jsonl")
 	clicks := benchmarks.Clicks(n)
-	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return appendEvent(dst, &clicks[i]) })
+	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return clicks[i].AppendNestedJSON(dst) })
 	if err != nil {
 		return err
 	}
@@ -137,47 +136,6 @@ func run(n, runs, check int, dir string) error {
 	}
 	fmt.Printf("check: every file has %d rows; the first %d rows of each read back (DuckDB payload::JSON) equal the input as JSON values\n", n, check)
 	return nil
-}
-
-// appendEvent renders a click as a nested document.
-func appendEvent(dst []byte, c *benchmarks.Click) []byte {
-	dst = append(dst, `{"event_id":`...)
-	dst = strconv.AppendQuote(dst, c.EventID)
-	dst = append(dst, `,"type":`...)
-	dst = strconv.AppendQuote(dst, c.EventType)
-	dst = append(dst, `,"ts":"`...)
-	dst = time.UnixMicro(c.TS).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000000Z")
-	dst = append(dst, `","user":{"id":`...)
-	dst = strconv.AppendInt(dst, c.UserID, 10)
-	dst = append(dst, `,"session":`...)
-	dst = strconv.AppendQuote(dst, c.SessionID)
-	dst = append(dst, `,"geo":{"country":`...)
-	dst = strconv.AppendQuote(dst, c.Country)
-	dst = append(dst, `,"device":`...)
-	dst = strconv.AppendQuote(dst, c.Device)
-	dst = append(dst, `}},"page":{"url":`...)
-	dst = strconv.AppendQuote(dst, c.PageURL)
-	dst = append(dst, `,"referrer":`...)
-	if c.Referrer != nil {
-		dst = strconv.AppendQuote(dst, *c.Referrer)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	dst = append(dst, `},"metrics":{"duration_ms":`...)
-	if c.Duration != nil {
-		dst = strconv.AppendInt(dst, int64(*c.Duration), 10)
-	} else {
-		dst = append(dst, "null"...)
-	}
-	dst = append(dst, `,"price":`...)
-	dst = strconv.AppendFloat(dst, c.Price, 'f', -1, 64)
-	dst = append(dst, `},"tags":[`...)
-	dst = strconv.AppendQuote(dst, c.Device)
-	dst = append(dst, ',')
-	dst = strconv.AppendQuote(dst, c.Country)
-	dst = append(dst, `],"is_bot":`...)
-	dst = strconv.AppendBool(dst, c.IsBot)
-	return append(dst, "}\n"...)
 }
 
 // duckCSV runs one query in DuckDB and returns its rows as CSV lines.
