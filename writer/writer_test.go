@@ -149,6 +149,7 @@ func TestWriterReadersAgree(t *testing.T) {
 			readers := map[string]func(string) ([][]crossread.Chunk, error){
 				"parquet-go": crossread.ParquetGo,
 				"arrow-go":   crossread.Arrow,
+				"pqsink":     crossread.PQSink,
 			}
 			if tc.name == "delta-fixed" {
 				if _, err := crossread.Arrow(path); err == nil {

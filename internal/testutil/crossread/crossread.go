@@ -1,5 +1,6 @@
 // Package crossread reads Parquet files with independent implementations —
-// parquet-go/parquet-go and apache/arrow-go — and reports each column chunk
+// parquet-go/parquet-go and apache/arrow-go — and with pqsink's own reader,
+// and reports each column chunk
 // as repetition levels, definition levels and values, so tests can compare
 // what those readers see with the row group pqsink wrote. Test-only.
 package crossread
@@ -16,6 +17,7 @@ import (
 	pqgo "github.com/parquet-go/parquet-go"
 
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
 )
 
@@ -288,4 +290,70 @@ func readArrowChunk(cr file.ColumnChunkReader) (Chunk, error) {
 			return ch, nil
 		}
 	}
+}
+
+// PQSink reads every column chunk of the file with pqsink's own reader,
+// page by page, for comparison with the independent readers above.
+func PQSink(path string) ([][]Chunk, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f, err := reader.Open(fh, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("pqsink: open: %w", err)
+	}
+	var out [][]Chunk
+	for ri := 0; ri < f.NumRowGroups(); ri++ {
+		var chunks []Chunk
+		for ci := range f.Schema().Leaves() {
+			cr, err := f.ColumnChunk(ri, ci)
+			if err != nil {
+				return nil, fmt.Errorf("pqsink: row group %d column %d: %w", ri, ci, err)
+			}
+			ch := Chunk{}
+			for {
+				p, err := cr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return nil, fmt.Errorf("pqsink: row group %d column %d: %w", ri, ci, err)
+				}
+				for _, l := range p.Rep {
+					ch.Rep = append(ch.Rep, int(l))
+				}
+				for _, l := range p.Def {
+					ch.Def = append(ch.Def, int(l))
+				}
+				v := &p.Values
+				for i := 0; i < v.Len(); i++ {
+					switch v.Type {
+					case meta.TypeBoolean:
+						ch.Values = append(ch.Values, Key(v.Bool[i]))
+					case meta.TypeInt32:
+						ch.Values = append(ch.Values, Key(v.Int32[i]))
+					case meta.TypeInt64:
+						ch.Values = append(ch.Values, Key(v.Int64[i]))
+					case meta.TypeInt96:
+						ch.Values = append(ch.Values, Key(v.Int96[i]))
+					case meta.TypeFloat:
+						ch.Values = append(ch.Values, Key(v.Float[i]))
+					case meta.TypeDouble:
+						ch.Values = append(ch.Values, Key(v.Double[i]))
+					default:
+						ch.Values = append(ch.Values, Key(v.Bytes(i)))
+					}
+				}
+			}
+			chunks = append(chunks, ch)
+		}
+		out = append(out, chunks)
+	}
+	return out, nil
 }
