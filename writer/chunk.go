@@ -189,7 +189,7 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 }
 
 // writeChunk encodes column c of a row group and writes it to out.
-func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column, numRows int) (meta.ColumnChunk, pageIndex, error) {
+func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta.ColumnChunk, pageIndex, error) {
 	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
 	dictPages := cw.buildDictionary(c)
 	cw.dictPageReady = false

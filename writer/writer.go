@@ -133,7 +133,7 @@ func (w *Writer) WriteRowGroup(g *rowgroup.RowGroup) error {
 	indexes := make([]pageIndex, len(w.columns))
 	var compressed int64
 	for i, cw := range w.columns {
-		cc, ix, err := cw.writeChunk(&w.out, g.Column(i), g.NumRows())
+		cc, ix, err := cw.writeChunk(&w.out, g.Column(i))
 		if err != nil {
 			w.err = fmt.Errorf("writer: row group %d, column %s: %w", ordinal, cw.leaf.PathString(), err)
 			return w.err
