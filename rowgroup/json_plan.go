@@ -274,4 +274,3 @@ func (p *jsonPlan) compileLeaf() error {
 	}
 	return nil
 }
-
