@@ -149,6 +149,18 @@ func writeClicks(g *rowgroup.RowGroup, w *writer.Writer, data []Click) error {
 	return nil
 }
 
+// newArrowWriter is pqarrow's file writer as the benchmarks configure it:
+// ZSTD, dictionaries, statistics, row groups of 512K rows.
+func newArrowWriter(out io.Writer, sc *arrow.Schema) (*pqarrow.FileWriter, error) {
+	props := arrowpq.NewWriterProperties(
+		arrowpq.WithCompression(arrowcompress.Codecs.Zstd),
+		arrowpq.WithDictionaryDefault(true),
+		arrowpq.WithStats(true),
+		arrowpq.WithMaxRowGroupLength(512*1024),
+	)
+	return pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
+}
+
 // writeArrow builds records of 64K rows and writes them through pqarrow
 // with dictionary encoding and ZSTD, in row groups of 512K rows.
 func writeArrow(out io.Writer, data []Click) error {
@@ -166,13 +178,7 @@ func writeArrow(out io.Writer, data []Click) error {
 		{Name: "price", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "is_bot", Type: arrow.FixedWidthTypes.Boolean},
 	}, nil)
-	props := arrowpq.NewWriterProperties(
-		arrowpq.WithCompression(arrowcompress.Codecs.Zstd),
-		arrowpq.WithDictionaryDefault(true),
-		arrowpq.WithStats(true),
-		arrowpq.WithMaxRowGroupLength(512*1024),
-	)
-	fw, err := pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
+	fw, err := newArrowWriter(out, sc)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	arrowpq "github.com/apache/arrow-go/v18/parquet"
-	arrowcompress "github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/writer"
@@ -97,13 +94,7 @@ func writeOrdersArrow(out io.Writer, data []Order) error {
 		{Name: "tags", Type: arrow.ListOfNonNullable(arrow.BinaryTypes.String)},
 		{Name: "attrs", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)},
 	}, nil)
-	props := arrowpq.NewWriterProperties(
-		arrowpq.WithCompression(arrowcompress.Codecs.Zstd),
-		arrowpq.WithDictionaryDefault(true),
-		arrowpq.WithStats(true),
-		arrowpq.WithMaxRowGroupLength(512*1024),
-	)
-	fw, err := pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
+	fw, err := newArrowWriter(out, sc)
 	if err != nil {
 		return err
 	}

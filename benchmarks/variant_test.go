@@ -10,9 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	arrowpq "github.com/apache/arrow-go/v18/parquet"
-	arrowcompress "github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	avariant "github.com/apache/arrow-go/v18/parquet/variant"
 
 	"github.com/pqsink/pqsink/convert"
@@ -119,13 +116,7 @@ func BenchmarkVariantConvert(b *testing.B) {
 
 func writeArrowVariant(out *countingDiscard, vt *extensions.VariantType, input []byte) error {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "payload", Type: vt}}, nil)
-	props := arrowpq.NewWriterProperties(
-		arrowpq.WithCompression(arrowcompress.Codecs.Zstd),
-		arrowpq.WithDictionaryDefault(true),
-		arrowpq.WithStats(true),
-		arrowpq.WithMaxRowGroupLength(512*1024),
-	)
-	fw, err := pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
+	fw, err := newArrowWriter(out, sc)
 	if err != nil {
 		return err
 	}
