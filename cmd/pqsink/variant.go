@@ -35,7 +35,7 @@ func (f variantFlags) shape() (*variant.Shape, error) {
 	if err != nil {
 		return nil, usagef("--shred: want auto, none or a schema file: %v", err)
 	}
-	if strings.HasPrefix(strings.TrimSpace(string(text)), "message") {
+	if !isPathList(string(text)) {
 		s, err := schema.Parse(string(text))
 		if err != nil {
 			return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
@@ -67,4 +67,18 @@ func convertVariant(ctx context.Context, output string, stdout, stderr io.Writer
 		vopts.Verbose = stderr
 	}
 	return writeOutput(output, stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunVariant(ctx, in, w, vopts) })
+}
+
+// isPathList reports whether a --shred file is a list of "$.path type"
+// lines rather than a Parquet message: its first line that is neither
+// blank nor a comment starts with "$".
+func isPathList(text string) bool {
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "//") || strings.HasPrefix(line, "#") {
+			continue
+		}
+		return strings.HasPrefix(line, "$")
+	}
+	return false
 }

@@ -39,6 +39,19 @@ func TestConvertVariant(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.jsonl", variantInput)
 	paths := writeFile(t, dir, "shred.paths", "$.user.id int64\n$.score decimal(9,1)\n")
+	message := writeFile(t, dir, "shred.schema", `// shred user.id only
+message m {
+  required group payload (VARIANT(1)) {
+    required binary metadata;
+    optional binary value;
+    optional group typed_value {
+      required group user {
+        optional binary value;
+        optional group typed_value { required group id { optional binary value; optional int64 typed_value; } }
+      }
+    }
+  }
+}`)
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -49,6 +62,7 @@ func TestConvertVariant(t *testing.T) {
 		{"auto", nil, "payload", []string{"(VARIANT(1))", "typed_value", "user"}, nil},
 		{"none", []string{"--shred", "none"}, "payload", []string{"(VARIANT(1))"}, []string{"typed_value"}},
 		{"paths", []string{"--shred", paths, "--column", "doc"}, "doc", []string{"doc (VARIANT(1))", "typed_value", "score"}, []string{"tags"}},
+		{"message", []string{"--shred", message}, "payload", []string{"(VARIANT(1))", "typed_value", "optional int64 typed_value"}, []string{"score"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name+".parquet")
