@@ -74,21 +74,9 @@ func run(n, runs int, dir string) error {
 	if err != nil {
 		return fmt.Errorf("pqsink convert: %w", err)
 	}
-	duck, err := proc.Best(runs, func() (proc.Timing, error) {
-		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", copySQL)
-		cmd.Dir = duckdbDir
-		return proc.Measure(cmd)
-	})
+	duck, idle, err := proc.DuckDB(duckdbDir, runs, copySQL)
 	if err != nil {
-		return fmt.Errorf("duckdb: %w", err)
-	}
-	idle, err := proc.Best(runs, func() (proc.Timing, error) {
-		cmd := exec.Command("node", "exec.mjs", "SET threads = 1", "SELECT 1")
-		cmd.Dir = duckdbDir
-		return proc.Measure(cmd)
-	})
-	if err != nil {
-		return fmt.Errorf("duckdb idle: %w", err)
+		return err
 	}
 	pqSize, err := proc.FileSize(pqOut)
 	if err != nil {

@@ -95,3 +95,23 @@ func ModuleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// DuckDB times one SQL statement run by DuckDB on one thread in a node
+// process of its own (test/duckdb/exec.mjs in duckdbDir), the best of runs,
+// and the same process doing nothing, to show DuckDB's start-up cost.
+func DuckDB(duckdbDir string, runs int, sql string) (work, idle Timing, err error) {
+	run := func(stmt string) func() (Timing, error) {
+		return func() (Timing, error) {
+			cmd := exec.Command("node", "exec.mjs", "SET threads = 1", stmt)
+			cmd.Dir = duckdbDir
+			return Measure(cmd)
+		}
+	}
+	if work, err = Best(runs, run(sql)); err != nil {
+		return work, idle, fmt.Errorf("duckdb: %w", err)
+	}
+	if idle, err = Best(runs, run("SELECT 1")); err != nil {
+		return work, idle, fmt.Errorf("duckdb idle: %w", err)
+	}
+	return work, idle, nil
+}
