@@ -360,7 +360,12 @@ func mapKey(t *leafType, r *rand.Rand) string {
 // canonRecord reduces an input line to canonical form: a map from field
 // name to canonical value (see canonValue).
 func canonRecord(s *fileSchema, line []byte) (map[string]any, error) {
-	members, err := objectMembers(line)
+	return canonGroup(s.fields, line)
+}
+
+// canonGroup is the canonical form of a JSON object holding fields.
+func canonGroup(fields []*node, raw []byte) (map[string]any, error) {
+	members, err := objectMembers(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +374,7 @@ func canonRecord(s *fileSchema, line []byte) (map[string]any, error) {
 		byName[m.key] = m.raw
 	}
 	out := map[string]any{}
-	for _, f := range s.fields {
+	for _, f := range fields {
 		v, err := canonValue(f, byName[f.name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
@@ -449,23 +454,7 @@ func canonSingle(n *node, raw json.RawMessage) (any, error) {
 		}
 		return out, nil
 	}
-	members, err := objectMembers(raw)
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]json.RawMessage{}
-	for _, m := range members {
-		byName[m.key] = m.raw
-	}
-	out := map[string]any{}
-	for _, c := range n.children {
-		v, err := canonValue(c, byName[c.name])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
-		}
-		out[c.name] = v
-	}
-	return out, nil
+	return canonGroup(n.children, raw)
 }
 
 // canonKey converts a member name to the canonical key: the name read as a
