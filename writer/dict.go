@@ -99,9 +99,12 @@ func (t *table) reset() {
 func (t *table) grow(n int, hash func(i int) uint64) {
 	t.slots = make([]int32, 2*len(t.slots))
 	t.mask = uint64(len(t.slots) - 1)
-	for i := range t.slots {
-		t.slots[i] = -1
-	}
+	t.rebuild(n, hash)
+}
+
+// rebuild empties the table and inserts entries 0..n-1 by their hashes.
+func (t *table) rebuild(n int, hash func(i int) uint64) {
+	t.reset()
 	for i := 0; i < n; i++ {
 		s := hash(i) & t.mask
 		for t.slots[s] >= 0 {
@@ -153,14 +156,7 @@ func (d *fixedDict[T]) size() int { return len(d.list) * d.width }
 
 func (d *fixedDict[T]) truncate(n int) {
 	d.list = d.list[:n]
-	d.table.reset()
-	for i, v := range d.list {
-		s := d.hash(v) & d.mask
-		for d.slots[s] >= 0 {
-			s = (s + 1) & d.mask
-		}
-		d.slots[s] = int32(i)
-	}
+	d.rebuild(n, func(i int) uint64 { return d.hash(d.list[i]) })
 }
 
 func (d *fixedDict[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
@@ -239,14 +235,7 @@ func (d *bytesDict) truncate(n int) {
 		d.offsets = d.offsets[:n+1]
 	}
 	d.hashes = d.hashes[:n]
-	d.table.reset()
-	for i, h := range d.hashes {
-		s := h & d.mask
-		for d.slots[s] >= 0 {
-			s = (s + 1) & d.mask
-		}
-		d.slots[s] = int32(i)
-	}
+	d.rebuild(n, func(i int) uint64 { return d.hashes[i] })
 }
 
 func (d *bytesDict) encode(dst []byte) ([]byte, error) {
