@@ -33,7 +33,8 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*mult > 1<<62 {
+	// !(v >= 0) also refuses NaN, which ParseFloat accepts.
+	if err != nil || !(v >= 0) || v*mult > 1<<62 {
 		return 0, fmt.Errorf("size %q: want a non-negative number of bytes, optionally with a unit (B, KiB, MiB, GiB, KB, MB, GB), e.g. 128MiB", s)
 	}
 	return int64(v * mult), nil

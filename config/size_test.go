@@ -19,6 +19,9 @@ func TestParseSize(t *testing.T) {
 		{"-1", 0, true},
 		{"12 parsecs", 0, true},
 		{"MiB", 0, true},
+		{"NaN", 0, true},
+		{"nanMiB", 0, true},
+		{"Inf", 0, true},
 	} {
 		got, err := ParseSize(tc.in)
 		if tc.bad {

@@ -1,7 +1,9 @@
-// Package convert turns JSON Lines into one Parquet file: each line is
-// shredded into an in-memory row group, and each full row group is encoded
-// and written out, so memory is bounded by one row group whatever the
-// input's size. It is what `pqsink convert` runs.
+// Package convert turns JSON Lines into one Parquet file: each line
+// becomes a row of an in-memory row group through rowgroup.Builder, the
+// sink's one way from a record to a row (without the Kafka envelope), and
+// each full row group is encoded and written out, so memory is bounded by
+// one row group whatever the input's size. It is what `pqsink convert`
+// runs.
 package convert
 
 import (
@@ -93,7 +95,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 		return st, err
 	}
 	g := rowgroup.New(opts.Schema)
-	shred, err := rowgroup.NewJSONShredder(g, opts.JSON...)
+	// A file has no Kafka metadata: a _kafka field of the schema is the
+	// user's, filled from the JSON.
+	jsonOpts := append([]rowgroup.JSONOption{rowgroup.EnvelopeFromJSON()}, opts.JSON...)
+	shred, err := rowgroup.NewJSONShredder(g, jsonOpts...)
+	if err != nil {
+		return st, fmt.Errorf("convert: %w", err)
+	}
+	rows, err := rowgroup.NewBuilder(g, shred)
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
 	}
@@ -125,7 +134,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 		if isBlank(line) {
 			continue
 		}
-		if err := shred.Shred(line); err != nil {
+		if err := rows.Append(line, nil); err != nil {
 			lerr := &LineError{Line: st.Lines, Err: err}
 			if opts.Errors == Fail {
 				return st, lerr

@@ -36,10 +36,14 @@ type VariantOptions struct {
 // whose only column is a VARIANT holding each line's value (any JSON
 // value, objects or not). Blank lines are ignored; a line that is not
 // valid JSON is a *LineError, handled by the error policy as in Run.
+// Every line becomes a row through rowgroup.Builder with a
+// VariantShredder as its payload.
 //
-// When the shape is inferred, the sample lines are encoded once and kept
-// as Variants until the shape is known, so memory holds at most one row
-// group (the sample is cut short when it fills one).
+// When the shape is inferred, the sample lines are encoded for the
+// inference and kept as text until the shape is known, then made rows
+// like the lines after them. The sample is cut short when its lines and
+// their Variants reach a row group's size, so memory holds at most about
+// one row group.
 func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOptions) (Stats, error) {
 	var st Stats
 	if opts.Column == "" {
@@ -80,13 +84,17 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		return st, err
 	}
 	r.g = rowgroup.New(sch)
-	if r.shred, err = rowgroup.NewVariantShredder(r.g); err != nil {
+	shred, err := rowgroup.NewVariantShredder(r.g, rowgroup.VariantColumn(opts.Column))
+	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
 	}
-	for i := range r.sampled {
-		sv := &r.sampled[i]
-		if err := r.shred.ShredVariant(r.arena[sv.start:sv.mid], r.arena[sv.mid:sv.end]); err != nil {
-			if err := r.reject(sv.line, err, r.arena[sv.end:sv.next]); err != nil {
+	if r.rows, err = rowgroup.NewBuilder(r.g, shred); err != nil {
+		return st, fmt.Errorf("convert: %w", err)
+	}
+	for _, sl := range r.sampled {
+		line := r.arena[sl.start:sl.end]
+		if err := r.rows.Append(line, nil); err != nil {
+			if err := r.reject(sl.line, err, line); err != nil {
 				return st, err
 			}
 			continue
@@ -107,7 +115,7 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		if line == nil {
 			continue
 		}
-		if err := r.shred.ShredJSON(line); err != nil {
+		if err := r.rows.Append(line, nil); err != nil {
 			if err := r.reject(st.Lines, err, line); err != nil {
 				return st, err
 			}
@@ -140,19 +148,21 @@ type variantRun struct {
 	enc   *variant.Encoder
 	w     *writer.Writer
 	g     *rowgroup.RowGroup
-	shred *rowgroup.VariantShredder
+	rows  *rowgroup.Builder
 
-	// The sample: metadata, value and input line of each record, back to
-	// back in arena.
-	arena   []byte
-	sampled []sampledLine
+	// The sample: the valid lines, back to back in arena, and the bytes
+	// they and their Variants take, which bounds the sample.
+	arena       []byte
+	sampled     []sampledLine
+	sampleBytes int64
+	md, val     []byte // a sample line's Variant, for the inference
 
 	start, nextProgress time.Time
 }
 
 type sampledLine struct {
-	line                  int64
-	start, mid, end, next int
+	line       int64
+	start, end int
 }
 
 // read returns the next non-blank line, nil for a blank one, or io.EOF.
@@ -185,10 +195,11 @@ func (r *variantRun) read(ctx context.Context) ([]byte, error) {
 	return line, nil
 }
 
-// sample encodes the first lines, keeps them, and infers a shape.
+// sample encodes the first lines for the inference, keeps their text,
+// and infers a shape.
 func (r *variantRun) sample(ctx context.Context) (variant.Shape, error) {
 	inf := variant.NewInferrer(r.opts.Infer)
-	for len(r.sampled) < r.opts.Sample && int64(len(r.arena)) < r.opts.RowGroupSize {
+	for len(r.sampled) < r.opts.Sample && r.sampleBytes < r.opts.RowGroupSize {
 		line, err := r.read(ctx)
 		if err == io.EOF {
 			break
@@ -199,28 +210,24 @@ func (r *variantRun) sample(ctx context.Context) (variant.Shape, error) {
 		if line == nil {
 			continue
 		}
-		sv := sampledLine{line: r.st.Lines, start: len(r.arena)}
-		var value []byte
-		r.arena, value, err = r.enc.AppendJSON(r.arena, nil, line)
+		r.md, r.val, err = r.enc.AppendJSON(r.md[:0], r.val[:0], line)
 		if err != nil {
-			r.arena = r.arena[:sv.start]
 			if err := r.reject(r.st.Lines, err, line); err != nil {
 				return variant.Shape{}, err
 			}
 			continue
 		}
-		sv.mid = len(r.arena)
-		r.arena = append(r.arena, value...)
-		sv.end = len(r.arena)
-		r.arena = append(r.arena, line...) // kept for a reject report
-		sv.next = len(r.arena)
-		r.sampled = append(r.sampled, sv)
-		v, err := variant.New(r.arena[sv.start:sv.mid], r.arena[sv.mid:sv.end])
+		sl := sampledLine{line: r.st.Lines, start: len(r.arena)}
+		r.arena = append(r.arena, line...)
+		sl.end = len(r.arena)
+		r.sampled = append(r.sampled, sl)
+		r.sampleBytes += int64(len(r.md) + len(r.val) + len(line))
+		v, err := variant.New(r.md, r.val)
 		if err == nil {
 			err = inf.Add(v)
 		}
 		if err != nil {
-			return variant.Shape{}, fmt.Errorf("convert: line %d: %w", sv.line, err)
+			return variant.Shape{}, fmt.Errorf("convert: line %d: %w", sl.line, err)
 		}
 	}
 	return inf.Shape(), nil

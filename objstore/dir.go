@@ -59,66 +59,174 @@ func (s *dirStore) location(key string) string {
 	return "file://" + filepath.ToSlash(filepath.Join(s.dir, key))
 }
 
-// Create writes to a temporary file in the key's directory, syncs it, and
-// then hard-links it to the key: link(2) fails if the name exists, which is
-// the create-if-absent test and the commit in one atomic step. The
-// directory is synced so that the new name survives a crash.
-func (s *dirStore) Create(ctx context.Context, key string, r io.Reader, _ ...PutOption) (Info, error) {
+// Create opens a temporary file in the key's directory, named with
+// tempPrefix, into which the Upload writes. Commit syncs it and then
+// hard-links it to the key: link(2) fails if the name exists, which is the
+// create-if-absent test and the commit in one atomic step. The directory is
+// synced so that the new name survives a crash, and the temporary name is
+// removed.
+func (s *dirStore) Create(ctx context.Context, key string, _ ...PutOption) (Upload, error) {
 	if err := checkKey(key); err != nil {
-		return Info{}, fmt.Errorf("objstore: create: %w", err)
+		return nil, fmt.Errorf("objstore: create: %w", err)
 	}
-	info, err := s.create(ctx, key, r)
+	u, err := s.create(ctx, key)
 	if err != nil {
-		return Info{}, fmt.Errorf("objstore: create %s: %w", s.location(key), err)
+		return nil, fmt.Errorf("objstore: create %s: %w", s.location(key), err)
 	}
-	return info, nil
+	return u, nil
 }
 
-func (s *dirStore) create(ctx context.Context, key string, r io.Reader) (Info, error) {
+func (s *dirStore) create(ctx context.Context, key string) (*dirUpload, error) {
 	if err := ctx.Err(); err != nil {
-		return Info{}, err
+		return nil, err
 	}
 	name := filepath.FromSlash(key)
 	dir := filepath.Dir(name)
 	if err := s.root.MkdirAll(dir, 0o755); err != nil {
-		return Info{}, err
+		return nil, err
 	}
 	tmp := filepath.Join(dir, tempPrefix+rand.Text())
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
-	// Whatever happens, the temporary name goes; after a successful link
-	// the data lives on under the key.
-	defer s.root.Remove(tmp)
-	if _, err := io.Copy(f, contextReader{ctx, r}); err != nil {
-		f.Close()
-		return Info{}, fmt.Errorf("writing: %w", err)
+	return &dirUpload{s: s, ctx: ctx, key: key, name: name, dir: dir, tmp: tmp, f: f}, nil
+}
+
+// dirUpload is an object being written to a temporary file.
+type dirUpload struct {
+	s       *dirStore
+	ctx     context.Context // the Create context
+	key     string
+	name    string // the object's path under the root
+	dir     string // its directory
+	tmp     string // the temporary file's path under the root
+	f       *os.File
+	state   uploadState
+	err     error // the first failure
+	written int64
+}
+
+func (u *dirUpload) Written() int64 { return u.written }
+
+func (u *dirUpload) Write(p []byte) (int, error) {
+	if err := u.check(); err != nil {
+		return 0, u.errorf("write", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return Info{}, err
+	n, err := u.f.Write(p)
+	u.written += int64(n)
+	if err != nil {
+		return n, u.errorf("write", u.fail(err))
 	}
-	if err := f.Close(); err != nil {
+	return n, nil
+}
+
+func (u *dirUpload) Commit(ctx context.Context) (Info, error) {
+	if err := u.state.errFinished(); err != nil {
+		return Info{}, u.errorf("commit", err)
+	}
+	info, err := u.commit(ctx)
+	if err != nil {
+		err = u.fail(err)
+		if cerr := u.cleanup(); cerr != nil {
+			err = errors.Join(err, cerr)
+		} else {
+			u.state = uploadAborted
+		}
+		return Info{}, u.errorf("commit", err)
+	}
+	u.state = uploadCommitted
+	return info, nil
+}
+
+func (u *dirUpload) commit(ctx context.Context) (Info, error) {
+	if err := u.check(); err != nil {
 		return Info{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Info{}, err
 	}
-	if err := s.root.Link(tmp, name); err != nil {
+	if err := u.f.Sync(); err != nil {
+		return Info{}, err
+	}
+	// The object will be this very file (a hard link shares its inode),
+	// so its Info can be read now.
+	fi, err := u.f.Stat()
+	if err == nil {
+		err = u.f.Close()
+	} else {
+		u.f.Close()
+	}
+	u.f = nil
+	if err != nil {
+		return Info{}, err
+	}
+	if err := u.s.root.Link(u.tmp, u.name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return Info{}, fmt.Errorf("%w: %w", ErrExists, err)
 		}
 		return Info{}, err
 	}
-	if err := s.syncDir(dir); err != nil {
+	if err := u.s.syncDir(u.dir); err != nil {
+		// The new name may not survive a crash: take it back, as Commit
+		// fails. The link was exclusive, so the name is ours alone.
+		u.s.root.Remove(u.name)
 		return Info{}, err
 	}
-	fi, err := s.root.Stat(name)
-	if err != nil {
-		return Info{}, err
+	// The object is in place. A temporary name that cannot be removed now
+	// (or is left by a crash here) is removed by AbortStaleUploads.
+	u.s.root.Remove(u.tmp)
+	return fileInfo(u.key, fi), nil
+}
+
+func (u *dirUpload) Abort(context.Context) error {
+	switch u.state {
+	case uploadCommitted, uploadAborted:
+		return nil
 	}
-	return fileInfo(key, fi), nil
+	u.fail(errors.New("upload aborted"))
+	if err := u.cleanup(); err != nil {
+		return u.errorf("abort", err)
+	}
+	u.state = uploadAborted
+	return nil
+}
+
+// check reports why the upload cannot go on, if it cannot.
+func (u *dirUpload) check() error {
+	if err := u.state.errFinished(); err != nil {
+		return err
+	}
+	if u.err != nil {
+		return u.err
+	}
+	return u.ctx.Err()
+}
+
+// fail marks the upload failed by err, unless it had failed already, and
+// returns the first failure.
+func (u *dirUpload) fail(err error) error {
+	u.state = uploadFailed
+	if u.err == nil {
+		u.err = err
+	}
+	return u.err
+}
+
+// cleanup closes and removes the temporary file.
+func (u *dirUpload) cleanup() error {
+	if u.f != nil {
+		u.f.Close()
+		u.f = nil
+	}
+	if err := u.s.root.Remove(u.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (u *dirUpload) errorf(op string, err error) error {
+	return fmt.Errorf("objstore: %s %s: %w", op, u.s.location(u.key), err)
 }
 
 func (s *dirStore) syncDir(dir string) error {
@@ -131,19 +239,6 @@ func (s *dirStore) syncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-// contextReader stops a copy when its context ends.
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func (s *dirStore) Get(ctx context.Context, key string) (io.ReadCloser, Info, error) {
@@ -260,8 +355,8 @@ func (s *dirStore) List(ctx context.Context, prefix string) iter.Seq2[Info, erro
 }
 
 // AbortStaleUploads removes temporary files older than olderThan, left by
-// Creates that crashed before linking them, in the directories that hold
-// keys under prefix.
+// uploads that crashed before committing or aborting, in the directories
+// that hold keys under prefix.
 func (s *dirStore) AbortStaleUploads(ctx context.Context, prefix string, olderThan time.Duration) (int, error) {
 	cutoff := time.Now().Add(-olderThan)
 	removed := 0

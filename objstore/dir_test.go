@@ -15,8 +15,8 @@ import (
 func TestDirStore(t *testing.T) {
 	testStore(t, backend{
 		name: "dir",
-		open: func(t *testing.T) Store {
-			s, err := Open(context.Background(), (&url.URL{Scheme: "file", Path: filepath.ToSlash(t.TempDir())}).String())
+		open: func(t *testing.T, opts ...Option) Store {
+			s, err := Open(context.Background(), (&url.URL{Scheme: "file", Path: filepath.ToSlash(t.TempDir())}).String(), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,8 +67,8 @@ func TestDirStoreStaysInside(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "link/planted", strings.NewReader("x")); err == nil {
-		t.Error("Create through a symlink to outside the root succeeded")
+	if _, err := Put(ctx, s, "link/planted", strings.NewReader("x")); err == nil {
+		t.Error("Put through a symlink to outside the root succeeded")
 	}
 	if _, _, err := s.Get(ctx, "link/secret"); err == nil {
 		t.Error("Get through a symlink to outside the root succeeded")
@@ -124,6 +124,14 @@ func TestOpenErrors(t *testing.T) {
 		{"file:///" + dir + "?x=1", nil, "no parameters"},
 		{"file:relative", nil, "not absolute"},
 		{"file://" + dir, []Option{PartSize(MinPartSize)}, "only to s3"},
+		{"file://" + dir, []Option{Concurrency(2)}, "only to s3"},
+		{"file://" + dir, []Option{MaxRetries(3)}, "only to s3"},
+		{"file://" + dir, []Option{ConditionalWrites(false)}, "only to s3"},
+		{"s3://b", []Option{Concurrency(0)}, "concurrency 0"},
+		{"s3://b", []Option{Concurrency(MaxConcurrency + 1)}, "concurrency"},
+		{"s3://b", []Option{MaxRetries(-1)}, "max retries -1"},
+		{"s3://b", []Option{Buffers(nil)}, "nil pool"},
+		{"s3://b?conditional_writes=perhaps", nil, "conditional_writes"},
 		{"s3:///prefix", nil, "no bucket"},
 		{"s3://b?regoin=x", nil, `unknown parameter "regoin"`},
 		{"s3://b?part_size=1024", nil, "part size 1024"},
@@ -146,5 +154,56 @@ func TestOpenErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Open(%q): %v, want an error containing %q", tt.url, err, tt.want)
 		}
+	}
+}
+
+// TestDirStoreRuntimeOptions: the options that the sink hands to any store
+// are accepted by the directory store, which has no use for them.
+func TestDirStoreRuntimeOptions(t *testing.T) {
+	pool := newCountingPool(-1)
+	s, err := Open(context.Background(), "file://"+filepath.ToSlash(t.TempDir()),
+		Buffers(pool), OnRetry(func(string, int, error) { t.Error("the directory store retried") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	create(t, s, "k", []byte("x"))
+	if pool.gets != 0 {
+		t.Errorf("the directory store took %d buffers", pool.gets)
+	}
+}
+
+// TestDirUploadTempFile: an upload in progress is a temporary file beside
+// its key, which List does not show, and which Commit turns into the
+// object without leaving the temporary name behind.
+func TestDirUploadTempFile(t *testing.T) {
+	s, err := Open(context.Background(), "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ds := s.(*dirStore)
+	ctx := context.Background()
+	up, err := s.Create(ctx, "p/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Abort(ctx)
+	if _, err := up.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(ds.dir, "p"))
+	if err != nil || len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), tempPrefix) {
+		t.Fatalf("directory holds %v (%v), want one temporary file", entries, err)
+	}
+	if got := listKeys(t, s, ""); len(got) != 0 {
+		t.Errorf("List shows %q during the upload", got)
+	}
+	if _, err := up.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, err = os.ReadDir(filepath.Join(ds.dir, "p"))
+	if err != nil || len(entries) != 1 || entries[0].Name() != "k" {
+		t.Errorf("after Commit, directory holds %v (%v), want only k", entries, err)
 	}
 }

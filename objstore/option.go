@@ -16,8 +16,16 @@ const (
 	DefaultPartSize = 8 << 20
 )
 
+// Defaults and bounds of the S3 upload options.
+const (
+	DefaultConcurrency = 2
+	MaxConcurrency     = 64
+	DefaultMaxRetries  = 10
+)
+
 // Option configures Open. Options that do not apply to a store's kind are
-// rejected by Open.
+// rejected by Open, except Buffers and OnRetry, which any store accepts so
+// that the sink can hand the same ones to whatever store it is given.
 type Option func(*options) error
 
 type options struct {
@@ -33,6 +41,21 @@ type options struct {
 	sse          string // "", "AES256" or "aws:kms"
 	kmsKeyID     string
 	partSize     int
+	concurrency  int
+	maxRetries   int
+	conditional  bool
+	pool         BufferPool
+	onRetry      func(op string, attempt int, err error)
+}
+
+// defaultOptions returns the options before any is applied.
+func defaultOptions() options {
+	return options{
+		partSize:    DefaultPartSize,
+		concurrency: DefaultConcurrency,
+		maxRetries:  DefaultMaxRetries,
+		conditional: true,
+	}
 }
 
 // Region sets the S3 region. Defaults to the AWS default chain's region, or
@@ -105,9 +128,9 @@ func SSEKMS(keyID string) Option {
 }
 
 // PartSize sets the size of S3 multipart upload parts, which is also the
-// size below which Create uses a single PUT, and the memory one Create
-// holds. It must be between MinPartSize and MaxPartSize. Defaults to
-// DefaultPartSize (8 MiB).
+// size below which an upload is a single PUT, and the size of the buffers
+// taken from the BufferPool. It must be between MinPartSize and
+// MaxPartSize. Defaults to DefaultPartSize (8 MiB).
 func PartSize(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "PartSize")
@@ -115,6 +138,80 @@ func PartSize(n int) Option {
 			return fmt.Errorf("part size %d: want %d..%d bytes", n, MinPartSize, MaxPartSize)
 		}
 		o.partSize = n
+		return nil
+	}
+}
+
+// Concurrency sets how many parts of one S3 upload may be in flight at
+// once; Write blocks while that many are. An upload then holds up to n+1
+// part buffers: n in flight and one filling. It must be between 1 and
+// MaxConcurrency. Defaults to DefaultConcurrency (2).
+func Concurrency(n int) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "Concurrency")
+		if n < 1 || n > MaxConcurrency {
+			return fmt.Errorf("concurrency %d: want 1..%d", n, MaxConcurrency)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// MaxRetries sets how many times one S3 request is retried after a
+// transient failure (5xx, throttling, timeout, broken connection), with
+// exponential backoff and full jitter between attempts, capped at 20 s per
+// wait; 0 disables retries. With the default, a request gives up after
+// about 40 s of waits on average, 85 s at most. It overrides
+// AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. It must
+// not be negative. Defaults to DefaultMaxRetries (10), that is, at most 11
+// attempts.
+func MaxRetries(n int) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "MaxRetries")
+		if n < 0 {
+			return fmt.Errorf("max retries %d: must not be negative", n)
+		}
+		o.maxRetries = n
+		return nil
+	}
+}
+
+// ConditionalWrites tells whether the S3 service honours If-None-Match: *
+// on PutObject and CompleteMultipartUpload. With false, the store sends no
+// condition and Commit overwrites an existing object instead of failing
+// with ErrExists; the package documentation says what that costs. Defaults
+// to true.
+func ConditionalWrites(enabled bool) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "ConditionalWrites")
+		o.conditional = enabled
+		return nil
+	}
+}
+
+// Buffers makes the store take its uploads' part buffers from pool, which
+// may be shared with other stores. The directory store needs no buffers
+// and ignores it. Defaults to a free list of the store's own, without a
+// limit.
+func Buffers(pool BufferPool) Option {
+	return func(o *options) error {
+		if pool == nil {
+			return fmt.Errorf("buffers: nil pool")
+		}
+		o.pool = pool
+		return nil
+	}
+}
+
+// OnRetry has hook called before every retry of an S3 request, with the
+// operation's name (e.g. "UploadPart"), the number of the attempt that
+// failed (1 for the first) and its error, once the backoff has elapsed.
+// It is called from the goroutine making the request, which waits for it:
+// it must be quick and safe for concurrent use. The directory store never
+// retries and ignores it. Defaults to none.
+func OnRetry(hook func(op string, attempt int, err error)) Option {
+	return func(o *options) error {
+		o.onRetry = hook
 		return nil
 	}
 }
@@ -159,8 +256,14 @@ func s3Params(q url.Values) ([]Option, error) {
 				return nil, fmt.Errorf("part_size=%q: want a number of bytes", v)
 			}
 			opts = append(opts, PartSize(n))
+		case "conditional_writes":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("conditional_writes=%q: want true or false", v)
+			}
+			opts = append(opts, ConditionalWrites(b))
 		default:
-			return nil, fmt.Errorf("unknown parameter %q (want region, endpoint, path_style, sse, sse_kms_key_id or part_size)", name)
+			return nil, fmt.Errorf("unknown parameter %q (want region, endpoint, path_style, sse, sse_kms_key_id, part_size or conditional_writes)", name)
 		}
 	}
 	return opts, nil

@@ -1,7 +1,6 @@
 package objstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 )
 
 const (
@@ -35,12 +33,15 @@ const (
 
 // s3Store keeps objects under a key prefix of one bucket.
 type s3Store struct {
-	client   *s3.Client
-	bucket   string
-	prefix   string // "" or ends in "/"
-	sse      types.ServerSideEncryption
-	kmsKeyID string
-	partSize int
+	client      *s3.Client
+	bucket      string
+	prefix      string // "" or ends in "/"
+	sse         types.ServerSideEncryption
+	kmsKeyID    string
+	partSize    int
+	concurrency int  // parts in flight per upload
+	conditional bool // send If-None-Match: * when committing
+	pool        BufferPool
 }
 
 func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
@@ -51,7 +52,7 @@ func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: %s: %w", u.Redacted(), err)
 	}
-	o := options{partSize: DefaultPartSize}
+	o := defaultOptions()
 	if err := applyOptions(&o, append(urlOpts, opts...)); err != nil {
 		return nil, fmt.Errorf("objstore: %s: %w", u.Redacted(), err)
 	}
@@ -81,6 +82,13 @@ func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 		// Ranged reads of multipart objects cannot be checksum-validated;
 		// the SDK would log that on every ReadAt.
 		so.DisableLogOutputChecksumValidationSkipped = true
+		so.Retryer = newRetryer(o.maxRetries)
+		// A RetryMaxAttempts from the environment or the shared config
+		// would replace our retryer's limit: MaxRetries decides.
+		so.RetryMaxAttempts = 0
+		if o.onRetry != nil {
+			so.APIOptions = append(so.APIOptions, retryHook(o.onRetry))
+		}
 	})
 
 	prefix := strings.TrimPrefix(u.Path, "/")
@@ -88,12 +96,18 @@ func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 		prefix += "/"
 	}
 	s := &s3Store{
-		client:   client,
-		bucket:   u.Host,
-		prefix:   prefix,
-		sse:      types.ServerSideEncryption(o.sse),
-		kmsKeyID: o.kmsKeyID,
-		partSize: o.partSize,
+		client:      client,
+		bucket:      u.Host,
+		prefix:      prefix,
+		sse:         types.ServerSideEncryption(o.sse),
+		kmsKeyID:    o.kmsKeyID,
+		partSize:    o.partSize,
+		concurrency: o.concurrency,
+		conditional: o.conditional,
+		pool:        o.pool,
+	}
+	if s.pool == nil {
+		s.pool = &freeList{}
 	}
 	return s, nil
 }
@@ -101,136 +115,6 @@ func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 // location names an object in errors.
 func (s *s3Store) location(key string) string {
 	return "s3://" + s.bucket + "/" + s.prefix + key
-}
-
-func (s *s3Store) Create(ctx context.Context, key string, r io.Reader, opts ...PutOption) (Info, error) {
-	if err := checkKey(key); err != nil {
-		return Info{}, fmt.Errorf("objstore: create: %w", err)
-	}
-	po := newPutOptions(opts)
-	// One part buffer per Create, not pooled: net/http may still be
-	// reading a request body after the call that sent it has returned
-	// (a server may answer 412 before it has read the body), so a
-	// recycled buffer could be overwritten under a live request.
-	buf := make([]byte, s.partSize)
-
-	pr := partReader{r: r}
-	n, more, err := pr.next(buf)
-	if err != nil {
-		return Info{}, fmt.Errorf("objstore: create %s: reading: %w", s.location(key), err)
-	}
-	var info Info
-	if more {
-		info, err = s.createMultipart(ctx, key, &pr, buf, n, po)
-	} else {
-		info, err = s.createSingle(ctx, key, buf[:n], po)
-	}
-	if err != nil {
-		return Info{}, fmt.Errorf("objstore: create %s: %w", s.location(key), err)
-	}
-	return info, nil
-}
-
-// createSingle stores an object that fits in one part with one conditional
-// PUT.
-func (s *s3Store) createSingle(ctx context.Context, key string, data []byte, po putOptions) (Info, error) {
-	in := &s3.PutObjectInput{
-		Bucket:        aws.String(s.bucket),
-		Key:           aws.String(s.prefix + key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		IfNoneMatch:   aws.String("*"),
-		Metadata:      po.metadata,
-	}
-	if po.contentType != "" {
-		in.ContentType = aws.String(po.contentType)
-	}
-	if s.sse != "" {
-		in.ServerSideEncryption = s.sse
-		if s.kmsKeyID != "" {
-			in.SSEKMSKeyId = aws.String(s.kmsKeyID)
-		}
-	}
-	out, err := s.client.PutObject(ctx, in)
-	if err != nil {
-		return Info{}, mapError(err)
-	}
-	return Info{Key: key, Size: int64(len(data)), ETag: unquote(out.ETag)}, nil
-}
-
-// createMultipart uploads first (n bytes of buf) and the rest of pr as the
-// parts of a multipart upload completed with If-None-Match: *, aborting the
-// upload on any failure.
-func (s *s3Store) createMultipart(ctx context.Context, key string, pr *partReader, buf []byte, n int, po putOptions) (Info, error) {
-	in := &s3.CreateMultipartUploadInput{
-		Bucket:   aws.String(s.bucket),
-		Key:      aws.String(s.prefix + key),
-		Metadata: po.metadata,
-	}
-	if po.contentType != "" {
-		in.ContentType = aws.String(po.contentType)
-	}
-	if s.sse != "" {
-		in.ServerSideEncryption = s.sse
-		if s.kmsKeyID != "" {
-			in.SSEKMSKeyId = aws.String(s.kmsKeyID)
-		}
-	}
-	up, err := s.client.CreateMultipartUpload(ctx, in)
-	if err != nil {
-		return Info{}, fmt.Errorf("starting multipart upload: %w", mapError(err))
-	}
-	abort := func(cause error) error {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-		defer cancel()
-		_, err := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-			Bucket: in.Bucket, Key: in.Key, UploadId: up.UploadId,
-		})
-		if err != nil && statusCode(err) != http.StatusNotFound {
-			return errors.Join(cause, fmt.Errorf("aborting multipart upload %s: %w", aws.ToString(up.UploadId), err))
-		}
-		return cause
-	}
-
-	var parts []types.CompletedPart
-	var size int64
-	more := true // Create calls us only when the stream goes on after the first part
-	for number := int32(1); ; number++ {
-		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-			Bucket:        in.Bucket,
-			Key:           in.Key,
-			UploadId:      up.UploadId,
-			PartNumber:    aws.Int32(number),
-			Body:          bytes.NewReader(buf[:n]),
-			ContentLength: aws.Int64(int64(n)),
-		})
-		if err != nil {
-			return Info{}, abort(fmt.Errorf("uploading part %d: %w", number, mapError(err)))
-		}
-		parts = append(parts, completedPart(number, out))
-		size += int64(n)
-		if !more {
-			break
-		}
-		if number == maxParts {
-			return Info{}, abort(fmt.Errorf("object exceeds %d parts of %d bytes", maxParts, len(buf)))
-		}
-		if n, more, err = pr.next(buf); err != nil {
-			return Info{}, abort(fmt.Errorf("reading part %d: %w", number+1, err))
-		}
-	}
-
-	out, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket:          in.Bucket,
-		Key:             in.Key,
-		UploadId:        up.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		IfNoneMatch:     aws.String("*"),
-	})
-	if err != nil {
-		return Info{}, abort(fmt.Errorf("completing multipart upload: %w", mapError(err)))
-	}
-	return Info{Key: key, Size: size, ETag: unquote(out.ETag)}, nil
 }
 
 // completedPart carries a part's ETag and whatever checksum the SDK sent
@@ -433,9 +317,10 @@ func mapError(err error) error {
 	case http.StatusPreconditionFailed:
 		return fmt.Errorf("%w: %w", ErrExists, err)
 	case http.StatusNotFound:
-		// A missing bucket is a configuration error, not a missing object.
-		var apiErr smithy.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchBucket" {
+		switch errorCode(err) {
+		case "NoSuchBucket": // a configuration error, not a missing object
+			return err
+		case "NoSuchUpload": // the upload is missing, not the object
 			return err
 		}
 		return fmt.Errorf("%w: %w", ErrNotExist, err)

@@ -18,37 +18,35 @@ import (
 
 // openMinIO opens a store on a fresh bucket of srv, under a key prefix so
 // that prefix handling is exercised by every test.
-func openMinIO(t *testing.T, srv *minio.Server, opts ...Option) (Store, string) {
+func openMinIO(t testing.TB, srv *minio.Server, opts ...Option) (Store, string) {
 	t.Helper()
 	bucket := srv.NewBucket(t)
+	return openBucket(t, srv.Endpoint, srv, bucket, opts...), bucket
+}
+
+// openBucket opens a store on bucket of srv, reached at endpoint (srv's,
+// or a proxy's in front of it).
+func openBucket(t testing.TB, endpoint string, srv *minio.Server, bucket string, opts ...Option) Store {
+	t.Helper()
 	u := fmt.Sprintf("s3://%s/pre/fix?endpoint=%s&path_style=true&region=%s&part_size=%d",
-		bucket, srv.Endpoint, srv.Region, testPartSize)
+		bucket, endpoint, srv.Region, testPartSize)
 	opts = append([]Option{StaticCredentials(srv.AccessKey, srv.SecretKey, "")}, opts...)
 	s, err := Open(context.Background(), u, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, bucket
+	return s
 }
 
 func TestS3Store(t *testing.T) {
 	srv := minio.Start(t)
 	testStore(t, backend{
 		name: "s3",
-		open: func(t *testing.T) Store {
-			s, _ := openMinIO(t, srv)
+		open: func(t *testing.T, opts ...Option) Store {
+			s, _ := openMinIO(t, srv, opts...)
 			return s
 		},
-		pending: func(t *testing.T, s Store, prefix string) []string {
-			var keys []string
-			for up, err := range s.(*s3Store).uploads(context.Background(), prefix) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, aws.ToString(up.Key))
-			}
-			return keys
-		},
+		pending: s3Pending,
 		startUpload: func(t *testing.T, s Store, key string) {
 			ss := s.(*s3Store)
 			ctx := context.Background()
@@ -66,6 +64,20 @@ func TestS3Store(t *testing.T) {
 			}
 		},
 	})
+}
+
+// s3Pending lists the keys of the store's unfinished multipart uploads
+// under prefix.
+func s3Pending(t *testing.T, s Store, prefix string) []string {
+	t.Helper()
+	var keys []string
+	for up, err := range s.(*s3Store).uploads(context.Background(), prefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, aws.ToString(up.Key))
+	}
+	return keys
 }
 
 // TestMinIOConditionalWrites pins the server behaviour create-if-absent

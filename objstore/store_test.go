@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ const testPartSize = MinPartSize
 type backend struct {
 	name string
 	// open returns a fresh, empty store.
-	open func(t *testing.T) Store
+	open func(t *testing.T, opts ...Option) Store
 	// pending lists unfinished uploads under prefix: multipart uploads on
 	// S3, temporary files in a directory.
 	pending func(t *testing.T, s Store, prefix string) []string
@@ -38,10 +39,11 @@ func testStore(t *testing.T, b backend) {
 		run  func(t *testing.T, b backend, s Store)
 	}{
 		{"CreateGetHead", testCreateGetHead},
-		{"CreateSizes", testCreateSizes},
-		{"CreateExists", testCreateExists},
-		{"CreateExistsMultipart", testCreateExistsMultipart},
+		{"StreamSizes", testStreamSizes},
+		{"CommitExists", testCommitExists},
 		{"CreateRace", testCreateRace},
+		{"Abort", testAbort},
+		{"AbortAfterCommit", testAbortAfterCommit},
 		{"ReaderErrorLeavesNothing", testReaderError},
 		{"CancelLeavesNothing", testCancel},
 		{"RangedReads", testRangedReads},
@@ -69,7 +71,7 @@ func payload(n int, seed uint64) []byte {
 	return p
 }
 
-func readAll(t *testing.T, s Store, key string) ([]byte, Info) {
+func readAll(t testing.TB, s Store, key string) ([]byte, Info) {
 	t.Helper()
 	rc, info, err := s.Get(context.Background(), key)
 	if err != nil {
@@ -83,25 +85,56 @@ func readAll(t *testing.T, s Store, key string) ([]byte, Info) {
 	return data, info
 }
 
-func create(t *testing.T, s Store, key string, data []byte) Info {
+// create stores data under key with Put.
+func create(t testing.TB, s Store, key string, data []byte) Info {
 	t.Helper()
-	info, err := s.Create(context.Background(), key, bytes.NewReader(data))
+	info, err := Put(context.Background(), s, key, bytes.NewReader(data))
 	if err != nil {
-		t.Fatalf("Create(%q, %d bytes): %v", key, len(data), err)
+		t.Fatalf("Put(%q, %d bytes): %v", key, len(data), err)
 	}
 	return info
+}
+
+// writeChunks writes data to up in chunks whose sizes cycle through
+// chunks, checking Written as it goes.
+func writeChunks(t testing.TB, up Upload, data []byte, chunks ...int) {
+	t.Helper()
+	for i := 0; len(data) > 0; i++ {
+		before := up.Written()
+		n := min(chunks[i%len(chunks)], len(data))
+		m, err := up.Write(data[:n])
+		if err != nil || m != n {
+			t.Fatalf("Write(%d bytes) after %d: %d, %v", n, before, m, err)
+		}
+		if got := up.Written(); got != before+int64(n) {
+			t.Fatalf("Written = %d after writing %d bytes to %d", got, n, before)
+		}
+		data = data[n:]
+	}
+}
+
+// stream writes data into a new object in chunks and commits it.
+func stream(t testing.TB, s Store, key string, data []byte, chunks ...int) (Info, error) {
+	t.Helper()
+	up, err := s.Create(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Create(%q): %v", key, err)
+	}
+	defer up.Abort(context.Background())
+	writeChunks(t, up, data, chunks...)
+	return up.Commit(context.Background())
 }
 
 func testCreateGetHead(t *testing.T, _ backend, s Store) {
 	ctx := context.Background()
 	data := []byte("PAR1 not really PAR1")
-	info, err := s.Create(ctx, "topic/p=0/00000000000000000042.parquet", bytes.NewReader(data),
+	info, err := Put(ctx, s, "topic/p=0/00000000000000000042.parquet", bytes.NewReader(data),
 		ContentType("application/vnd.apache.parquet"), Metadata("first-offset", "42"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Key != "topic/p=0/00000000000000000042.parquet" || info.Size != int64(len(data)) || info.ETag == "" {
-		t.Errorf("Create returned %+v", info)
+		t.Errorf("Put returned %+v", info)
 	}
 	got, ginfo := readAll(t, s, info.Key)
 	if !bytes.Equal(got, data) {
@@ -121,39 +154,53 @@ func testCreateGetHead(t *testing.T, _ backend, s Store) {
 	}
 }
 
-// testCreateSizes covers the single-PUT and multipart paths and their
-// boundary: an object of exactly one part is still a single PUT.
-func testCreateSizes(t *testing.T, b backend, s Store) {
-	sizes := []int{0, 1, testPartSize - 1, testPartSize, testPartSize + 1, 2*testPartSize + 3}
+// testStreamSizes covers the single-PUT and multipart paths and their
+// boundary, an object of exactly one part being still a single PUT, with
+// writes that are whole, tiny, and straddle part boundaries.
+func testStreamSizes(t *testing.T, b backend, s Store) {
+	sizes := []int{0, 1, testPartSize - 1, testPartSize, testPartSize + 1, 3*testPartSize + 7}
+	patterns := []struct {
+		name   string
+		chunks []int
+	}{
+		{"whole", []int{math.MaxInt}},
+		{"mixed", []int{1, 7919, 1 << 16, 1<<20 + 1, 3}},
+		{"put", nil}, // Put from a reader that returns short reads
+	}
 	for i, n := range sizes {
-		data := payload(n, uint64(i))
-		key := fmt.Sprintf("sizes/%d", n)
-		// OneByteReader-like trickle for one size proves that short reads
-		// are assembled into full parts.
-		var r io.Reader = bytes.NewReader(data)
-		if n == testPartSize+1 {
-			r = iotest.HalfReader(r)
-		}
-		info, err := s.Create(context.Background(), key, r)
-		if err != nil {
-			t.Fatalf("Create(%d bytes): %v", n, err)
-		}
-		if info.Size != int64(n) {
-			t.Errorf("Create(%d bytes): Size = %d", n, info.Size)
-		}
-		got, _ := readAll(t, s, key)
-		if !bytes.Equal(got, data) {
-			t.Errorf("Create(%d bytes): read back %d bytes that differ", n, len(got))
-		}
-		if b.name == "s3" {
-			// S3 marks multipart objects' ETags with their part count.
-			wantParts := ""
-			if n > testPartSize {
-				wantParts = fmt.Sprintf("-%d", (n+testPartSize-1)/testPartSize)
+		for _, p := range patterns {
+			data := payload(n, uint64(i))
+			key := fmt.Sprintf("sizes/%d-%s", n, p.name)
+			var info Info
+			var err error
+			if p.chunks == nil {
+				info, err = Put(context.Background(), s, key, iotest.HalfReader(bytes.NewReader(data)))
+			} else {
+				info, err = stream(t, s, key, data, p.chunks...)
 			}
-			if dash := strings.LastIndexByte(info.ETag, '-'); (dash >= 0) != (wantParts != "") ||
-				(dash >= 0 && info.ETag[dash:] != wantParts) {
-				t.Errorf("Create(%d bytes): ETag %q, want a multipart ETag ending in %q (empty: single PUT)", n, info.ETag, wantParts)
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			if info.Key != key || info.Size != int64(n) || info.ETag == "" {
+				t.Errorf("%s: Info = %+v", key, info)
+			}
+			got, ginfo := readAll(t, s, key)
+			if !bytes.Equal(got, data) {
+				t.Errorf("%s: read back %d bytes that differ", key, len(got))
+			}
+			if ginfo.ETag != info.ETag {
+				t.Errorf("%s: Get's ETag %q, Commit's %q", key, ginfo.ETag, info.ETag)
+			}
+			if b.name == "s3" {
+				// S3 marks multipart objects' ETags with their part count.
+				wantParts := ""
+				if n > testPartSize {
+					wantParts = fmt.Sprintf("-%d", (n+testPartSize-1)/testPartSize)
+				}
+				if dash := strings.LastIndexByte(info.ETag, '-'); (dash >= 0) != (wantParts != "") ||
+					(dash >= 0 && info.ETag[dash:] != wantParts) {
+					t.Errorf("%s: ETag %q, want a multipart ETag ending in %q (empty: single PUT)", key, info.ETag, wantParts)
+				}
 			}
 		}
 	}
@@ -162,31 +209,35 @@ func testCreateSizes(t *testing.T, b backend, s Store) {
 	}
 }
 
-func testCreateExists(t *testing.T, b backend, s Store) {
-	first := []byte("first")
-	create(t, s, "k", first)
-	_, err := s.Create(context.Background(), "k", strings.NewReader("second"))
-	if !errors.Is(err, ErrExists) {
-		t.Fatalf("second Create: err = %v, want ErrExists", err)
-	}
-	if got, _ := readAll(t, s, "k"); !bytes.Equal(got, first) {
-		t.Errorf("after a refused Create, object = %q, want %q", got, first)
-	}
-}
-
-// testCreateExistsMultipart needs If-None-Match on CompleteMultipartUpload.
-func testCreateExistsMultipart(t *testing.T, b backend, s Store) {
-	first := payload(10, 1)
-	create(t, s, "big", first)
-	_, err := s.Create(context.Background(), "big", bytes.NewReader(payload(2*testPartSize+1, 2)))
-	if !errors.Is(err, ErrExists) {
-		t.Fatalf("multipart Create over an existing key: err = %v, want ErrExists", err)
-	}
-	if got, _ := readAll(t, s, "big"); !bytes.Equal(got, first) {
-		t.Errorf("after a refused multipart Create, object has %d bytes, want the first %d", len(got), len(first))
-	}
-	if p := b.pending(t, s, ""); len(p) != 0 {
-		t.Errorf("refused multipart Create left uploads: %q", p)
+// testCommitExists: a Commit over an existing key fails with ErrExists,
+// leaves the existing object as it was and nothing of its own, single PUT
+// or multipart (If-None-Match on CompleteMultipartUpload).
+func testCommitExists(t *testing.T, b backend, s Store) {
+	ctx := context.Background()
+	for i, n := range []int{5, testPartSize, testPartSize + 1, 3*testPartSize + 7} {
+		key := fmt.Sprintf("exists/%d", n)
+		first := payload(10, uint64(i))
+		create(t, s, key, first)
+		up, err := s.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, up, payload(n, 100+uint64(i)), 1<<20)
+		if _, err := up.Commit(ctx); !errors.Is(err, ErrExists) {
+			t.Fatalf("Commit of %d bytes over an existing key: err = %v, want ErrExists", n, err)
+		}
+		if err := up.Abort(ctx); err != nil {
+			t.Errorf("Abort after a refused Commit: %v", err)
+		}
+		if _, err := up.Commit(ctx); err == nil || errors.Is(err, ErrExists) {
+			t.Errorf("second Commit after a refused one: err = %v, want an error saying the upload is over", err)
+		}
+		if got, _ := readAll(t, s, key); !bytes.Equal(got, first) {
+			t.Errorf("after a refused Commit of %d bytes, object has %d bytes, want the first %d", n, len(got), len(first))
+		}
+		if p := b.pending(t, s, ""); len(p) != 0 {
+			t.Errorf("refused Commit of %d bytes left uploads: %q", n, p)
+		}
 	}
 }
 
@@ -200,7 +251,7 @@ func testCreateRace(t *testing.T, b backend, s Store) {
 		errs := make([]error, writers)
 		for w := range writers {
 			wg.Go(func() {
-				_, errs[w] = s.Create(context.Background(), key, bytes.NewReader(payload(size, uint64(w))))
+				_, errs[w] = Put(context.Background(), s, key, bytes.NewReader(payload(size, uint64(w))))
 			})
 		}
 		wg.Wait()
@@ -227,28 +278,94 @@ func testCreateRace(t *testing.T, b backend, s Store) {
 	}
 }
 
+// testAbort: an upload aborted at any point, with parts in flight or not,
+// leaves nothing, refuses further use, and frees its key.
+func testAbort(t *testing.T, b backend, s Store) {
+	ctx := context.Background()
+	for _, n := range []int{0, 10, testPartSize, testPartSize + 10, 3*testPartSize + 10} {
+		key := fmt.Sprintf("aborted/%d", n)
+		up, err := s.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, up, payload(n, 6), 1<<20)
+		if err := up.Abort(ctx); err != nil {
+			t.Fatalf("Abort after %d bytes: %v", n, err)
+		}
+		if err := up.Abort(ctx); err != nil {
+			t.Errorf("second Abort after %d bytes: %v", n, err)
+		}
+		if _, err := up.Write([]byte("more")); err == nil {
+			t.Errorf("Write after Abort succeeded")
+		}
+		if _, err := up.Commit(ctx); err == nil || errors.Is(err, ErrExists) {
+			t.Errorf("Commit after Abort: err = %v, want an error saying the upload is over", err)
+		}
+		if _, err := s.Head(ctx, key); !errors.Is(err, ErrNotExist) {
+			t.Errorf("after Abort of %d bytes, Head: err = %v, want ErrNotExist", n, err)
+		}
+		if p := b.pending(t, s, ""); len(p) != 0 {
+			t.Errorf("Abort of %d bytes left uploads: %q", n, p)
+		}
+		create(t, s, key, []byte("the key is free"))
+	}
+}
+
+func testAbortAfterCommit(t *testing.T, b backend, s Store) {
+	ctx := context.Background()
+	for _, n := range []int{10, testPartSize + 10} {
+		key := fmt.Sprintf("done/%d", n)
+		data := payload(n, 7)
+		up, err := s.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, up, data, 1<<20)
+		info, err := up.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Abort(ctx); err != nil {
+			t.Errorf("Abort after Commit: %v", err)
+		}
+		if _, err := up.Write([]byte("more")); err == nil {
+			t.Errorf("Write after Commit succeeded")
+		}
+		if _, err := up.Commit(ctx); err == nil {
+			t.Errorf("second Commit succeeded")
+		}
+		got, ginfo := readAll(t, s, key)
+		if !bytes.Equal(got, data) || ginfo.ETag != info.ETag {
+			t.Errorf("after Abort following Commit, object has %d bytes, ETag %q; want %d, %q", len(got), ginfo.ETag, n, info.ETag)
+		}
+	}
+	if p := b.pending(t, s, ""); len(p) != 0 {
+		t.Errorf("uploads left: %q", p)
+	}
+}
+
 var errBoom = errors.New("boom")
 
 func testReaderError(t *testing.T, b backend, s Store) {
 	for _, n := range []int{10, testPartSize + 10, 2*testPartSize + 10} {
 		key := fmt.Sprintf("broken/%d", n)
 		r := io.MultiReader(bytes.NewReader(payload(n, 3)), iotest.ErrReader(errBoom))
-		_, err := s.Create(context.Background(), key, r)
+		_, err := Put(context.Background(), s, key, r)
 		if !errors.Is(err, errBoom) {
-			t.Errorf("Create with a reader failing after %d bytes: err = %v, want errBoom", n, err)
+			t.Errorf("Put with a reader failing after %d bytes: err = %v, want errBoom", n, err)
 		}
 		if _, err := s.Head(context.Background(), key); !errors.Is(err, ErrNotExist) {
-			t.Errorf("after failed Create of %d bytes, Head: err = %v, want ErrNotExist", n, err)
+			t.Errorf("after failed Put of %d bytes, Head: err = %v, want ErrNotExist", n, err)
 		}
 	}
 	if p := b.pending(t, s, ""); len(p) != 0 {
-		t.Errorf("failed Creates left uploads: %q", p)
+		t.Errorf("failed Puts left uploads: %q", p)
 	}
 	// A reader whose error wraps io.EOF is a failure, not a clean end.
 	wrapped := fmt.Errorf("decoder: %w", io.EOF)
 	r := io.MultiReader(bytes.NewReader(payload(testPartSize+10, 3)), iotest.ErrReader(wrapped))
-	if _, err := s.Create(context.Background(), "broken/eof", r); !errors.Is(err, wrapped) {
-		t.Errorf("Create with a reader failing with a wrapped EOF: err = %v", err)
+	if _, err := Put(context.Background(), s, "broken/eof", r); !errors.Is(err, wrapped) {
+		t.Errorf("Put with a reader failing with a wrapped EOF: err = %v", err)
 	}
 	if _, err := s.Head(context.Background(), "broken/eof"); !errors.Is(err, ErrNotExist) {
 		t.Errorf("after a wrapped-EOF failure, Head: err = %v, want ErrNotExist", err)
@@ -272,22 +389,77 @@ func (c *cancelReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// testCancel: the end of the Create context fails the upload wherever it
+// is, and the end of the Commit context fails the Commit; nothing is left.
 func testCancel(t *testing.T, b backend, s Store) {
 	for _, after := range []int{0, testPartSize + 1} {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := &cancelReader{r: bytes.NewReader(payload(3*testPartSize, 4)), after: after, cancel: cancel}
-		key := fmt.Sprintf("cancelled/%d", after)
-		_, err := s.Create(ctx, key, r)
+		key := fmt.Sprintf("cancelled/put-%d", after)
+		_, err := Put(ctx, s, key, r)
 		cancel()
 		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Create cancelled after %d bytes: err = %v, want context.Canceled", after, err)
+			t.Errorf("Put cancelled after %d bytes: err = %v, want context.Canceled", after, err)
 		}
 		if _, err := s.Head(context.Background(), key); !errors.Is(err, ErrNotExist) {
-			t.Errorf("after cancelled Create, Head: err = %v, want ErrNotExist", err)
+			t.Errorf("after cancelled Put, Head: err = %v, want ErrNotExist", err)
 		}
 	}
+
+	// Cancelled between writes, with parts in flight or not.
+	for _, n := range []int{10, testPartSize + 10, 2*testPartSize + 10} {
+		ctx, cancel := context.WithCancel(context.Background())
+		key := fmt.Sprintf("cancelled/write-%d", n)
+		up, err := s.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, up, payload(n, 5), 1<<20)
+		cancel()
+		if _, err := up.Write([]byte("x")); !errors.Is(err, context.Canceled) {
+			t.Errorf("Write after cancel (%d bytes written): err = %v, want context.Canceled", n, err)
+		}
+		if _, err := up.Commit(context.Background()); !errors.Is(err, context.Canceled) {
+			t.Errorf("Commit after cancel (%d bytes written): err = %v, want context.Canceled", n, err)
+		}
+		if err := up.Abort(context.Background()); err != nil {
+			t.Errorf("Abort after cancel: %v", err)
+		}
+		if _, err := s.Head(context.Background(), key); !errors.Is(err, ErrNotExist) {
+			t.Errorf("after cancelled upload, Head: err = %v, want ErrNotExist", err)
+		}
+	}
+
+	// A Commit whose own context has ended.
+	for _, n := range []int{10, 2*testPartSize + 10} {
+		key := fmt.Sprintf("cancelled/commit-%d", n)
+		up, err := s.Create(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, up, payload(n, 5), 1<<20)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := up.Commit(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Commit with a cancelled context (%d bytes): err = %v, want context.Canceled", n, err)
+		}
+		// The clean-up ignores the cancellation of its context.
+		if err := up.Abort(ctx); err != nil {
+			t.Errorf("Abort with a cancelled context: %v", err)
+		}
+		if _, err := s.Head(context.Background(), key); !errors.Is(err, ErrNotExist) {
+			t.Errorf("after a cancelled Commit, Head: err = %v, want ErrNotExist", err)
+		}
+	}
+
+	// A Create whose context has ended already.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Create(ctx, "cancelled/create"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create with a cancelled context: err = %v, want context.Canceled", err)
+	}
 	if p := b.pending(t, s, ""); len(p) != 0 {
-		t.Errorf("cancelled Creates left uploads: %q", p)
+		t.Errorf("cancelled uploads left: %q", p)
 	}
 }
 
@@ -438,9 +610,13 @@ func testListAndDelete(t *testing.T, _ backend, s Store) {
 func testInvalidKeys(t *testing.T, _ backend, s Store) {
 	ctx := context.Background()
 	for _, key := range []string{"", "/abs", "a/", "a//b", "../escape", "a/../../escape", "./a", "a/.", "nul\x00", tempPrefix + "x", "a/" + tempPrefix} {
-		_, err := s.Create(ctx, key, strings.NewReader("x"))
-		if err == nil || errors.Is(err, ErrExists) {
-			t.Errorf("Create(%q): err = %v, want an invalid key error", key, err)
+		up, err := s.Create(ctx, key)
+		if err == nil {
+			up.Abort(ctx)
+			t.Errorf("Create(%q) succeeded, want an invalid key error", key)
+		}
+		if _, err := Put(ctx, s, key, strings.NewReader("x")); err == nil || errors.Is(err, ErrExists) {
+			t.Errorf("Put(%q): err = %v, want an invalid key error", key, err)
 		}
 		if _, err := s.Head(ctx, key); err == nil {
 			t.Errorf("Head(%q) succeeded", key)

@@ -107,6 +107,15 @@ func (c *Column) AppendBytes(rep uint8, v []byte) {
 	}
 }
 
+// appendString is AppendBytes for a string, without converting it.
+func (c *Column) appendString(rep uint8, v string) {
+	c.value(rep)
+	c.Bytes = append(c.Bytes, v...)
+	if c.Leaf.Physical == meta.TypeByteArray {
+		c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
+	}
+}
+
 // ByteArray returns BYTE_ARRAY value i (an index into the non-null values).
 func (c *Column) ByteArray(i int) []byte { return c.Bytes[c.Offsets[i]:c.Offsets[i+1]] }
 
@@ -114,6 +123,12 @@ func (c *Column) ByteArray(i int) []byte { return c.Bytes[c.Offsets[i]:c.Offsets
 func (c *Column) size() int {
 	return len(c.Rep) + len(c.Def) + len(c.Bool) + 4*len(c.Int32) + 8*len(c.Int64) +
 		12*len(c.Int96) + 4*len(c.Float) + 8*len(c.Double) + len(c.Bytes) + 4*len(c.Offsets)
+}
+
+// capacity is the bytes the column's buffers hold, by capacity.
+func (c *Column) capacity() int {
+	return cap(c.Rep) + cap(c.Def) + cap(c.Bool) + 4*cap(c.Int32) + 8*cap(c.Int64) +
+		12*cap(c.Int96) + 4*cap(c.Float) + 8*cap(c.Double) + cap(c.Bytes) + 4*cap(c.Offsets)
 }
 
 // reserve grows each buffer to f times its length.

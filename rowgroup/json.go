@@ -14,12 +14,20 @@ import (
 // `attrs["k"]`; it is empty for problems with the record as a whole.
 type RecordError struct {
 	Path   string // field path, with list indexes and map keys
-	Offset int    // byte offset in the record where the problem was found
+	Offset int    // byte offset in the record where the problem was found, or -1
 	Err    error  // what is wrong
+
+	// bare makes Error the reason alone: the VARIANT payload's reasons
+	// name their path and offset themselves.
+	bare bool
 }
 
-// Error returns "path: reason (at byte N)".
+// Error returns "json record: path: reason (at byte N)"; for the errors
+// of a VariantShredder, whose reasons say where they are, the reason.
 func (e *RecordError) Error() string {
+	if e.bare {
+		return e.Err.Error()
+	}
 	if e.Path == "" {
 		return fmt.Sprintf("json record: %v (at byte %d)", e.Err, e.Offset)
 	}
@@ -33,7 +41,8 @@ func (e *RecordError) Unwrap() error { return e.Err }
 type JSONOption func(*jsonOptions) error
 
 type jsonOptions struct {
-	ignoreUnknown bool
+	ignoreUnknown    bool
+	envelopeFromJSON bool
 }
 
 // IgnoreUnknownFields makes object members that the schema does not declare
@@ -42,6 +51,22 @@ type jsonOptions struct {
 func IgnoreUnknownFields() JSONOption {
 	return func(o *jsonOptions) error {
 		o.ignoreUnknown = true
+		return nil
+	}
+}
+
+// EnvelopeFromJSON makes a top-level EnvelopeField (_kafka) field an
+// ordinary field, filled from the record's _kafka member like any other,
+// whatever its shape. convert uses it: a file of JSON lines carries no
+// Kafka metadata, and a schema that names a field _kafka means that field.
+// Defaults to off: the _kafka group is the Kafka envelope (it must have
+// the shape of EnvelopeNode), which the Builder fills from each record's
+// Envelope; the shredder fills every other top-level field, and a _kafka
+// member at the top of a record is an unknown field (skipped with
+// IgnoreUnknownFields).
+func EnvelopeFromJSON() JSONOption {
+	return func(o *jsonOptions) error {
+		o.envelopeFromJSON = true
 		return nil
 	}
 }
@@ -73,7 +98,10 @@ type JSONShredder struct {
 	g    *RowGroup
 	root *jsonPlan
 	opts jsonOptions
-	undo recordUndo
+	undo recordUndo // for Append; Shred goes through b
+	b    *Builder   // Shred's rows, without an envelope
+
+	envelope bool // the schema has a top-level _kafka field, and EnvelopeFromJSON fills it
 
 	scan  jsonscan.Scanner
 	check jsonscan.Scanner // validates JSON text held in strings
@@ -114,7 +142,13 @@ func fieldStep(name string) pathElem { return pathElem{name: name, kind: pathFie
 func indexStep(i int) pathElem { return pathElem{index: i, kind: pathIndex} }
 
 // NewJSONShredder returns a shredder that appends to g. It fails when the
-// schema has a node JSON cannot fill.
+// schema has a node JSON cannot fill, or, without EnvelopeFromJSON, when
+// the schema's top-level _kafka field does not have the shape of
+// EnvelopeNode.
+//
+// The shredder is a Payload: it fills every top-level field but the
+// envelope group, and a Builder over g composes rows from its Append and
+// an Envelope.
 func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 	s := &JSONShredder{g: g}
 	for _, o := range opts {
@@ -123,19 +157,60 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		}
 	}
 	root := &jsonPlan{kind: planGroup, index: make(map[string]int)}
-	for i, f := range g.Schema().Fields() {
+	for _, f := range g.Schema().Fields() {
+		if f.Name == EnvelopeField {
+			if !s.opts.envelopeFromJSON {
+				continue // the Builder's
+			}
+			s.envelope = true
+		}
 		p, err := compilePlan(f, g.Columns())
 		if err != nil {
 			return nil, fmt.Errorf("json shredder: %w", err)
 		}
+		root.index[f.Name] = len(root.fields)
 		root.fields = append(root.fields, p)
-		root.index[f.Name] = i
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
 	s.root = root
 	s.undo.init(g)
+	var err error
+	if s.b, err = NewBuilder(g, s); err != nil {
+		return nil, fmt.Errorf("json shredder: %w", err)
+	}
 	return s, nil
+}
+
+func (s *JSONShredder) rowGroup() *RowGroup { return s.g }
+
+func (s *JSONShredder) fillsEnvelope() bool { return s.envelope }
+
+// Append fills the payload part of a row from value, one JSON object, as
+// Shred does, without ending the row: it makes the shredder a Payload for
+// a Builder. On error the row group is as before and the error is a
+// *RecordError.
+func (s *JSONShredder) Append(value []byte) error {
+	s.undo.begin(s.g)
+	if err := s.fill(value); err != nil {
+		s.undo.rollback(s.g)
+		return err
+	}
+	return nil
+}
+
+// fill appends the record's columns; on error the caller undoes them.
+func (s *JSONShredder) fill(line []byte) error {
+	s.scan.Reset(line)
+	s.line = line
+	if err := s.record(); err != nil {
+		if e, ok := err.(*RecordError); ok {
+			e.Path = s.pathString()
+		}
+		s.path = s.path[:0]
+		return err
+	}
+	return nil
 }
 
 // Shred parses line, which must hold one JSON object (one line of JSON
@@ -172,20 +247,12 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 //
 // Fraction digits beyond what a column keeps are an error unless they are
 // zeros: no value is rounded except floating point ones.
+//
+// Shred is Builder.Append without an Envelope: for a schema with the
+// envelope group (and without EnvelopeFromJSON) it fails on every record
+// with an error wrapping ErrEnvelope.
 func (s *JSONShredder) Shred(line []byte) error {
-	s.undo.begin(s.g)
-	s.scan.Reset(line)
-	s.line = line
-	if err := s.record(); err != nil {
-		s.undo.rollback(s.g)
-		if e, ok := err.(*RecordError); ok {
-			e.Path = s.pathString()
-		}
-		s.path = s.path[:0]
-		return err
-	}
-	s.g.EndRow()
-	return nil
+	return s.b.Append(line, nil)
 }
 
 func (s *JSONShredder) record() error {

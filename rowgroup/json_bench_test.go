@@ -2,7 +2,11 @@ package rowgroup
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/pqsink/pqsink/schema"
 )
 
 const clickSchema = `message click {
@@ -136,3 +140,57 @@ func BenchmarkJSONUnmarshalClickstream(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// benchmarkBuilder builds rows of the convert benchmark's records through
+// a Builder, with the Kafka envelope beside the payload or without it
+// (then the same as Shred), and reports ns/row.
+func benchmarkBuilder(b *testing.B, envelope bool) {
+	s := schema.MustParse(convertSchema)
+	if envelope {
+		s = withEnvelope(b, convertSchema)
+	}
+	g := New(s)
+	sh, err := NewJSONShredder(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := NewBuilder(g, sh)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([][]byte, len(convertLines))
+	envs := make([]*Envelope, len(convertLines))
+	size := 0
+	for i, l := range convertLines {
+		data[i] = []byte(l)
+		size += len(l)
+		if envelope {
+			envs[i] = &Envelope{
+				Topic: "clicks", Partition: 7, Offset: int64(1_000_000 + i), Timestamp: time.UnixMilli(1700000000000 + int64(i)),
+				Key: []byte(fmt.Sprintf("user-%d", i)), Headers: []Header{{Key: "trace-id", Value: []byte("4bf92f3577b34da6")}},
+			}
+		}
+	}
+	b.SetBytes(int64(size / len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%10000 == 0 {
+			g.Reset() // a flushed row group
+		}
+		k := i % len(data)
+		if err := rows.Append(data[k], envs[k]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/row")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkBuilderJSONEnvelope builds rows of the convert benchmark's
+// records with the Kafka envelope (a key and one header per record).
+func BenchmarkBuilderJSONEnvelope(b *testing.B) { benchmarkBuilder(b, true) }
+
+// BenchmarkBuilderJSON is the same records through the Builder without an
+// envelope; BenchmarkJSONShredConvert is them through Shred.
+func BenchmarkBuilderJSON(b *testing.B) { benchmarkBuilder(b, false) }

@@ -51,6 +51,18 @@ func (g *RowGroup) Size() int {
 	return n
 }
 
+// Capacity is the bytes the row group's buffers hold by capacity, values,
+// offsets and levels: what it costs in memory now, including room grown
+// for rows not yet appended and kept across Reset. It is at least Size.
+// It sums over the columns, so callers check it every few rows.
+func (g *RowGroup) Capacity() int {
+	n := 0
+	for _, c := range g.columns {
+		n += c.capacity()
+	}
+	return n
+}
+
 // Reserve grows every column's buffers to hold about rows rows,
 // extrapolating from the rows already held, so that a row group filling up
 // to its target size does not regrow (and copy) its buffers on the way.

@@ -2,16 +2,19 @@ package rowgroup
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
+	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
 )
 
 // VariantShredder fills a row group whose schema is one VARIANT field,
-// shredded or not, with one Variant per record: the whole record is the
-// value (JSON text with ShredJSON, or Variant bytes with ShredVariant).
+// shredded or not, and optionally the Kafka envelope group beside it, with
+// one Variant per record: the whole record is the value (JSON text with
+// ShredJSON or Append, or Variant bytes with ShredVariant).
 //
 // The shredding follows VariantShredding.md: each value goes to its
 // typed_value when the shape's type holds it (see variant.Shape.Match)
@@ -34,7 +37,30 @@ type VariantShredder struct {
 	meta     []byte
 	val      []byte
 	mark     Mark
-	needMark bool // some pair lacks a value column, so a record can fail half-way
+	needMark bool       // some pair lacks a value column, so a record can fail half-way
+	b        *Builder   // ShredJSON's rows, without an envelope
+	undo     recordUndo // for Append
+	column   string     // the VARIANT field's name
+}
+
+// VariantOption configures a VariantShredder.
+type VariantOption func(*variantOptions) error
+
+type variantOptions struct {
+	column string
+}
+
+// VariantColumn names the top-level VARIANT field the shredder fills. A
+// VARIANT field named _kafka this way is the payload, not the envelope.
+// Defaults to the schema's only top-level VARIANT group other than _kafka.
+func VariantColumn(name string) VariantOption {
+	return func(o *variantOptions) error {
+		if name == "" {
+			return fmt.Errorf("variant shredder: empty column name")
+		}
+		o.column = name
+		return nil
+	}
 }
 
 // variantPlan is one value/typed_value pair of the schema.
@@ -55,30 +81,83 @@ type variantPlan struct {
 }
 
 // NewVariantShredder returns a shredder for g, whose schema must consist
-// of one VARIANT group (see VariantNode) and nothing else.
-func NewVariantShredder(g *RowGroup) (*VariantShredder, error) {
-	fields := g.Schema().Fields()
-	if len(fields) != 1 || fields[0].Logical.Kind != schema.Variant {
-		return nil, fmt.Errorf("variant shredder: schema must be one VARIANT field, has %d fields", len(fields))
+// of one VARIANT group (see VariantNode) and, optionally, the envelope
+// group EnvelopeField (see EnvelopeNode), which a Builder fills. The
+// VARIANT group is the one VariantColumn names, or the only one.
+func NewVariantShredder(g *RowGroup, opts ...VariantOption) (*VariantShredder, error) {
+	var o variantOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
 	}
-	top := fields[0]
+	top, err := variantField(g.Schema().Fields(), o.column)
+	if err != nil {
+		return nil, fmt.Errorf("variant shredder: %w", err)
+	}
 	shape, err := VariantShape(top)
 	if err != nil {
 		return nil, fmt.Errorf("variant shredder: %w", err)
 	}
-	s := &VariantShredder{g: g, enc: variant.NewEncoder()}
-	meta := top.Field("metadata")
-	s.metadata = g.Column(meta.Column)
+	md := top.Field("metadata")
+	if md == nil || !md.IsLeaf() || md.Physical != meta.TypeByteArray || md.Repetition != schema.Required {
+		return nil, fmt.Errorf("variant shredder: %s: a VARIANT group needs a required binary metadata field", top.PathString())
+	}
+	s := &VariantShredder{g: g, enc: variant.NewEncoder(), column: top.Name}
+	s.metadata = g.Column(md.Column)
 	sh := shape
 	s.root, err = s.plan(top, &sh, "$")
 	if err != nil {
 		return nil, fmt.Errorf("variant shredder: %w", err)
 	}
-	if top.Field("value").Repetition == schema.Required && shape.Typed() {
+	if v := top.Field("value"); v != nil && v.Repetition == schema.Required && shape.Typed() {
 		return nil, fmt.Errorf("variant shredder: %s: value must be optional beside typed_value", top.PathString())
 	}
+	if s.b, err = NewBuilder(g, s); err != nil {
+		return nil, fmt.Errorf("variant shredder: %w", err)
+	}
+	s.undo.init(g)
 	return s, nil
 }
+
+// variantField finds the VARIANT field among the top-level fields, which
+// may only add the envelope beside it.
+func variantField(fields []*schema.Node, name string) (*schema.Node, error) {
+	var top *schema.Node
+	n := 0
+	for _, f := range fields {
+		switch {
+		case name != "" && f.Name == name:
+			if f.Logical.Kind != schema.Variant {
+				return nil, fmt.Errorf("field %s is not a VARIANT group", name)
+			}
+			top = f
+		case f.Name == EnvelopeField:
+		case name == "" && f.Logical.Kind == schema.Variant:
+			top = f
+			n++
+		}
+	}
+	others := len(fields) - 1
+	for _, f := range fields {
+		if f.Name == EnvelopeField && f != top {
+			others--
+		}
+	}
+	switch {
+	case name != "" && top == nil:
+		return nil, fmt.Errorf("schema has no top-level field %s", name)
+	case top == nil || n > 1 || others > 0:
+		return nil, fmt.Errorf("schema must be one VARIANT field, optionally with %s beside it, has %d fields", EnvelopeField, len(fields))
+	}
+	return top, nil
+}
+
+func (s *VariantShredder) rowGroup() *RowGroup { return s.g }
+
+// fillsEnvelope is true only for a VARIANT column that VariantColumn
+// names _kafka: the user's column, not the envelope.
+func (s *VariantShredder) fillsEnvelope() bool { return s.column == EnvelopeField }
 
 // plan builds the plan of the pair group g, shredded by shape.
 func (s *VariantShredder) plan(g *schema.Node, shape *variant.Shape, path string) (*variantPlan, error) {
@@ -121,28 +200,78 @@ func (s *VariantShredder) plan(g *schema.Node, shape *variant.Shape, path string
 
 // ShredJSON converts one JSON document to a Variant and appends it as a
 // row. A document that is not valid JSON, or that a schema without some
-// value column cannot hold, leaves the row group as it was.
+// value column cannot hold, leaves the row group as it was, and the
+// error is a *RecordError. It is Builder.Append without an Envelope, so
+// it fails for a schema with the envelope group.
 func (s *VariantShredder) ShredJSON(json []byte) error {
-	var err error
-	s.meta, s.val, err = s.enc.AppendJSON(s.meta[:0], s.val[:0], json)
-	if err != nil {
+	return s.b.Append(json, nil)
+}
+
+// Append fills the VARIANT part of a row from value, one JSON document,
+// as ShredJSON does, without ending the row: it makes the shredder a
+// Payload for a Builder. On error the row group is as before and the
+// error is a *RecordError.
+func (s *VariantShredder) Append(value []byte) error {
+	s.undo.begin(s.g)
+	if err := s.fill(value); err != nil {
+		s.undo.rollback(s.g)
 		return err
 	}
-	return s.shred(s.meta, s.val)
+	return nil
+}
+
+// fill appends the Variant of the JSON document json; on error the caller
+// undoes what was appended.
+func (s *VariantShredder) fill(json []byte) error {
+	var err error
+	s.meta, s.val, err = s.enc.AppendJSON(s.meta[:0], s.val[:0], json)
+	if err == nil {
+		err = s.put(s.meta, s.val)
+	}
+	if err != nil {
+		return recordError(err)
+	}
+	return nil
+}
+
+// recordError wraps an error of the Variant encoder or of shredding: its
+// message already says where the problem is.
+func recordError(err error) *RecordError {
+	e := &RecordError{Offset: -1, Err: err, bare: true}
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		e.Offset = se.Offset
+	}
+	return e
 }
 
 // ShredVariant appends the Variant (metadata, value) as a row. The bytes
 // are validated first (variant.Validate), so a malformed Variant is
-// rejected as a whole and never reaches a value column.
+// rejected as a whole and never reaches a value column. It fails for a
+// schema with the envelope group.
 func (s *VariantShredder) ShredVariant(metadata, value []byte) error {
+	if s.b.HasEnvelope() {
+		return s.b.envelopeError(false)
+	}
 	if err := variant.Validate(metadata, value); err != nil {
 		return err
 	}
-	return s.shred(metadata, value)
+	if s.needMark {
+		s.g.Mark(&s.mark)
+	}
+	if err := s.put(metadata, value); err != nil {
+		if s.needMark {
+			s.g.Rollback(&s.mark)
+		}
+		return err
+	}
+	s.g.EndRow()
+	return nil
 }
 
-// shred appends a valid Variant as a row.
-func (s *VariantShredder) shred(metadata, value []byte) error {
+// put appends a valid Variant to the VARIANT columns, without ending the
+// row. On error the caller undoes what was appended.
+func (s *VariantShredder) put(metadata, value []byte) error {
 	m, err := variant.ParseMetadata(metadata)
 	if err != nil {
 		return err
@@ -151,18 +280,8 @@ func (s *VariantShredder) shred(metadata, value []byte) error {
 	if err != nil {
 		return err
 	}
-	if s.needMark {
-		s.g.Mark(&s.mark)
-	}
 	s.metadata.AppendBytes(0, metadata)
-	if err := s.write(s.root, v, 0); err != nil {
-		if s.needMark {
-			s.g.Rollback(&s.mark)
-		}
-		return err
-	}
-	s.g.EndRow()
-	return nil
+	return s.write(s.root, v, 0)
 }
 
 // write appends the present value v to the pair p.

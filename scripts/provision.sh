@@ -4,7 +4,10 @@
 #     changed since the last install (a stamp inside node_modules records it);
 #   - a MinIO server binary in ${PQSINK_CACHE:-$HOME/.cache/pqsink}/bin/minio,
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
-#     pin changes (a stamp next to the binary records it).
+#     pin changes (a stamp next to the binary records it);
+#   - kcat (Debian's package), the independent librdkafka client of
+#     test/sink_kcat_test.go, installed with apt-get when not on PATH (as
+#     root, or through sudo).
 # Caches live outside the repository (npm's ~/.npm, Go's module and build
 # caches, PQSINK_CACHE), so a fresh clone provisions in seconds after the
 # first run. The first MinIO build takes several minutes.
@@ -60,5 +63,24 @@ else
 	mv -f "$tmp" "$minio_bin"
 	trap - EXIT
 	echo "$want_stamp" >"$minio_stamp"
+	done_step
+fi
+
+# --- kcat (Debian package) ---------------------------------------------------
+if command -v kcat >/dev/null; then
+	echo "provision: kcat is installed ($(command -v kcat))"
+else
+	command -v apt-get >/dev/null || die "kcat is not installed and there is no apt-get: install kcat (librdkafka's command-line client) by hand"
+	if [[ $(id -u) == 0 ]]; then
+		apt=(env DEBIAN_FRONTEND=noninteractive)
+	elif command -v sudo >/dev/null; then
+		apt=(sudo env DEBIAN_FRONTEND=noninteractive)
+	else
+		die "kcat is not installed, and installing it needs root or sudo: run 'apt-get install kcat' as root"
+	fi
+	step "installing kcat with apt-get"
+	"${apt[@]}" apt-get update -qq
+	"${apt[@]}" apt-get install -y -qq --no-install-recommends kcat >/dev/null
+	command -v kcat >/dev/null || die "apt-get installed kcat, but it is not on PATH"
 	done_step
 fi

@@ -235,17 +235,13 @@ func Statistics(enabled bool) Option {
 	}
 }
 
-// KeyValue adds an entry to the file's key_value_metadata. A later entry
-// with the same key replaces an earlier one.
+// KeyValue adds an entry to the key_value_metadata of every file the
+// Writer writes, the first and those after Reset. A later entry with the
+// same key replaces an earlier one, and Writer.SetKeyValue replaces it for
+// one file.
 func KeyValue(key, value string) Option {
 	return func(c *config) error {
-		for i := range c.keyValues {
-			if c.keyValues[i].Key == key {
-				c.keyValues[i].Value = &value
-				return nil
-			}
-		}
-		c.keyValues = append(c.keyValues, meta.KeyValue{Key: key, Value: &value})
+		c.keyValues = setKeyValue(c.keyValues, key, value)
 		return nil
 	}
 }

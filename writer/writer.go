@@ -42,6 +42,7 @@ type Writer struct {
 	rowGroups []meta.RowGroup
 	indexes   [][]pageIndex // per row group, per column
 	numRows   int64
+	keyValues []meta.KeyValue // this file's, from SetKeyValue
 	closed    bool
 	err       error // sticky: a failed write leaves the file unusable
 }
@@ -90,7 +91,49 @@ func (w *Writer) Reset(out io.Writer) error {
 	w.out = countingWriter{w: out}
 	w.rowGroups, w.indexes = nil, nil
 	w.numRows, w.closed, w.err = 0, false, nil
+	w.keyValues = w.keyValues[:0]
 	return w.write([]byte(magic))
+}
+
+// SetKeyValue sets an entry of this file's key_value_metadata, which the
+// footer gets at Close: for what is known only at the end, such as the
+// file's last Kafka offset and record count. A later call with the same
+// key replaces the value, and so does it replace a KeyValue option's
+// value, which is the default of every file. Entries set here belong to
+// the current file: Reset drops them. After Close it has no effect.
+func (w *Writer) SetKeyValue(key, value string) {
+	if w.closed {
+		return
+	}
+	w.keyValues = setKeyValue(w.keyValues, key, value)
+}
+
+// setKeyValue replaces the value of key in kvs, or appends the entry.
+func setKeyValue(kvs []meta.KeyValue, key, value string) []meta.KeyValue {
+	for i := range kvs {
+		if kvs[i].Key == key {
+			kvs[i].Value = &value
+			return kvs
+		}
+	}
+	return append(kvs, meta.KeyValue{Key: key, Value: &value})
+}
+
+// footerKeyValues merges the writer's defaults (the KeyValue options) with
+// the file's own entries, which win: defaults first, in their order, then
+// the file's other keys in the order they were first set. The result is a
+// new slice, so the footer returned by Close shares nothing with the
+// writer.
+func (w *Writer) footerKeyValues() []meta.KeyValue {
+	if len(w.cfg.keyValues) == 0 && len(w.keyValues) == 0 {
+		return nil
+	}
+	kvs := make([]meta.KeyValue, 0, len(w.cfg.keyValues)+len(w.keyValues))
+	kvs = append(kvs, w.cfg.keyValues...)
+	for _, kv := range w.keyValues {
+		kvs = setKeyValue(kvs, kv.Key, *kv.Value)
+	}
+	return kvs
 }
 
 // Offset is the number of bytes written so far.
@@ -182,7 +225,7 @@ func (w *Writer) Close() (*meta.FileMetaData, error) {
 		Schema:           w.schema.Elements(),
 		NumRows:          w.numRows,
 		RowGroups:        w.rowGroups,
-		KeyValueMetadata: w.cfg.keyValues,
+		KeyValueMetadata: w.footerKeyValues(),
 		CreatedBy:        &w.cfg.createdBy,
 	}
 	if fmd.RowGroups == nil {

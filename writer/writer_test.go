@@ -312,3 +312,71 @@ func TestWriterMetadataTellsTheTruth(t *testing.T) {
 		t.Errorf("bloom filter on n misses -3 (%v)", err)
 	}
 }
+
+// footerKV returns the key_value_metadata of a finished file.
+func footerKV(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	n := binary.LittleEndian.Uint32(data[len(data)-8:])
+	var fmd meta.FileMetaData
+	if _, err := fmd.Decode(data[len(data)-8-int(n) : len(data)-8]); err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{}
+	for _, e := range fmd.KeyValueMetadata {
+		if _, dup := kv[e.Key]; dup {
+			t.Errorf("key %q twice in the footer", e.Key)
+		}
+		kv[e.Key] = *e.Value
+	}
+	return kv
+}
+
+// TestWriterSetKeyValue: SetKeyValue entries reach the footer, replace
+// earlier ones and the KeyValue options' defaults, and belong to one file:
+// Reset drops them and the defaults come back.
+func TestWriterSetKeyValue(t *testing.T) {
+	s := schema.MustParse(flatSchema)
+	g := rowgroup.New(s)
+	fillFlat(g, 10)
+	var first bytes.Buffer
+	w, err := writer.New(&first, s, writer.KeyValue("pqsink.version", "test"), writer.KeyValue("team", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetKeyValue("pqsink.kafka.last_offset", "41")
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	w.SetKeyValue("pqsink.kafka.last_offset", "42") // known only at the end
+	w.SetKeyValue("team", "b")
+	md, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pqsink.version": "test", "team": "b", "pqsink.kafka.last_offset": "42"}
+	if got := footerKV(t, first.Bytes()); !reflect.DeepEqual(got, want) {
+		t.Errorf("first file: %v, want %v", got, want)
+	}
+	if len(md.KeyValueMetadata) != 3 || md.KeyValueMetadata[0].Key != "pqsink.version" || md.KeyValueMetadata[2].Key != "pqsink.kafka.last_offset" {
+		t.Errorf("Close's metadata: %v", md.KeyValueMetadata)
+	}
+	w.SetKeyValue("after", "close") // no effect
+
+	var second bytes.Buffer
+	if err := w.Reset(&second); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{"pqsink.version": "test", "team": "a"}
+	if got := footerKV(t, second.Bytes()); !reflect.DeepEqual(got, want) {
+		t.Errorf("after Reset: %v, want %v", got, want)
+	}
+	if *md.KeyValueMetadata[1].Value != "b" {
+		t.Errorf("the first file's metadata changed after Reset: %v", md.KeyValueMetadata)
+	}
+}

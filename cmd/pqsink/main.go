@@ -1,6 +1,7 @@
 // Command pqsink lands Kafka streams in object storage as Parquet and
 // replays them back. Its subcommands:
 //
+//	pqsink run --config FILE              the sink daemon: Kafka to Parquet in an object store
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines to one Parquet file
 //	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
 //	pqsink version                        the version and build
@@ -30,6 +31,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"run", "archive Kafka topics into an object store as Parquet (the daemon)", runRun},
+		{"demo", "run the whole pipeline on an in-process Kafka into ./pqsink-demo", runDemo},
+		{"bench", "measure the sink end to end on generated events", runBench},
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},
 		{"inspect", "show a Parquet file's metadata, schema or rows", runInspect},
 		{"version", "print the version and build", runVersion},
@@ -65,6 +69,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stderr)
 		if len(args) == 0 {
 			return 2
+		}
+		return 0
+	}
+	if args[0] == "__broker" {
+		if err := runBroker(ctx, args[1:], stdin, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "pqsink __broker: %v\n", err)
+			return 1
 		}
 		return 0
 	}

@@ -178,7 +178,7 @@ func TestInspectS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := store.Create(ctx, "landing/out.parquet", f); err != nil {
+	if _, err := objstore.Put(ctx, store, "landing/out.parquet", f); err != nil {
 		t.Fatal(err)
 	}
 	url := "s3://" + bucket + "/landing/out.parquet?endpoint=" + srv.Endpoint + "&path_style=true&region=" + srv.Region

@@ -114,3 +114,46 @@ message m {
 		t.Errorf("bad line: exit %d, %q", code, stderr)
 	}
 }
+
+// TestConvertSchemaVariantField: a --schema message may declare VARIANT
+// fields among typed ones; each takes any JSON value.
+func TestConvertSchemaVariantField(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", `message m {
+  required int64 id;
+  required group attrs (VARIANT) { required binary metadata; required binary value; }
+  optional group extra (VARIANT(1)) { required binary metadata; required binary value; }
+}`)
+	input := `{"id":1,"attrs":{"color":"red","sizes":[1,2.5]},"extra":[true,null]}
+{"id":2,"attrs":"text","extra":null}
+{"id":3,"attrs":null}
+`
+	in := writeFile(t, dir, "in.jsonl", input)
+	out := filepath.Join(dir, "out.parquet")
+	if code, _, stderr := pqsink(t, "", "convert", "--quiet", "--schema", schemaFile, in, out); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	code, rows, stderr := pqsink(t, "", "inspect", "rows", "--json", out)
+	if code != 0 {
+		t.Fatalf("inspect rows: %s", stderr)
+	}
+	want := []string{
+		`{"id":1,"attrs":{"color":"red","sizes":[1,2.5]},"extra":[true,null]}`,
+		`{"id":2,"attrs":"text","extra":null}`,
+		`{"id":3,"attrs":null,"extra":null}`,
+	}
+	got := strings.Split(strings.TrimSpace(rows), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("rows:\n%s", rows)
+	}
+	for i := range want {
+		var g, w any
+		if err := json.Unmarshal([]byte(got[i]), &g); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal([]byte(want[i]), &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("row %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+}

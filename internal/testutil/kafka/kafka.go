@@ -22,7 +22,16 @@ type Cluster struct {
 // clients), and stops it when the test ends.
 func Start(t testing.TB, partitions int32, topics ...string) *Cluster {
 	t.Helper()
+	return StartWith(t, nil, partitions, topics...)
+}
+
+// StartWith is Start with extra kfake options, such as
+// kfake.GroupMinSessionTimeout for tests that kill group members and want
+// their sessions to expire quickly.
+func StartWith(t testing.TB, extra []kfake.Opt, partitions int32, topics ...string) *Cluster {
+	t.Helper()
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(int(partitions))}
+	opts = append(opts, extra...)
 	if len(topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(partitions, topics...))
 	}

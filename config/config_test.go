@@ -1,0 +1,717 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// example is the config users' scripts rely on; it must keep loading.
+const example = `kafka:
+  brokers: [127.0.0.1:9092]
+  group: pqsink-archive
+  topics: [events]            # or topic_regex: '^events\..*'
+  start: earliest             # when the group has no committed offset: earliest | latest
+  # sasl: {mechanism: SCRAM-SHA-512, username: ..., password: ${KAFKA_PASSWORD}}   tls: {ca_file: ..., cert_file: ..., key_file: ...}
+store:
+  url: s3://archive/raw       # or file:///var/lib/pqsink/out
+  endpoint: http://127.0.0.1:9000
+  region: us-east-1
+  path_style: true
+  access_key: ${S3_ACCESS_KEY}
+  secret_key: ${S3_SECRET_KEY}
+format:
+  type: json                  # json | variant   (avro comes later)
+  schema_file: events.schema  # message syntax, for json; variant needs none
+envelope: true                # _kafka group: topic, partition, offset, timestamp, key, headers
+path: "{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"
+rotate:
+  records: 1000000
+  bytes: 256MiB
+  interval: 10m
+parquet:
+  codec: zstd
+  row_group_bytes: 64MiB
+memory:
+  limit: 512MiB
+metrics:
+  listen: 127.0.0.1:9102
+`
+
+// envOf returns a lookup function over a fixed set of variables.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// writeFiles creates files (with placeholder content) in dir.
+func writeFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLoadExample(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, "events.schema")
+	path := filepath.Join(dir, "pqsink.yaml")
+	if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := envOf(map[string]string{"S3_ACCESS_KEY": "minioadmin", "S3_SECRET_KEY": "minio-secret"})
+	got, err := Load(path, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := &Config{
+		Kafka: Kafka{
+			Brokers:           []string{"127.0.0.1:9092"},
+			Group:             "pqsink-archive",
+			Topics:            []string{"events"},
+			Start:             "earliest",
+			ClientID:          "pqsink",
+			Fetch:             Fetch{MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond},
+			SessionTimeout:    30 * time.Second,
+			HeartbeatInterval: 3 * time.Second,
+			RebalanceTimeout:  30 * time.Second,
+			CommitTimeout:     30 * time.Second,
+		},
+		Store: Store{
+			URL:               "s3://archive/raw",
+			Endpoint:          "http://127.0.0.1:9000",
+			Region:            "us-east-1",
+			PathStyle:         true,
+			AccessKey:         "minioadmin",
+			SecretKey:         "minio-secret",
+			PartSize:          8 << 20,
+			ConditionalWrites: true,
+			StaleUploadAge:    24 * time.Hour,
+			MaxRetries:        10,
+		},
+		Format: Format{
+			Type:        "json",
+			SchemaFile:  filepath.Join(dir, "events.schema"),
+			Column:      "payload",
+			Shred:       "auto",
+			ShredSample: 10000,
+		},
+		Envelope:     true,
+		Path:         "{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet",
+		Timezone:     time.UTC,
+		TimezoneName: "UTC",
+		Rotate:       Rotate{Records: 1000000, Bytes: 256 << 20, Interval: 10 * time.Minute},
+		Parquet: Parquet{
+			Codec: "zstd", RowGroupBytes: 64 << 20, PageBytes: 1 << 20, PageVersion: 1,
+			Dictionary: true, PageIndex: true, Checksums: true, StatsTruncate: 64,
+		},
+		Memory:          Memory{Limit: 512 << 20},
+		Metrics:         Metrics{Listen: "127.0.0.1:9102"},
+		Log:             Log{Format: "text", Level: "info"},
+		Shutdown:        "finish",
+		ShutdownTimeout: 30 * time.Second,
+		MaxRecordBytes:  64 << 20,
+		Errors:          "fail",
+		Dir:             dir,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load(example):\n got %+v\nwant %+v", got, want)
+	}
+	if got.Store.SecretKey.Value() != "minio-secret" {
+		t.Errorf("SecretKey.Value() = %q", got.Store.SecretKey.Value())
+	}
+
+	// The same file without the variables fails, naming both of them.
+	_, err = Load(path, envOf(nil))
+	for _, s := range []string{
+		"config line 12: store.access_key: environment variable S3_ACCESS_KEY is not set",
+		"config line 13: store.secret_key: environment variable S3_SECRET_KEY is not set",
+	} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("Load without env: error %v, want it to contain %q", err, s)
+		}
+	}
+}
+
+// TestDefaults spells out every default, as docs/config.md and the field
+// comments state them.
+func TestDefaults(t *testing.T) {
+	got, err := Parse([]byte(`
+kafka: {brokers: [b:9092], group: g, topics: [t]}
+store: {url: "file:///var/lib/pqsink/out"}
+format: {type: variant}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, _ := os.Getwd()
+	want := &Config{
+		Kafka: Kafka{
+			Brokers: []string{"b:9092"}, Group: "g", Topics: []string{"t"},
+			Start:             "earliest",
+			ClientID:          "pqsink",
+			Fetch:             Fetch{MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond},
+			SessionTimeout:    30 * time.Second,
+			HeartbeatInterval: 3 * time.Second,
+			RebalanceTimeout:  30 * time.Second,
+			CommitTimeout:     30 * time.Second,
+		},
+		Store: Store{
+			URL:               "file:///var/lib/pqsink/out",
+			PartSize:          8 << 20,
+			ConditionalWrites: true,
+			StaleUploadAge:    24 * time.Hour,
+			MaxRetries:        10,
+		},
+		Format:       Format{Type: "variant", Column: "payload", Shred: "auto", ShredSample: 10000},
+		Envelope:     true,
+		Path:         "{topic}/{topic}+{partition}+{first_offset}.parquet",
+		Timezone:     time.UTC,
+		TimezoneName: "UTC",
+		Rotate:       Rotate{Records: 1000000, Bytes: 256 << 20, Interval: 10 * time.Minute, Schedule: 0},
+		Parquet: Parquet{
+			Codec:         "zstd",
+			RowGroupBytes: 64 << 20,
+			PageBytes:     1 << 20,
+			PageVersion:   1,
+			Dictionary:    true,
+			PageIndex:     true,
+			Checksums:     true,
+			StatsTruncate: 64,
+		},
+		Memory:          Memory{Limit: 512 << 20},
+		Log:             Log{Format: "text", Level: "info"},
+		Shutdown:        "finish",
+		ShutdownTimeout: 30 * time.Second,
+		MaxRecordBytes:  64 << 20,
+		Errors:          "fail",
+		Dir:             cwd,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+	if got.Kafka.SASL != nil || got.Kafka.TLS != nil {
+		t.Errorf("SASL, TLS = %v, %v; want nil when absent", got.Kafka.SASL, got.Kafka.TLS)
+	}
+}
+
+// TestEverySetting sets every key to a non-default value.
+func TestEverySetting(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, "ca.pem", "cert.pem", "key.pem", "events.schema")
+	path := filepath.Join(dir, "c.yaml")
+	text := `
+kafka:
+  brokers: "k1:9092, k2:9093"
+  group: g
+  topic_regex: '^events\..*$'
+  start: LATEST
+  client_id: me
+  sasl: {mechanism: scram-sha-256, username: u, password: p}
+  tls: {ca_file: ca.pem, cert_file: ./cert.pem, key_file: KEY, insecure_skip_verify: true, server_name: kafka.local}
+  fetch: {min_bytes: 1KiB, max_bytes: 1MB, max_wait: 1s}
+  session_timeout: 45s
+  heartbeat_interval: 5s
+  rebalance_timeout: 1m
+  commit_timeout: 10s
+store:
+  url: s3://bucket
+  endpoint: https://s3.example.com
+  region: eu-west-1
+  path_style: false
+  access_key: ak
+  secret_key: sk
+  session_token: tok
+  part_size: 16MiB
+  conditional_writes: false
+  sse: aws:kms
+  sse_kms_key_id: key-1
+  stale_upload_age: 2h
+  max_retries: 0
+format: {type: json, schema_file: events.schema, ignore_unknown_fields: true}
+envelope: false
+path: "{topic}/{partition}/{first_offset}.parquet"
+time_field: meta.created_at
+timezone: Europe/Berlin
+rotate: {records: 0, bytes: 0, interval: 0, schedule: 1h}
+parquet:
+  codec: ZSTD:3
+  row_group_bytes: 32MiB
+  page_bytes: 512KiB
+  page_version: 2
+  dictionary: false
+  page_index: false
+  checksums: false
+  bloom_filters: [user_id, "user.email:0.001"]
+  stats_truncate: 0
+memory: {limit: 1GiB}
+metrics: {listen: ":9102"}
+log: {format: json, level: debug}
+shutdown: abandon
+shutdown_timeout: 1m
+max_record_bytes: 1_048_576
+errors: skip
+`
+	if err := os.WriteFile(path, []byte(strings.Replace(text, "KEY", filepath.Join(dir, "key.pem"), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	want := &Config{
+		Kafka: Kafka{
+			Brokers: []string{"k1:9092", "k2:9093"}, Group: "g", TopicRegex: `^events\..*$`,
+			Start: "latest", ClientID: "me",
+			SASL: &SASL{Mechanism: "SCRAM-SHA-256", Username: "u", Password: "p"},
+			TLS: &TLS{
+				CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"),
+				InsecureSkipVerify: true, ServerName: "kafka.local",
+			},
+			Fetch:             Fetch{MinBytes: 1024, MaxBytes: 1000000, MaxWait: time.Second},
+			SessionTimeout:    45 * time.Second,
+			HeartbeatInterval: 5 * time.Second,
+			RebalanceTimeout:  time.Minute,
+			CommitTimeout:     10 * time.Second,
+		},
+		Store: Store{
+			URL: "s3://bucket", Endpoint: "https://s3.example.com", Region: "eu-west-1",
+			AccessKey: "ak", SecretKey: "sk", SessionToken: "tok", PartSize: 16 << 20,
+			SSE: "aws:kms", SSEKMSKeyID: "key-1", StaleUploadAge: 2 * time.Hour,
+		},
+		Format: Format{
+			Type: "json", SchemaFile: filepath.Join(dir, "events.schema"), IgnoreUnknownFields: true,
+			Column: "payload", Shred: "auto", ShredSample: 10000,
+		},
+		Path:         "{topic}/{partition}/{first_offset}.parquet",
+		TimeField:    "meta.created_at",
+		Timezone:     berlin,
+		TimezoneName: "Europe/Berlin",
+		Rotate:       Rotate{Schedule: time.Hour},
+		Parquet: Parquet{
+			Codec: "zstd:3", RowGroupBytes: 32 << 20, PageBytes: 512 << 10, PageVersion: 2,
+			BloomFilters: []string{"user_id", "user.email:0.001"},
+		},
+		Memory:          Memory{Limit: 1 << 30},
+		Metrics:         Metrics{Listen: ":9102"},
+		Log:             Log{Format: "json", Level: "debug"},
+		Shutdown:        "abandon",
+		ShutdownTimeout: time.Minute,
+		MaxRecordBytes:  1 << 20,
+		Errors:          "skip",
+		Dir:             dir,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Load:\n got %+v\nwant %+v", c, want)
+	}
+	if !reflect.DeepEqual(c.Kafka.SASL, want.Kafka.SASL) || !reflect.DeepEqual(c.Kafka.TLS, want.Kafka.TLS) {
+		t.Errorf("SASL, TLS = %+v, %+v", *c.Kafka.SASL, *c.Kafka.TLS)
+	}
+}
+
+func TestVariantSettings(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, "fields.txt")
+	path := filepath.Join(dir, "c.yaml")
+	text := `
+kafka:
+  brokers: [b:9092]
+  group: g
+  topics: t1,t2
+store: {url: "file:///out"}
+format: {type: variant, column: doc, shred: fields.txt, shred_sample: 500}
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Format{Type: "variant", Column: "doc", Shred: filepath.Join(dir, "fields.txt"), ShredSample: 500}
+	if c.Format != want {
+		t.Errorf("Format = %+v, want %+v", c.Format, want)
+	}
+	if !reflect.DeepEqual(c.Kafka.Topics, []string{"t1", "t2"}) {
+		t.Errorf("Topics = %q", c.Kafka.Topics)
+	}
+	for _, shred := range []string{"none", "auto", "None"} {
+		c, err := Parse([]byte(strings.Replace(text, "fields.txt", shred, 1)), nil)
+		if err != nil || c.Format.Shred != strings.ToLower(shred) {
+			t.Errorf("shred: %s gave %v, %v", shred, c, err)
+		}
+	}
+}
+
+// testDir holds files that the invalid cases refer to by ${DIR}.
+func testDir(t *testing.T) string {
+	dir := t.TempDir()
+	writeFiles(t, dir, "ca.pem", "cert.pem", "key.pem", "events.schema")
+	if err := os.Mkdir(filepath.Join(dir, "subdir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const (
+	kafkaOK  = "kafka: {brokers: [b:9092], group: g, topics: [t]}\n"
+	storeOK  = "store: {url: 'file:///tmp/out'}\n"
+	formatOK = "format: {type: variant}\n"
+	base     = kafkaOK + storeOK + formatOK
+)
+
+func TestInvalid(t *testing.T) {
+	dir := testDir(t)
+	env := envOf(map[string]string{"DIR": dir, "EMPTY": "", "N": "many"})
+	for _, tc := range []struct {
+		name, text string
+		want       []string // substrings of the error, each
+	}{
+		// Structure.
+		{"empty", "", []string{"config is empty"}},
+		{"comments only", "# nothing\n", []string{"config is empty"}},
+		{"not a mapping", "[a, b]\n", []string{"config line 1: want a mapping of keys, got a list"}},
+		{"syntax", "kafka: [b\n", []string{"config line 1: did not find expected ',' or ']'"}},
+		{"two documents", base + "---\n" + base, []string{"config line 4: a second YAML document"}},
+		{"unknown top key", base + "rotation: {}\n", []string{"config line 4: rotation: unknown key (allowed: kafka, store, format,", "did you mean rotate?"}},
+		{"unknown nested key", "kafka: {brokers: [b:9092], group: g, topicz: [t]}\n" + storeOK + formatOK,
+			[]string{"config line 1: kafka.topicz: unknown key (allowed: brokers, group, topics, topic_regex,", "did you mean topics?"}},
+		{"unknown deep key", base + "parquet: {codec: zstd}\nkafka2: 1\n", []string{"kafka2: unknown key"}},
+		{"unknown fetch key", "kafka: {brokers: [b:9092], group: g, topics: [t], fetch: {max_bites: 1}}\n" + storeOK + formatOK,
+			[]string{"kafka.fetch.max_bites: unknown key (allowed: min_bytes, max_bytes, max_wait); did you mean max_bytes?"}},
+		{"duplicate key", base + "rotate:\n  records: 1\n  records: 2\n", []string{"config line 6: rotate.records: duplicate key (first set on line 5)"}},
+		{"duplicate section", base + "store: {url: 'file:///x'}\n", []string{"config line 4: store: duplicate key (first set on line 2)"}},
+		{"merge key", base + "x: &x {records: 1}\n", []string{"x: unknown key"}},
+		{"merge key used", base + "rotate:\n  <<: {records: 1}\n", []string{"rotate.<<: merge keys (<<) are not supported"}},
+		{"section not a mapping", base + "rotate: 5\n", []string{"config line 4: rotate: want a mapping of keys, got a number"}},
+
+		// Types.
+		{"records not a number", base + "rotate: {records: many}\n", []string{`config line 4: rotate.records: want an integer, got "many"`}},
+		{"records from env", base + "rotate: {records: '${N}'}\n", []string{`rotate.records: want an integer, got "many"`}},
+		{"records float", base + "rotate: {records: 1.5}\n", []string{`rotate.records: want an integer, got "1.5"`}},
+		{"records a list", base + "rotate: {records: [1]}\n", []string{`rotate.records: want an integer, got a list`}},
+		{"bool", base + "envelope: yes\n", []string{`envelope: want true or false, got "yes"`}},
+		{"bool mapping", base + "envelope: {a: 1}\n", []string{`envelope: want true or false, got a mapping`}},
+		{"duration", base + "rotate: {interval: 10}\n", []string{`rotate.interval: want a duration like 10m, 30s or 500ms, got "10" (a unit is required)`}},
+		{"duration word", base + "shutdown_timeout: soon\n", []string{`shutdown_timeout: want a duration like 10m, 30s or 500ms, got "soon"`}},
+		{"size", base + "memory: {limit: lots}\n", []string{`memory.limit: want a size like 256MiB, 64MB or 1048576, got "lots"`}},
+		{"size negative", base + "max_record_bytes: -1\n", []string{`max_record_bytes: want a size`}},
+		{"string gets list", "kafka: {brokers: [b:9092], group: [g], topics: [t]}\n" + storeOK + formatOK, []string{"kafka.group: want a string, got a list"}},
+		{"list gets mapping", "kafka: {brokers: {b: 1}, group: g, topics: [t]}\n" + storeOK + formatOK, []string{"kafka.brokers: want a list of strings, got a mapping"}},
+		{"list item empty", "kafka: {brokers: [b:9092, ''], group: g, topics: [t]}\n" + storeOK + formatOK, []string{"kafka.brokers[1]: must not be empty"}},
+		{"list item null", "kafka: {brokers: [b:9092, ~], group: g, topics: [t]}\n" + storeOK + formatOK, []string{"kafka.brokers[1]: must not be empty"}},
+		{"list item mapping", "kafka: {brokers: [{a: b}], group: g, topics: [t]}\n" + storeOK + formatOK, []string{"kafka.brokers[0]: want a string, got a mapping"}},
+		{"bloom filters string", base + "parquet: {bloom_filters: a}\n", []string{"parquet.bloom_filters: want a list of strings, got a string"}},
+
+		// Required.
+		{"no kafka", storeOK + formatOK, []string{"config: kafka.brokers: required", "config: kafka.group: required", "kafka.topics: required: set kafka.topics or kafka.topic_regex"}},
+		{"no store", kafkaOK + formatOK, []string{"config: store.url: required"}},
+		{"no format", kafkaOK + storeOK, []string{"config: format.type: required"}},
+		{"null group", "kafka: {brokers: [b:9092], group: null, topics: [t]}\n" + storeOK + formatOK, []string{"config line 1: kafka.group: required"}},
+		{"emptied group", "kafka: {brokers: [b:9092], group: '${EMPTY}', topics: [t]}\n" + storeOK + formatOK, []string{"kafka.group: required, but empty after ${} expansion"}},
+		{"empty topics", "kafka: {brokers: [b:9092], group: g, topics: []}\n" + storeOK + formatOK, []string{"kafka.topics: required"}},
+		{"schema_file for json", kafkaOK + storeOK + "format: {type: json}\n", []string{"config line 3: format.schema_file: required when format.type is json"}},
+		{"sasl parts", "kafka: {brokers: [b:9092], group: g, topics: [t], sasl: {}}\n" + storeOK + formatOK,
+			[]string{"kafka.sasl.mechanism: required", "kafka.sasl.username: required", "kafka.sasl.password: required"}},
+
+		// Values.
+		{"start", "kafka: {brokers: [b:9092], group: g, topics: [t], start: middle}\n" + storeOK + formatOK, []string{`config line 1: kafka.start: "middle" is not one of earliest, latest`}},
+		{"broker without port", "kafka: {brokers: [kafka], group: g, topics: [t]}\n" + storeOK + formatOK, []string{`kafka.brokers: broker "kafka": want host:port`}},
+		{"broker bad port", "kafka: {brokers: ['b:99999'], group: g, topics: [t]}\n" + storeOK + formatOK, []string{`port "99999" is not a number from 1 to 65535`}},
+		{"topics and regex", "kafka: {brokers: [b:9092], group: g, topics: [t], topic_regex: x}\n" + storeOK + formatOK, []string{"kafka.topic_regex: set either kafka.topics or kafka.topic_regex, not both"}},
+		{"regex", "kafka: {brokers: [b:9092], group: g, topic_regex: '(x'}\n" + storeOK + formatOK, []string{`kafka.topic_regex: "(x" does not compile: missing closing )`}},
+		{"topic name", "kafka: {brokers: [b:9092], group: g, topics: ['a b']}\n" + storeOK + formatOK, []string{`kafka.topics: "a b" is not a Kafka topic name`}},
+		{"topic twice", "kafka: {brokers: [b:9092], group: g, topics: [a, a]}\n" + storeOK + formatOK, []string{`kafka.topics: "a" is listed twice`}},
+		{"mechanism", "kafka: {brokers: [b:9092], group: g, topics: [t], sasl: {mechanism: GSSAPI, username: u, password: p}}\n" + storeOK + formatOK,
+			[]string{`kafka.sasl.mechanism: "GSSAPI" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`}},
+		{"tls file missing", "kafka: {brokers: [b:9092], group: g, topics: [t], tls: {ca_file: nope.pem}}\n" + storeOK + formatOK, []string{"kafka.tls.ca_file: ", "nope.pem\" does not exist"}},
+		{"tls file a dir", "kafka: {brokers: [b:9092], group: g, topics: [t], tls: {ca_file: '${DIR}/subdir'}}\n" + storeOK + formatOK, []string{"kafka.tls.ca_file: ", "is a directory"}},
+		{"tls cert without key", "kafka: {brokers: [b:9092], group: g, topics: [t], tls: {cert_file: '${DIR}/cert.pem'}}\n" + storeOK + formatOK, []string{"kafka.tls.cert_file: set kafka.tls.key_file too"}},
+		{"tls key without cert", "kafka: {brokers: [b:9092], group: g, topics: [t], tls: {key_file: '${DIR}/key.pem'}}\n" + storeOK + formatOK, []string{"kafka.tls.key_file: set kafka.tls.cert_file too"}},
+		{"fetch max under min", "kafka: {brokers: [b:9092], group: g, topics: [t], fetch: {min_bytes: 2MiB, max_bytes: 1MiB}}\n" + storeOK + formatOK, []string{"kafka.fetch.max_bytes: 1MiB is less than kafka.fetch.min_bytes (2MiB)"}},
+		{"fetch min zero", "kafka: {brokers: [b:9092], group: g, topics: [t], fetch: {min_bytes: 0}}\n" + storeOK + formatOK, []string{"kafka.fetch.min_bytes: must be positive, got 0"}},
+		{"heartbeat", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 2s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: kafka.heartbeat_interval (3s) must be less than kafka.session_timeout (2s)"}},
+		{"session zero", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 0s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: must be positive"}},
+		{"url scheme", kafkaOK + "store: {url: 'gs://b'}\n" + formatOK, []string{`store.url: scheme "gs" is not one of s3, file`}},
+		{"url relative file", kafkaOK + "store: {url: 'file://out'}\n" + formatOK, []string{"store.url: a file URL needs an absolute path"}},
+		{"url opaque file", kafkaOK + "store: {url: 'file:out'}\n" + formatOK, []string{"store.url: a file URL needs an absolute path"}},
+		{"url no bucket", kafkaOK + "store: {url: 's3:///prefix'}\n" + formatOK, []string{"store.url: want s3://bucket[/prefix]: the bucket is missing"}},
+		{"url dotdot", kafkaOK + "store: {url: 's3://b/x/../y'}\n" + formatOK, []string{`store.url: the prefix must not contain empty or ".." segments`}},
+		{"url port", kafkaOK + "store: {url: 's3://b:9000/x'}\n" + formatOK, []string{"store.url: want s3://bucket[/prefix]: a bucket has no port"}},
+		{"row group tiny", base + "parquet: {row_group_bytes: 100}\n", []string{"parquet.row_group_bytes: must be at least 1KiB, got 100"}},
+		{"url query", kafkaOK + "store: {url: 's3://b/x?y=1'}\n" + formatOK, []string{"store.url: must not have a query"}},
+		{"endpoint", kafkaOK + "store: {url: 's3://b', endpoint: 'localhost:9000'}\n" + formatOK, []string{"store.endpoint: want a URL like http://127.0.0.1:9000"}},
+		{"access key alone", kafkaOK + "store: {url: 's3://b', access_key: a}\n" + formatOK, []string{"store.access_key: set store.secret_key too"}},
+		{"secret key alone", kafkaOK + "store: {url: 's3://b', secret_key: s}\n" + formatOK, []string{"store.secret_key: set store.access_key too"}},
+		{"session token alone", kafkaOK + "store: {url: 's3://b', session_token: s}\n" + formatOK, []string{"store.session_token: needs store.access_key"}},
+		{"part size small", kafkaOK + "store: {url: 's3://b', part_size: 1MiB}\n" + formatOK, []string{"store.part_size: must be at least 5MiB, got 1MiB"}},
+		{"part size big", kafkaOK + "store: {url: 's3://b', part_size: 6GiB}\n" + formatOK, []string{"store.part_size: must be at most 5GiB, got 6GiB"}},
+		{"sse", kafkaOK + "store: {url: 's3://b', sse: kms}\n" + formatOK, []string{`store.sse: "kms" is not one of AES256, aws:kms`}},
+		{"kms key without kms", kafkaOK + "store: {url: 's3://b', sse: AES256, sse_kms_key_id: k}\n" + formatOK, []string{"store.sse_kms_key_id: only used with store.sse: aws:kms"}},
+		{"max retries", kafkaOK + "store: {url: 's3://b', max_retries: -1}\n" + formatOK, []string{"store.max_retries: must not be negative, got -1"}},
+		{"format type", kafkaOK + storeOK + "format: {type: avro}\n", []string{`format.type: "avro" is not one of json, variant (avro is not supported yet)`}},
+		{"schema file for variant", kafkaOK + storeOK + "format: {type: variant, schema_file: x.schema}\n", []string{"config line 3: format.schema_file: not used when format.type is variant"}},
+		{"schema file for variant, from env", kafkaOK + storeOK + "format: {type: variant, schema_file: '${DIR}'}\n", []string{"format.schema_file: not used when format.type is variant"}},
+		{"ignore unknown for variant", kafkaOK + storeOK + "format: {type: variant, ignore_unknown_fields: true}\n", []string{"format.ignore_unknown_fields: not used when format.type is variant"}},
+		{"column for json", kafkaOK + storeOK + "format: {type: json, schema_file: '${DIR}/events.schema', column: c}\n", []string{"format.column: not used when format.type is json"}},
+		{"schema file missing", kafkaOK + storeOK + "format: {type: json, schema_file: '${DIR}/nope.schema'}\n", []string{"format.schema_file: ", "nope.schema\" does not exist"}},
+		{"column dotted", kafkaOK + storeOK + "format: {type: variant, column: a.b}\n", []string{`format.column: "a.b": a column name cannot contain '.'`}},
+		{"column _kafka", kafkaOK + storeOK + "format: {type: variant, column: _kafka}\n", []string{`format.column: "_kafka" is the envelope's column group`}},
+		{"shred file missing", kafkaOK + storeOK + "format: {type: variant, shred: '${DIR}/nope.txt'}\n", []string{"format.shred: ", "nope.txt\" does not exist (want auto, none, or the path"}},
+		{"shred sample", kafkaOK + storeOK + "format: {type: variant, shred_sample: 0}\n", []string{"format.shred_sample: must be positive, got 0"}},
+		{"path unknown placeholder", base + "path: '{topic}/{partition}/{first_offset}/{hour}'\n", []string{"path: ", "unknown placeholder {hour}"}},
+		{"path lacks partition", base + "path: '{topic}/{first_offset}.parquet'\n", []string{"lacks {partition}"}},
+		{"path lacks topic for two topics", "kafka: {brokers: [b:9092], group: g, topics: [t, u]}\n" + storeOK + formatOK + "path: '{partition}-{first_offset}.parquet'\n", []string{"lacks {topic}: with more than one topic"}},
+		{"path lacks topic for a regex", "kafka: {brokers: [b:9092], group: g, topic_regex: t}\n" + storeOK + formatOK + "path: '{partition}-{first_offset}.parquet'\n", []string{"lacks {topic}"}},
+		{"path field empty", base + "path: '{field:a..b}/{partition}/{first_offset}'\n", []string{"{field} needs a dotted payload field"}},
+		{"path open brace", base + "path: '{topic}/{partition/{first_offset}'\n", []string{"a '{' without its '}'"}},
+		{"path close brace", base + "path: '{topic}/partition}/{first_offset}'\n", []string{"a '}' without its '{'"}},
+		{"path record_time layout", base + "path: '{record_time}/{topic}/{partition}/{first_offset}'\n", []string{"{record_time} needs a Go time layout"}},
+		{"path absolute", base + "path: '/{topic}/{partition}/{first_offset}'\n", []string{"must not start or end with '/'"}},
+		{"path dotdot", base + "path: '../{topic}/{partition}/{first_offset}'\n", []string{`must not contain "." or ".." segments`}},
+		{"time field", base + "time_field: a..b\n", []string{`time_field: "a..b" is not a dotted field path`}},
+		{"timezone", base + "timezone: Mars/Olympus\n", []string{`timezone: "Mars/Olympus" is not an IANA time zone name`}},
+		{"timezone local", base + "timezone: Local\n", []string{`timezone: "Local" is not an IANA time zone name`}},
+		{"interval negative", base + "rotate: {interval: -1m}\n", []string{"rotate.interval: must be positive, or 0 to turn it off"}},
+		{"records negative", base + "rotate: {records: -5}\n", []string{"rotate.records: must be positive, or 0 to turn it off"}},
+		{"schedule uneven", base + "rotate: {schedule: 7h}\n", []string{"rotate.schedule: 7h does not divide 24h evenly"}},
+		{"schedule days", base + "rotate: {schedule: 36h}\n", []string{"rotate.schedule: 36h is over a day but not a whole number of days"}},
+		{"schedule tiny", base + "rotate: {schedule: 1ms}\n", []string{"rotate.schedule: must be at least 1s"}},
+		{"no rotation", base + "rotate: {records: 0, bytes: 0, interval: 0}\n", []string{"config line 4: rotate: every limit is 0"}},
+		{"codec", base + "parquet: {codec: zstdd}\n", []string{`parquet.codec: "zstdd" is not one of none, snappy, gzip, zstd, lz4_raw, brotli`}},
+		{"codec lz4", base + "parquet: {codec: lz4}\n", []string{`"lz4" is not one of`, "use lz4_raw"}},
+		{"codec level range", base + "parquet: {codec: 'zstd:23'}\n", []string{`parquet.codec: zstd level "23" is not a number from 1 to 22`}},
+		{"codec level none", base + "parquet: {codec: 'snappy:1'}\n", []string{"parquet.codec: snappy takes no level"}},
+		{"page version", base + "parquet: {page_version: 3}\n", []string{"parquet.page_version: must be at most 2, got 3"}},
+		{"page bytes over row group", base + "parquet: {row_group_bytes: 1MiB, page_bytes: 2MiB}\n", []string{"parquet.page_bytes: 2MiB is more than parquet.row_group_bytes (1MiB)"}},
+		{"bloom fpp", base + "parquet: {bloom_filters: ['a:2']}\n", []string{`parquet.bloom_filters: "a:2": the false-positive probability "2" is not a number between 0 and 1`}},
+		{"bloom column", base + "parquet: {bloom_filters: [':0.1']}\n", []string{`parquet.bloom_filters: ":0.1": want column[:fpp]`}},
+		{"bloom twice", base + "parquet: {bloom_filters: [a, 'a:0.1']}\n", []string{`parquet.bloom_filters: column "a" is listed twice`}},
+		{"stats truncate", base + "parquet: {stats_truncate: -1}\n", []string{"parquet.stats_truncate: must not be negative"}},
+		{"memory small", base + "memory: {limit: 8MiB}\n", []string{"memory.limit: must be at least 16MiB, got 8MiB"}},
+		{"memory under row group", base + "memory: {limit: 32MiB}\n", []string{"memory.limit: 32MiB is less than parquet.row_group_bytes (64MiB), what one open file needs"}},
+		{"memory under row group and part", kafkaOK + "store: {url: 's3://b'}\n" + formatOK + "memory: {limit: 70MiB}\n",
+			[]string{"memory.limit: 70MiB is less than parquet.row_group_bytes (64MiB) plus store.part_size (8MiB)"}},
+		{"metrics", base + "metrics: {listen: 9102}\n", []string{`metrics.listen: "9102": want host:port`}},
+		{"log level", base + "log: {level: verbose}\n", []string{`log.level: "verbose" is not one of debug, info, warn, error`}},
+		{"log format", base + "log: {format: xml}\n", []string{`log.format: "xml" is not one of text, json`}},
+		{"shutdown", base + "shutdown: now\n", []string{`shutdown: "now" is not one of finish, abandon`}},
+		{"errors", base + "errors: dead_letter\n", []string{`errors: "dead_letter" is not one of fail, skip (dead_letter is not supported yet)`}},
+		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
+
+		// Expansion.
+		{"unset variable", base + "metrics: {listen: '${LISTEN}'}\n", []string{"config line 4: metrics.listen: environment variable LISTEN is not set"}},
+		{"unset in list", "kafka: {brokers: ['${BROKER}'], group: g, topics: [t]}\n" + storeOK + formatOK, []string{"kafka.brokers[0]: environment variable BROKER is not set"}},
+		{"unterminated", base + "metrics: {listen: '${LISTEN'}\n", []string{`metrics.listen: unterminated "${" (no closing "}") in "${LISTEN"`}},
+		{"bad name", base + "metrics: {listen: '${1X}'}\n", []string{`metrics.listen: bad variable reference`}},
+		{"empty name", base + "metrics: {listen: '${}'}\n", []string{`metrics.listen: "${" without a variable name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.text), env)
+			if err == nil {
+				t.Fatalf("Parse gave %+v, want an error containing %q", c, tc.want)
+			}
+			if c != nil {
+				t.Errorf("Parse returned a config with its error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestAllErrors checks that one run reports every problem, in line order,
+// and no cascade of errors from one mistake.
+func TestAllErrors(t *testing.T) {
+	text := `kafka:
+  brokers: [b:9092]
+  group: g
+  topics: [t]
+  start: middle
+store:
+  url: gs://x
+format:
+  type: variant
+rotate:
+  records: many
+  interval: -1s
+parquet:
+  codec: zstdd
+bogus: 1
+`
+	_, err := Parse([]byte(text), nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		`config line 5: kafka.start: "middle" is not one of earliest, latest`,
+		`config line 7: store.url: scheme "gs" is not one of s3, file`,
+		`config line 11: rotate.records: want an integer, got "many"`,
+		`config line 12: rotate.interval: must be positive, or 0 to turn it off`,
+		`config line 14: parquet.codec: "zstdd" is not one of none, snappy, gzip, zstd, lz4_raw, brotli`,
+		`config line 15: bogus: unknown key (allowed: `,
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("error %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}
+
+func TestRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, "ca.pem", "events.schema")
+	text := kafkaOK[:len(kafkaOK)-2] + ", tls: {ca_file: ca.pem}}\n" + storeOK + "format: {type: json, schema_file: events.schema}\n"
+
+	// Load resolves against the file's directory, whatever the working
+	// directory is.
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir != dir || c.Kafka.TLS.CAFile != filepath.Join(dir, "ca.pem") || c.Format.SchemaFile != filepath.Join(dir, "events.schema") {
+		t.Errorf("Dir %q, CAFile %q, SchemaFile %q", c.Dir, c.Kafka.TLS.CAFile, c.Format.SchemaFile)
+	}
+
+	// Parse resolves against the working directory.
+	if _, err := Parse([]byte(text), nil); err == nil || !strings.Contains(err.Error(), "kafka.tls.ca_file") {
+		t.Errorf("Parse in another directory: %v, want kafka.tls.ca_file not found", err)
+	}
+	t.Chdir(dir)
+	c, err = Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.TLS.CAFile != filepath.Join(dir, "ca.pem") {
+		t.Errorf("CAFile %q", c.Kafka.TLS.CAFile)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "none.yaml"), nil)
+	if !os.IsNotExist(err) {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+func TestPathWithoutTopic(t *testing.T) {
+	c, err := Parse([]byte(base+"path: 'p{partition}/{first_offset}.parquet'\n"), nil)
+	if err != nil || c.Path != "p{partition}/{first_offset}.parquet" {
+		t.Errorf("one topic, path without {topic}: %v", err)
+	}
+}
+
+func TestEmptyMeansDefault(t *testing.T) {
+	env := envOf(map[string]string{"EMPTY": ""})
+	c, err := Parse([]byte(base+`rotate: {bytes: "${EMPTY}", interval: ""}
+parquet: {codec: "${CODEC:-}", dictionary: ~}
+log:
+`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte(kafkaOK+storeOK+"format: {type: variant, schema_file: '${EMPTY}', ignore_unknown_fields: ''}\n"), env); err != nil {
+		t.Errorf("empty json-only keys refused for variant: %v", err)
+	}
+	if c.Rotate.Bytes != 256<<20 || c.Rotate.Interval != 10*time.Minute || c.Parquet.Codec != "zstd" || !c.Parquet.Dictionary || c.Log.Level != "info" {
+		t.Errorf("empty values did not take defaults: %+v %+v", c.Rotate, c.Parquet)
+	}
+}
+
+func TestExpansionInConfig(t *testing.T) {
+	env := envOf(map[string]string{"N": "5000", "BROKERS": "a:1,b:2", "PS": "true", "GROUP": "grp"})
+	c, err := Parse([]byte(`
+kafka: {brokers: "${BROKERS}", group: "${GROUP}-$${literal}", topics: ["${TOPIC:-events}"]}
+store: {url: "s3://bucket/${PREFIX:-raw}", path_style: "${PS}"}
+format: {type: variant}
+rotate: {records: "${N}", interval: "${INTERVAL:-90s}"}
+`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case !reflect.DeepEqual(c.Kafka.Brokers, []string{"a:1", "b:2"}):
+		t.Errorf("Brokers = %q", c.Kafka.Brokers)
+	case c.Kafka.Group != "grp-${literal}":
+		t.Errorf("Group = %q", c.Kafka.Group)
+	case !reflect.DeepEqual(c.Kafka.Topics, []string{"events"}):
+		t.Errorf("Topics = %q", c.Kafka.Topics)
+	case c.Store.URL != "s3://bucket/raw" || !c.Store.PathStyle:
+		t.Errorf("Store = %+v", c.Store)
+	case c.Rotate.Records != 5000 || c.Rotate.Interval != 90*time.Second:
+		t.Errorf("Rotate = %+v", c.Rotate)
+	}
+}
+
+// TestExpansionKeepsStructure: a value that looks like YAML stays a string.
+func TestExpansionKeepsStructure(t *testing.T) {
+	env := envOf(map[string]string{"G": "{a: 1}\nstore: x", "T": "[x, y]"})
+	c, err := Parse([]byte("kafka: {brokers: [b:9092], group: '${G}', topics: ['${T}']}\n"+storeOK+formatOK), env)
+	if err == nil {
+		t.Fatalf("topic %q accepted", c.Kafka.Topics)
+	}
+	if !strings.Contains(err.Error(), `kafka.topics: "[x, y]" is not a Kafka topic name`) || strings.Contains(err.Error(), "kafka.group") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestDocsCoverEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := []struct {
+		prefix string
+		keys   []string
+	}{
+		{"", topKeys}, {"kafka.", kafkaKeys}, {"kafka.sasl.", saslKeys}, {"kafka.tls.", tlsKeys},
+		{"kafka.fetch.", fetchKeys}, {"store.", storeKeys}, {"format.", formatKeys}, {"rotate.", rotateKeys},
+		{"parquet.", parquetKeys}, {"memory.", memoryKeys}, {"metrics.", metricsKeys}, {"log.", logKeys},
+	}
+	for _, s := range sections {
+		for _, k := range s.keys {
+			if !strings.Contains(string(doc), "`"+s.prefix+k+"`") {
+				t.Errorf("docs/config.md does not document `%s%s`", s.prefix, k)
+			}
+		}
+	}
+}
+
+func TestAliases(t *testing.T) {
+	c, err := Parse([]byte(`
+kafka: {brokers: &brokers [b:9092], group: &name archive, topics: [*name]}
+store: {url: "file:///out"}
+format: {type: variant, column: *name}
+rotate: &limits {records: 10}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.Topics[0] != "archive" || c.Format.Column != "archive" || c.Rotate.Records != 10 {
+		t.Errorf("aliases not followed: %+v", c)
+	}
+	_, err = Parse([]byte(base+"rotate: {records: &n x}\nparquet: {page_version: *n}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), `config line 4: rotate.records: want an integer, got "x"`) ||
+		!strings.Contains(err.Error(), `config line 5: parquet.page_version: want an integer, got "x"`) {
+		t.Errorf("alias errors: %v", err)
+	}
+}

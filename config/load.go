@@ -1,0 +1,544 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The keys of each section, in the order docs/config.md and Redacted list
+// them.
+var (
+	topKeys = []string{"kafka", "store", "format", "envelope", "path", "time_field", "timezone",
+		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
+		"max_record_bytes", "errors"}
+	kafkaKeys = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
+		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout"}
+	saslKeys  = []string{"mechanism", "username", "password"}
+	tlsKeys   = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name"}
+	fetchKeys = []string{"min_bytes", "max_bytes", "max_wait"}
+	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
+		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries"}
+	formatKeys  = []string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample"}
+	rotateKeys  = []string{"records", "bytes", "interval", "schedule"}
+	parquetKeys = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
+		"checksums", "bloom_filters", "stats_truncate"}
+	memoryKeys  = []string{"limit"}
+	metricsKeys = []string{"listen"}
+	logKeys     = []string{"format", "level"}
+)
+
+// The allowed values of the enumerated keys.
+var (
+	startValues     = []string{"earliest", "latest"}
+	mechanismValues = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+	sseValues       = []string{"AES256", "aws:kms"}
+	formatValues    = []string{"json", "variant"}
+	codecValues     = []string{"none", "snappy", "gzip", "zstd", "lz4_raw", "brotli"}
+	logFormatValues = []string{"text", "json"}
+	logLevelValues  = []string{"debug", "info", "warn", "error"}
+	shutdownValues  = []string{"finish", "abandon"}
+	errorsValues    = []string{"fail", "skip"}
+)
+
+// notYet explains values that are planned but not supported yet.
+var notYet = map[string]string{
+	"avro":        " (avro is not supported yet)",
+	"dead_letter": " (dead_letter is not supported yet)",
+}
+
+// codecLevels are the level ranges of the codecs that take a level.
+var codecLevels = map[string][2]int{
+	"gzip":    {1, 9},
+	"zstd":    {1, 22},
+	"lz4_raw": {1, 9},
+	"brotli":  {1, 11},
+}
+
+const maxInt = math.MaxInt64
+
+func (d *decoder) config(root *yaml.Node, c *Config) {
+	top := d.section("", 0, root, topKeys)
+	if top.broken {
+		return
+	}
+	top.boolean("envelope", &c.Envelope)
+	d.kafka(top.sub("kafka", kafkaKeys), &c.Kafka)
+	d.store(top.sub("store", storeKeys), &c.Store)
+	d.format(top.sub("format", formatKeys), &c.Format, c.Envelope)
+	top.str("path", &c.Path)
+	if !top.bad["path"] {
+		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
+		if err := checkPath(c.Path, needTopic); err != nil {
+			top.fail("path", "%v", err)
+		}
+	}
+	if top.str("time_field", &c.TimeField) {
+		if slices.Contains(strings.Split(c.TimeField, "."), "") {
+			top.fail("time_field", "%s is not a dotted field path like ts or meta.created_at", quote(c.TimeField))
+		}
+	}
+	if top.str("timezone", &c.TimezoneName) {
+		loc, err := time.LoadLocation(c.TimezoneName)
+		if err != nil || c.TimezoneName == "Local" {
+			top.fail("timezone", "%s is not an IANA time zone name like UTC or Europe/Berlin", quote(c.TimezoneName))
+		} else {
+			c.Timezone = loc
+		}
+	}
+	d.rotate(top.sub("rotate", rotateKeys), &c.Rotate)
+	par := top.sub("parquet", parquetKeys)
+	d.parquet(par, &c.Parquet)
+	mem := top.sub("memory", memoryKeys)
+	mem.size("limit", &c.Memory.Limit, 16*mib, maxInt)
+	// An open file holds a row group and, while it uploads to S3, a part.
+	need, what := c.Parquet.RowGroupBytes, "parquet.row_group_bytes ("+formatSize(c.Parquet.RowGroupBytes)+")"
+	if strings.HasPrefix(c.Store.URL, "s3:") {
+		need += c.Store.PartSize
+		what += " plus store.part_size (" + formatSize(c.Store.PartSize) + ")"
+	}
+	if need > c.Memory.Limit && !mem.bad["limit"] && !par.bad["row_group_bytes"] {
+		mem.fail("limit", "%s is less than %s, what one open file needs", formatSize(c.Memory.Limit), what)
+	}
+	met := top.sub("metrics", metricsKeys)
+	if met.str("listen", &c.Metrics.Listen) {
+		if err := checkHostPort(c.Metrics.Listen, true); err != nil {
+			met.fail("listen", "%s: %v", quote(c.Metrics.Listen), err)
+		}
+	}
+	log := top.sub("log", logKeys)
+	log.oneOf("format", &c.Log.Format, logFormatValues, nil)
+	log.oneOf("level", &c.Log.Level, logLevelValues, nil)
+	top.oneOf("shutdown", &c.Shutdown, shutdownValues, nil)
+	top.duration("shutdown_timeout", &c.ShutdownTimeout, 1, maxInt)
+	top.size("max_record_bytes", &c.MaxRecordBytes, 1, maxInt)
+	top.oneOf("errors", &c.Errors, errorsValues, notYet)
+}
+
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+func (d *decoder) kafka(s *section, k *Kafka) {
+	if s.list("brokers", &k.Brokers, true) {
+		for _, b := range k.Brokers {
+			if err := checkHostPort(b, false); err != nil {
+				s.fail("brokers", "broker %s: %v", quote(b), err)
+			}
+		}
+	}
+	s.require("brokers")
+	s.str("group", &k.Group)
+	s.require("group")
+	if s.list("topics", &k.Topics, true) {
+		seen := map[string]bool{}
+		for _, t := range k.Topics {
+			switch {
+			case !topicName.MatchString(t) || t == "." || t == "..":
+				s.fail("topics", "%s is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)", quote(t))
+			case seen[t]:
+				s.fail("topics", "%s is listed twice", quote(t))
+			}
+			seen[t] = true
+		}
+	}
+	if s.str("topic_regex", &k.TopicRegex) {
+		if _, err := regexp.Compile(k.TopicRegex); err != nil {
+			s.fail("topic_regex", "%s does not compile: %v", quote(k.TopicRegex), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
+	switch {
+	case s.has("topics") && s.has("topic_regex"):
+		s.fail("topic_regex", "set either kafka.topics or kafka.topic_regex, not both")
+	case !s.has("topics") && !s.has("topic_regex") && !s.bad["topics"] && !s.bad["topic_regex"] && !s.broken:
+		s.d.errorf(0, s.key("topics"), "required: set kafka.topics or kafka.topic_regex")
+	}
+	s.oneOf("start", &k.Start, startValues, nil)
+	s.str("client_id", &k.ClientID)
+
+	if sasl := s.optional("sasl", saslKeys); sasl != nil {
+		k.SASL = &SASL{}
+		sasl.oneOf("mechanism", &k.SASL.Mechanism, mechanismValues, nil)
+		sasl.require("mechanism")
+		sasl.str("username", &k.SASL.Username)
+		sasl.require("username")
+		sasl.secret("password", &k.SASL.Password)
+		sasl.require("password")
+	}
+	if tls := s.optional("tls", tlsKeys); tls != nil {
+		k.TLS = &TLS{}
+		d.file(tls, "ca_file", &k.TLS.CAFile)
+		d.file(tls, "cert_file", &k.TLS.CertFile)
+		d.file(tls, "key_file", &k.TLS.KeyFile)
+		switch {
+		case tls.has("cert_file") && !tls.has("key_file") && !tls.bad["key_file"]:
+			tls.fail("cert_file", "set kafka.tls.key_file too: a client certificate needs its key")
+		case tls.has("key_file") && !tls.has("cert_file") && !tls.bad["cert_file"]:
+			tls.fail("key_file", "set kafka.tls.cert_file too: a client key needs its certificate")
+		}
+		tls.boolean("insecure_skip_verify", &k.TLS.InsecureSkipVerify)
+		tls.str("server_name", &k.TLS.ServerName)
+	}
+
+	f := s.sub("fetch", fetchKeys)
+	f.size("min_bytes", &k.Fetch.MinBytes, 1, math.MaxInt32)
+	if f.size("max_bytes", &k.Fetch.MaxBytes, 1, math.MaxInt32) || f.has("min_bytes") {
+		if k.Fetch.MaxBytes < k.Fetch.MinBytes && !f.bad["max_bytes"] {
+			f.fail("max_bytes", "%s is less than kafka.fetch.min_bytes (%s)", formatSize(k.Fetch.MaxBytes), formatSize(k.Fetch.MinBytes))
+		}
+	}
+	f.duration("max_wait", &k.Fetch.MaxWait, 1, maxInt)
+
+	s.duration("session_timeout", &k.SessionTimeout, 1, maxInt)
+	s.duration("heartbeat_interval", &k.HeartbeatInterval, 1, maxInt)
+	if k.HeartbeatInterval >= k.SessionTimeout && !s.bad["heartbeat_interval"] && !s.bad["session_timeout"] {
+		key := "heartbeat_interval"
+		if !s.has(key) {
+			key = "session_timeout"
+		}
+		s.fail(key, "kafka.heartbeat_interval (%s) must be less than kafka.session_timeout (%s)",
+			formatDuration(k.HeartbeatInterval), formatDuration(k.SessionTimeout))
+	}
+	s.duration("rebalance_timeout", &k.RebalanceTimeout, 1, maxInt)
+	s.duration("commit_timeout", &k.CommitTimeout, 1, maxInt)
+}
+
+// file reads a path that must name an existing regular file, resolved
+// against the config's directory.
+func (d *decoder) file(s *section, name string, dst *string) bool {
+	var p string
+	if !s.str(name, &p) {
+		return false
+	}
+	*dst = d.resolve(p)
+	if err := checkFile(*dst); err != nil {
+		s.fail(name, "%v", err)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) resolve(p string) string {
+	if filepath.IsAbs(p) || d.dir == "" {
+		return p
+	}
+	return filepath.Join(d.dir, p)
+}
+
+func checkFile(p string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case os.IsNotExist(err):
+		return fmt.Errorf("%s does not exist", quote(p))
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a file", quote(p))
+	}
+	return nil
+}
+
+// checkHostPort checks a host:port. The host may be empty only for a
+// listen address, and the port may then be 0.
+func checkHostPort(hp string, listen bool) error {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("want host:port")
+	}
+	if host == "" && !listen {
+		return fmt.Errorf("want host:port, the host is missing")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || n == 0 && !listen {
+		return fmt.Errorf("port %s is not a number from 1 to 65535", quote(port))
+	}
+	return nil
+}
+
+func (d *decoder) store(s *section, st *Store) {
+	if s.str("url", &st.URL) {
+		if err := checkStoreURL(st.URL); err != nil {
+			s.fail("url", "%v", err)
+		}
+	}
+	s.require("url")
+	if s.str("endpoint", &st.Endpoint) {
+		u, err := url.Parse(st.Endpoint)
+		switch {
+		case err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https":
+			s.fail("endpoint", "want a URL like http://127.0.0.1:9000 or https://s3.example.com")
+		case u.User != nil:
+			s.fail("endpoint", "must not contain credentials; use store.access_key and store.secret_key")
+		}
+	}
+	s.str("region", &st.Region)
+	s.boolean("path_style", &st.PathStyle)
+	s.str("access_key", &st.AccessKey)
+	s.secret("secret_key", &st.SecretKey)
+	s.secret("session_token", &st.SessionToken)
+	switch {
+	case s.has("access_key") && !s.has("secret_key") && !s.bad["secret_key"]:
+		s.fail("access_key", "set store.secret_key too, or neither for the default credential chain")
+	case s.has("secret_key") && !s.has("access_key") && !s.bad["access_key"]:
+		s.fail("secret_key", "set store.access_key too, or neither for the default credential chain")
+	case s.has("session_token") && !s.has("access_key") && !s.bad["access_key"]:
+		s.fail("session_token", "needs store.access_key and store.secret_key")
+	}
+	s.size("part_size", &st.PartSize, 5*mib, 5*gib)
+	s.boolean("conditional_writes", &st.ConditionalWrites)
+	s.oneOf("sse", &st.SSE, sseValues, nil)
+	if s.str("sse_kms_key_id", &st.SSEKMSKeyID) && st.SSE != "aws:kms" && !s.bad["sse"] {
+		s.fail("sse_kms_key_id", "only used with store.sse: aws:kms")
+	}
+	s.duration("stale_upload_age", &st.StaleUploadAge, 1, maxInt)
+	s.intValue("max_retries", &st.MaxRetries, 0, 1000)
+}
+
+// checkStoreURL checks s3://bucket[/prefix] and file:///abs/dir. Its
+// errors never quote the URL, which could hold credentials.
+func checkStoreURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a valid URL; want s3://bucket[/prefix] or file:///absolute/dir")
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not contain credentials; use store.access_key and store.secret_key")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("must not have a query or fragment; want s3://bucket[/prefix] or file:///absolute/dir")
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return fmt.Errorf("want s3://bucket[/prefix]: the bucket is missing")
+		}
+		if strings.Contains(u.Host, ":") {
+			return fmt.Errorf("want s3://bucket[/prefix]: a bucket has no port; the server goes in store.endpoint")
+		}
+		if strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), "..") {
+			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
+		}
+	case "file":
+		if u.Opaque != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
+			return fmt.Errorf("a file URL needs an absolute path, like file:///var/lib/pqsink/out")
+		}
+	default:
+		return fmt.Errorf("scheme %s is not one of s3, file", quote(u.Scheme))
+	}
+	return nil
+}
+
+func (d *decoder) format(s *section, f *Format, envelope bool) {
+	s.oneOf("type", &f.Type, formatValues, notYet)
+	s.require("type")
+	// Keys that belong to the other type are refused rather than ignored.
+	var only []string
+	switch f.Type {
+	case "json":
+		only = []string{"column", "shred", "shred_sample"}
+	case "variant":
+		only = []string{"schema_file", "ignore_unknown_fields"}
+	}
+	for _, k := range only {
+		if s.given(k) {
+			s.fail(k, "not used when format.type is %s", f.Type)
+		}
+	}
+	if f.Type == "json" {
+		d.file(s, "schema_file", &f.SchemaFile)
+		if !s.has("schema_file") && !s.bad["schema_file"] {
+			s.d.errorf(s.lineOf("type"), s.key("schema_file"), "required when format.type is json")
+		}
+		s.boolean("ignore_unknown_fields", &f.IgnoreUnknownFields)
+	}
+	if f.Type == "variant" {
+		if s.str("column", &f.Column) {
+			switch {
+			case strings.Contains(f.Column, "."):
+				s.fail("column", "%s: a column name cannot contain '.'", quote(f.Column))
+			case f.Column == "_kafka" && envelope:
+				s.fail("column", "\"_kafka\" is the envelope's column group")
+			}
+		}
+		var shred string
+		if s.str("shred", &shred) {
+			switch lower := strings.ToLower(shred); lower {
+			case "auto", "none":
+				f.Shred = lower
+			default:
+				f.Shred = d.resolve(shred)
+				if err := checkFile(f.Shred); err != nil {
+					s.fail("shred", "%v (want auto, none, or the path of a file listing the fields to shred)", err)
+				}
+			}
+		}
+		s.intValue("shred_sample", &f.ShredSample, 1, math.MaxInt32)
+	}
+}
+
+func (d *decoder) rotate(s *section, r *Rotate) {
+	s.integer("records", &r.Records, math.MinInt64, maxInt)
+	s.size("bytes", &r.Bytes, 0, maxInt)
+	s.duration("interval", &r.Interval, math.MinInt64, maxInt)
+	s.duration("schedule", &r.Schedule, math.MinInt64, maxInt)
+	if r.Records < 0 {
+		s.fail("records", "must be positive, or 0 to turn it off")
+	}
+	if r.Interval < 0 {
+		s.fail("interval", "must be positive, or 0 to turn it off")
+	}
+	const day = 24 * time.Hour
+	switch sch := r.Schedule; {
+	case sch < 0:
+		s.fail("schedule", "must be positive, or 0 to turn it off")
+	case sch == 0:
+	case sch < time.Second:
+		s.fail("schedule", "must be at least 1s")
+	case sch < day && day%sch != 0:
+		s.fail("schedule", "%s does not divide 24h evenly; use a period like 15m, 1h, 6h or 24h", formatDuration(sch))
+	case sch >= day && sch%day != 0:
+		s.fail("schedule", "%s is over a day but not a whole number of days", formatDuration(sch))
+	}
+	if r.Records == 0 && r.Bytes == 0 && r.Interval == 0 && r.Schedule == 0 && !s.broken {
+		s.d.errorf(s.line, s.path, "every limit is 0, so no file would ever be closed; set records, bytes, interval or schedule")
+	}
+}
+
+func (d *decoder) parquet(s *section, p *Parquet) {
+	if s.str("codec", &p.Codec) {
+		if c, err := checkCodec(p.Codec); err != nil {
+			s.fail("codec", "%v", err)
+		} else {
+			p.Codec = c
+		}
+	}
+	s.size("row_group_bytes", &p.RowGroupBytes, 1*kib, maxInt)
+	s.size("page_bytes", &p.PageBytes, 1*kib, 1*gib)
+	if p.PageBytes > p.RowGroupBytes && !s.bad["page_bytes"] && !s.bad["row_group_bytes"] {
+		s.fail("page_bytes", "%s is more than parquet.row_group_bytes (%s)", formatSize(p.PageBytes), formatSize(p.RowGroupBytes))
+	}
+	s.intValue("page_version", &p.PageVersion, 1, 2)
+	s.boolean("dictionary", &p.Dictionary)
+	s.boolean("page_index", &p.PageIndex)
+	s.boolean("checksums", &p.Checksums)
+	if s.list("bloom_filters", &p.BloomFilters, false) {
+		seen := map[string]bool{}
+		for _, b := range p.BloomFilters {
+			col, err := checkBloom(b)
+			switch {
+			case err != nil:
+				s.fail("bloom_filters", "%s: %v", quote(b), err)
+			case seen[col]:
+				s.fail("bloom_filters", "column %s is listed twice", quote(col))
+			}
+			seen[col] = true
+		}
+	}
+	s.intValue("stats_truncate", &p.StatsTruncate, 0, math.MaxInt32)
+}
+
+// checkCodec checks "name[:level]" and returns it in lower case.
+func checkCodec(s string) (string, error) {
+	lower := strings.ToLower(s)
+	name, level, hasLevel := strings.Cut(lower, ":")
+	if !slices.Contains(codecValues, name) {
+		hint := ""
+		if name == "lz4" {
+			hint = " (the Hadoop-framed lz4 codec is deprecated; use lz4_raw)"
+		}
+		return "", fmt.Errorf("%s is not one of %s%s", quote(name), strings.Join(codecValues, ", "), hint)
+	}
+	if !hasLevel {
+		return lower, nil
+	}
+	r, ok := codecLevels[name]
+	if !ok {
+		return "", fmt.Errorf("%s takes no level", name)
+	}
+	n, err := strconv.Atoi(level)
+	if err != nil || n < r[0] || n > r[1] {
+		return "", fmt.Errorf("%s level %s is not a number from %d to %d", name, quote(level), r[0], r[1])
+	}
+	return lower, nil
+}
+
+// checkBloom checks "column[:fpp]" and returns the column.
+func checkBloom(b string) (string, error) {
+	col, fpp, hasFPP := strings.Cut(b, ":")
+	if col == "" || slices.Contains(strings.Split(col, "."), "") {
+		return "", fmt.Errorf("want column[:fpp], the column a dotted path like user_id or user.id")
+	}
+	if hasFPP {
+		f, err := strconv.ParseFloat(fpp, 64)
+		if err != nil || !(f > 0 && f < 1) {
+			return "", fmt.Errorf("the false-positive probability %s is not a number between 0 and 1 (exclusive), e.g. 0.01", quote(fpp))
+		}
+	}
+	return col, nil
+}
+
+// checkPath checks an object key template. Each key must hold the
+// partition and the first offset, and the topic when there can be more
+// than one: the exactly-once protocol relies on two files of different
+// partitions never sharing a key.
+func checkPath(p string, needTopic bool) error {
+	seen := map[string]bool{}
+	for rest := p; rest != ""; {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			break
+		}
+		if rest[open] == '}' {
+			return fmt.Errorf("%s: a '}' without its '{'", quote(p))
+		}
+		end := strings.IndexAny(rest[open+1:], "{}")
+		if end < 0 || rest[open+1+end] == '{' {
+			return fmt.Errorf("%s: a '{' without its '}'", quote(p))
+		}
+		field := rest[open+1 : open+1+end]
+		name, layout, hasLayout := strings.Cut(field, ":")
+		switch {
+		case name == "topic" || name == "partition" || name == "first_offset":
+			if hasLayout {
+				return fmt.Errorf("%s: {%s} takes no format", quote(p), name)
+			}
+		case name == "record_time":
+			if !hasLayout || layout == "" {
+				return fmt.Errorf("%s: {record_time} needs a Go time layout, like {record_time:2006-01-02}", quote(p))
+			}
+		case name == "field":
+			if !hasLayout || slices.Contains(strings.Split(layout, "."), "") {
+				return fmt.Errorf("%s: {field} needs a dotted payload field, like {field:user.country}", quote(p))
+			}
+		default:
+			return fmt.Errorf("%s: unknown placeholder {%s}; allowed: {topic}, {partition}, {first_offset}, {record_time:LAYOUT}, {field:a.b}", quote(p), field)
+		}
+		seen[name] = true
+		rest = rest[open+1+end+1:]
+	}
+	for _, need := range []string{"partition", "first_offset"} {
+		if !seen[need] {
+			return fmt.Errorf("%s lacks {%s}: every key needs {partition} and {first_offset}, so that no two files can share a key", quote(p), need)
+		}
+	}
+	if needTopic && !seen["topic"] {
+		return fmt.Errorf("%s lacks {topic}: with more than one topic, every key needs {topic}, {partition} and {first_offset}, so that no two files can share a key", quote(p))
+	}
+	if strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
+		return fmt.Errorf("%s: must not start or end with '/' or contain '//'", quote(p))
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("%s: must not contain \".\" or \"..\" segments", quote(p))
+		}
+	}
+	return nil
+}

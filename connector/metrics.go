@@ -1,0 +1,125 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ServeMetrics serves /metrics (Prometheus text format), /healthz (the
+// process is alive) and /readyz (the group is joined and no partition is
+// stopped) on listen, until the returned function is called. An empty
+// listen serves nothing.
+func ServeMetrics(listen string, s *Sink, log *slog.Logger) (stop func(), err error) {
+	if listen == "" {
+		return func() {}, nil
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(s.collector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := s.Ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "address", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}
+
+// Ready says why the sink is not ready, or nil.
+func (s *Sink) Ready() error {
+	if !s.joined.Load() {
+		return errors.New("not a member of the consumer group yet")
+	}
+	failed := s.Failed()
+	if len(failed) > 0 {
+		keys := make([]string, 0, len(failed))
+		for k := range failed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return fmt.Errorf("partition %s stopped: %v", keys[0], failed[keys[0]])
+	}
+	return nil
+}
+
+// statsCollector exports Stats to Prometheus.
+type statsCollector struct {
+	s     *Sink
+	descs map[string]*prometheus.Desc
+}
+
+func (s *Sink) collector() prometheus.Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("pqsink_"+name, help, labels, nil)
+	}
+	return &statsCollector{s: s, descs: map[string]*prometheus.Desc{
+		"consumed": d("records_consumed_total", "Records fetched from Kafka."),
+		"written":  d("records_written_total", "Records appended to files, including files later dropped and written again."),
+		"uploaded": d("records_uploaded_total", "Records in uploaded files."),
+		"skipped":  d("records_skipped_uploaded_total", "Records passed over because an uploaded file already holds them."),
+		"rejected": d("records_rejected_total", "Records that could not be written."),
+		"adopted":  d("objects_adopted_total", "Objects of an earlier owner adopted instead of uploading."),
+		"uperrors": d("upload_errors_total", "Uploads that failed after the store's retries."),
+		"open":     d("open_files", "Files being written."),
+		"bytes":    d("bytes_uploaded_total", "Bytes of uploaded files."),
+		"files":    d("files_uploaded_total", "Uploaded files by rotation reason.", "reason"),
+		"commits":  d("offset_commits_total", "Offset commits."),
+		"failed":   d("partitions_stopped", "Partitions stopped by a record error (errors: fail)."),
+	}}
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.stats.Snapshot()
+	counter := func(name string, v int64) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v))
+	}
+	counter("consumed", st.Consumed)
+	counter("written", st.Written)
+	counter("uploaded", st.RecordsUploaded)
+	counter("skipped", st.SkippedUploaded)
+	counter("rejected", st.Rejected)
+	counter("adopted", st.Adopted)
+	counter("uperrors", st.UploadErrors)
+	counter("bytes", st.BytesUploaded)
+	counter("commits", st.Commits)
+	ch <- prometheus.MustNewConstMetric(c.descs["open"], prometheus.GaugeValue, float64(st.OpenFiles))
+	ch <- prometheus.MustNewConstMetric(c.descs["failed"], prometheus.GaugeValue, float64(len(c.s.Failed())))
+	for reason, n := range st.Files {
+		ch <- prometheus.MustNewConstMetric(c.descs["files"], prometheus.CounterValue, float64(n), reason)
+	}
+}

@@ -1,0 +1,537 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+)
+
+// Rotation reasons, as logged and counted.
+const (
+	reasonRecords  = "records"
+	reasonBytes    = "bytes"
+	reasonInterval = "interval"
+	reasonSchedule = "schedule"
+	reasonShutdown = "shutdown"
+	reasonStopped  = "partition-stopped"
+)
+
+// errRestart asks the partition's loop to drop what it holds and consume
+// again from the committed offset (after an adoption or a failed upload).
+var errRestart = errors.New("restart from the committed offset")
+
+// record is one Kafka record as the partition sees it.
+type record struct {
+	offset  int64
+	time    time.Time
+	key     []byte
+	value   []byte
+	headers []rowgroup.Header
+}
+
+// committer commits one partition's offset with its metadata.
+type committer func(ctx context.Context, offset int64, metadata string) error
+
+// partition holds the state of one assigned Kafka partition: its open
+// files, one per path, and its part of the exactly-once protocol. Only
+// the partition's own goroutine touches it.
+type partition struct {
+	s      *Sink
+	topic  string
+	id     int32
+	log    *slog.Logger
+	commit committer
+
+	committed int64 // the offset last committed: where a restart resumes
+	next      int64 // the offset after the last record handled
+	skip      skipSet
+	files     map[string]*openFile
+	spare     []*fileBuffers
+	schema    *schema.Schema // nil while a variant shape is being inferred
+	pending   []record       // records held until the shape is inferred
+	pendingAt time.Time
+
+	lookup  *fieldLookup
+	vals    []string
+	idbuf   []byte
+	env     rowgroup.Envelope
+	headers []rowgroup.Header
+	stopped error // errors: fail stopped the partition on this
+
+	// skipChanged says the skip set holds an upload or an adoption that
+	// is not committed yet.
+	skipChanged bool
+}
+
+func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer) *partition {
+	p := &partition{
+		s: s, topic: topic, id: id, commit: commit,
+		log:       s.log.With("topic", topic, "partition", id),
+		committed: committed, next: committed, skip: skip,
+		files:  map[string]*openFile{},
+		schema: s.schema,
+	}
+	paths := s.tmpl.fields
+	if s.cfg.TimeField != "" {
+		paths = append(paths[:len(paths):len(paths)], splitPath(s.cfg.TimeField))
+	}
+	p.lookup = newFieldLookup(paths)
+	p.vals = make([]string, len(s.tmpl.fields))
+	return p
+}
+
+// handle takes one fetched record. It returns errRestart when the fetch
+// must start again from p.committed, and any other error when the
+// partition cannot go on.
+func (p *partition) handle(ctx context.Context, r *record) error {
+	if r.offset < p.next || p.stopped != nil {
+		// Fetches may return records before the requested offset; a
+		// stopped partition takes nothing more.
+		return nil
+	}
+	p.next = r.offset + 1
+	p.s.stats.consumed.Add(1)
+	if p.schema == nil {
+		if len(p.pending) == 0 {
+			p.pendingAt = time.Now()
+		}
+		held := *r
+		held.headers = append([]rowgroup.Header(nil), r.headers...)
+		p.pending = append(p.pending, held)
+		if len(p.pending) >= p.s.format.sample {
+			return p.inferShape(ctx)
+		}
+		return nil
+	}
+	return p.write(ctx, r)
+}
+
+// write appends r to the open file of its path, opening one if needed.
+func (p *partition) write(ctx context.Context, r *record) error {
+	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
+		return p.reject(ctx, r, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max))
+	}
+	id, err := p.identity(r)
+	if err != nil {
+		return p.reject(ctx, r, err)
+	}
+	if p.skip.skips(id, r.offset) {
+		p.s.stats.skippedUploaded.Add(1)
+		return nil
+	}
+	f := p.files[string(id)]
+	opened := f == nil
+	if opened {
+		if f, err = p.open(ctx, string(id), r.offset); err != nil {
+			return err
+		}
+	}
+	p.env = rowgroup.Envelope{Topic: p.topic, Partition: p.id, Offset: r.offset, Timestamp: r.time, Key: r.key, Headers: r.headers}
+	var env *rowgroup.Envelope
+	if p.s.format.envelope {
+		env = &p.env
+	}
+	if err := f.buf.b.Append(r.value, env); err != nil {
+		if opened {
+			// The file's first offset must be that of its first record.
+			p.discard(ctx, f)
+		}
+		return p.reject(ctx, r, err)
+	}
+	f.last = r.offset
+	f.records++
+	p.s.stats.written.Add(1)
+	rot := &p.s.cfg.Rotate
+	if rot.Records > 0 && f.records >= rot.Records {
+		return p.finish(ctx, f, reasonRecords)
+	}
+	if f.sinceCheck++; f.sinceCheck >= 32 {
+		f.sinceCheck = 0
+		if int64(f.buf.g.Size()) >= p.s.rowGroupBytes {
+			if err := f.flush(); err != nil {
+				return p.uploadFailed(ctx, f, err)
+			}
+			if rot.Bytes > 0 && f.buf.w.Offset() >= rot.Bytes {
+				return p.finish(ctx, f, reasonBytes)
+			}
+		}
+	}
+	return nil
+}
+
+// identity renders r's path identity.
+func (p *partition) identity(r *record) ([]byte, error) {
+	ts := r.time
+	if len(p.lookup.paths) > 0 {
+		if err := p.lookup.lookup(r.value); err != nil {
+			return nil, fmt.Errorf("path fields: %w", err)
+		}
+		n := len(p.vals)
+		for i := range n {
+			if p.lookup.found[i] && p.lookup.vals[i] != "" {
+				p.vals[i] = string(appendEscaped(p.idbuf[:0], p.lookup.vals[i]))
+			} else {
+				p.vals[i] = hiveNull
+			}
+		}
+		if p.s.cfg.TimeField != "" {
+			if !p.lookup.found[n] || p.lookup.vals[n] == "" {
+				return nil, fmt.Errorf("time_field %s is missing or null", p.s.cfg.TimeField)
+			}
+			t, err := parseRecordTime(p.lookup.vals[n])
+			if err != nil {
+				return nil, err
+			}
+			ts = t
+		}
+	}
+	p.idbuf = p.s.tmpl.identity(p.idbuf[:0], p.topic, p.id, ts, p.vals)
+	return p.idbuf, nil
+}
+
+// open starts the file of path id whose first record is at offset first.
+func (p *partition) open(ctx context.Context, id string, first int64) (*openFile, error) {
+	f := &openFile{id: id, key: objectKey(id, first), first: first, last: first - 1, opened: time.Now()}
+	if sched := p.s.cfg.Rotate.Schedule; sched > 0 {
+		f.deadline = nextBoundary(f.opened, sched, p.s.loc)
+	}
+	if n := len(p.spare); n > 0 {
+		f.buf, p.spare = p.spare[n-1], p.spare[:n-1]
+	} else {
+		buf, err := newFileBuffers(p.s.format, p.schema)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		f.buf = buf
+	}
+	up, err := p.s.store.Create(ctx, f.key, objstore.ContentType("application/vnd.apache.parquet"))
+	if err != nil {
+		p.spare = append(p.spare, f.buf)
+		return nil, fmt.Errorf("%s: starting upload: %w", f.key, err)
+	}
+	f.up = up
+	if err := f.buf.start(up, p.s.writerOpts); err != nil {
+		p.discard(ctx, f)
+		return nil, fmt.Errorf("%s: %w", f.key, err)
+	}
+	p.files[id] = f
+	p.s.stats.openFiles.Add(1)
+	return f, nil
+}
+
+// discard drops an open file without uploading it.
+func (p *partition) discard(ctx context.Context, f *openFile) {
+	if err := f.abort(context.WithoutCancel(ctx)); err != nil {
+		p.log.Warn("aborting upload", "key", f.key, "error", err)
+	}
+	if p.files[f.id] == f {
+		delete(p.files, f.id)
+		p.s.stats.openFiles.Add(-1)
+	}
+	f.buf.g.Reset()
+	p.spare = append(p.spare, f.buf)
+}
+
+// dropAll discards every open file and held record, to consume again from
+// the committed offset.
+func (p *partition) dropAll(ctx context.Context) {
+	for _, f := range p.files {
+		p.discard(ctx, f)
+	}
+	p.pending = nil
+	p.next = p.committed
+}
+
+// finish uploads f and commits. When an earlier owner already uploaded a
+// file under f's key, f is dropped and that file adopted instead.
+func (p *partition) finish(ctx context.Context, f *openFile, reason string) error {
+	start := time.Now()
+	if !p.s.cfg.Store.ConditionalWrites {
+		// The store would overwrite: look before uploading.
+		if _, err := p.s.store.Head(ctx, f.key); err == nil {
+			return p.adopt(ctx, f)
+		} else if !errors.Is(err, objstore.ErrNotExist) {
+			return p.uploadFailed(ctx, f, err)
+		}
+	}
+	md, err := f.close(p.topic, p.id)
+	if err != nil {
+		return p.uploadFailed(ctx, f, err)
+	}
+	info, err := f.up.Commit(ctx)
+	f.up = nil
+	if errors.Is(err, objstore.ErrExists) {
+		return p.adopt(ctx, f)
+	}
+	if err != nil {
+		return p.uploadFailed(ctx, f, err)
+	}
+	delete(p.files, f.id)
+	p.s.stats.openFiles.Add(-1)
+	p.spare = append(p.spare, f.buf)
+	if last, ok := p.skip[f.id]; !ok || f.last > last {
+		p.skip[f.id] = f.last
+	}
+	p.skipChanged = true
+	p.s.stats.fileUploaded(reason, info.Size, f.records)
+	p.log.Info("uploaded", "key", f.key, "records", f.records, "bytes", info.Size,
+		"first_offset", f.first, "last_offset", f.last, "row_groups", len(md.RowGroups),
+		"reason", reason, "took", time.Since(start).Round(time.Millisecond))
+	return p.commitNow(ctx)
+}
+
+// uploadFailed handles a file that could not be written or uploaded: the
+// store already retried, so drop everything and read again from the
+// committed offset; nothing is lost, and nothing was committed past it.
+func (p *partition) uploadFailed(ctx context.Context, f *openFile, err error) error {
+	p.log.Error("upload failed; consuming again from the committed offset", "key", f.key, "committed", p.committed, "error", err)
+	p.s.stats.uploadErrors.Add(1)
+	p.discard(ctx, f)
+	p.dropAll(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errRestart
+}
+
+// adopt takes over the object that already exists under f's key: an
+// earlier owner of the partition uploaded the file that starts at f's
+// first record. Its footer tells how far it goes.
+func (p *partition) adopt(ctx context.Context, f *openFile) error {
+	rng, err := p.readRange(ctx, f.key)
+	if err != nil {
+		p.discard(ctx, f)
+		return fmt.Errorf("adopting existing object %s: %w", f.key, err)
+	}
+	if rng.topic != p.topic || rng.partition != p.id || rng.first != f.first {
+		p.discard(ctx, f)
+		return fmt.Errorf("object %s exists but holds %s[%d] from offset %d, not this file: is another sink writing to the same path?",
+			f.key, rng.topic, rng.partition, rng.first)
+	}
+	p.s.stats.adopted.Add(1)
+	p.log.Info("adopted existing object", "key", f.key, "its_last_offset", rng.last, "our_last_offset", f.last)
+	if last, ok := p.skip[f.id]; !ok || rng.last > last {
+		p.skip[f.id] = rng.last
+	}
+	p.skipChanged = true
+	p.discard(ctx, f)
+	if rng.last >= f.last {
+		// The object holds every record of this path that f held, and
+		// perhaps more, which the skip set now passes over: nothing to read
+		// again.
+		return p.commitNow(ctx)
+	}
+	// The object ends before f did: the records of f past its end must be
+	// read again, and so must the other paths' records interleaved with them.
+	p.dropAll(ctx)
+	return errRestart
+}
+
+// readRange reads the Kafka range from the footer of the object at key.
+func (p *partition) readRange(ctx context.Context, key string) (fileRange, error) {
+	ra, err := p.s.store.NewReaderAt(ctx, key)
+	if err != nil {
+		return fileRange{}, err
+	}
+	defer ra.Close()
+	file, err := reader.Open(ra, ra.Size())
+	if err != nil {
+		return fileRange{}, err
+	}
+	return rangeOf(file.Metadata())
+}
+
+// commitNow commits the smallest first offset among the open files (or
+// the next offset when none is open), with the skip set of the paths
+// uploaded beyond it. It retries until the commit succeeds or ctx ends:
+// a second upload of a path must not start before the first one's commit
+// (exactly-once protocol, point 5).
+func (p *partition) commitNow(ctx context.Context) error {
+	offset := p.next
+	for _, f := range p.files {
+		offset = min(offset, f.first)
+	}
+	if len(p.pending) > 0 {
+		offset = min(offset, p.pending[0].offset)
+	}
+	p.skip.prune(offset)
+	if offset == p.committed && !p.skipChanged {
+		return nil
+	}
+	md, err := encodeMetadata(ctx, p.s.store, p.s.cfg.Kafka.Group, p.topic, p.id, offset, p.skip)
+	if err != nil {
+		return err
+	}
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := p.commit(ctx, offset, md)
+		if err == nil {
+			p.s.stats.commitLatency(time.Since(start))
+			p.committed = offset
+			p.skipChanged = false
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, errGenerationOver) {
+			return err
+		}
+		p.log.Warn("offset commit failed; retrying", "offset", offset, "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// reject handles a record that cannot be written, per the errors policy.
+func (p *partition) reject(ctx context.Context, r *record, err error) error {
+	p.s.stats.rejected.Add(1)
+	if p.s.cfg.Errors == "skip" {
+		p.log.Warn("record skipped", "offset", r.offset, "error", err)
+		return nil
+	}
+	p.log.Error("record rejected; partition stopped (errors: fail)", "offset", r.offset, "error", err)
+	p.stopped = fmt.Errorf("%s[%d] offset %d: %w", p.topic, p.id, r.offset, err)
+	// The files before the bad record are good: land them, so the committed
+	// offset stops right at it.
+	p.next = r.offset
+	if err := p.finishAll(ctx, reasonStopped); err != nil {
+		return err
+	}
+	return nil
+}
+
+// finishAll uploads every open file.
+func (p *partition) finishAll(ctx context.Context, reason string) error {
+	if p.schema == nil && len(p.pending) > 0 {
+		if err := p.inferShape(ctx); err != nil {
+			return err
+		}
+	}
+	for len(p.files) > 0 {
+		var oldest *openFile
+		for _, f := range p.files {
+			if oldest == nil || f.first < oldest.first {
+				oldest = f
+			}
+		}
+		if err := p.finish(ctx, oldest, reason); err != nil {
+			return err
+		}
+	}
+	return p.commitNow(ctx)
+}
+
+// tick rotates the files whose age or schedule says so, infers a pending
+// shape that waited long enough, and commits progress made without files
+// (records skipped or rejected).
+func (p *partition) tick(ctx context.Context, now time.Time) error {
+	if p.schema == nil && len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
+		if err := p.inferShape(ctx); err != nil {
+			return err
+		}
+	}
+	interval := p.s.cfg.Rotate.Interval
+	for _, f := range p.files {
+		reason := ""
+		switch {
+		case interval > 0 && now.Sub(f.opened) >= interval:
+			reason = reasonInterval
+		case !f.deadline.IsZero() && !now.Before(f.deadline):
+			reason = reasonSchedule
+		default:
+			continue
+		}
+		if err := p.finish(ctx, f, reason); err != nil {
+			return err
+		}
+	}
+	if len(p.files) == 0 && len(p.pending) == 0 && p.next != p.committed {
+		return p.commitNow(ctx)
+	}
+	return nil
+}
+
+// inferShape picks the shredding of a variant format from the records
+// held so far, then writes them.
+func (p *partition) inferShape(ctx context.Context) error {
+	inf := variant.NewInferrer(variant.InferOptions{})
+	enc := variant.NewEncoder()
+	var md, val []byte
+	for i := range p.pending {
+		var err error
+		md, val, err = enc.AppendJSON(md[:0], val[:0], p.pending[i].value)
+		if err != nil {
+			continue // rejected when written
+		}
+		if v, err := variant.New(md, val); err == nil {
+			_ = inf.Add(v)
+		}
+	}
+	shape := inf.Shape()
+	s, err := p.s.format.variantSchema(shape)
+	if err != nil {
+		return fmt.Errorf("inferred variant shape %s: %w", shape.String(), err)
+	}
+	p.schema = s
+	p.log.Info("variant shredding inferred", "records", len(p.pending), "shape", shape.String())
+	held := p.pending
+	p.pending = nil
+	for i := range held {
+		if err := p.write(ctx, &held[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shutdown finishes (or abandons) every open file.
+func (p *partition) shutdown(ctx context.Context, finish bool) error {
+	if !finish {
+		p.dropAll(ctx)
+		return nil
+	}
+	return p.finishAll(ctx, reasonShutdown)
+}
+
+// nextBoundary is the first instant after t that is a multiple of period
+// since midnight in loc (for periods of a day or more, since the Unix
+// epoch in loc).
+func nextBoundary(t time.Time, period time.Duration, loc *time.Location) time.Time {
+	t = t.In(loc)
+	if period >= 24*time.Hour {
+		_, off := t.Zone()
+		local := t.Unix() + int64(off)
+		p := int64(period / time.Second)
+		next := (local/p + 1) * p
+		return time.Unix(next-int64(off), 0)
+	}
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	since := t.Sub(midnight)
+	return midnight.Add((since/period + 1) * period)
+}
+
+func splitPath(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}

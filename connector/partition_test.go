@@ -1,0 +1,274 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/reader"
+)
+
+// protoSink builds a sink over a directory store for driving partitions
+// directly, without Kafka: the exactly-once protocol is all in partition.
+func protoSink(t *testing.T, dir string, records int) *Sink {
+	t.Helper()
+	schemaPath := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
+store: {url: "file://%s"}
+format: {type: json, schema_file: %s}
+path: "p={field:p}/{partition}-{first_offset}.parquet"
+rotate: {records: %d, interval: 1h, bytes: 0}
+`, dir, schemaPath, records)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// commitLog records the commits of a partition.
+type commitLog struct {
+	offsets []int64
+	md      []string
+	fail    bool
+}
+
+func (c *commitLog) commit(_ context.Context, offset int64, md string) error {
+	if c.fail {
+		return errors.New("commit refused")
+	}
+	c.offsets = append(c.offsets, offset)
+	c.md = append(c.md, md)
+	return nil
+}
+
+// feed hands records [from, to) to p, record i in path "a" when i is even
+// and "b" when odd, following restarts as the partition's loop does.
+func feed(t *testing.T, p *partition, from, to int64) {
+	t.Helper()
+	ctx := context.Background()
+	for off := from; off < to; off++ {
+		path := "a"
+		if off%2 == 1 {
+			path = "b"
+		}
+		r := record{offset: off, time: time.UnixMilli(off), value: fmt.Appendf(nil, `{"n":%d,"p":%q}`, off, path)}
+		err := p.handle(ctx, &r)
+		if errors.Is(err, errRestart) {
+			off = p.committed - 1 // the loop fetches again from the committed offset
+			continue
+		}
+		if err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+	}
+}
+
+// landedOffsets reads every file of dir back and returns the offsets in
+// them (column n), sorted, and the keys.
+func landedOffsets(t *testing.T, store objstore.Store) ([]int64, []string) {
+	t.Helper()
+	var offs []int64
+	var keys []string
+	ctx := context.Background()
+	for info, err := range store.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(info.Key, ".parquet") {
+			continue
+		}
+		keys = append(keys, info.Key)
+		ra, err := store.NewReaderAt(ctx, info.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := reader.Open(ra, ra.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := f.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			v, err := rows.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, ok := v.Field("n")
+			if !ok {
+				t.Fatalf("%s: row without n", info.Key)
+			}
+			offs = append(offs, n.Int64())
+		}
+		ra.Close()
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	sort.Strings(keys)
+	return offs, keys
+}
+
+func checkOnce(t *testing.T, offs []int64, n int64) {
+	t.Helper()
+	if int64(len(offs)) != n {
+		t.Errorf("%d records landed, want %d: %v", len(offs), n, offs)
+		return
+	}
+	for i, o := range offs {
+		if o != int64(i) {
+			t.Fatalf("landed offsets %v, want 0..%d once each", offs, n-1)
+		}
+	}
+}
+
+// TestResumeWithSkipSet: the first owner uploads path a's file while path
+// b's stays open, commits b's first offset with a in the skip set, and
+// dies; the next owner resumes there, skips a's uploaded records and
+// writes the rest once.
+func TestResumeWithSkipSet(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+
+	first := protoSink(t, dir, 5)
+	var c1 commitLog
+	p1 := newPartition(first, "t", 0, 0, skipSet{}, c1.commit)
+	feed(t, p1, 0, 9) // path a: 0,2,4,6,8 (one file, rotated at 5 records); path b open
+	if len(c1.offsets) != 1 || c1.offsets[0] != 1 {
+		t.Fatalf("commits %v, want one at offset 1 (path b's open file)", c1.offsets)
+	}
+
+	// A second owner, from the same committed state, rotating at 3.
+	second := protoSink(t, dir, 3)
+	var c2 commitLog
+	skip, err := decodeMetadata(ctx, second.store, c1.md[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := newPartition(second, "t", 0, c1.offsets[0], skip, c2.commit)
+	feed(t, p2, c1.offsets[0], 14)
+	if err := p2.shutdown(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.stats.adopted.Load(); got != 0 {
+		t.Errorf("adopted %d objects; the skip set should have made that unnecessary", got)
+	}
+	if got := second.stats.skippedUploaded.Load(); got != 4 {
+		t.Errorf("skipped %d uploaded records, want 4 (path a's 2, 4, 6, 8)", got)
+	}
+	offs, keys := landedOffsets(t, second.store)
+	checkOnce(t, offs, 14)
+	t.Log(keys)
+}
+
+// TestAdoptAfterLostCommit: an owner uploads a file, its commit is lost;
+// the next owner from the older commit rotates differently and adopts the
+// existing file, shorter or longer than its own.
+func TestAdoptAfterLostCommit(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		first, second int
+	}{{"existing-longer", 4, 2}, {"existing-shorter", 2, 4}, {"same", 3, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			s1 := protoSink(t, dir, c.first)
+			var c1 commitLog
+			p1 := newPartition(s1, "t", 0, 0, skipSet{}, c1.commit)
+			feed(t, p1, 0, 2*int64(c.first)) // path a fills one file and uploads it
+			if err := p1.shutdown(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			// Pretend none of its commits reached Kafka: the next owner
+			// starts from nothing.
+			s2 := protoSink(t, dir, c.second)
+			var c2 commitLog
+			p2 := newPartition(s2, "t", 0, 0, skipSet{}, c2.commit)
+			feed(t, p2, 0, 20)
+			if err := p2.shutdown(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			if s2.stats.adopted.Load() == 0 {
+				t.Error("the second owner adopted nothing")
+			}
+			offs, keys := landedOffsets(t, s2.store)
+			checkOnce(t, offs, 20)
+			if last := c2.offsets[len(c2.offsets)-1]; last != 20 {
+				t.Errorf("last commit at %d, want 20", last)
+			}
+			t.Log(keys)
+		})
+	}
+}
+
+// TestCommitMetadataState: a skip set too long for Kafka's metadata limit
+// goes to a state object and comes back whole.
+func TestCommitMetadataState(t *testing.T) {
+	store, err := objstore.Open(context.Background(), "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	small := skipSet{"a/\x00.parquet": 10}
+	md, err := encodeMetadata(ctx, store, "g", "t", 1, 5, small)
+	if err != nil || !strings.HasPrefix(md, metadataPrefix) {
+		t.Fatalf("small set: %q, %v", md, err)
+	}
+	big := skipSet{}
+	for i := range 300 {
+		big[fmt.Sprintf("events/dt=2026-01-%02d/hr=%02d/\x00.parquet", i%28+1, i%24)+strings.Repeat("x", i%7)] = int64(1000 + i)
+	}
+	md, err = encodeMetadata(ctx, store, "g", "t", 1, 5, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(md, metadataStatePrefix) || len(md) > 300 {
+		t.Fatalf("big set: metadata %q", md)
+	}
+	// Writing the same state twice is harmless.
+	if md2, err := encodeMetadata(ctx, store, "g", "t", 1, 5, big); err != nil || md2 != md {
+		t.Fatalf("second write: %q, %v", md2, err)
+	}
+	for _, c := range []struct {
+		md   string
+		want skipSet
+	}{{"", skipSet{}}, {"someone else's", skipSet{}}, {md, big}} {
+		got, err := decodeMetadata(ctx, store, c.md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("%.30q: %d entries, want %d", c.md, len(got), len(c.want))
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Fatalf("%q: %d, want %d", k, got[k], v)
+			}
+		}
+	}
+	if _, err := decodeMetadata(ctx, store, metadataPrefix+"{not json"); err == nil {
+		t.Error("corrupt metadata: no error")
+	}
+}

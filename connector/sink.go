@@ -1,0 +1,481 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pqsink/pqsink/compress"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// Sink archives Kafka topics into an object store as Parquet files, as one
+// member of a consumer group. Run it with Run; several sinks (in one
+// process or many) with the same group split the partitions between them.
+type Sink struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	store  objstore.Store
+	kafka  *kafkaClients
+	format *format
+	schema *schema.Schema // nil when each partition infers its own
+	tmpl   *pathTemplate
+	loc    *time.Location
+	regex  *regexp.Regexp
+
+	writerOpts    []writer.Option
+	rowGroupBytes int64
+	sampleWait    time.Duration
+	tick          time.Duration
+	stats         *Stats
+
+	joined atomic.Bool // a generation of the group has started
+
+	mu     sync.Mutex
+	failed map[string]error // partitions stopped by errors: fail, by "topic[partition]"
+}
+
+// Option configures New.
+type Option func(*Sink)
+
+// WithStore makes the sink use store instead of opening the config's.
+// The caller keeps ownership of it.
+func WithStore(store objstore.Store) Option { return func(s *Sink) { s.store = store } }
+
+// New checks the configuration, opens the store and prepares the files'
+// schema and paths. Nothing is consumed before Run.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
+	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.loc == nil {
+		s.loc = time.UTC
+	}
+	var err error
+	if cfg.Kafka.TopicRegex != "" {
+		if s.regex, err = regexp.Compile(cfg.Kafka.TopicRegex); err != nil {
+			return nil, fmt.Errorf("kafka.topic_regex: %w", err)
+		}
+	}
+	needTopic := s.regex != nil || len(cfg.Kafka.Topics) > 1
+	if s.tmpl, err = parsePathTemplate(cfg.Path, s.loc, needTopic); err != nil {
+		return nil, err
+	}
+	if s.format, err = newFormat(cfg); err != nil {
+		return nil, err
+	}
+	if s.schema, err = s.format.fixedSchema(); err != nil {
+		return nil, err
+	}
+	if s.writerOpts, err = writerOptions(&cfg.Parquet, s.schema); err != nil {
+		return nil, err
+	}
+	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
+	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
+		s.rowGroupBytes = b
+	}
+	s.tick = time.Second
+	for _, d := range []time.Duration{cfg.Rotate.Interval, cfg.Rotate.Schedule} {
+		if d > 0 {
+			s.tick = min(s.tick, max(d/4, 10*time.Millisecond))
+		}
+	}
+	s.sampleWait = 5 * time.Second
+	if cfg.Rotate.Interval > 0 {
+		s.sampleWait = min(s.sampleWait, cfg.Rotate.Interval)
+	}
+	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
+		return nil, err
+	}
+	if s.store == nil {
+		if s.store, err = openStore(ctx, &cfg.Store); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// writerOptions turns the parquet section into writer options.
+func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, error) {
+	codec, level, err := compress.Parse(c.Codec)
+	if err != nil {
+		return nil, fmt.Errorf("parquet.codec: %w", err)
+	}
+	opts := []writer.Option{
+		writer.Compression(codec, level),
+		writer.PageSize(int(c.PageBytes)),
+		writer.DataPageVersion(c.PageVersion),
+		writer.Dictionary(c.Dictionary),
+		writer.PageIndex(c.PageIndex),
+		writer.PageChecksums(c.Checksums),
+		writer.StatisticsTruncate(c.StatsTruncate),
+	}
+	for _, b := range c.BloomFilters {
+		col, fpp := b, 0.01
+		if i := strings.LastIndexByte(b, ':'); i >= 0 {
+			col = b[:i]
+			if _, err := fmt.Sscan(b[i+1:], &fpp); err != nil {
+				return nil, fmt.Errorf("parquet.bloom_filters: %q: want COLUMN[:FPP]", b)
+			}
+		}
+		if sch != nil && sch.Leaf(col) == nil {
+			return nil, fmt.Errorf("parquet.bloom_filters: the schema has no column %q", col)
+		}
+		opts = append(opts, writer.BloomFilter(col, fpp))
+	}
+	return opts, nil
+}
+
+// openStore opens the store of the config.
+func openStore(ctx context.Context, c *config.Store) (objstore.Store, error) {
+	var opts []objstore.Option
+	if strings.HasPrefix(c.URL, "s3://") {
+		if c.Endpoint != "" {
+			opts = append(opts, objstore.Endpoint(c.Endpoint))
+		}
+		if c.Region != "" {
+			opts = append(opts, objstore.Region(c.Region))
+		}
+		opts = append(opts, objstore.PathStyle(c.PathStyle), objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
+		if c.AccessKey != "" {
+			opts = append(opts, objstore.StaticCredentials(c.AccessKey, c.SecretKey.Value(), c.SessionToken.Value()))
+		}
+		switch c.SSE {
+		case "AES256":
+			opts = append(opts, objstore.SSES3())
+		case "aws:kms":
+			opts = append(opts, objstore.SSEKMS(c.SSEKMSKeyID))
+		}
+		opts = append(opts, objstore.ConditionalWrites(c.ConditionalWrites))
+	}
+	store, err := objstore.Open(ctx, c.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return store, nil
+}
+
+// Stats returns the sink's counters.
+func (s *Sink) Stats() *Stats { return s.stats }
+
+// Store returns the sink's object store.
+func (s *Sink) Store() objstore.Store { return s.store }
+
+// Close releases the store.
+func (s *Sink) Close() error { return s.store.Close() }
+
+// Run consumes until ctx is cancelled, then finishes (or abandons, per the
+// shutdown setting) the open files within the shutdown timeout and leaves
+// the group. It returns nil after a clean shutdown.
+func (s *Sink) Run(ctx context.Context) error {
+	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
+		s.log.Warn("aborting stale uploads", "error", err)
+	} else if n > 0 {
+		s.log.Info("aborted stale uploads", "count", n)
+	}
+	for ctx.Err() == nil {
+		topics, err := s.resolveTopics(ctx)
+		if err != nil {
+			s.log.Warn("resolving topics", "error", err)
+			sleep(ctx, 5*time.Second)
+			continue
+		}
+		if len(topics) == 0 {
+			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
+			sleep(ctx, 10*time.Second)
+			continue
+		}
+		if err := s.runGroup(ctx, topics); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveTopics lists the topics to consume.
+func (s *Sink) resolveTopics(ctx context.Context) ([]string, error) {
+	if s.regex == nil {
+		return s.cfg.Kafka.Topics, nil
+	}
+	all, err := s.kafka.topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var topics []string
+	for _, t := range all {
+		if s.regex.MatchString(t) {
+			topics = append(topics, t)
+		}
+	}
+	sort.Strings(topics)
+	return topics, nil
+}
+
+// runGroup is a membership of the consumer group for a set of topics. It
+// returns when ctx ends (after the shutdown) or when a topic regex starts
+// matching another set of topics.
+func (s *Sink) runGroup(ctx context.Context, topics []string) error {
+	k := &s.cfg.Kafka
+	start := kafka.FirstOffset
+	if k.Start == "latest" {
+		start = kafka.LastOffset
+	}
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                    k.Group,
+		Brokers:               k.Brokers,
+		Dialer:                s.kafka.dialer,
+		Topics:                topics,
+		HeartbeatInterval:     k.HeartbeatInterval,
+		SessionTimeout:        k.SessionTimeout,
+		RebalanceTimeout:      k.RebalanceTimeout,
+		JoinGroupBackoff:      time.Second,
+		StartOffset:           start,
+		WatchPartitionChanges: true,
+		Timeout:               10 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("kafka: joining group %s: %w", k.Group, err)
+	}
+	defer group.Close()
+	s.log.Info("joining consumer group", "group", k.Group, "topics", topics)
+
+	// A regex subscription watches for topics that appear or go.
+	gctx, cancelGroup := context.WithCancel(ctx)
+	defer cancelGroup()
+	if s.regex != nil {
+		go func() {
+			for sleep(gctx, 30*time.Second) {
+				now, err := s.resolveTopics(gctx)
+				if err == nil && !slices.Equal(now, topics) {
+					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)
+					cancelGroup()
+					group.Close()
+					return
+				}
+			}
+		}()
+	}
+	for {
+		gen, err := group.Next(gctx)
+		if err != nil {
+			if gctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return nil
+			}
+			s.log.Warn("consumer group", "error", err)
+			continue
+		}
+		s.runGeneration(ctx, gen)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// runGeneration runs the partitions of one generation until it ends (a
+// rebalance: open files are dropped, as the partitions may now be
+// someone else's) or ctx ends (a shutdown: open files are finished and
+// committed while the generation still allows it).
+func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
+	done := make(chan struct{})
+	// kafka-go ends a generation when any function started in it returns,
+	// and waits for them all before rejoining: one function holds every
+	// partition and returns only when all of them are done.
+	gen.Start(func(genCtx context.Context) {
+		defer close(done)
+		var parts []string
+		assigned := map[string][]int{}
+		for topic, as := range gen.Assignments {
+			for _, a := range as {
+				assigned[topic] = append(assigned[topic], a.ID)
+				parts = append(parts, fmt.Sprintf("%s[%d]", topic, a.ID))
+			}
+		}
+		sort.Strings(parts)
+		s.joined.Store(true)
+		s.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		var wg sync.WaitGroup
+		for topic, ids := range assigned {
+			for _, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.runPartition(ctx, genCtx, gen, topic, int32(id))
+				}()
+			}
+		}
+		wg.Wait()
+		s.log.Info("generation ended", "generation", gen.ID)
+	})
+	<-done
+}
+
+// runPartition consumes one partition for the length of a generation.
+func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, topic string, id int32) {
+	log := s.log.With("topic", topic, "partition", id)
+	p, err := s.assign(genCtx, gen, topic, id)
+	for err != nil {
+		log.Warn("taking partition", "error", err)
+		if !sleep(genCtx, time.Second) {
+			return
+		}
+		p, err = s.assign(genCtx, gen, topic, id)
+	}
+	key := fmt.Sprintf("%s[%d]", topic, id)
+	f := startFetcher(genCtx, &s.cfg.Kafka, s.kafka.dialer, topic, id, p.committed)
+	defer func() { f.stop() }()
+	restart := func() {
+		f.stop()
+		p.dropAll(genCtx)
+		f = startFetcher(genCtx, &s.cfg.Kafka, s.kafka.dialer, topic, id, p.committed)
+	}
+	ticker := time.NewTicker(s.tick)
+	defer ticker.Stop()
+	fail := func(err error) {
+		if errors.Is(err, errGenerationOver) || genCtx.Err() != nil {
+			return
+		}
+		log.Error("partition stopped", "error", err)
+		s.setFailed(key, err)
+	}
+	for {
+		var err error
+		select {
+		case <-genCtx.Done():
+			p.dropAll(context.Background())
+			return
+		case <-ctx.Done():
+			f.stop()
+			sctx, cancel := context.WithTimeout(genCtx, s.cfg.ShutdownTimeout)
+			err := p.shutdown(sctx, s.cfg.Shutdown != "abandon")
+			cancel()
+			if err != nil {
+				log.Error("shutdown: files not finished; they will be written again by the next owner", "error", err)
+				p.dropAll(context.Background())
+			}
+			return
+		case <-f.ready:
+			err = s.handleBatch(genCtx, p, f.take())
+		case <-ticker.C:
+			err = p.tick(genCtx, time.Now())
+		case ferr := <-f.errc:
+			log.Warn("fetch failed; fetching again from the committed offset", "error", ferr)
+			if !sleep(genCtx, time.Second) {
+				continue
+			}
+			err = errRestart
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, errRestart):
+			restart()
+		default:
+			fail(err)
+			p.dropAll(context.Background())
+			f.stop()
+			// Hold the partition (and its generation) without consuming:
+			// returning would end the generation for every partition.
+			select {
+			case <-genCtx.Done():
+			case <-ctx.Done():
+			}
+			return
+		}
+		if p.stopped != nil {
+			s.setFailed(key, p.stopped)
+		}
+	}
+}
+
+// handleBatch hands a fetched batch to the partition, then checks the
+// clock-driven rotations.
+func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []kafka.Message) error {
+	var r record
+	for i := range batch {
+		m := &batch[i]
+		r.offset, r.time, r.key, r.value = m.Offset, m.Time, m.Key, m.Value
+		p.headers = p.headers[:0]
+		for _, h := range m.Headers {
+			p.headers = append(p.headers, rowgroup.Header{Key: h.Key, Value: h.Value})
+		}
+		r.headers = p.headers
+		if err := p.handle(ctx, &r); err != nil {
+			return err
+		}
+	}
+	return p.tick(ctx, time.Now())
+}
+
+// assign loads a partition's committed offset and skip set.
+func (s *Sink) assign(ctx context.Context, gen *kafka.Generation, topic string, id int32) (*partition, error) {
+	got, err := s.kafka.fetchCommitted(ctx, gen.GroupID, map[string][]int{topic: {int(id)}})
+	if err != nil {
+		return nil, err
+	}
+	c, ok := got[topic][int(id)]
+	commit := func(ctx context.Context, offset int64, md string) error {
+		return s.kafka.commitOffset(ctx, gen, topic, id, offset, md)
+	}
+	if !ok || c.offset < 0 {
+		// Nothing committed: resolve the start position and commit it at
+		// once, so that "latest" means the same offset after a restart.
+		off, err := s.kafka.startOffset(ctx, topic, id, s.cfg.Kafka.Start == "latest")
+		if err != nil {
+			return nil, err
+		}
+		if err := commit(ctx, off, ""); err != nil {
+			return nil, err
+		}
+		s.log.Info("partition assigned with no committed offset", "topic", topic, "partition", id, "start", s.cfg.Kafka.Start, "offset", off)
+		return newPartition(s, topic, id, off, skipSet{}, commit), nil
+	}
+	skip, err := decodeMetadata(ctx, s.store, c.metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
+	}
+	s.log.Info("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
+	return newPartition(s, topic, id, c.offset, skip, commit), nil
+}
+
+func (s *Sink) setFailed(key string, err error) {
+	s.mu.Lock()
+	s.failed[key] = err
+	s.mu.Unlock()
+}
+
+// Failed returns the partitions stopped by an error, with their reasons.
+func (s *Sink) Failed() map[string]error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]error, len(s.failed))
+	for k, v := range s.failed {
+		out[k] = v
+	}
+	return out
+}
+
+// sleep waits for d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

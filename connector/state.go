@@ -1,0 +1,125 @@
+package connector
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// The commit metadata of a partition tells the next owner which records
+// beyond the committed offset are already in uploaded files: for each path
+// identity with such a file, the offset of the last record uploaded. The
+// next owner consumes again from the committed offset and skips, per path,
+// the records up to that offset (the skip set).
+//
+// Brokers cap commit metadata (offset.metadata.max.bytes, 4096 bytes by
+// default), so a skip set too long for it is written as a small object of
+// its own and the metadata names that object.
+const (
+	metadataPrefix      = "pqsink1:"
+	metadataStatePrefix = "pqsink1@"
+	maxInlineMetadata   = 4000
+	stateDir            = "_pqsink/state"
+)
+
+// skipSet maps a path identity to the offset of the last record of that
+// path already uploaded.
+type skipSet map[string]int64
+
+// prune drops the entries that the committed offset makes moot: every
+// record at or below such an entry's offset is below the committed one.
+func (s skipSet) prune(committed int64) {
+	for id, last := range s {
+		if last < committed {
+			delete(s, id)
+		}
+	}
+}
+
+// skips says whether the record of path id at offset is already uploaded.
+func (s skipSet) skips(id []byte, offset int64) bool {
+	last, ok := s[string(id)]
+	return ok && offset <= last
+}
+
+// stateDoc is the JSON form of a skip set.
+type stateDoc struct {
+	Paths map[string]int64 `json:"paths"`
+}
+
+// encodeMetadata renders the skip set of a partition as commit metadata,
+// storing it as an object when it is too long to commit inline. The object
+// key is a function of its content, so writing it twice is harmless.
+func encodeMetadata(ctx context.Context, store objstore.Store, group, topic string, partition int32, committed int64, s skipSet) (string, error) {
+	if len(s) == 0 {
+		return "", nil
+	}
+	doc, err := json.Marshal(stateDoc{Paths: s})
+	if err != nil {
+		return "", err
+	}
+	if len(metadataPrefix)+len(doc) <= maxInlineMetadata {
+		return metadataPrefix + string(doc), nil
+	}
+	sum := sha256.Sum256(doc)
+	key := fmt.Sprintf("%s/%s/%s/%d/%020d-%s.json", stateDir, escapeSegment(group), escapeSegment(topic), partition, committed, hex.EncodeToString(sum[:8]))
+	_, err = objstore.Put(ctx, store, key, bytes.NewReader(doc), objstore.ContentType("application/json"))
+	if err != nil && !errors.Is(err, objstore.ErrExists) {
+		return "", fmt.Errorf("writing commit state %s: %w", key, err)
+	}
+	return metadataStatePrefix + key, nil
+}
+
+// decodeMetadata reads back what encodeMetadata wrote. Metadata that some
+// other tool committed (not ours) yields an empty skip set.
+func decodeMetadata(ctx context.Context, store objstore.Store, md string) (skipSet, error) {
+	var doc []byte
+	switch {
+	case strings.HasPrefix(md, metadataPrefix):
+		doc = []byte(md[len(metadataPrefix):])
+	case strings.HasPrefix(md, metadataStatePrefix):
+		key := md[len(metadataStatePrefix):]
+		r, _, err := store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("reading commit state %s: %w", key, err)
+		}
+		doc, err = io.ReadAll(io.LimitReader(r, 64<<20))
+		r.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading commit state %s: %w", key, err)
+		}
+	default:
+		return skipSet{}, nil
+	}
+	var d stateDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("commit metadata is not pqsink's: %w", err)
+	}
+	s := skipSet(d.Paths)
+	if s == nil {
+		s = skipSet{}
+	}
+	return s, nil
+}
+
+// escapeSegment makes a group or topic name one safe key segment.
+func escapeSegment(s string) string { return string(appendEscaped(nil, s)) }
+
+// sortedIDs returns the skip set's identities in order, for logs.
+func (s skipSet) sortedIDs() []string {
+	ids := make([]string, 0, len(s))
+	for id := range s {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

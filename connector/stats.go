@@ -1,0 +1,81 @@
+package connector
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stats counts what a sink did. All methods are safe for concurrent use.
+type Stats struct {
+	consumed        atomic.Int64 // records fetched and handled
+	written         atomic.Int64 // records appended to files
+	skippedUploaded atomic.Int64 // records passed over: already in an uploaded file
+	rejected        atomic.Int64 // records that did not fit (errors policy)
+	adopted         atomic.Int64 // existing objects adopted
+	uploadErrors    atomic.Int64
+	openFiles       atomic.Int64
+	bytesUploaded   atomic.Int64
+	recordsUploaded atomic.Int64
+
+	mu          sync.Mutex
+	files       map[string]int64 // by rotation reason
+	commits     int64
+	commitTotal time.Duration
+}
+
+func newStats() *Stats { return &Stats{files: map[string]int64{}} }
+
+func (s *Stats) fileUploaded(reason string, bytes, records int64) {
+	s.bytesUploaded.Add(bytes)
+	s.recordsUploaded.Add(records)
+	s.mu.Lock()
+	s.files[reason]++
+	s.mu.Unlock()
+}
+
+func (s *Stats) commitLatency(d time.Duration) {
+	s.mu.Lock()
+	s.commits++
+	s.commitTotal += d
+	s.mu.Unlock()
+}
+
+// Snapshot is a copy of the counters at one moment.
+type Snapshot struct {
+	Consumed        int64            // records fetched
+	Written         int64            // records appended to files (some may be dropped and read again)
+	RecordsUploaded int64            // records in uploaded files
+	SkippedUploaded int64            // records passed over because an uploaded file holds them
+	Rejected        int64            // records that did not fit
+	Adopted         int64            // objects of an earlier owner adopted
+	UploadErrors    int64            // uploads that failed after the store's retries
+	OpenFiles       int64            // files being written now
+	BytesUploaded   int64            // bytes of uploaded files
+	Files           map[string]int64 // uploaded files by rotation reason
+	Commits         int64            // offset commits
+}
+
+// Snapshot returns the current counts.
+func (s *Stats) Snapshot() Snapshot {
+	s.mu.Lock()
+	files := make(map[string]int64, len(s.files))
+	for k, v := range s.files {
+		files[k] = v
+	}
+	commits := s.commits
+	s.mu.Unlock()
+	return Snapshot{
+		Consumed:        s.consumed.Load(),
+		Written:         s.written.Load(),
+		RecordsUploaded: s.recordsUploaded.Load(),
+		SkippedUploaded: s.skippedUploaded.Load(),
+		Rejected:        s.rejected.Load(),
+		Adopted:         s.adopted.Load(),
+		UploadErrors:    s.uploadErrors.Load(),
+		OpenFiles:       s.openFiles.Load(),
+		BytesUploaded:   s.bytesUploaded.Load(),
+		Files:           files,
+		Commits:         commits,
+	}
+}

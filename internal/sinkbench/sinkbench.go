@@ -1,0 +1,397 @@
+// Package sinkbench measures the sink end to end: it loads reference
+// events (package events) into a topic, runs the sink on them into a
+// store, and reports throughput, memory and output size. `pqsink bench`
+// and `pqsink demo` run it.
+//
+// By default the broker is an in-process Kafka (franz-go's kfake) started
+// in a child process, so that the broker's memory (it holds every record)
+// does not count in the sink's peak RSS.
+package sinkbench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/internal/events"
+)
+
+// Options configure a run.
+type Options struct {
+	Records    int    // events to load and archive. Defaults to 1,000,000.
+	Partitions int    // partitions of the topic. Defaults to 4.
+	Format     string // json or variant. Defaults to json.
+	Topic      string // Defaults to "events".
+	// Brokers of an existing Kafka; empty starts a broker in a child
+	// process (BrokerCommand) or, with InProcessBroker, in this one.
+	Brokers         []string
+	InProcessBroker bool
+	// BrokerCommand starts the child broker: the command must run
+	// ServeBroker. Defaults to this executable with "__broker".
+	BrokerCommand []string
+	// Store is the store URL. Defaults to a new temporary directory,
+	// removed at the end unless KeepOutput.
+	Store      string
+	StoreExtra string // YAML lines added to the store section (endpoint, keys)
+	KeepOutput bool
+	Codec      string // Defaults to zstd.
+	Envelope   bool
+	Path       string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
+	// Progress receives a line per second while the sink runs.
+	Progress io.Writer
+	Log      *slog.Logger // the sink's log. Defaults to discarding.
+}
+
+// Report is what a run measured.
+type Report struct {
+	Records        int64
+	InputBytes     int64 // bytes of record values
+	Load           time.Duration
+	Seconds        float64 // sink start to the last file uploaded
+	RecordsPerSec  float64
+	InputMBPerSec  float64
+	PeakRSS        int64 // bytes, this process, measured from the sink's start
+	Files          int64
+	OutputBytes    int64
+	BytesPerRecord float64
+	Store          string
+	Stats          connector.Snapshot
+}
+
+// String renders the report for people.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "records        %d (%.1f MB of JSON, %.0f bytes/record)\n", r.Records, float64(r.InputBytes)/1e6, float64(r.InputBytes)/float64(max(r.Records, 1)))
+	fmt.Fprintf(&b, "load           %.1fs (producing into Kafka, not measured)\n", r.Load.Seconds())
+	fmt.Fprintf(&b, "sink           %.2fs until the last file was uploaded\n", r.Seconds)
+	fmt.Fprintf(&b, "throughput     %.0f records/s, %.1f MB/s of input\n", r.RecordsPerSec, r.InputMBPerSec)
+	fmt.Fprintf(&b, "peak RSS       %.1f MiB\n", float64(r.PeakRSS)/(1<<20))
+	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the JSON)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)))
+	fmt.Fprintf(&b, "store          %s\n", r.Store)
+	return b.String()
+}
+
+func (o *Options) defaults() error {
+	if o.Records <= 0 {
+		o.Records = 1_000_000
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = 4
+	}
+	if o.Format == "" {
+		o.Format = "json"
+	}
+	if o.Format != "json" && o.Format != "variant" {
+		return fmt.Errorf("format %q: want json or variant", o.Format)
+	}
+	if o.Topic == "" {
+		o.Topic = "events"
+	}
+	if o.Codec == "" {
+		o.Codec = "zstd"
+	}
+	if o.Path == "" {
+		o.Path = "{topic}/{topic}+{partition}+{first_offset}.parquet"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return nil
+}
+
+// Run loads the events and archives them.
+func Run(ctx context.Context, o Options) (Report, error) {
+	var rep Report
+	if err := o.defaults(); err != nil {
+		return rep, err
+	}
+	brokers := o.Brokers
+	loadStart := time.Now()
+	switch {
+	case len(brokers) > 0:
+		n, err := Load(ctx, brokers, o.Topic, o.Records)
+		if err != nil {
+			return rep, err
+		}
+		rep.InputBytes = n
+	case o.InProcessBroker:
+		b, err := StartBroker(o.Partitions, o.Topic)
+		if err != nil {
+			return rep, err
+		}
+		defer b.Close()
+		brokers = b.ListenAddrs()
+		n, err := Load(ctx, brokers, o.Topic, o.Records)
+		if err != nil {
+			return rep, err
+		}
+		rep.InputBytes = n
+	default:
+		child, addr, n, err := startChildBroker(ctx, o)
+		if err != nil {
+			return rep, err
+		}
+		defer child.stop()
+		brokers, rep.InputBytes = []string{addr}, n
+	}
+	rep.Load = time.Since(loadStart)
+
+	storeURL := o.Store
+	if storeURL == "" {
+		dir, err := os.MkdirTemp("", "pqsink-bench-")
+		if err != nil {
+			return rep, err
+		}
+		if !o.KeepOutput {
+			defer os.RemoveAll(dir)
+		}
+		storeURL = "file://" + dir
+	}
+	rep.Store = storeURL
+	cfgDir, err := os.MkdirTemp("", "pqsink-bench-cfg-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(cfgDir)
+	cfg, err := sinkConfig(o, brokers, storeURL, cfgDir)
+	if err != nil {
+		return rep, err
+	}
+
+	resetPeakRSS()
+	start := time.Now()
+	sink, err := connector.New(ctx, cfg, o.Log)
+	if err != nil {
+		return rep, err
+	}
+	defer sink.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(runCtx) }()
+
+	// Once every record is consumed, a shutdown finishes the open files:
+	// the run ends when the last footer is in the store.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	nextProgress := time.Now().Add(time.Second)
+	for sink.Stats().Snapshot().Consumed < int64(o.Records) {
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("the sink stopped before consuming every record")
+			}
+			return rep, err
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case now := <-tick.C:
+			if o.Progress != nil && now.After(nextProgress) {
+				nextProgress = now.Add(time.Second)
+				st := sink.Stats().Snapshot()
+				fmt.Fprintf(o.Progress, "pqsink: %d/%d records consumed, %d uploaded in %d files (%.0f records/s)\n",
+					st.Consumed, o.Records, st.RecordsUploaded, sumFiles(st.Files), float64(st.Consumed)/time.Since(start).Seconds())
+			}
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		return rep, err
+	}
+	elapsed := time.Since(start)
+	rep.PeakRSS = peakRSS()
+	rep.Stats = sink.Stats().Snapshot()
+	if rep.Stats.RecordsUploaded != int64(o.Records) {
+		return rep, fmt.Errorf("%d records uploaded, want %d (%d rejected)", rep.Stats.RecordsUploaded, o.Records, rep.Stats.Rejected)
+	}
+	rep.Records = rep.Stats.RecordsUploaded
+	rep.Seconds = elapsed.Seconds()
+	rep.RecordsPerSec = float64(rep.Records) / rep.Seconds
+	rep.InputMBPerSec = float64(rep.InputBytes) / 1e6 / rep.Seconds
+	rep.Files = sumFiles(rep.Stats.Files)
+	rep.OutputBytes = rep.Stats.BytesUploaded
+	rep.BytesPerRecord = float64(rep.OutputBytes) / float64(rep.Records)
+	return rep, nil
+}
+
+func sumFiles(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// sinkConfig renders the sink's configuration and parses it as `pqsink
+// run` would.
+func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Config, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  group: pqsink-bench-%d\n  topics: [%s]\n  start: earliest\n", strings.Join(brokers, ", "), time.Now().UnixNano(), o.Topic)
+	fmt.Fprintf(&b, "store:\n  url: %q\n%s", storeURL, o.StoreExtra)
+	fmt.Fprintf(&b, "format:\n  type: %s\n", o.Format)
+	if o.Format == "json" {
+		path := filepath.Join(dir, "events.schema")
+		if err := os.WriteFile(path, []byte(events.Schema), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "  schema_file: %s\n", path)
+	}
+	fmt.Fprintf(&b, "envelope: %v\npath: %q\n", o.Envelope, o.Path)
+	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
+	return config.Parse([]byte(b.String()), os.LookupEnv)
+}
+
+// StartBroker starts an in-process Kafka broker on a loopback port with
+// one topic.
+func StartBroker(partitions int, topic string) (*kfake.Cluster, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.SeedTopics(int32(partitions), topic))
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-process broker: %w", err)
+	}
+	return c, nil
+}
+
+// Load produces n reference events to topic, keyed by user so that the
+// partitions share them, and returns the bytes of the values.
+func Load(ctx context.Context, brokers []string, topic string, n int) (int64, error) {
+	w := &kafka.Writer{
+		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
+		BatchSize: 10000, BatchBytes: 16 << 20, BatchTimeout: 5 * time.Millisecond,
+		RequiredAcks: kafka.RequireOne, Compression: kafka.Lz4,
+	}
+	defer w.Close()
+	gen := events.New(1, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	var total int64
+	batch := make([]kafka.Message, 0, 10000)
+	for i := range n {
+		v := gen.Append(nil)
+		total += int64(len(v))
+		batch = append(batch, kafka.Message{Key: strconv.AppendInt(nil, int64(i%10007), 10), Value: v})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.WriteMessages(ctx, batch...); err != nil {
+				return total, fmt.Errorf("producing: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return total, nil
+}
+
+// ServeBroker is the child broker process: it starts a broker, loads the
+// events, prints "ready ADDR BYTES" on out, and runs until in closes.
+func ServeBroker(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
+	if len(args) != 3 {
+		return fmt.Errorf("want TOPIC PARTITIONS RECORDS, got %q", args)
+	}
+	partitions, err1 := strconv.Atoi(args[1])
+	records, err2 := strconv.Atoi(args[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	c, err := StartBroker(partitions, args[0])
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := Load(ctx, c.ListenAddrs(), args[0], records)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ready %s %d\n", c.ListenAddrs()[0], n)
+	io.Copy(io.Discard, in)
+	return nil
+}
+
+type childBroker struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+func (c *childBroker) stop() {
+	c.stdin.Close()
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int64, error) {
+	argv := o.BrokerCommand
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, "", 0, err
+		}
+		argv = []string{exe, "__broker"}
+	}
+	argv = append(argv[:len(argv):len(argv)], o.Topic, strconv.Itoa(o.Partitions), strconv.Itoa(o.Records))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", 0, fmt.Errorf("starting the broker process: %w", err)
+	}
+	child := &childBroker{cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var addr string
+	var n int64
+	if err == nil {
+		_, err = fmt.Sscanf(line, "ready %s %d", &addr, &n)
+	}
+	if err != nil {
+		child.stop()
+		return nil, "", 0, fmt.Errorf("broker process: %q: %w", line, err)
+	}
+	return child, addr, n, nil
+}
+
+// resetPeakRSS starts the peak RSS anew (Linux: /proc/self/clear_refs), so
+// that what the load phase used does not count.
+func resetPeakRSS() {
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS returns the process's peak resident set size in bytes since the
+// last reset (VmHWM), or getrusage's maximum where /proc is missing.
+func peakRSS() int64 {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				f := strings.Fields(rest)
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		return ru.Maxrss << 10
+	}
+	return 0
+}

@@ -1,0 +1,506 @@
+// Package faultproxy puts an unreliable network and an overloaded S3 between
+// a test's S3 client and a real S3 server (internal/testutil/minio): a
+// reverse proxy that, driven by a seeded random source and rates the test
+// sets (for all operations or per operation), answers 500 InternalError or
+// 503 SlowDown without passing the request on, hangs up in the middle of a
+// request, hangs up after the server has carried the request out (the
+// client sees a failure for a request that succeeded: the case that
+// conditional PutObject and CompleteMultipartUpload must survive), delays
+// answers, and can refuse every connection for a while (S3 unreachable).
+// It counts what it did per S3 operation (see Operation), so that a test
+// can check that every kind of fault was really injected.
+//
+// Point a client at Proxy.URL with path-style addressing; requests keep the
+// Host header they were signed with. The seed fixes the sequence of
+// decisions; which request meets which decision also depends on the order
+// in which concurrent requests arrive. Test-only.
+package faultproxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fault is what the proxy did with a request.
+type Fault int
+
+const (
+	// Forwarded: passed on to the server, its answer relayed.
+	Forwarded Fault = iota
+	// Error500: answered 500 InternalError, not passed on.
+	Error500
+	// Error503: answered 503 SlowDown, not passed on.
+	Error503
+	// DropBefore: part of the body read (perhaps none), then the
+	// connection closed; not passed on.
+	DropBefore
+	// DropAfter: passed on and answered by the server, then the connection
+	// closed instead of relaying the answer.
+	DropAfter
+	// Delayed: the server's answer held back before it was relayed. A
+	// delayed request is also counted as Forwarded.
+	Delayed
+	// Refused: the connection closed at once because the proxy is down.
+	Refused
+	numFaults
+)
+
+func (f Fault) String() string {
+	return [...]string{"forwarded", "500", "503", "drop-before", "drop-after", "delayed", "refused"}[f]
+}
+
+// Rates are the probabilities, each in [0, 1], that a request meets a
+// fault. Error500, Error503, DropBefore and DropAfter exclude each other
+// (their sum is at most 1); Delay applies to the requests that are passed
+// on and answered.
+type Rates struct {
+	Error500   float64
+	Error503   float64
+	DropBefore float64
+	DropAfter  float64
+	Delay      float64
+	// MaxDelay bounds a delay, drawn uniformly between MaxDelay/2 and
+	// MaxDelay.
+	MaxDelay time.Duration
+}
+
+func (r Rates) check() error {
+	for _, x := range []float64{r.Error500, r.Error503, r.DropBefore, r.DropAfter, r.Delay} {
+		if x < 0 || x > 1 {
+			return fmt.Errorf("faultproxy: rate %v outside [0, 1]", x)
+		}
+	}
+	sum := r.Error500 + r.Error503 + r.DropBefore + r.DropAfter
+	if sum > 1 {
+		return fmt.Errorf("faultproxy: exclusive fault rates add up to %v > 1", sum)
+	}
+	if r.Delay > 0 && r.MaxDelay <= 0 {
+		return fmt.Errorf("faultproxy: Delay %v without MaxDelay", r.Delay)
+	}
+	return nil
+}
+
+// counts is what happened to one operation's requests.
+type counts struct {
+	requests  int
+	faults    [numFaults]int
+	lostOK    int // DropAfter whose server answer was 2xx
+	statusErr int // forwarded requests the server answered with >= 400
+}
+
+// Proxy is a running fault-injecting proxy.
+type Proxy struct {
+	// URL is the proxy's base URL, e.g. "http://127.0.0.1:41234".
+	URL string
+
+	t      testing.TB
+	srv    *httptest.Server
+	target *url.URL
+	proxy  *httputil.ReverseProxy
+	tr     *http.Transport
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	rates    Rates
+	perOp    map[Op]Rates
+	queued   map[Op][]Fault // Inject's faults, before any drawn
+	down     bool
+	refusals int // connections refused while down
+	ops      map[Op]*counts
+}
+
+// Start runs a proxy in front of target (a base URL such as
+// minio.Server.Endpoint) with every rate zero, and stops it when the test
+// ends.
+func Start(t testing.TB, target string, seed uint64) *Proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		t.Fatalf("faultproxy: target %q is not a base URL (%v)", target, err)
+	}
+	p := &Proxy{
+		t:      t,
+		target: u,
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		perOp:  map[Op]Rates{},
+		queued: map[Op][]Fault{},
+		ops:    map[Op]*counts{},
+		tr:     http.DefaultTransport.(*http.Transport).Clone(),
+	}
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			// The client signed the Host it sent (SigV4): keep it.
+			r.Out.Host = r.In.Host
+		},
+		Transport:      p.tr,
+		ModifyResponse: p.hold,
+		// A client that hangs up (SetDown, or its own timeout) makes the
+		// proxy log; the test's client sees the failure anyway.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	p.srv = httptest.NewUnstartedServer(p)
+	p.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	p.srv.Listener = &listener{Listener: p.srv.Listener, p: p}
+	p.srv.Start()
+	p.URL = p.srv.URL
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Close stops the proxy. Start's cleanup calls it.
+func (p *Proxy) Close() {
+	p.srv.Close()
+	p.tr.CloseIdleConnections()
+}
+
+// SetRates sets the rates of every operation that has none of its own.
+func (p *Proxy) SetRates(r Rates) {
+	if err := r.check(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.rates = r
+	p.mu.Unlock()
+}
+
+// SetRatesFor gives ops rates of their own, which replace SetRates' for
+// them.
+func (p *Proxy) SetRatesFor(r Rates, ops ...Op) {
+	if err := r.check(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	for _, op := range ops {
+		p.perOp[op] = r
+	}
+	p.mu.Unlock()
+}
+
+// Inject makes the next n requests of op meet f (Error500, Error503,
+// DropBefore or DropAfter), whatever the rates: for a fault a test must
+// see where few requests go, such as a lost CompleteMultipartUpload
+// answer.
+func (p *Proxy) Inject(op Op, f Fault, n int) {
+	switch f {
+	case Error500, Error503, DropBefore, DropAfter:
+	default:
+		p.t.Fatalf("faultproxy: cannot inject %s", f)
+	}
+	p.mu.Lock()
+	for range n {
+		p.queued[op] = append(p.queued[op], f)
+	}
+	p.mu.Unlock()
+}
+
+// SetDown takes the proxy down (S3 unreachable: open connections are cut,
+// new ones closed as soon as they are accepted, with a reset) or brings it
+// back up.
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+	if down {
+		p.srv.CloseClientConnections()
+	}
+}
+
+// Count returns how many requests of op met f; op "" counts every
+// operation.
+func (p *Proxy) Count(op Op, f Fault) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for o, c := range p.ops {
+		if op == "" || o == op {
+			n += c.faults[f]
+		}
+	}
+	return n
+}
+
+// Requests returns how many requests of op arrived; op "" counts every
+// operation. Connections refused while down carry no request and are not
+// counted here (see Refusals).
+func (p *Proxy) Requests(op Op) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for o, c := range p.ops {
+		if op == "" || o == op {
+			n += c.requests
+		}
+	}
+	return n
+}
+
+// LostSuccesses returns how many requests of op (every operation for "")
+// the server carried out successfully (2xx) while the client got a broken
+// connection instead (DropAfter).
+func (p *Proxy) LostSuccesses(op Op) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for o, c := range p.ops {
+		if op == "" || o == op {
+			n += c.lostOK
+		}
+	}
+	return n
+}
+
+// Refusals returns how many connections were refused while down.
+func (p *Proxy) Refusals() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusals
+}
+
+// String is a table of what happened, one line per operation, for test
+// logs.
+func (p *Proxy) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ops := make([]Op, 0, len(p.ops))
+	for op := range p.ops {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s %8s", "operation", "requests")
+	for f := range numFaults {
+		fmt.Fprintf(&b, " %11s", f)
+	}
+	fmt.Fprintf(&b, " %9s %9s\n", "lost-2xx", "server4xx+")
+	for _, op := range ops {
+		c := p.ops[op]
+		fmt.Fprintf(&b, "%-24s %8d", op, c.requests)
+		for f := range numFaults {
+			fmt.Fprintf(&b, " %11d", c.faults[f])
+		}
+		fmt.Fprintf(&b, " %9d %9d\n", c.lostOK, c.statusErr)
+	}
+	fmt.Fprintf(&b, "connections refused while down: %d\n", p.refusals)
+	return b.String()
+}
+
+// decision is what the proxy will do with one request.
+type decision struct {
+	fault Fault
+	delay time.Duration
+	cut   float64 // DropBefore: the fraction of the body read before hanging up
+}
+
+// decide draws the fate of a request of op and counts it.
+func (p *Proxy) decide(op Op) decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.ops[op]
+	if c == nil {
+		c = &counts{}
+		p.ops[op] = c
+	}
+	c.requests++
+	if p.down {
+		c.faults[Refused]++
+		return decision{fault: Refused}
+	}
+	r, ok := p.perOp[op]
+	if !ok {
+		r = p.rates
+	}
+	d := decision{fault: Forwarded}
+	if q := p.queued[op]; len(q) > 0 {
+		d.fault, p.queued[op] = q[0], q[1:]
+	} else {
+		u := p.rng.Float64()
+		for _, x := range []struct {
+			rate  float64
+			fault Fault
+		}{{r.Error500, Error500}, {r.Error503, Error503}, {r.DropBefore, DropBefore}, {r.DropAfter, DropAfter}} {
+			if u < x.rate {
+				d.fault = x.fault
+				break
+			}
+			u -= x.rate
+		}
+	}
+	if d.fault == DropBefore {
+		d.cut = p.rng.Float64()
+	}
+	if d.fault == Forwarded && r.Delay > 0 && p.rng.Float64() < r.Delay {
+		d.delay = r.MaxDelay/2 + time.Duration(p.rng.Int64N(int64(r.MaxDelay/2)+1))
+		c.faults[Delayed]++
+	}
+	c.faults[d.fault]++
+	return d
+}
+
+// delayKey keys the delay of a request in its context, for hold.
+type delayKey struct{}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := Operation(r)
+	d := p.decide(op)
+	switch d.fault {
+	case Refused:
+		hangUp(w)
+	case Error500:
+		io.Copy(io.Discard, r.Body)
+		writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+	case Error503:
+		io.Copy(io.Discard, r.Body)
+		writeError(w, r, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+	case DropBefore:
+		// Cut the request short: read a part of the body, then hang up.
+		if r.ContentLength > 0 {
+			io.CopyN(io.Discard, r.Body, int64(d.cut*float64(r.ContentLength)))
+		}
+		hangUp(w)
+	case DropAfter:
+		rec := &recorder{h: http.Header{}}
+		p.proxy.ServeHTTP(rec, r)
+		p.mu.Lock()
+		if rec.status >= 200 && rec.status < 300 {
+			p.ops[op].lostOK++
+		} else if rec.status >= 400 {
+			p.ops[op].statusErr++
+		}
+		p.mu.Unlock()
+		hangUp(w)
+	default:
+		if d.delay > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), delayKey{}, d.delay))
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		p.proxy.ServeHTTP(sw, r)
+		if sw.status >= 400 {
+			p.mu.Lock()
+			p.ops[op].statusErr++
+			p.mu.Unlock()
+		}
+	}
+}
+
+// hold delays the server's answer before it is relayed, when the request
+// drew a delay.
+func (p *Proxy) hold(resp *http.Response) error {
+	d, _ := resp.Request.Context().Value(delayKey{}).(time.Duration)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-resp.Request.Context().Done():
+		return resp.Request.Context().Err()
+	}
+}
+
+// writeError answers as S3 does when it fails a request.
+func writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	var body bytes.Buffer
+	fmt.Fprintf(&body, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<Error><Code>%s</Code><Message>%s</Message><Resource>%s</Resource><RequestId>faultproxy</RequestId></Error>`,
+		code, message, r.URL.Path)
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", fmt.Sprint(body.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(body.Bytes())
+	}
+}
+
+// hangUp closes the client's connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(fmt.Sprintf("faultproxy: hijacking the connection: %v", err))
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0) // a reset, as a dying server or middlebox sends
+	}
+	conn.Close()
+}
+
+// recorder swallows the answer of a request that DropAfter passed on,
+// keeping its status.
+type recorder struct {
+	h      http.Header
+	status int
+}
+
+func (r *recorder) Header() http.Header { return r.h }
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return len(p), nil
+}
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *recorder) Flush() {}
+
+// statusWriter notes the status of a relayed answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// listener resets connections as soon as they are accepted while the proxy
+// is down.
+type listener struct {
+	net.Listener
+	p *Proxy
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.p.mu.Lock()
+		down := l.p.down
+		if down {
+			l.p.refusals++
+		}
+		l.p.mu.Unlock()
+		if !down {
+			return c, nil
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}
+}

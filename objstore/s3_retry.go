@@ -1,0 +1,108 @@
+package objstore
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go/middleware"
+)
+
+const (
+	// retryBaseDelay and retryMaxDelay shape the backoff: the wait before
+	// retry n (from 1) is uniformly random in [0, min(retryMaxDelay,
+	// retryBaseDelay·2^n)). The first waits are short, for a dropped
+	// connection; the later ones give a throttled or failing S3 time to
+	// recover: the default 10 retries wait about 40 s in all on average.
+	retryBaseDelay = 100 * time.Millisecond
+	retryMaxDelay  = 20 * time.Second
+)
+
+// newRetryer returns the SDK's standard retryer (5xx, throttling codes such
+// as SlowDown, RequestTimeout, timeouts and connection errors are
+// transient) with at most maxRetries retries, full-jitter backoff, and
+// never a retry of 412 Precondition Failed.
+func newRetryer(maxRetries int) aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = min(maxRetries, math.MaxInt-1) + 1
+		o.MaxBackoff = retryMaxDelay
+		o.Backoff = fullJitter{base: retryBaseDelay, max: retryMaxDelay}
+		// A 412 is the answer to a conditional write: the object exists.
+		// The SDK does not retry it today; this keeps it that way.
+		o.Retryables = append([]retry.IsErrorRetryable{
+			retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+				if statusCode(err) == http.StatusPreconditionFailed {
+					return aws.FalseTernary
+				}
+				return aws.UnknownTernary
+			}),
+		}, o.Retryables...)
+		// The SDK's client-side retry quota fails every request at once,
+		// without trying, after about 100 retries in a row: one S3
+		// brownout would fail the uploads of all partitions together. The
+		// per-request limit and the backoff bound the load instead.
+		o.RateLimiter = ratelimit.None
+	})
+}
+
+// fullJitter is exponential backoff with full jitter. (The SDK's own
+// backoff stops jittering once it reaches its cap, so that clients
+// throttled together retry together.)
+type fullJitter struct {
+	base, max time.Duration
+}
+
+func (j fullJitter) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	ceiling := j.max
+	if attempt < 32 {
+		if d := j.base << attempt; d > 0 && d < ceiling {
+			ceiling = d
+		}
+	}
+	return rand.N(ceiling), nil
+}
+
+// attemptsKey keys the per-operation attemptCount in a request's context.
+type attemptsKey struct{}
+
+// attemptCount follows the attempts of one operation call. Attempts run
+// one after the other, so it needs no lock.
+type attemptCount struct {
+	n       int
+	lastErr error
+}
+
+// retryHook installs hook in a client's middleware stacks: a counter per
+// operation call, set up once per call, and a step inside the SDK's retry
+// loop that sees every attempt and reports the ones that follow a failure.
+func retryHook(hook func(op string, attempt int, err error)) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("pqsinkAttemptCount",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				return next.HandleInitialize(context.WithValue(ctx, attemptsKey{}, &attemptCount{}), in)
+			}), middleware.Before)
+		if err != nil {
+			return err
+		}
+		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("pqsinkRetryHook",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				c, _ := ctx.Value(attemptsKey{}).(*attemptCount)
+				if c == nil {
+					return next.HandleFinalize(ctx, in)
+				}
+				c.n++
+				if c.n > 1 {
+					hook(awsmiddleware.GetOperationName(ctx), c.n-1, c.lastErr)
+				}
+				out, md, err := next.HandleFinalize(ctx, in)
+				c.lastErr = err
+				return out, md, err
+			}), "Retry", middleware.After)
+	}
+}

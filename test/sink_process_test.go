@@ -1,0 +1,189 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/pqsink/pqsink/internal/testutil"
+	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// sinkProcess is `pqsink run` in a child process.
+type sinkProcess struct {
+	name string
+	cmd  *exec.Cmd
+	log  *testutil.Tail
+	done chan error
+}
+
+// startSinkProcess runs the pqsink binary with the configuration text.
+func startSinkProcess(t *testing.T, name, cfgText string) *sinkProcess {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &sinkProcess{name: name, log: &testutil.Tail{Max: 512 << 10}, done: make(chan error, 1)}
+	p.cmd = exec.Command(pqsinkBinary(t), "run", "--config", cfgPath)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("--- %s log (tail) ---\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+// kill ends the process with SIGKILL: no clean-up of any kind.
+func (p *sinkProcess) kill(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- nil // for the cleanup's receive
+}
+
+// terminate sends SIGTERM and waits for a clean exit.
+func (p *sinkProcess) terminate(t *testing.T, within time.Duration) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Errorf("%s: exit after SIGTERM: %v\n%s", p.name, err, p.log.String())
+		}
+	case <-time.After(within):
+		t.Errorf("%s did not exit within %v of SIGTERM", p.name, within)
+	}
+}
+
+// produceSlowly produces n events in chunks over about d, in the background.
+func produceSlowly(t *testing.T, brokers []string, topic string, n, chunks int, d time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		per := n / chunks
+		for i := range chunks {
+			produceEvents(t, brokers, topic, i*per, per)
+			time.Sleep(d / time.Duration(chunks))
+		}
+	}()
+	return &wg
+}
+
+// TestSinkCrashLoop kills the sink with SIGKILL at random moments while
+// records arrive and files rotate by wall-clock age many times a second;
+// after a last clean run every record is in the output exactly once.
+func TestSinkCrashLoop(t *testing.T) {
+	const partitions, n, kills = 4, 24000, 12
+	topic := "crash"
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
+	dir := t.TempDir()
+	cfg := sinkConfig{
+		brokers: broker.Brokers, group: "crash", topic: topic, storeURL: "file://" + dir,
+		format: "json", envelope: true, records: 3000, interval: "300ms",
+		extra: "",
+	}
+	text := cfg.yaml(t)
+	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 1s")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 200ms")
+	text = replaceLine(text, "  rebalance_timeout: 10s", "  rebalance_timeout: 3s")
+
+	producing := produceSlowly(t, broker.Brokers, topic, n, 24, 12*time.Second)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for i := range kills {
+		p := startSinkProcess(t, fmt.Sprintf("sink-%d", i), text)
+		time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
+		p.kill(t)
+	}
+	producing.Wait()
+	truth := readTopic(t, broker.Brokers, topic, partitions)
+	if len(truth) != n {
+		t.Fatalf("Kafka holds %d records, want %d", len(truth), n)
+	}
+
+	last := startSinkProcess(t, "sink-last", text)
+	store, err := objstore.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	waitLanded(t, store, n, 3*time.Minute)
+	last.terminate(t, 30*time.Second)
+
+	files := download(t, store, t.TempDir())
+	checkFileRanges(t, files)
+	db := duckdb.Start(t)
+	rows := readWithDuckDB(t, db, files, "json", true)
+	checkExactlyOnce(t, topic, truth, rows, "json", true)
+	t.Logf("%d kills, %d files", kills, len(files))
+}
+
+// TestSinkGroupMembership runs two sink processes in one group, adds a
+// third and stops one while records arrive: every record exactly once.
+func TestSinkGroupMembership(t *testing.T) {
+	const partitions, n = 6, 30000
+	topic := "members"
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
+	dir := t.TempDir()
+	cfg := sinkConfig{
+		brokers: broker.Brokers, group: "members", topic: topic, storeURL: "file://" + dir,
+		format: "variant", shred: "auto", envelope: true, records: 2000, interval: "500ms",
+	}
+	text := cfg.yaml(t)
+	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 2s")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 300ms")
+
+	producing := produceSlowly(t, broker.Brokers, topic, n, 30, 15*time.Second)
+	a := startSinkProcess(t, "sink-a", text)
+	b := startSinkProcess(t, "sink-b", text)
+	time.Sleep(4 * time.Second)
+	c := startSinkProcess(t, "sink-c", text)
+	time.Sleep(4 * time.Second)
+	a.terminate(t, 30*time.Second)
+	producing.Wait()
+	truth := readTopic(t, broker.Brokers, topic, partitions)
+
+	store, err := objstore.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	waitLanded(t, store, n, 3*time.Minute)
+	b.terminate(t, 30*time.Second)
+	c.terminate(t, 30*time.Second)
+
+	files := download(t, store, t.TempDir())
+	checkFileRanges(t, files)
+	db := duckdb.Start(t)
+	rows := readWithDuckDB(t, db, files, "variant", true)
+	checkExactlyOnce(t, topic, truth, rows, "variant", true)
+}
+
+// replaceLine replaces one exact line of a configuration text.
+func replaceLine(text, old, new string) string {
+	if !strings.Contains(text, old+"\n") {
+		panic("no line " + old)
+	}
+	return strings.Replace(text, old+"\n", new+"\n", 1)
+}
