@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/rowgroup"
 )
 
 // errGenerationOver is a commit refused because the group moved on to a
@@ -87,13 +90,19 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 	return &kafkaClients{dialer: dialer, client: client}, nil
 }
 
-// fetcher reads one partition in the background. Records pile up in a
-// buffer that the partition's goroutine takes whole when it is ready, so a
-// busy partition pays for one hand-over per batch, not per record, and an
-// idle one sees each record at once.
+// fetcher reads one partition in the background with fetch requests of
+// up to fetch.max_bytes, one round trip ahead of the partition's goroutine.
+// Records pile up in a buffer that the partition takes whole when it is
+// ready, so a busy partition pays one hand-over per batch, not per record,
+// and an idle one sees each record at once.
+//
+// It uses kafka-go's protocol-level Client.Fetch rather than its Reader:
+// the Reader turns an empty key or header value into nil, and replay must
+// be able to restore a record exactly.
 type fetcher struct {
 	mu    sync.Mutex
-	buf   []kafka.Message
+	buf   []record
+	bytes int64 // of the keys and values in buf
 	ready chan struct{} // signalled when buf has records
 	space chan struct{} // signalled when buf was taken
 	errc  chan error
@@ -102,58 +111,95 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-// fetchBatch is the number of records the fetcher holds before it waits
-// for the partition to take them.
-const fetchBatch = 4096
+// recordOverhead is what a fetched record costs beside its key and value.
+const recordOverhead = 64
 
-func startFetcher(ctx context.Context, cfg *config.Kafka, dialer *kafka.Dialer, topic string, partition int32, offset int64) *fetcher {
+// arenaSize is the size of the blocks that hold fetched keys and values:
+// one allocation for many records, instead of one per record.
+const arenaSize = 1 << 20
+
+func startFetcher(ctx context.Context, k *kafkaClients, cfg *config.Kafka, topic string, partition int32, offset int64, log *slog.Logger) *fetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fetcher{
 		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
 		cancel: cancel, done: make(chan struct{}),
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         cfg.Brokers,
-		Topic:           topic,
-		Partition:       int(partition),
-		Dialer:          dialer,
-		MinBytes:        int(cfg.Fetch.MinBytes),
-		MaxBytes:        int(cfg.Fetch.MaxBytes),
-		MaxWait:         cfg.Fetch.MaxWait,
-		QueueCapacity:   1024,
-		ReadLagInterval: -1,
-	})
 	go func() {
 		defer close(f.done)
-		defer r.Close()
-		if err := r.SetOffset(offset); err != nil {
-			f.errc <- err
-			return
-		}
-		for {
-			m, err := r.FetchMessage(ctx)
+		var arena []byte
+		next := offset
+		for ctx.Err() == nil {
+			resp, err := k.client.Fetch(ctx, &kafka.FetchRequest{
+				Topic: topic, Partition: int(partition), Offset: next,
+				MinBytes: cfg.Fetch.MinBytes, MaxBytes: cfg.Fetch.MaxBytes, MaxWait: cfg.Fetch.MaxWait,
+			})
+			if err == nil && resp.Error != nil {
+				err = resp.Error
+				if errors.Is(err, kafka.OffsetOutOfRange) && next < resp.LogStartOffset {
+					// Retention deleted the records before they were read:
+					// nothing can bring them back; say so and go on.
+					log.Error("records deleted by retention before they were archived", "from", next, "to", resp.LogStartOffset-1)
+					next = resp.LogStartOffset
+					continue
+				}
+			}
 			if err != nil {
 				if ctx.Err() == nil {
-					f.errc <- fmt.Errorf("fetching %s[%d]: %w", topic, partition, err)
+					f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
 				}
 				return
 			}
+			var batch []record
+			var size int64
+			for {
+				r, err := resp.Records.ReadRecord()
+				if err != nil {
+					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+						f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
+						closeRecords(resp.Records)
+						return
+					}
+					break
+				}
+				if r.Offset < next {
+					continue // a batch may start before the requested offset
+				}
+				rec := record{offset: r.Offset, time: r.Time}
+				rec.key, arena = readBytes(r.Key, arena)
+				rec.value, arena = readBytes(r.Value, arena)
+				if len(r.Headers) > 0 {
+					rec.headers = make([]rowgroup.Header, len(r.Headers))
+					for i, h := range r.Headers {
+						rec.headers[i].Key = h.Key
+						rec.headers[i].Value, arena = copyBytes(h.Value, arena)
+					}
+				}
+				batch = append(batch, rec)
+				size += int64(len(rec.key) + len(rec.value) + recordOverhead)
+				next = r.Offset + 1
+			}
+			closeRecords(resp.Records)
+			if len(batch) == 0 {
+				continue
+			}
 			f.mu.Lock()
-			f.buf = append(f.buf, m)
-			n := len(f.buf)
+			f.buf = append(f.buf, batch...)
+			f.bytes += size
+			n := f.bytes
 			f.mu.Unlock()
 			select {
 			case f.ready <- struct{}{}:
 			default:
 			}
-			for n >= fetchBatch {
+			// One fetch ahead of the partition, no more.
+			for n >= cfg.Fetch.MaxBytes {
 				select {
 				case <-f.space:
 				case <-ctx.Done():
 					return
 				}
 				f.mu.Lock()
-				n = len(f.buf)
+				n = f.bytes
 				f.mu.Unlock()
 			}
 		}
@@ -161,11 +207,55 @@ func startFetcher(ctx context.Context, cfg *config.Kafka, dialer *kafka.Dialer, 
 	return f
 }
 
+// readBytes reads a record's key or value into the arena; a null one
+// stays nil, an empty one is empty but not nil.
+func readBytes(b kafka.Bytes, arena []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, arena
+	}
+	n := b.Len()
+	dst, arena := alloc(n, arena)
+	io.ReadFull(b, dst)
+	return dst, arena
+}
+
+// copyBytes copies a header value into the arena, keeping nil apart from
+// empty.
+func copyBytes(v []byte, arena []byte) ([]byte, []byte) {
+	if v == nil {
+		return nil, arena
+	}
+	dst, arena := alloc(len(v), arena)
+	copy(dst, v)
+	return dst, arena
+}
+
+// alloc takes n bytes from the arena, starting a new block when it is
+// full. Earlier slices stay valid: a block is never moved.
+func alloc(n int, arena []byte) ([]byte, []byte) {
+	if n > arenaSize/4 {
+		return make([]byte, n), arena
+	}
+	if cap(arena)-len(arena) < n {
+		arena = make([]byte, 0, arenaSize)
+	}
+	start := len(arena)
+	arena = arena[:start+n]
+	return arena[start : start+n : start+n], arena
+}
+
+func closeRecords(r kafka.RecordReader) {
+	if c, ok := r.(io.Closer); ok {
+		c.Close()
+	}
+}
+
 // take returns the records fetched since the last take.
-func (f *fetcher) take() []kafka.Message {
+func (f *fetcher) take() []record {
 	f.mu.Lock()
 	b := f.buf
-	f.buf = make([]kafka.Message, 0, max(64, len(b)))
+	f.buf = make([]record, 0, max(64, len(b)))
+	f.bytes = 0
 	f.mu.Unlock()
 	select {
 	case f.space <- struct{}{}:

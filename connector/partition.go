@@ -63,7 +63,6 @@ type partition struct {
 	vals    []string
 	idbuf   []byte
 	env     rowgroup.Envelope
-	headers []rowgroup.Header
 	stopped error // errors: fail stopped the partition on this
 
 	// skipChanged says the skip set holds an upload or an adoption that
@@ -103,9 +102,7 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
 		}
-		held := *r
-		held.headers = append([]rowgroup.Header(nil), r.headers...)
-		p.pending = append(p.pending, held)
+		p.pending = append(p.pending, *r) // the fetcher never reuses a record's bytes
 		if len(p.pending) >= p.s.format.sample {
 			return p.inferShape(ctx)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -336,12 +335,12 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		p, err = s.assign(genCtx, gen, topic, id)
 	}
 	key := fmt.Sprintf("%s[%d]", topic, id)
-	f := startFetcher(genCtx, &s.cfg.Kafka, s.kafka.dialer, topic, id, p.committed)
+	f := startFetcher(genCtx, s.kafka, &s.cfg.Kafka, topic, id, p.committed, log)
 	defer func() { f.stop() }()
 	restart := func() {
 		f.stop()
 		p.dropAll(genCtx)
-		f = startFetcher(genCtx, &s.cfg.Kafka, s.kafka.dialer, topic, id, p.committed)
+		f = startFetcher(genCtx, s.kafka, &s.cfg.Kafka, topic, id, p.committed, log)
 	}
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
@@ -403,17 +402,9 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 
 // handleBatch hands a fetched batch to the partition, then checks the
 // clock-driven rotations.
-func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []kafka.Message) error {
-	var r record
+func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) error {
 	for i := range batch {
-		m := &batch[i]
-		r.offset, r.time, r.key, r.value = m.Offset, m.Time, m.Key, m.Value
-		p.headers = p.headers[:0]
-		for _, h := range m.Headers {
-			p.headers = append(p.headers, rowgroup.Header{Key: h.Key, Value: h.Value})
-		}
-		r.headers = p.headers
-		if err := p.handle(ctx, &r); err != nil {
+		if err := p.handle(ctx, &batch[i]); err != nil {
 			return err
 		}
 	}

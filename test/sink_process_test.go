@@ -53,6 +53,18 @@ func startSinkProcess(t *testing.T, name, cfgText string) *sinkProcess {
 	return p
 }
 
+// waitLog waits until the process has logged a line containing s.
+func (p *sinkProcess) waitLog(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(p.log.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q within %v", p.name, s, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // kill ends the process with SIGKILL: no clean-up of any kind.
 func (p *sinkProcess) kill(t *testing.T) {
 	t.Helper()
@@ -129,6 +141,7 @@ func TestSinkCrashLoop(t *testing.T) {
 	}
 	defer store.Close()
 	waitLanded(t, store, n, 3*time.Minute)
+	last.waitLog(t, "generation started", time.Minute)
 	last.terminate(t, 30*time.Second)
 
 	files := download(t, store, t.TempDir())
@@ -160,6 +173,7 @@ func TestSinkGroupMembership(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	c := startSinkProcess(t, "sink-c", text)
 	time.Sleep(4 * time.Second)
+	a.waitLog(t, "generation started", time.Minute)
 	a.terminate(t, 30*time.Second)
 	producing.Wait()
 	truth := readTopic(t, broker.Brokers, topic, partitions)
@@ -170,6 +184,9 @@ func TestSinkGroupMembership(t *testing.T) {
 	}
 	defer store.Close()
 	waitLanded(t, store, n, 3*time.Minute)
+	for _, p := range []*sinkProcess{a, b, c} {
+		p.waitLog(t, "generation started", time.Minute)
+	}
 	b.terminate(t, 30*time.Second)
 	c.terminate(t, 30*time.Second)
 

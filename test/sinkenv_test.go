@@ -49,9 +49,17 @@ func (p produced) id() string { return fmt.Sprintf("%d/%d", p.Partition, p.Offse
 // a key.
 func produceEvents(t *testing.T, brokers []string, topic string, first, n int) {
 	t.Helper()
+	produceEventsVia(t, nil, brokers, topic, first, n)
+}
+
+// produceEventsVia is produceEvents through a transport (SASL, TLS), or
+// kafka-go's default one when nil.
+func produceEventsVia(t *testing.T, transport kafka.RoundTripper, brokers []string, topic string, first, n int) {
+	t.Helper()
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
 		BatchSize: 500, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll,
+		Transport: transport,
 	}
 	defer w.Close()
 	gen := events.New(uint64(first)+1, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
@@ -85,9 +93,16 @@ func produceEvents(t *testing.T, brokers []string, topic string, first, n int) {
 // readTopic reads every record of topic back from the broker.
 func readTopic(t *testing.T, brokers []string, topic string, partitions int) map[string]produced {
 	t.Helper()
+	return readTopicVia(t, nil, brokers, topic, partitions)
+}
+
+// readTopicVia is readTopic through a transport and dialer (SASL, TLS),
+// or kafka-go's defaults when nil.
+func readTopicVia(t *testing.T, transport kafka.RoundTripper, brokers []string, topic string, partitions int) map[string]produced {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}
 	out := map[string]produced{}
 	for p := range partitions {
 		resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p)}}})
@@ -98,22 +113,50 @@ func readTopic(t *testing.T, brokers []string, topic string, partitions int) map
 		if end == 0 {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MaxWait: 100 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
+		// Client.Fetch, not a Reader: the Reader reads an empty key or
+		// header value as null, and the truth must keep them apart.
+		for next := int64(0); next < end; {
+			resp, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: p, Offset: next, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
+			if err == nil {
+				err = resp.Error
+			}
 			if err != nil {
-				t.Fatalf("reading %s[%d]: %v", topic, p, err)
+				t.Fatalf("reading %s[%d] at %d: %v", topic, p, next, err)
 			}
-			rec := produced{Partition: p, Offset: m.Offset, TimeMs: m.Time.UnixMilli(), Key: m.Key, Value: m.Value, Headers: map[string]string{}}
-			for _, h := range m.Headers {
-				rec.Headers[h.Key] = base64.StdEncoding.EncodeToString(h.Value)
-			}
-			out[rec.id()] = rec
-			if m.Offset == end-1 {
-				break
+			for {
+				m, err := resp.Records.ReadRecord()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("reading %s[%d]: %v", topic, p, err)
+				}
+				if m.Offset < next {
+					continue
+				}
+				rec := produced{Partition: p, Offset: m.Offset, TimeMs: m.Time.UnixMilli(), Headers: map[string]string{}}
+				rec.Key = readAllBytes(t, m.Key)
+				rec.Value = readAllBytes(t, m.Value)
+				for _, h := range m.Headers {
+					rec.Headers[h.Key] = base64.StdEncoding.EncodeToString(h.Value)
+				}
+				out[rec.id()] = rec
+				next = m.Offset + 1
 			}
 		}
-		r.Close()
+	}
+	return out
+}
+
+// readAllBytes reads a record's key or value, nil staying nil.
+func readAllBytes(t *testing.T, b kafka.Bytes) []byte {
+	t.Helper()
+	if b == nil {
+		return nil
+	}
+	out := make([]byte, b.Len())
+	if _, err := io.ReadFull(b, out); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -182,7 +225,7 @@ func (c sinkConfig) yaml(t *testing.T) string {
 // returned stop is called; stop waits for a clean shutdown.
 func startSink(t *testing.T, cfgText string) (*connector.Sink, func()) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(cfgText), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte(cfgText), os.LookupEnv)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, cfgText)
 	}

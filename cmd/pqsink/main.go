@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+	_ "time/tzdata" // timezone: works in minimal containers without zoneinfo
 
 	"github.com/pqsink/pqsink/internal/version"
 )

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/pqsink/pqsink/config"
@@ -57,8 +58,10 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		fmt.Fprintf(stderr, "pqsink run: %s is valid\n", *configFile)
 		return nil
 	}
-	log.Info("pqsink starting", "version", version.Version, "build", version.Build(), "config", *configFile)
-	log.Info("effective configuration", "config", cfg.Redacted())
+	applyMemoryLimit(cfg.Memory.Limit)
+	log.Info("pqsink starting", "version", version.Version, "build", version.Build(), "config", *configFile,
+		"group", cfg.Kafka.Group, "store", cfg.Store.URL, "format", cfg.Format.Type)
+	log.Debug("effective configuration", "config", cfg.Redacted())
 
 	// The first signal asks for a clean shutdown; a second one should not
 	// wait for it.
@@ -98,4 +101,13 @@ func newLogger(c config.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// applyMemoryLimit makes the Go runtime collect garbage harder as the heap
+// nears memory.limit, unless GOMEMLIMIT says otherwise: the sink's buffers
+// stay within the budget, and so should the garbage between collections.
+func applyMemoryLimit(limit int64) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/rowgroup"
-	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
 )
 
@@ -35,21 +33,7 @@ func (f variantFlags) shape() (*variant.Shape, error) {
 	if err != nil {
 		return nil, usagef("--shred: want auto, none or a schema file: %v", err)
 	}
-	if !isPathList(string(text)) {
-		s, err := schema.Parse(string(text))
-		if err != nil {
-			return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
-		}
-		if len(s.Fields()) != 1 {
-			return nil, fmt.Errorf("--shred %s: the message must have one VARIANT field, has %d fields", f.shred, len(s.Fields()))
-		}
-		shape, err := rowgroup.VariantShape(s.Fields()[0])
-		if err != nil {
-			return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
-		}
-		return &shape, nil
-	}
-	shape, err := variant.ParseShapePaths(string(text))
+	shape, err := rowgroup.ParseVariantShape(string(text))
 	if err != nil {
 		return nil, fmt.Errorf("--shred %s: %w", f.shred, err)
 	}
@@ -67,18 +51,4 @@ func convertVariant(ctx context.Context, output string, stdout, stderr io.Writer
 		vopts.Verbose = stderr
 	}
 	return writeOutput(output, stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunVariant(ctx, in, w, vopts) })
-}
-
-// isPathList reports whether a --shred file is a list of "$.path type"
-// lines rather than a Parquet message: its first line that is neither
-// blank nor a comment starts with "$".
-func isPathList(text string) bool {
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "//") || strings.HasPrefix(line, "#") {
-			continue
-		}
-		return strings.HasPrefix(line, "$")
-	}
-	return false
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,6 +174,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// As `pqsink run` does: the Go heap's soft limit is the budget.
+		debug.SetMemoryLimit(cfg.Memory.Limit)
+	}
 	resetPeakRSS()
 	start := time.Now()
 	sink, err := connector.New(ctx, cfg, o.Log)
