@@ -102,7 +102,7 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 type fetcher struct {
 	mu    sync.Mutex
 	buf   []record
-	bytes int64 // of the keys and values in buf
+	bytes int64         // of the keys and values in buf
 	ready chan struct{} // signalled when buf has records
 	space chan struct{} // signalled when buf was taken
 	errc  chan error
