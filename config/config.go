@@ -135,6 +135,9 @@ type Kafka struct {
 	// CommitTimeout bounds one offset commit (commit_timeout).
 	// Defaults to 30s.
 	CommitTimeout time.Duration
+	// TopicRefresh is how often topic_regex is matched again against the
+	// cluster's topics (topic_refresh). Defaults to 30s.
+	TopicRefresh time.Duration
 }
 
 // SASL is the kafka.sasl section.
@@ -372,6 +375,7 @@ func defaults() Config {
 			HeartbeatInterval: 3 * time.Second,
 			RebalanceTimeout:  30 * time.Second,
 			CommitTimeout:     30 * time.Second,
+			TopicRefresh:      30 * time.Second,
 		},
 		Store: Store{
 			PartSize:          8 * mib,

@@ -83,6 +83,7 @@ func TestLoadExample(t *testing.T) {
 			HeartbeatInterval: 3 * time.Second,
 			RebalanceTimeout:  30 * time.Second,
 			CommitTimeout:     30 * time.Second,
+			TopicRefresh:      30 * time.Second,
 		},
 		Store: Store{
 			URL:               "s3://archive/raw",
@@ -162,6 +163,7 @@ format: {type: variant}
 			HeartbeatInterval: 3 * time.Second,
 			RebalanceTimeout:  30 * time.Second,
 			CommitTimeout:     30 * time.Second,
+			TopicRefresh:      30 * time.Second,
 		},
 		Store: Store{
 			URL:               "file:///var/lib/pqsink/out",
@@ -281,6 +283,7 @@ errors: skip
 			HeartbeatInterval: 5 * time.Second,
 			RebalanceTimeout:  time.Minute,
 			CommitTimeout:     10 * time.Second,
+			TopicRefresh:      30 * time.Second,
 		},
 		Store: Store{
 			URL: "s3://bucket", Endpoint: "https://s3.example.com", Region: "eu-west-1",

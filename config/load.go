@@ -23,7 +23,7 @@ var (
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
 		"max_record_bytes", "errors"}
 	kafkaKeys = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
-		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout"}
+		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
 	saslKeys  = []string{"mechanism", "username", "password"}
 	tlsKeys   = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name"}
 	fetchKeys = []string{"min_bytes", "max_bytes", "max_wait"}
@@ -209,6 +209,7 @@ func (d *decoder) kafka(s *section, k *Kafka) {
 	}
 	s.duration("rebalance_timeout", &k.RebalanceTimeout, 1, maxInt)
 	s.duration("commit_timeout", &k.CommitTimeout, 1, maxInt)
+	s.duration("topic_refresh", &k.TopicRefresh, 1, maxInt)
 }
 
 // file reads a path that must name an existing regular file, resolved

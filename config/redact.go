@@ -51,6 +51,7 @@ func (c *Config) Redacted() string {
 		"heartbeat_interval", yDuration(k.HeartbeatInterval),
 		"rebalance_timeout", yDuration(k.RebalanceTimeout),
 		"commit_timeout", yDuration(k.CommitTimeout),
+		"topic_refresh", yDuration(k.TopicRefresh),
 	)
 
 	s := c.Store

@@ -17,11 +17,11 @@ import (
 
 // ServeMetrics serves /metrics (Prometheus text format), /healthz (the
 // process is alive) and /readyz (the group is joined and no partition is
-// stopped) on listen, until the returned function is called. An empty
-// listen serves nothing.
-func ServeMetrics(listen string, s *Sink, log *slog.Logger) (stop func(), err error) {
+// stopped) on listen, until the returned function is called, and returns
+// the address it listens on. An empty listen serves nothing.
+func ServeMetrics(listen string, s *Sink, log *slog.Logger) (addr string, stop func(), err error) {
 	if listen == "" {
-		return func() {}, nil
+		return "", func() {}, nil
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -38,7 +38,7 @@ func ServeMetrics(listen string, s *Sink, log *slog.Logger) (stop func(), err er
 	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return nil, fmt.Errorf("metrics.listen: %w", err)
+		return "", nil, fmt.Errorf("metrics.listen: %w", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -47,7 +47,7 @@ func ServeMetrics(listen string, s *Sink, log *slog.Logger) (stop func(), err er
 		}
 	}()
 	log.Info("serving metrics", "address", ln.Addr().String())
-	return func() {
+	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)

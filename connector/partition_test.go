@@ -272,3 +272,143 @@ func TestCommitMetadataState(t *testing.T) {
 		t.Error("corrupt metadata: no error")
 	}
 }
+
+// protoSinkWith is protoSink with extra configuration lines.
+func protoSinkWith(t *testing.T, dir, extra string) *Sink {
+	t.Helper()
+	schemaPath := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}\nstore: {url: \"file://%s\"}\nformat: {type: json, schema_file: %s}\npath: \"p={field:p}/{partition}-{first_offset}.parquet\"\n%s", dir, schemaPath, extra)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestRotationReasons drives each clock-driven rotation with a chosen
+// time, and the size-driven ones with data.
+func TestRotationReasons(t *testing.T) {
+	ctx := context.Background()
+	t.Run("interval", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 0, bytes: 0, interval: 1m}\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 4)
+		if err := p.tick(ctx, time.Now().Add(30*time.Second)); err != nil || len(p.files) != 2 {
+			t.Fatalf("before the interval: %v, %d files open", err, len(p.files))
+		}
+		if err := p.tick(ctx, time.Now().Add(61*time.Second)); err != nil || len(p.files) != 0 {
+			t.Fatalf("after the interval: %v, %d files open", err, len(p.files))
+		}
+		if got := s.stats.Snapshot().Files["interval"]; got != 2 {
+			t.Errorf("%d files rotated by interval, want 2", got)
+		}
+		if c.offsets[len(c.offsets)-1] != 4 {
+			t.Errorf("commits %v, want the last at 4", c.offsets)
+		}
+	})
+	t.Run("schedule", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 0, bytes: 0, interval: 0s, schedule: 1h}\ntimezone: Asia/Kolkata\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 2)
+		deadline := p.files["p=a/0-\x00.parquet"].deadline
+		if deadline.In(s.loc).Minute() != 0 || deadline.Sub(time.Now()) > time.Hour {
+			t.Fatalf("deadline %v is not the next full hour in Kolkata", deadline.In(s.loc))
+		}
+		if err := p.tick(ctx, deadline.Add(-time.Millisecond)); err != nil || len(p.files) != 2 {
+			t.Fatalf("before the hour: %v, %d files", err, len(p.files))
+		}
+		if err := p.tick(ctx, deadline); err != nil || len(p.files) != 0 {
+			t.Fatalf("at the hour: %v, %d files", err, len(p.files))
+		}
+		if got := s.stats.Snapshot().Files["schedule"]; got != 2 {
+			t.Errorf("%d files rotated by schedule, want 2", got)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 0, bytes: 4KiB, interval: 0s}\nparquet: {codec: none}\nmemory: {limit: 64MiB}\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 20000)
+		files := s.stats.Snapshot().Files["bytes"]
+		if files < 4 {
+			t.Errorf("%d files rotated by bytes, want many", files)
+		}
+		if err := p.shutdown(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		offs, _ := landedOffsets(t, s.store)
+		checkOnce(t, offs, 20000)
+	})
+}
+
+// TestErrorsPolicy: a record that does not fit stops the partition right
+// at it (errors: fail), landing what came before, or is skipped and
+// counted (errors: skip).
+func TestErrorsPolicy(t *testing.T) {
+	ctx := context.Background()
+	bad := record{offset: 3, value: []byte(`{"n":"three"}`)}
+	t.Run("fail", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 100}\nerrors: fail\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 3)
+		if err := p.handle(ctx, &bad); err != nil {
+			t.Fatal(err)
+		}
+		if p.stopped == nil || !strings.Contains(p.stopped.Error(), "offset 3") {
+			t.Fatalf("stopped: %v", p.stopped)
+		}
+		feed(t, p, 4, 8) // ignored
+		if err := p.tick(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if last := c.offsets[len(c.offsets)-1]; last != 3 {
+			t.Errorf("committed %v, want to stop at the bad record, 3", c.offsets)
+		}
+		offs, _ := landedOffsets(t, s.store)
+		checkOnce(t, offs, 3)
+	})
+	t.Run("skip", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 100}\nerrors: skip\nmax_record_bytes: 100\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 3)
+		big := record{offset: 4, value: fmt.Appendf(nil, `{"n":4,"p":"%0200d"}`, 0)}
+		for _, r := range []*record{&bad, &big} {
+			if err := p.handle(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.shutdown(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.stats.rejected.Load(); got != 2 {
+			t.Errorf("%d rejected, want 2", got)
+		}
+		if last := c.offsets[len(c.offsets)-1]; last != 5 {
+			t.Errorf("commits %v, want the last at 5", c.offsets)
+		}
+	})
+	t.Run("abandon", func(t *testing.T) {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 100}\n")
+		var c commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+		feed(t, p, 0, 10)
+		if err := p.shutdown(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if offs, _ := landedOffsets(t, s.store); len(offs) != 0 || len(c.offsets) != 0 {
+			t.Errorf("abandon landed %v and committed %v", offs, c.offsets)
+		}
+	})
+}

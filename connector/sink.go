@@ -258,7 +258,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	defer cancelGroup()
 	if s.regex != nil {
 		go func() {
-			for sleep(gctx, 30*time.Second) {
+			for sleep(gctx, k.TopicRefresh) {
 				now, err := s.resolveTopics(gctx)
 				if err == nil && !slices.Equal(now, topics) {
 					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)

@@ -69,7 +69,7 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		<-ctx.Done()
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 	}()
-	stopMetrics, err := connector.ServeMetrics(cfg.Metrics.Listen, sink, log)
+	_, stopMetrics, err := connector.ServeMetrics(cfg.Metrics.Listen, sink, log)
 	if err != nil {
 		return err
 	}
