@@ -9,12 +9,15 @@ package convert
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 
+	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -44,8 +47,18 @@ type Options struct {
 	// Errors is the policy for lines that don't fit. Defaults to Fail.
 	Errors ErrorPolicy
 	// Rejects, when set with Skip, receives each skipped line as a JSON
-	// object {"line": N, "error": "...", "input": "..."}.
+	// object {"line": N, "error": "...", "input": "..."}. The input is the
+	// line byte for byte: a JSON string when it is valid UTF-8, otherwise
+	// "input_base64" holding its bytes. A line over MaxRecordBytes, which
+	// is never held whole, is reported with "input_bytes", its length,
+	// instead.
 	Rejects io.Writer
+	// MaxRecordBytes is the longest line accepted; a longer one is a bad
+	// line, rejected by the error policy after a streaming check that never
+	// holds more than MaxRecordBytes of it, so that one line cannot take
+	// memory without bound.
+	// Defaults to 64 MiB.
+	MaxRecordBytes int64
 	// Progress, when set, receives a progress line about every
 	// ProgressEvery. Defaults to every 2 seconds.
 	Progress      io.Writer
@@ -67,13 +80,24 @@ type Stats struct {
 	Metadata  *meta.FileMetaData
 }
 
+// DefaultMaxRecordBytes is the default of Options.MaxRecordBytes.
+const DefaultMaxRecordBytes = 64 << 20
+
+// ErrRecordTooLong is wrapped by the LineError of a line longer than
+// Options.MaxRecordBytes.
+var ErrRecordTooLong = errors.New("line longer than the record size limit")
+
 // LineError is a line that did not fit the schema.
 type LineError struct {
 	Line int64
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+// Error returns the message with what it echoes of the input (field
+// names, values) escaped and cut short: see package safetext.
+func (e *LineError) Error() string {
+	return safetext.Clean(fmt.Sprintf("line %d: %v", e.Line, e.Err))
+}
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Run reads JSON Lines from in and writes one Parquet file to out. Blank
@@ -89,6 +113,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 2 * time.Second
+	}
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	w, err := writer.New(out, opts.Schema, opts.Writer...)
 	if err != nil {
@@ -106,7 +133,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
 	}
-	lines := newLineReader(in)
+	lines := newLineReaderMax(in, opts.MaxRecordBytes)
 	start := time.Now()
 	nextProgress := start.Add(opts.ProgressEvery)
 	flush := func() error {
@@ -121,29 +148,46 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 		g.Reset()
 		return nil
 	}
+	reject := func(err error, line []byte) error {
+		lerr := &LineError{Line: st.Lines, Err: err}
+		if opts.Errors == Fail {
+			return lerr
+		}
+		st.Skipped++
+		if opts.Rejects != nil {
+			if err := writeRejectN(opts.Rejects, lerr, line, lines.skipped); err != nil {
+				return fmt.Errorf("convert: write rejected line %d: %w", st.Lines, err)
+			}
+		}
+		return nil
+	}
 	for {
+		// A line can take long to read and shred; check for a signal at
+		// each one.
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
 		line, err := lines.next()
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrRecordTooLong) {
 			return st, fmt.Errorf("convert: read line %d: %w", st.Lines+1, err)
 		}
 		st.Lines++
-		st.InBytes += int64(len(line))
+		st.InBytes += int64(len(line)) + lines.skipped
+		if err != nil {
+			if err := reject(err, nil); err != nil {
+				return st, err
+			}
+			continue
+		}
 		if isBlank(line) {
 			continue
 		}
 		if err := rows.Append(line, nil); err != nil {
-			lerr := &LineError{Line: st.Lines, Err: err}
-			if opts.Errors == Fail {
-				return st, lerr
-			}
-			st.Skipped++
-			if opts.Rejects != nil {
-				if err := writeReject(opts.Rejects, lerr, line); err != nil {
-					return st, fmt.Errorf("convert: write rejected line %d: %w", st.Lines, err)
-				}
+			if err := reject(err, line); err != nil {
+				return st, err
 			}
 			continue
 		}
@@ -163,9 +207,6 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 			}
 		}
 		if st.Lines&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return st, err
-			}
 			if opts.Progress != nil && time.Now().After(nextProgress) {
 				nextProgress = time.Now().Add(opts.ProgressEvery)
 				progress(opts.Progress, &st, int64(g.NumRows()), w.Offset(), start)
@@ -204,29 +245,88 @@ func isBlank(b []byte) bool {
 	return true
 }
 
+// writeReject writes the reject report of a line, the input byte for byte.
 func writeReject(w io.Writer, e *LineError, line []byte) error {
-	buf := fmt.Appendf(nil, `{"line":%d,"error":%s,"input":%s}`+"\n", e.Line, quote(e.Err.Error()), quote(string(line)))
-	_, err := w.Write(buf)
+	return writeRejectN(w, e, line, 0)
+}
+
+// writeRejectN writes the reject report of a line: the input byte for
+// byte, or, for a line too long to hold (skipped > 0), its length.
+func writeRejectN(w io.Writer, e *LineError, line []byte, skipped int64) error {
+	buf := fmt.Appendf(nil, `{"line":%d,"error":%s,`, e.Line, quote(e.Error()))
+	switch {
+	case skipped > 0:
+		buf = fmt.Appendf(buf, `"input_bytes":%d}`, skipped)
+	case utf8.Valid(line):
+		buf = append(buf, `"input":`...)
+		buf = append(buf, quote(string(line))...)
+		buf = append(buf, '}')
+	default:
+		// A JSON string holds only UTF-8: keep the exact bytes in base64,
+		// so that the line can be repaired and replayed.
+		buf = append(buf, `"input_base64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, line)
+		buf = append(buf, `"}`...)
+	}
+	_, err := w.Write(append(buf, '\n'))
 	return err
 }
 
-// lineReader returns lines without their terminator; a line may be of any
-// length. The returned slice is valid until the next call.
+// lineReader returns lines without their terminator, up to max bytes long,
+// and skips a UTF-8 byte order mark at the start of the input. The returned
+// slice is valid until the next call.
 type lineReader struct {
-	r   *bufio.Reader
-	buf []byte
+	r       *bufio.Reader
+	buf     []byte
+	max     int64
+	started bool
+	// skipped is the length of the last line when it was over max: read
+	// and dropped without being held, and reported with ErrRecordTooLong.
+	skipped int64
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
+	return newLineReaderMax(r, DefaultMaxRecordBytes)
 }
 
+func newLineReaderMax(r io.Reader, max int64) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 1<<20), max: max}
+}
+
+// bom is the UTF-8 encoding of U+FEFF, which some editors put at the start
+// of a text file.
+const bom = "\xef\xbb\xbf"
+
 func (l *lineReader) next() ([]byte, error) {
+	if !l.started {
+		l.started = true
+		if b, err := l.r.Peek(len(bom)); err == nil && string(b) == bom {
+			l.r.Discard(len(bom))
+		}
+	}
+	l.skipped = 0
 	line, err := l.r.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		l.buf = append(l.buf[:0], line...)
 		for err == bufio.ErrBufferFull {
 			line, err = l.r.ReadSlice('\n')
+			if int64(len(l.buf)+len(line)) > l.max+1 {
+				// Over the limit: read on to the end of the line without
+				// keeping it.
+				n := int64(len(l.buf) + len(line))
+				for err == bufio.ErrBufferFull {
+					line, err = l.r.ReadSlice('\n')
+					n += int64(len(line))
+				}
+				if err != nil && err != io.EOF {
+					return nil, err
+				}
+				if len(line) > 0 && line[len(line)-1] == '\n' {
+					n--
+				}
+				l.skipped = n
+				return nil, fmt.Errorf("%w: %d bytes, over the limit of %d (--max-record-bytes)", ErrRecordTooLong, n, l.max)
+			}
 			l.buf = append(l.buf, line...)
 		}
 		line = l.buf
@@ -240,11 +340,14 @@ func (l *lineReader) next() ([]byte, error) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
+	if int64(len(line)) > l.max {
+		l.skipped = int64(len(line))
+		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d (--max-record-bytes)", ErrRecordTooLong, len(line), l.max)
+	}
 	return line, nil
 }
 
-// quote renders s as a JSON string; invalid UTF-8 becomes U+FFFD, which is
-// acceptable in a reject report meant for a person.
+// quote renders s, valid UTF-8, as a JSON string.
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -30,6 +31,10 @@ type VariantOptions struct {
 	Sample int
 	// Verbose, when set, receives the Parquet schema that was chosen.
 	Verbose io.Writer
+	// LossyNumbers lets a JSON number that no Variant type holds exactly
+	// become the nearest double instead of a bad line (see
+	// variant.LossyNumbers).
+	LossyNumbers bool
 }
 
 // RunVariant reads JSON Lines from in and writes one Parquet file to out
@@ -58,7 +63,14 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 	if opts.Sample <= 0 {
 		opts.Sample = 10_000
 	}
-	r := &variantRun{opts: &opts, st: &st, lines: newLineReader(in), enc: variant.NewEncoder(), start: time.Now()}
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	var encOpts []variant.Option
+	if opts.LossyNumbers {
+		encOpts = append(encOpts, variant.LossyNumbers())
+	}
+	r := &variantRun{opts: &opts, st: &st, lines: newLineReaderMax(in, opts.MaxRecordBytes), enc: variant.NewEncoder(encOpts...), start: time.Now()}
 	r.nextProgress = r.start.Add(opts.ProgressEvery)
 
 	shape := opts.Shape
@@ -84,7 +96,7 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		return st, err
 	}
 	r.g = rowgroup.New(sch)
-	shred, err := rowgroup.NewVariantShredder(r.g, rowgroup.VariantColumn(opts.Column))
+	shred, err := rowgroup.NewVariantShredder(r.g, rowgroup.VariantColumn(opts.Column), rowgroup.VariantEncoding(encOpts...))
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
 	}
@@ -165,21 +177,25 @@ type sampledLine struct {
 	start, end int
 }
 
-// read returns the next non-blank line, nil for a blank one, or io.EOF.
+// read returns the next non-blank line, nil for a blank one or one
+// rejected as too long, or io.EOF.
 func (r *variantRun) read(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	line, err := r.lines.next()
 	if err == io.EOF {
 		return nil, err
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrRecordTooLong) {
 		return nil, fmt.Errorf("convert: read line %d: %w", r.st.Lines+1, err)
 	}
 	r.st.Lines++
-	r.st.InBytes += int64(len(line))
+	r.st.InBytes += int64(len(line)) + r.lines.skipped
+	if err != nil {
+		return nil, r.reject(r.st.Lines, err, nil)
+	}
 	if r.st.Lines&1023 == 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		if r.opts.Progress != nil && time.Now().After(r.nextProgress) {
 			r.nextProgress = time.Now().Add(r.opts.ProgressEvery)
 			var buffered, written int64
@@ -240,7 +256,7 @@ func (r *variantRun) reject(line int64, err error, input []byte) error {
 	}
 	r.st.Skipped++
 	if r.opts.Rejects != nil {
-		if err := writeReject(r.opts.Rejects, lerr, input); err != nil {
+		if err := writeRejectN(r.opts.Rejects, lerr, input, r.lines.skipped); err != nil {
 			return fmt.Errorf("convert: write rejected line %d: %w", line, err)
 		}
 	}

@@ -35,18 +35,24 @@ type Page struct {
 }
 
 // ChunkReader iterates the pages of one column chunk. The chunk's bytes are
-// read in one request when it is created, so memory is bounded by the
-// chunk, not the file. It is not safe for concurrent use.
+// read in windows of up to 8 MiB (or one page, when a page is larger), so a
+// chunk of small pages is one request and memory follows the page, not the
+// chunk. Everything it holds counts against the read's memory budget (see
+// MaxMemory). It is not safe for concurrent use.
 type ChunkReader struct {
 	f        *File
 	rowGroup int
 	leaf     *schema.Node
 	cm       *meta.ColumnMetaData
 	codec    compress.Codec
+	mem      *budget
+	held     int64 // bytes charged to mem
 
-	buf  []byte // the chunk
-	base int64  // file offset of buf[0]
-	pos  int    // offset in buf of the next page header
+	buf    []byte // a window of the chunk, from chunk offset winOff
+	winOff int
+	length int   // the chunk's length
+	base   int64 // file offset of the chunk
+	pos    int   // chunk offset of the next page header
 
 	pageNum    int   // ordinal of the next page, for errors
 	valuesSeen int64 // levels of the data pages read so far
@@ -62,8 +68,17 @@ type ChunkReader struct {
 }
 
 // ColumnChunk returns a reader of the pages of the chunk of leaf column
-// column in row group rowGroup.
+// column in row group rowGroup. The reader has a memory budget of its own,
+// of the size given by MaxMemory.
 func (f *File) ColumnChunk(rowGroup, column int) (*ChunkReader, error) {
+	return f.columnChunk(rowGroup, column, newBudget(f.opts.maxMemory))
+}
+
+// chunkWindow is the most bytes of a chunk read in one request, unless a
+// page needs more.
+const chunkWindow = 8 << 20
+
+func (f *File) columnChunk(rowGroup, column int, mem *budget) (*ChunkReader, error) {
 	cc, err := f.chunkMeta(rowGroup, column)
 	if err != nil {
 		return nil, err
@@ -92,14 +107,57 @@ func (f *File) ColumnChunk(rowGroup, column int) (*ChunkReader, error) {
 	if start < int64(len(magic)) || length > f.size-start {
 		return nil, fmt.Errorf("%s: %w: chunk at offset %d of %d bytes exceeds the %d-byte file", where, ErrCorrupt, start, length, f.size)
 	}
-	buf, err := f.readRange("chunk", start, length)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
 	return &ChunkReader{
-		f: f, rowGroup: rowGroup, leaf: leaf, cm: cm, codec: codec,
-		buf: buf, base: start,
+		f: f, rowGroup: rowGroup, leaf: leaf, cm: cm, codec: codec, mem: mem,
+		length: int(length), base: start,
 	}, nil
+}
+
+// capacity returns the bytes the reader's buffers hold.
+func (c *ChunkReader) capacity() int64 {
+	n := int64(cap(c.buf)) + int64(cap(c.scratch)) + 4*int64(cap(c.indices)) +
+		int64(cap(c.page.Rep)) + int64(cap(c.page.Def))
+	return n + c.page.Values.capacity() + c.dict.capacity()
+}
+
+// reserve makes sure the buffers and extra more bytes fit in the budget,
+// and charges them; with extra 0 it brings the charge up to date after an
+// allocation.
+func (c *ChunkReader) reserve(what string, extra int64) error {
+	return c.mem.set(what, &c.held, c.capacity()+max(extra, 0))
+}
+
+// Release drops the reader's buffers and returns their bytes to the budget.
+// The reader must not be used afterwards.
+func (c *ChunkReader) Release() {
+	c.buf, c.scratch, c.indices, c.page, c.dict = nil, nil, nil, Page{}, Values{}
+	c.mem.set("", &c.held, 0)
+}
+
+// window returns the n bytes of the chunk at chunk offset off, reading a
+// new window when the current one does not hold them.
+func (c *ChunkReader) window(off, n int) ([]byte, error) {
+	if off >= c.winOff && off+n <= c.winOff+len(c.buf) {
+		return c.buf[off-c.winOff : off-c.winOff+n], nil
+	}
+	size := min(max(n, chunkWindow), c.length-off)
+	if size > cap(c.buf) {
+		c.buf = nil
+		if err := c.reserve(fmt.Sprintf("a %d-byte window of the column chunk", size), int64(size)); err != nil {
+			return nil, err
+		}
+		c.buf = make([]byte, size)
+	}
+	c.buf = c.buf[:size]
+	if err := readAt(c.f.r, c.buf, c.base+int64(off)); err != nil {
+		c.buf = c.buf[:0]
+		return nil, fmt.Errorf("reading %d bytes of the chunk at offset %d: %w", size, c.base+int64(off), err)
+	}
+	c.winOff = off
+	if err := c.reserve("the column chunk", 0); err != nil {
+		return nil, err
+	}
+	return c.buf[:n], nil
 }
 
 // Column returns the leaf of the schema the chunk holds.
@@ -185,36 +243,60 @@ func (c *ChunkReader) skipPage() (*meta.PageHeader, error) {
 	}
 }
 
+// maxPageHeader bounds the bytes a page header may take. Headers carry
+// statistics, whose min and max writers truncate; 16 MiB is far above any
+// header seen, and a header that does not fit in it is corrupt.
+const maxPageHeader = 16 << 20
+
 // nextHeader decodes the next page header, checks the sizes it declares and
 // the CRC, and returns it with the page body and the header's file offset.
 func (c *ChunkReader) nextHeader() (*meta.PageHeader, []byte, int64, error) {
 	off := c.base + int64(c.pos)
 	// A chunk ends with its bytes or, since the PARQUET-816 allowance may
 	// reach into the next chunk, once its declared values have been read.
-	if c.pos >= len(c.buf) || (c.dataPages > 0 && c.valuesSeen >= c.cm.NumValues) {
+	if c.pos >= c.length || (c.dataPages > 0 && c.valuesSeen >= c.cm.NumValues) {
 		if c.valuesSeen < c.cm.NumValues {
 			return nil, nil, off, c.errorf(off, corrupt("chunk ends after %d of the %d values its metadata declares", c.valuesSeen, c.cm.NumValues))
 		}
 		return nil, nil, off, io.EOF
 	}
 	h := &c.header
-	n, err := h.Decode(c.buf[c.pos:])
-	if err != nil {
-		if errors.Is(err, meta.ErrUnexpectedEOF) {
-			return nil, nil, off, c.errorf(off, corrupt("page header runs past the chunk end at offset %d: %v", c.base+int64(len(c.buf)), err))
+	var n int
+	rest := c.length - c.pos
+	for want := min(4<<10, rest); ; want = min(4*want, rest, maxPageHeader) {
+		if c.pos >= c.winOff && c.pos < c.winOff+len(c.buf) {
+			// Use all the window holds.
+			want = max(want, c.winOff+len(c.buf)-c.pos)
 		}
-		return nil, nil, off, c.errorf(off, fmt.Errorf("%w: page header: %w", ErrCorrupt, err))
+		src, err := c.window(c.pos, want)
+		if err != nil {
+			return nil, nil, off, c.errorf(off, err)
+		}
+		n, err = h.Decode(src)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, meta.ErrUnexpectedEOF) {
+			return nil, nil, off, c.errorf(off, fmt.Errorf("%w: page header: %w", ErrCorrupt, err))
+		}
+		if want >= rest {
+			return nil, nil, off, c.errorf(off, corrupt("page header runs past the chunk end at offset %d: %v", c.base+int64(c.length), err))
+		}
+		if want >= maxPageHeader {
+			return nil, nil, off, c.errorf(off, corrupt("page header longer than %d bytes: %v", maxPageHeader, err))
+		}
 	}
 	bodyStart := c.pos + n
 	switch {
 	case h.CompressedPageSize < 0 || h.UncompressedPageSize < 0:
 		return nil, nil, off, c.errorf(off, corrupt("negative page size (compressed %d, uncompressed %d)", h.CompressedPageSize, h.UncompressedPageSize))
-	case int(h.CompressedPageSize) > len(c.buf)-bodyStart:
-		return nil, nil, off, c.errorf(off, corrupt("compressed size %d exceeds chunk end %d", h.CompressedPageSize, c.base+int64(len(c.buf))))
-	case int(h.UncompressedPageSize) > c.f.opts.maxPageSize:
-		return nil, nil, off, c.errorf(off, corrupt("uncompressed size %d exceeds the %d-byte page limit", h.UncompressedPageSize, c.f.opts.maxPageSize))
+	case int(h.CompressedPageSize) > c.length-bodyStart:
+		return nil, nil, off, c.errorf(off, corrupt("compressed size %d exceeds chunk end %d", h.CompressedPageSize, c.base+int64(c.length)))
 	}
-	body := c.buf[bodyStart : bodyStart+int(h.CompressedPageSize)]
+	body, err := c.window(bodyStart, int(h.CompressedPageSize))
+	if err != nil {
+		return nil, nil, off, c.errorf(off, err)
+	}
 	c.pos = bodyStart + len(body)
 	if h.CRC != nil && c.f.opts.verifyChecksums {
 		if got := crc32.ChecksumIEEE(body); got != uint32(*h.CRC) {
@@ -233,12 +315,15 @@ func (c *ChunkReader) decompress(src []byte, size int) ([]byte, error) {
 		}
 		return src, nil
 	}
+	if err := c.reserve(fmt.Sprintf("a page of %d bytes uncompressed", size), int64(size-cap(c.scratch))); err != nil {
+		return nil, err
+	}
 	out, err := c.codec.Decode(c.scratch[:0], src, size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v: %w", ErrCorrupt, c.cm.Codec, err)
 	}
 	c.scratch = out
-	return out, nil
+	return out, c.reserve("a decompressed page", 0)
 }
 
 func (c *ChunkReader) readDictionary(h *meta.PageHeader, body []byte) error {
@@ -264,8 +349,14 @@ func (c *ChunkReader) readDictionary(h *meta.PageHeader, body []byte) error {
 		return corrupt("dictionary of %d values needs at least %d bytes, page has %d", n, need, len(data))
 	}
 	c.dict.reset(c.leaf.Physical, int(c.leaf.Length))
+	if err := c.reserve(fmt.Sprintf("a dictionary of %d values", n), c.dict.decodedSize(n, int64(len(data)))); err != nil {
+		return err
+	}
 	if err := c.dict.decode(encoding.Plain{}, data, n); err != nil {
 		return fmt.Errorf("%w: dictionary: %w", ErrCorrupt, err)
+	}
+	if err := c.reserve("a dictionary", 0); err != nil {
+		return err
 	}
 	// The dictionary outlives the decompression buffer it was decoded from
 	// only through copies: byte arrays were appended to dict.Data.
@@ -293,6 +384,9 @@ func (c *ChunkReader) readData(h *meta.PageHeader, body []byte, off int64) error
 		n, p.Encoding = int(dh.NumValues), dh.Encoding
 		data, err := c.decompress(body, int(h.UncompressedPageSize))
 		if err != nil {
+			return err
+		}
+		if err := c.reserveLevels(n); err != nil {
 			return err
 		}
 		// Repetition levels come first, then definition levels.
@@ -323,6 +417,9 @@ func (c *ChunkReader) readData(h *meta.PageHeader, body []byte, off int64) error
 		if dh.NumRows < 0 || int(dh.NumRows) > n {
 			return corrupt("num_rows %d outside 0..num_values %d", dh.NumRows, n)
 		}
+		if err := c.reserveLevels(n); err != nil {
+			return err
+		}
 		var err error
 		if maxRep > 0 {
 			if p.Rep, err = encoding.DecodeLevels(p.Rep, body[:repLen], encoding.BitWidth(uint64(maxRep)), n); err != nil {
@@ -343,6 +440,9 @@ func (c *ChunkReader) readData(h *meta.PageHeader, body []byte, off int64) error
 		} else if len(values) != size {
 			return corrupt("uncompressed values section has %d bytes, header says %d", len(values), size)
 		}
+	}
+	if err := c.reserve("the levels of a page", 0); err != nil {
+		return err
 	}
 	p.NumValues = n
 	c.valuesSeen += int64(n)
@@ -380,13 +480,31 @@ func (c *ChunkReader) readData(h *meta.PageHeader, body []byte, off int64) error
 	return nil
 }
 
-// checkCount bounds a page's declared value count before anything is sized
-// by it.
+// checkCount checks a page's declared value count before anything is
+// sized by it. The count itself is no error however large: run-length
+// encodings let a few bytes describe billions of levels, so what bounds the
+// memory they decode to is the budget, checked by reserveLevels.
 func (c *ChunkReader) checkCount(n int32) error {
-	if n < 0 || int(n) > c.f.opts.maxPageValues {
-		return corrupt("num_values %d outside 0..%d", n, c.f.opts.maxPageValues)
+	if n < 0 {
+		return corrupt("negative num_values %d", n)
+	}
+	if c.valuesSeen+int64(n) > c.cm.NumValues {
+		return corrupt("num_values %d: pages hold more than the %d values the chunk metadata declares", n, c.cm.NumValues)
 	}
 	return nil
+}
+
+// reserveLevels checks that n repetition and definition levels fit in the
+// budget.
+func (c *ChunkReader) reserveLevels(n int) error {
+	var need int64
+	if c.leaf.MaxRep > 0 {
+		need += int64(n - cap(c.page.Rep))
+	}
+	if c.leaf.MaxDef > 0 {
+		need += int64(n - cap(c.page.Def))
+	}
+	return c.reserve(fmt.Sprintf("the levels of a page of %d values", n), need)
 }
 
 func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n int) error {
@@ -394,15 +512,24 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 		if !c.hasDict {
 			return corrupt("dictionary-encoded page without a dictionary page")
 		}
+		if err := c.reserve(fmt.Sprintf("the dictionary indices of %d values", n), 4*int64(n-cap(c.indices))); err != nil {
+			return err
+		}
 		var err error
 		c.indices, err = encoding.RLEDictionary{}.DecodeInt32(c.indices[:0], src, n)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if err := v.gather(&c.dict, c.indices, c.f.opts.maxPageSize); err != nil {
+		if err := v.checkIndices(&c.dict, c.indices); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		return nil
+		if err := c.reserve(fmt.Sprintf("%d dictionary-encoded values", n), v.gatheredSize(&c.dict, c.indices)-v.capacity()); err != nil {
+			return err
+		}
+		if err := v.gather(&c.dict, c.indices); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return c.reserve("dictionary-encoded values", 0)
 	}
 	e, err := valueEncoding(enc)
 	if err != nil {
@@ -413,13 +540,19 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 			return corrupt("%d values need at least %d bytes, page has %d", n, need, len(src))
 		}
 	}
+	dataSize := int64(len(src))
+	if enc == meta.EncodingDeltaByteArray && v.Type == meta.TypeByteArray {
+		if dataSize, err = encoding.DeltaByteArraySize(src, n); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	if err := c.reserve(fmt.Sprintf("%d values", n), v.decodedSize(n, dataSize)-v.capacity()); err != nil {
+		return err
+	}
 	if err := v.decode(e, src, n); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if v.Type == meta.TypeByteArray && len(v.Data) > c.f.opts.maxPageSize {
-		return corrupt("values expand to %d bytes, over the %d-byte page limit", len(v.Data), c.f.opts.maxPageSize)
-	}
-	return nil
+	return c.reserve("the values of a page", 0)
 }
 
 // levelsV1 decodes n levels of a data page v1 from the start of src and

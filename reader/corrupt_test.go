@@ -96,7 +96,7 @@ func TestCorruptFiles(t *testing.T) {
 			if c == 0 {
 				h.UncompressedPageSize = 1<<31 - 1
 			}
-		}, nil), "exceeds the 268435456-byte page limit", ErrCorrupt},
+		}, nil), "header says 2147483647 uncompressed", ErrCorrupt},
 		{"negative page size", smallFile(t, func(c int, h *meta.PageHeader) {
 			if c == 1 {
 				h.CompressedPageSize = -1
@@ -106,7 +106,7 @@ func TestCorruptFiles(t *testing.T) {
 			if c == 2 {
 				h.DataPageHeader.NumValues = 1 << 30
 			}
-		}, nil), "num_values 1073741824 outside", ErrCorrupt},
+		}, nil), "num_values 1073741824: pages hold more than", ErrCorrupt},
 		{"num_values over the values", smallFile(t, func(c int, h *meta.PageHeader) {
 			if c == 0 {
 				h.DataPageHeader.NumValues = 1000
@@ -276,10 +276,11 @@ func TestHugeDeclaredSizesBoundMemory(t *testing.T) {
 	}
 }
 
-// TestRLEPageBoundedByMaxPageValues checks that a page whose run-length
-// encoded levels describe many values in few bytes is refused above
-// MaxPageValues, and read below it.
-func TestRLEPageBoundedByMaxPageValues(t *testing.T) {
+// TestRLEPageBoundedByMaxMemory checks that a page whose run-length
+// encoded levels describe many values in few bytes is refused, as over the
+// memory budget and not as corrupt, when its levels do not fit in
+// MaxMemory, and read when they do.
+func TestRLEPageBoundedByMaxMemory(t *testing.T) {
 	s := mustParse(t, `message m { optional int32 x; }`)
 	const n = 100000
 	def := make([]uint8, n) // all null: a single RLE run of a few bytes
@@ -287,10 +288,11 @@ func TestRLEPageBoundedByMaxPageValues(t *testing.T) {
 	if len(data) > 300 {
 		t.Fatalf("crafted file is %d bytes; the run should be tiny", len(data))
 	}
-	if _, err := readBytes(data, MaxPageValues(n-1)); err == nil || !strings.Contains(err.Error(), "num_values 100000 outside 0..99999") {
-		t.Fatalf("MaxPageValues(n-1): got %v", err)
+	_, err := readBytes(data, MaxMemory(n-1))
+	if !errors.Is(err, ErrMemoryBudget) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reader.MaxMemory") {
+		t.Fatalf("MaxMemory(n-1): got %v", err)
 	}
-	got, err := readBytes(data, MaxPageValues(n))
+	got, err := readBytes(data, MaxMemory(4*n))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@
 // A file is untrusted input. Every offset, length and count the file
 // declares is checked against the bytes that back it before it is used, so
 // a corrupt or hostile file gives an error that says what is wrong and
-// where, never a panic, and memory stays bounded by one column chunk and the
-// limits of Options rather than by the sizes the file claims.
+// where, never a panic, and memory stays bounded by the read's budget
+// (MaxMemory) rather than by the sizes the file claims: a read that would
+// exceed it fails with an error wrapping ErrMemoryBudget, never ErrCorrupt.
 package reader

@@ -13,9 +13,12 @@ import (
 // fuzzSeedMax keeps seeds small enough for the fuzzer to mutate usefully.
 const fuzzSeedMax = 4 << 10
 
-// fuzzOptions keep the limits low so that the fuzzer cannot make the
-// process run out of memory with legitimately huge declarations.
-var fuzzOptions = []Option{MaxPageSize(1 << 20), MaxPageValues(1 << 10)}
+// fuzzMaxMemory is the memory budget the fuzz targets read under: low, so
+// that the fuzzer cannot make the process run out of memory with
+// legitimately huge declarations, and checked after every input.
+const fuzzMaxMemory = 16 << 20
+
+var fuzzOptions = []Option{MaxMemory(fuzzMaxMemory)}
 
 // FuzzReadFile reads whole files: footer, pages and records. It must never
 // panic, whatever the bytes.
@@ -32,6 +35,24 @@ func FuzzReadFile(f *testing.F) {
 		out, err := readBytes(data, fuzzOptions...)
 		if err == nil && len(out) > 0 && out[len(out)-1] != '\n' {
 			t.Fatal("incomplete output without an error")
+		}
+		// The budget holds record by record, whatever the bytes.
+		file, err := Open(bytesReader(data), int64(len(data)), fuzzOptions...)
+		if err != nil {
+			return
+		}
+		rows, err := file.Rows()
+		if err != nil {
+			return
+		}
+		for range 1000 {
+			_, err := rows.Next()
+			if rows.mem.used > fuzzMaxMemory {
+				t.Fatalf("the read holds %d bytes, over its %d-byte budget", rows.mem.used, fuzzMaxMemory)
+			}
+			if err != nil {
+				return
+			}
 		}
 	})
 }
@@ -68,10 +89,14 @@ func FuzzPage(f *testing.F) {
 		for col := range file.Schema().Leaves() {
 			cc := file.md.RowGroups[0].Columns[col].MetaData
 			c, err := file.ColumnChunk(0, col)
-			if err != nil || len(c.buf) > fuzzSeedMax {
+			if err != nil || c.length > fuzzSeedMax {
 				continue
 			}
-			f.Add(c.buf, uint8(cc.Codec), uint8(fuzzColumnFor(file.Schema().Leaves()[col])))
+			buf, err := c.window(0, c.length)
+			if err != nil {
+				continue
+			}
+			f.Add(buf, uint8(cc.Codec), uint8(fuzzColumnFor(file.Schema().Leaves()[col])))
 		}
 	}
 	s, err := schema.Parse(fuzzSchema)
@@ -91,6 +116,9 @@ func FuzzPage(f *testing.F) {
 		}
 		for range 64 {
 			p, err := c.Next()
+			if c.mem.used > fuzzMaxMemory {
+				t.Fatalf("the chunk reader holds %d bytes, over its %d-byte budget", c.mem.used, fuzzMaxMemory)
+			}
 			if err != nil {
 				return
 			}
@@ -128,7 +156,7 @@ func fuzzColumnFor(n *schema.Node) int {
 // chunkReaderFor returns a reader of chunk as the chunk of leaf.
 func chunkReaderFor(f *File, leaf *schema.Node, codec meta.CompressionCodec, chunk []byte) (*ChunkReader, error) {
 	c := &ChunkReader{
-		f: f, leaf: leaf, buf: chunk, base: 4,
+		f: f, leaf: leaf, buf: chunk, length: len(chunk), base: 4, mem: newBudget(f.opts.maxMemory),
 		cm: &meta.ColumnMetaData{Type: leaf.Physical, Codec: codec, NumValues: 1 << 40, TotalCompressedSize: int64(len(chunk))},
 	}
 	var err error

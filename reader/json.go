@@ -21,7 +21,8 @@ import (
 //     FLOAT, DOUBLE and FLOAT16 as the shortest number that reads back to
 //     the same value, NaN and the infinities as the strings "NaN",
 //     "Infinity" and "-Infinity";
-//   - DECIMAL as an exact string, e.g. "-12.340";
+//   - DECIMAL as an exact string, e.g. "-12.340" (a byte array value
+//     beyond its precision, which Rows refuses, as base64);
 //   - DATE as "YYYY-MM-DD"; TIME as "HH:MM:SS" with 3, 6 or 9 fraction
 //     digits by unit; TIMESTAMP as RFC 3339 with 3, 6 or 9 fraction digits,
 //     ending in "Z" when adjusted to UTC and with no offset otherwise;
@@ -104,7 +105,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case KindMap:
 		return v.appendMapJSON(dst)
 	case KindVariant:
-		out, err := variant.AppendJSON(dst, v.meta, v.bytes)
+		out, err := variant.AppendJSON(dst, v.variantMeta(), v.variantValue())
 		if err != nil {
 			// Rows validates Variants before returning them; a Value built
 			// otherwise renders an invalid Variant as null.
@@ -121,7 +122,11 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	case schema.String, schema.Enum, schema.JSON:
 		return appendString(dst, string(b))
 	case schema.Decimal:
-		return appendDecimal(dst, signedBig(b), l.Scale)
+		if checkDecimal(b, l.Precision) == nil {
+			return appendDecimal(dst, signedBig(b), l.Scale)
+		}
+		// A value its precision cannot hold (Rows refuses those; a
+		// statistic may hold one) is shown as its bytes, in linear time.
 	case schema.UUID:
 		if len(b) == 16 {
 			dst = append(dst, '"')

@@ -2,7 +2,6 @@ package reader
 
 import (
 	"fmt"
-	"math"
 )
 
 // Option configures Open.
@@ -10,15 +9,13 @@ type Option func(*options) error
 
 type options struct {
 	verifyChecksums bool
-	maxPageSize     int
-	maxPageValues   int
+	maxMemory       int64
 }
 
 func defaultOptions() options {
 	return options{
 		verifyChecksums: true,
-		maxPageSize:     256 << 20,
-		maxPageValues:   4 << 20,
+		maxMemory:       DefaultMaxMemory,
 	}
 }
 
@@ -34,37 +31,25 @@ func VerifyChecksums(on bool) Option {
 	}
 }
 
-// MaxPageSize sets the largest uncompressed page, in bytes, that the reader
-// accepts. Page headers declare sizes the reader must allocate for before
-// decompressing, so a hostile header could otherwise ask for up to 2 GiB
-// per page with a few bytes of input.
+// MaxMemory sets the memory budget of one read, in bytes: everything a
+// chunk reader or a row iterator decodes and holds at once (the chunk bytes
+// being read, decompressed pages, levels, values and dictionaries of all
+// projected columns together, and the record being assembled, even across
+// pages) counts against it. A read that would exceed it fails with an error
+// wrapping ErrMemoryBudget, which says so and names this option; it never
+// calls the file corrupt for that. Files declare sizes and counts that a few
+// bytes can back (a run-length encoded page of billions of nulls, a
+// compression bomb), so this, not the file's size, bounds what a read takes.
+// The process holds somewhat more than the count: allocations are rounded
+// up and the Go runtime keeps garbage until it collects it.
 //
-// Defaults to 256 MiB.
-func MaxPageSize(n int) Option {
-	return func(o *options) error {
-		if n <= 0 || n > math.MaxInt32 {
-			// Page headers declare sizes as i32, and byte-array offsets
-			// are uint32.
-			return fmt.Errorf("MaxPageSize %d: must be in 1..%d", n, math.MaxInt32)
-		}
-		o.maxPageSize = n
-		return nil
-	}
-}
-
-// MaxPageValues sets the largest number of values (levels) one data page may
-// declare. Run-length encodings let a few bytes describe billions of values,
-// so the page bytes alone cannot bound the memory a page decodes to; this
-// limit does. Writers cut pages far below it: parquet-java and Arrow at
-// 20,000 rows, DuckDB at one row group of 122,880.
-//
-// Defaults to 4 Mi (4,194,304) values.
-func MaxPageValues(n int) Option {
+// Defaults to 1 GiB.
+func MaxMemory(n int64) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("MaxPageValues %d: must be positive", n)
+			return fmt.Errorf("MaxMemory %d: must be positive", n)
 		}
-		o.maxPageValues = n
+		o.maxMemory = n
 		return nil
 	}
 }

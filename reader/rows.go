@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pqsink/pqsink/meta"
@@ -82,6 +83,9 @@ type Rows struct {
 	vb         variant.Builder
 	fcol       *cursor // the filter's column
 	filterPlan *plan
+
+	mem     *budget // the read's memory budget
+	recHeld int64   // bytes of the record being assembled, charged to mem
 }
 
 // Rows returns an iterator over the records of the file, shaped by opts.
@@ -109,7 +113,7 @@ func (f *File) Rows(opts ...RowsOption) (*Rows, error) {
 		}
 		markLeaves(n, selected)
 	}
-	r := &Rows{f: f}
+	r := &Rows{f: f, mem: newBudget(f.opts.maxMemory)}
 	if cfg.filter != nil {
 		cf, err := compileFilter(f.schema, *cfg.filter)
 		if err != nil {
@@ -180,7 +184,9 @@ func buildPlan(fields []*schema.Node, selected []bool, parents []*plan, leaves *
 
 // Next returns the next record as a KindGroup value whose fields are the
 // projected top-level fields, or io.EOF after the last. Records and the
-// bytes they hold stay valid after later calls.
+// bytes they hold stay valid after later calls; the memory budget (see
+// MaxMemory) counts the record being assembled and the pages being read,
+// not the records already returned.
 func (r *Rows) Next() (Value, error) {
 	for {
 		if r.row >= r.rows {
@@ -233,6 +239,9 @@ func (r *Rows) nextGroup() error {
 			return err
 		}
 	}
+	for _, c := range r.cursors() {
+		c.chunk.Release()
+	}
 	for {
 		r.g++
 		r.cols, r.fcol, r.row, r.rows, r.skip = nil, nil, 0, 0, nil
@@ -255,7 +264,7 @@ func (r *Rows) nextGroup() error {
 			r.skip = skip
 		}
 		open := func(p *plan) (*cursor, error) {
-			c, err := r.f.ColumnChunk(gi, p.column)
+			c, err := r.f.columnChunk(gi, p.column, r.mem)
 			if err != nil {
 				return nil, err
 			}
@@ -302,7 +311,12 @@ func (r *Rows) skipped(row int64) int64 {
 // false, having read past the record, when the record fails the filter.
 func (r *Rows) record() (Value, bool, error) {
 	r.arena = r.arena[len(r.arena):]
-	root := newGroup(r.root)
+	// The records returned so far are the caller's.
+	r.mem.set("", &r.recHeld, 0)
+	root, err := r.newGroup(r.root)
+	if err != nil {
+		return Value{}, false, err
+	}
 	if fc := r.fcol; fc != nil {
 		var v Value
 		err := fc.record(func(rep, def uint8, vals *Values, i int) error {
@@ -344,6 +358,35 @@ func (r *Rows) record() (Value, bool, error) {
 		return Value{}, false, fmt.Errorf("reader: row group %d, row %d: %w", r.groups[r.g], r.row, err)
 	}
 	return rec, true, nil
+}
+
+// charge counts n more bytes of the record being assembled.
+func (r *Rows) charge(what string, n int64) error {
+	if err := r.mem.set(what, &r.recHeld, r.recHeld+n); err != nil {
+		return fmt.Errorf("reader: row group %d, row %d: %w", r.RowGroup(), r.row, err)
+	}
+	return nil
+}
+
+// appendElem appends e to s, counting the growth of s against the budget
+// before it happens.
+func (r *Rows) appendElem(s []Value, e Value) ([]Value, error) {
+	if len(s) < cap(s) {
+		return append(s, e), nil
+	}
+	old := cap(s)
+	if err := r.mem.check("a record's list", int64(grownCap(old, len(s)+1)-old)*valueSize); err != nil {
+		return s, fmt.Errorf("reader: row group %d, row %d: %d list elements: %w", r.RowGroup(), r.row, len(s), err)
+	}
+	s = append(s, e)
+	return s, r.charge("a record's list", int64(cap(s)-old)*valueSize)
+}
+
+func (r *Rows) newGroup(p *plan) (Value, error) {
+	if err := r.charge("a record's group", int64(len(p.children))*valueSize); err != nil {
+		return Value{}, err
+	}
+	return newGroup(p), nil
 }
 
 func newGroup(p *plan) Value {
@@ -389,18 +432,25 @@ func (r *Rows) insert(root *Value, leaf *plan, rep, def uint8, vals *Values, vi 
 			i := idx[depth]
 			switch {
 			case i == len(slot.elems):
-				if isLeaf {
-					slot.elems = append(slot.elems, Value{node: n})
-				} else {
-					slot.elems = append(slot.elems, newGroup(p))
+				e := Value{node: n}
+				if !isLeaf {
+					var err error
+					if e, err = r.newGroup(p); err != nil {
+						return err
+					}
+				}
+				var err error
+				if slot.elems, err = r.appendElem(slot.elems, e); err != nil {
+					return err
 				}
 			case i > len(slot.elems):
 				return corrupt("column %s: repetition levels skip an element of %s", leaf.node.PathString(), n.PathString())
 			}
 			elem := &slot.elems[i]
 			if isLeaf {
-				*elem = r.leafValue(n, vals, vi)
-				return nil
+				var err error
+				*elem, err = r.leafValue(n, vals, vi)
+				return err
 			}
 			cur = elem
 			continue
@@ -409,26 +459,53 @@ func (r *Rows) insert(root *Value, leaf *plan, rep, def uint8, vals *Values, vi 
 			return nil // null at this level
 		}
 		if isLeaf {
-			*slot = r.leafValue(n, vals, vi)
-			return nil
+			var err error
+			*slot, err = r.leafValue(n, vals, vi)
+			return err
 		}
 		if slot.kind == KindNull {
-			*slot = newGroup(p)
+			var err error
+			if *slot, err = r.newGroup(p); err != nil {
+				return err
+			}
 		}
 		cur = slot
 	}
 	return nil
 }
 
-// leafValue copies value i into the record's arena.
-func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) Value {
+// leafValue copies value i into the record's arena, checking a DECIMAL
+// against its precision.
+func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) (Value, error) {
 	v := leafValue(n, vals, i)
 	if v.bytes != nil {
+		if n.Logical.Kind == schema.Decimal {
+			if err := checkDecimal(v.bytes, n.Logical.Precision); err != nil {
+				return Value{}, fmt.Errorf("reader: row group %d, row %d, column %s: %w: %w", r.RowGroup(), r.row, n.PathString(), ErrCorrupt, err)
+			}
+		}
+		if err := r.growArena(len(v.bytes)); err != nil {
+			return Value{}, err
+		}
 		start := len(r.arena)
 		r.arena = append(r.arena, v.bytes...)
 		v.bytes = r.arena[start:len(r.arena):len(r.arena)]
 	}
-	return v
+	return v, nil
+}
+
+// growArena makes room for n more bytes in the record's arena, counting
+// them against the budget.
+func (r *Rows) growArena(n int) error {
+	if len(r.arena)+n <= cap(r.arena) {
+		return nil
+	}
+	c := grownCap(cap(r.arena), len(r.arena)+n)
+	if err := r.charge("a record's values", int64(c)); err != nil {
+		return err
+	}
+	r.arena = slices.Grow(r.arena[:len(r.arena):len(r.arena)], c-len(r.arena))
+	return nil
 }
 
 // finish turns the raw tree of one field into its logical shape.
@@ -505,6 +582,9 @@ func (r *Rows) finishMap(p *plan, v Value) (Value, error) {
 	key, value := p.node.MapKeyValue()
 	kv := p.children[0]
 	out := Value{kind: KindMap, node: p.node}
+	if err := r.charge("a record's map", 2*int64(len(v.elems[0].elems))*valueSize); err != nil {
+		return Value{}, err
+	}
 	out.elems = make([]Value, 0, 2*len(v.elems[0].elems))
 	for _, e := range v.elems[0].elems {
 		var k, val Value

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"math"
 	"math/big"
@@ -49,13 +50,26 @@ func (k Kind) String() string {
 // UUID, ...) and AppendJSON follow. Values share memory with the row
 // iterator that produced them only as documented by Rows.Next.
 type Value struct {
-	kind  Kind
-	num   uint64  // bool, integers, float bits
-	bytes []byte  // byte arrays, INT96, a Variant's value
-	meta  []byte  // a Variant's metadata
+	kind Kind
+	// num holds a bool, an integer or float bits, and for a Variant the
+	// length of its metadata.
+	num uint64
+	// bytes holds a byte array, an INT96, or a Variant's metadata and
+	// value back to back. (A record holds a Value per list element, and
+	// every field saved here is memory a reader's budget counts.)
+	bytes []byte
 	elems []Value // list elements; map keys and values alternating; group fields
 	node  *schema.Node
 }
+
+// variantValue returns a KindVariant Value of metadata and value, which
+// must be adjacent in memory (value right after metadata) or be copied.
+func variantValue(node *schema.Node, both []byte, metaLen int) Value {
+	return Value{kind: KindVariant, node: node, num: uint64(metaLen), bytes: both}
+}
+
+func (v Value) variantMeta() []byte  { return v.bytes[:v.num:v.num] }
+func (v Value) variantValue() []byte { return v.bytes[v.num:] }
 
 // Kind returns the value's kind.
 func (v Value) Kind() Kind { return v.kind }
@@ -93,7 +107,12 @@ func (v Value) Double() float64 { return math.Float64frombits(v.num) }
 
 // Bytes returns the bytes of a KindBytes or KindInt96 value, or the value
 // bytes of a KindVariant.
-func (v Value) Bytes() []byte { return v.bytes }
+func (v Value) Bytes() []byte {
+	if v.kind == KindVariant {
+		return v.variantValue()
+	}
+	return v.bytes
+}
 
 // Int96 returns a KindInt96 value.
 func (v Value) Int96() (b [12]byte) {
@@ -162,11 +181,16 @@ func (v Value) Field(name string) (Value, bool) {
 // Variant returns the Variant held by a KindVariant value. Reconstruction
 // from shredded columns has already produced the unshredded bytes.
 func (v Value) Variant() (variant.Value, error) {
-	return variant.New(v.meta, v.bytes)
+	return variant.New(v.variantMeta(), v.variantValue())
 }
 
 // VariantBytes returns the metadata and value bytes of a KindVariant value.
-func (v Value) VariantBytes() (metadata, value []byte) { return v.meta, v.bytes }
+func (v Value) VariantBytes() (metadata, value []byte) {
+	if v.kind != KindVariant {
+		return nil, nil
+	}
+	return v.variantMeta(), v.variantValue()
+}
 
 // Decimal returns the unscaled value and scale of a DECIMAL value, stored
 // as INT32, INT64, BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY (big-endian two's
@@ -182,6 +206,9 @@ func (v Value) Decimal() (unscaled *big.Int, scale int32, ok bool) {
 	case KindInt64:
 		return big.NewInt(v.Int64()), l.Scale, true
 	case KindBytes:
+		if checkDecimal(v.bytes, l.Precision) != nil {
+			return nil, 0, false
+		}
 		return signedBig(v.bytes), l.Scale, true
 	}
 	return nil, 0, false
@@ -318,4 +345,46 @@ func leafValue(n *schema.Node, vals *Values, i int) Value {
 		v.kind, v.bytes = KindBytes, vals.Bytes(i)
 	}
 	return v
+}
+
+// maxDecimalBytes bounds the two's complement bytes of a DECIMAL value that
+// the reader renders, whatever precision the schema declares: 4 KiB hold
+// about 9,800 digits, far beyond the 76 of the widest decimal any system
+// computes with, and keep rendering (whose cost grows faster than the
+// length) within microseconds per value.
+const maxDecimalBytes = 4 << 10
+
+// significant returns b without the redundant sign-extension bytes at its
+// start.
+func significant(b []byte) []byte {
+	for len(b) > 1 && ((b[0] == 0 && b[1]&0x80 == 0) || (b[0] == 0xff && b[1]&0x80 != 0)) {
+		b = b[1:]
+	}
+	return b
+}
+
+// checkDecimal checks that a big-endian two's complement DECIMAL value has
+// at most precision digits, in time linear in its length.
+func checkDecimal(b []byte, precision int32) error {
+	s := significant(b)
+	if precision <= 0 {
+		return fmt.Errorf("DECIMAL precision %d", precision)
+	}
+	// Bits a value of precision digits may need: 10^p < 2^bits, plus
+	// the sign.
+	maxBits := int64(math.Ceil(float64(precision)*math.Log2(10))) + 1
+	if int64(len(s))*8-8 >= maxBits {
+		return fmt.Errorf("DECIMAL value of %d bytes exceeds precision %d", len(b), precision)
+	}
+	if len(s) > maxDecimalBytes {
+		return fmt.Errorf("DECIMAL value of %d significant bytes: more than the %d bytes the reader renders", len(s), maxDecimalBytes)
+	}
+	if len(s) <= 64 {
+		x := signedBig(s)
+		x.Abs(x)
+		if x.Cmp(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)) >= 0 {
+			return fmt.Errorf("DECIMAL value %s has more than %d digits", x.String(), precision)
+		}
+	}
+	return nil
 }

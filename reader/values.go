@@ -2,6 +2,8 @@ package reader
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/writer/encoding"
@@ -129,15 +131,66 @@ func (v *Values) decode(enc encoding.Encoding, src []byte, n int) error {
 	return err
 }
 
-// gather appends dict[i] to v for every index, failing on an index outside
-// the dictionary or when the byte data would exceed maxBytes.
-func (v *Values) gather(dict *Values, idx []int32, maxBytes int) error {
+// capacity returns the bytes v's buffers hold.
+func (v *Values) capacity() int64 {
+	return int64(cap(v.Bool)) + 4*int64(cap(v.Int32)) + 8*int64(cap(v.Int64)) + 12*int64(cap(v.Int96)) +
+		4*int64(cap(v.Float)) + 8*int64(cap(v.Double)) + int64(cap(v.Data)) + 4*int64(cap(v.Offsets))
+}
+
+// decodedSize returns the bytes n values of v's type take once decoded,
+// with data bytes of byte array data.
+func (v *Values) decodedSize(n int, data int64) int64 {
+	switch v.Type {
+	case meta.TypeByteArray:
+		return data + 4*int64(n+1)
+	case meta.TypeFixedLenByteArray:
+		return int64(n) * int64(v.Size)
+	}
+	return int64(n) * typeSize(v.Type)
+}
+
+// typeSize returns the bytes of one decoded value of a fixed-size type.
+func typeSize(t meta.Type) int64 {
+	switch t {
+	case meta.TypeBoolean:
+		return 1
+	case meta.TypeInt32, meta.TypeFloat:
+		return 4
+	case meta.TypeInt64, meta.TypeDouble:
+		return 8
+	case meta.TypeInt96:
+		return 12
+	}
+	return 0
+}
+
+// checkIndices fails on an index outside the dictionary.
+func (v *Values) checkIndices(dict *Values, idx []int32) error {
 	n := int32(dict.Len())
 	for i, k := range idx {
 		if k < 0 || k >= n {
 			return fmt.Errorf("dictionary index %d at position %d outside the %d-entry dictionary", k, i, n)
 		}
 	}
+	return nil
+}
+
+// gatheredSize returns the bytes gather(dict, idx) fills, for indices that
+// checkIndices accepted.
+func (v *Values) gatheredSize(dict *Values, idx []int32) int64 {
+	if v.Type != meta.TypeByteArray {
+		return v.decodedSize(len(idx), 0)
+	}
+	var total int64
+	for _, k := range idx {
+		total += int64(dict.Offsets[k+1] - dict.Offsets[k])
+	}
+	return v.decodedSize(len(idx), total)
+}
+
+// gather appends dict[i] to v for every index, which checkIndices must
+// have accepted.
+func (v *Values) gather(dict *Values, idx []int32) error {
 	switch v.Type {
 	case meta.TypeBoolean:
 		for _, k := range idx {
@@ -168,9 +221,11 @@ func (v *Values) gather(dict *Values, idx []int32, maxBytes int) error {
 		for _, k := range idx {
 			total += int64(dict.Offsets[k+1] - dict.Offsets[k])
 		}
-		if total > int64(maxBytes) {
-			return fmt.Errorf("dictionary-encoded values expand to %d bytes, over the %d-byte page limit", total, maxBytes)
+		if total+int64(len(v.Data)) > math.MaxUint32 {
+			return fmt.Errorf("dictionary-encoded values expand to %d bytes, over the 4 GiB a page's values can address", total)
 		}
+		v.Data = slices.Grow(v.Data, int(total))
+		v.Offsets = slices.Grow(v.Offsets, len(idx)+1)
 		if len(v.Offsets) == 0 {
 			v.Offsets = append(v.Offsets, uint32(len(v.Data)))
 		}
@@ -179,9 +234,7 @@ func (v *Values) gather(dict *Values, idx []int32, maxBytes int) error {
 			v.Offsets = append(v.Offsets, uint32(len(v.Data)))
 		}
 	case meta.TypeFixedLenByteArray:
-		if total := int64(len(idx)) * int64(v.Size); total > int64(maxBytes) {
-			return fmt.Errorf("dictionary-encoded values expand to %d bytes, over the %d-byte page limit", total, maxBytes)
-		}
+		v.Data = slices.Grow(v.Data, len(idx)*v.Size)
 		for _, k := range idx {
 			v.Data = append(v.Data, dict.Data[int(k)*v.Size:(int(k)+1)*v.Size]...)
 		}

@@ -51,7 +51,14 @@ func (r *Rows) finishVariant(p *plan, v Value) (Value, error) {
 		if err := variant.Validate(mv.bytes, value); err != nil {
 			return Value{}, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 		}
-		return Value{kind: KindVariant, node: p.node, meta: mv.bytes, bytes: value}, nil
+		// Metadata and value come from two columns: put them side by side
+		// in the record's arena.
+		if err := r.growArena(len(mv.bytes) + len(value)); err != nil {
+			return Value{}, err
+		}
+		start := len(r.arena)
+		r.arena = append(append(r.arena, mv.bytes...), value...)
+		return variantValue(p.node, r.arena[start:len(r.arena):len(r.arena)], len(mv.bytes)), nil
 	}
 	b := &r.vb
 	b.Reset()
@@ -59,16 +66,20 @@ func (r *Rows) finishVariant(p *plan, v Value) (Value, error) {
 		return Value{}, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 	}
 	start := len(r.arena)
+	oldCap := cap(r.arena)
 	metadata, rest, err := b.Finish(r.arena, nil)
 	if err != nil {
 		return Value{}, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 	}
+	// The rebuilt Variant is about as large as the shredded values it
+	// comes from, which the budget has counted; count it once built.
+	if err := r.charge("a shredded Variant", int64(cap(metadata)-oldCap+len(rest))); err != nil {
+		return Value{}, err
+	}
 	metadata = append(metadata, rest...)
 	r.arena = metadata
 	mid := len(r.arena) - len(rest)
-	return Value{kind: KindVariant, node: p.node,
-		meta:  r.arena[start:mid:mid],
-		bytes: r.arena[mid:len(r.arena):len(r.arena)]}, nil
+	return variantValue(p.node, r.arena[start:len(r.arena):len(r.arena)], mid-start), nil
 }
 
 // shredded writes to b the value held by a value column (residual Variant
@@ -177,11 +188,71 @@ func (r *Rows) shreddedArray(b *variant.Builder, m variant.Metadata, p *plan, v 
 	return b.Err()
 }
 
+// checkShreddedType checks that a typed_value leaf has one of the types
+// of the table of VariantShredding.md; any other (an unsigned integer, a
+// FIXED_LEN_BYTE_ARRAY that is not a UUID or a decimal, INT96, TIMESTAMP
+// in millis...) has no Variant type to become.
+func checkShreddedType(n *schema.Node) error {
+	l := n.Logical
+	ok := false
+	switch n.Physical {
+	case meta.TypeBoolean, meta.TypeFloat, meta.TypeDouble:
+		ok = l.Kind == schema.None
+	case meta.TypeInt32:
+		switch l.Kind {
+		case schema.None, schema.Date:
+			ok = true
+		case schema.Int:
+			ok = l.Signed && l.BitWidth <= 32
+		case schema.Decimal:
+			ok = l.Precision <= 9
+		}
+	case meta.TypeInt64:
+		switch l.Kind {
+		case schema.None:
+			ok = true
+		case schema.Int:
+			ok = l.Signed && l.BitWidth == 64
+		case schema.Decimal:
+			ok = l.Precision <= 18
+		case schema.Time:
+			ok = !l.UTC && l.Unit == schema.Micros
+		case schema.Timestamp:
+			ok = l.Unit == schema.Micros || l.Unit == schema.Nanos
+		}
+	case meta.TypeByteArray:
+		switch l.Kind {
+		case schema.None, schema.String:
+			ok = true
+		case schema.Decimal:
+			ok = l.Precision <= 38
+		}
+	case meta.TypeFixedLenByteArray:
+		switch l.Kind {
+		case schema.UUID:
+			ok = n.Length == 16
+		case schema.Decimal:
+			ok = l.Precision <= 38 && n.Length <= 16
+		}
+	}
+	if !ok {
+		ann := ""
+		if l.Kind != schema.None {
+			ann = " " + l.String()
+		}
+		return fmt.Errorf("%w: shredded typed_value %s is %v%s, which VariantShredding.md does not allow", ErrUnsupported, n.PathString(), n.Physical, ann)
+	}
+	return nil
+}
+
 // writeTyped writes a shredded primitive by the table of
 // VariantShredding.md.
 func writeTyped(b *variant.Builder, v Value) error {
 	n := v.node
 	l := n.Logical
+	if err := checkShreddedType(n); err != nil {
+		return err
+	}
 	switch n.Physical {
 	case meta.TypeBoolean:
 		b.Bool(v.Bool())

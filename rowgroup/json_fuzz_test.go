@@ -54,9 +54,9 @@ var (
 		`{"nothing":null,"tags":[{"score":1,"deep":[1,2]},null,{"score":2,"note":"n","deep":[]}]}`,
 		`{"m":{"1":[1.5,null],"2":[],"3":null},"sm":{"a":null,"b":true},"r":[{"k":"a","v":[1,2]},{"k":"b"}]}`,
 		`{"g":{"h":{"x":1}},"var":{"z":[true,false,null,"s",1e300]}}`,
-		`{"var":12345678901234567890123456789012345678901}`,
 	}
 	fuzzBad = []string{
+		`{"var":12345678901234567890123456789012345678901}`, // 41 digits: no Variant type holds it exactly
 		`{"i8":128}`, `{"tags":"x"}`, `{"m":{"x":[]}}`, `{"r":[null]}`, `{"b":true}x`, `{"s":"\ud800"}`, `{"var":[1e400]}`,
 	}
 )

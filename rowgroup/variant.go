@@ -48,6 +48,16 @@ type VariantOption func(*variantOptions) error
 
 type variantOptions struct {
 	column string
+	enc    []variant.Option
+}
+
+// VariantEncoding passes options to the Variant encoder of the shredder,
+// e.g. variant.LossyNumbers().
+func VariantEncoding(opts ...variant.Option) VariantOption {
+	return func(o *variantOptions) error {
+		o.enc = append(o.enc, opts...)
+		return nil
+	}
 }
 
 // VariantColumn names the top-level VARIANT field the shredder fills. A
@@ -103,7 +113,7 @@ func NewVariantShredder(g *RowGroup, opts ...VariantOption) (*VariantShredder, e
 	if md == nil || !md.IsLeaf() || md.Physical != meta.TypeByteArray || md.Repetition != schema.Required {
 		return nil, fmt.Errorf("variant shredder: %s: a VARIANT group needs a required binary metadata field", top.PathString())
 	}
-	s := &VariantShredder{g: g, enc: variant.NewEncoder(), column: top.Name}
+	s := &VariantShredder{g: g, enc: variant.NewEncoder(o.enc...), column: top.Name}
 	s.metadata = g.Column(md.Column)
 	sh := shape
 	s.root, err = s.plan(top, &sh, "$")

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pqsink/pqsink/meta"
 )
@@ -35,7 +37,29 @@ func Parse(text string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := nonEmpty(nil, fields); err != nil {
+		return nil, err
+	}
 	return build(name, fields, false)
+}
+
+// nonEmpty refuses a message or group without fields: Parquet has no
+// column for it, and no reader accepts the file it would make.
+func nonEmpty(parent *Node, fields []*Node) error {
+	if len(fields) == 0 {
+		if parent == nil {
+			return errors.New("schema: the message has no fields")
+		}
+		return fmt.Errorf("schema: group %s has no fields", quoteName(parent.Name))
+	}
+	for _, f := range fields {
+		if f.isGroup() {
+			if err := nonEmpty(f, f.Fields); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // MustParse is Parse that panics on error, for schemas fixed in code.
@@ -170,7 +194,13 @@ func (l *lexer) scan() (token, error) {
 		t.kind, t.text = tokWord, rest[:n]
 		l.advance(n)
 	default:
-		return t, l.errorf(t.line, t.col, "unexpected character %q", c)
+		// Name the character as the text has it: a UTF-8 sequence as the
+		// character it encodes, anything else escaped.
+		r, _ := utf8.DecodeRuneInString(rest)
+		if r == utf8.RuneError {
+			return t, l.errorf(t.line, t.col, "unexpected byte %q", rest[:1])
+		}
+		return t, l.errorf(t.line, t.col, "unexpected character %q", r)
 	}
 	return t, nil
 }

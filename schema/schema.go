@@ -8,7 +8,11 @@
 // LogicalTypes.md, and immutable afterwards.
 package schema
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
 
 // MaxLevel is the highest definition or repetition level a schema may
 // produce: levels are stored as uint8 downstream.
@@ -65,11 +69,11 @@ func (b *builder) copyFields(parent *Node, src []*Node, depth int) ([]*Node, err
 		if f == nil {
 			return nil, fmt.Errorf("schema: %s: nil field at index %d", pathOf(parent), i)
 		}
-		if b.strict {
-			for _, g := range src[:i] {
-				if g != nil && g.Name == f.Name {
-					return nil, fmt.Errorf("schema: %s: duplicate field name %q", pathOf(parent), f.Name)
-				}
+		// Siblings need distinct names, in a schema written and in one read:
+		// two columns of one path could not be told apart by any reader.
+		for _, g := range src[:i] {
+			if g != nil && g.Name == f.Name {
+				return nil, fmt.Errorf("schema: %s: duplicate field name %s", pathOf(parent), quoteName(f.Name))
 			}
 		}
 		c, err := b.copyNode(parent, f, depth)
@@ -213,4 +217,19 @@ func (s *Schema) Equal(o *Schema) bool {
 // reads it back to an equal schema.
 func (s *Schema) String() string {
 	return string(s.appendText(nil))
+}
+
+// quoteName quotes a field name for an error: printable UTF-8 as it is,
+// control characters and invalid bytes escaped, and a name longer than 200
+// bytes cut short, so that a hostile name stays one inert line.
+func quoteName(s string) string {
+	const most = 200
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	n := most
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strconv.Quote(s[:n]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -2,6 +2,8 @@
 # Provision everything pqsink's tests need, idempotently:
 #   - test/duckdb/node_modules: `npm ci` when missing or when package-lock.json
 #     changed since the last install (a stamp inside node_modules records it);
+#   - test/avsc/node_modules, the same way: avsc, the independent Avro
+#     implementation that writes the container files of test/avro_*_test.go;
 #   - a MinIO server binary in ${PQSINK_CACHE:-$HOME/.cache/pqsink}/bin/minio,
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
 #     pin changes (a stamp next to the binary records it);
@@ -44,6 +46,19 @@ else
 	step "npm ci in test/duckdb"
 	(cd "$duckdb_dir" && npm ci --no-audit --no-fund --loglevel=error)
 	echo "$lock_sum" >"$stamp"
+	done_step
+fi
+
+# --- avsc harness (npm) ------------------------------------------------------
+avsc_dir=$repo/test/avsc
+avsc_sum=$(cat "$avsc_dir/package-lock.json" <(node --version) | sha256sum | cut -d' ' -f1)
+avsc_stamp=$avsc_dir/node_modules/.pqsink-lock.sha256
+if [[ -f $avsc_stamp && $(<"$avsc_stamp") == "$avsc_sum" ]]; then
+	echo "provision: test/avsc/node_modules is up to date"
+else
+	step "npm ci in test/avsc"
+	(cd "$avsc_dir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$avsc_sum" >"$avsc_stamp"
 	done_step
 fi
 

@@ -28,7 +28,8 @@ const (
 	// few megabytes per partition make multipart uploads.
 	faultPartSize = 5 << 20
 	// faultPad is the incompressible filler added to each reference event,
-	// so that 60,000 records make files of more than rotate.bytes.
+	// so that 9,000 records per partition make a file of more than
+	// rotate.bytes.
 	faultPad = 1000
 )
 
@@ -53,7 +54,7 @@ func TestSinkFaults(t *testing.T) {
 	t.Logf("fault seed %d (PQSINK_FAULT_SEED)", seed)
 	proxy := faultproxy.Start(t, srv.Endpoint, seed)
 	const partitions, topic = 4, "faults"
-	const n1, n2 = 60000, 4000
+	const n1, n2 = 36000, 4000
 	broker := kafkatest.Start(t, partitions, topic)
 	ctx := context.Background()
 
@@ -75,9 +76,9 @@ func TestSinkFaults(t *testing.T) {
 	creates := faults
 	creates.DropAfter = 0
 	proxy.SetRatesFor(creates, faultproxy.CreateMultipartUpload)
-	// A few hundred requests make the run: at these rates some kinds of
-	// fault could miss the operations that matter most. The first requests
-	// of those meet each kind for sure; the rates add more at random.
+	// Some sixty requests make the run (parts are 5 MiB): at these rates
+	// a kind of fault could miss the operations that matter most. Their
+	// first requests meet each kind for sure; the rates add more at random.
 	for op, fs := range map[faultproxy.Op][]faultproxy.Fault{
 		faultproxy.UploadPart:              {faultproxy.Error500, faultproxy.DropBefore, faultproxy.Error503, faultproxy.DropAfter},
 		faultproxy.CompleteMultipartUpload: {faultproxy.DropAfter, faultproxy.Error503},
@@ -98,11 +99,11 @@ func TestSinkFaults(t *testing.T) {
 	cfg := sinkConfig{brokers: broker.Brokers, group: "g-faults", topic: topic,
 		storeURL: fmt.Sprintf("s3://%s/archive", bucket),
 		s3:       &s3Target{endpoint: proxy.URL, region: srv.Region, access: srv.AccessKey, secret: srv.SecretKey},
-		format:   "variant", shred: "auto", envelope: true, records: 1000000, interval: "4s",
+		format:   "variant", shred: "auto", envelope: true, records: 1000000, interval: "3s",
 		path: "{topic}/{topic}+{partition}+{first_offset}.parquet"}
 	text := cfg.yaml(t)
 	text = replaceYAML(t, text, "  path_style: true\n", "  path_style: true\n  part_size: 5MiB\n  max_retries: 30\n")
-	text = replaceYAML(t, text, "  bytes: 256MiB\n", "  bytes: 12MiB\n")
+	text = replaceYAML(t, text, "  bytes: 256MiB\n", "  bytes: 8MiB\n")
 	text = replaceYAML(t, text, "  row_group_bytes: 1MiB\n", "  row_group_bytes: 2MiB\n")
 	sink, stop := startSink(t, text)
 
@@ -123,7 +124,9 @@ func TestSinkFaults(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	refused := time.Now()
-	time.Sleep(3 * time.Second)
+	// Not much longer: each refused attempt doubles the store's next
+	// backoff, which is what the sink then waits for after S3 is back.
+	time.Sleep(2 * time.Second)
 	proxy.SetDown(false)
 	up := time.Now()
 	waitLanded(t, store, n1+n2, 90*time.Second)
@@ -166,7 +169,8 @@ func TestSinkFaults(t *testing.T) {
 	}
 
 	// Objects up to one part are single PUTs, larger ones multipart uploads
-	// of 5 MiB parts; both kinds occur.
+	// of 5 MiB parts (MinIO's ETag of those ends in "-" and the number of
+	// parts, as S3's does); both kinds occur.
 	single, multi := 0, 0
 	for info, err := range store.List(ctx, "") {
 		if err != nil {

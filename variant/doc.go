@@ -32,12 +32,30 @@
 //     negative scale is folded into the unscaled value, so 1.5e3 is 1500
 //     with scale 0, and 1.50 keeps scale 2): decimal4 for up to 9 digits,
 //     decimal8 up to 18, decimal16 up to 38;
-//   - anything else: the nearest double. A literal beyond the range of a
-//     double is an error.
+//   - a negative zero with a fraction or exponent (-0.0, -0e5): the
+//     double -0.0, the only type that keeps its sign (the integer -0 is
+//     int8 0);
+//   - anything else in exponent form within the range of a normal double
+//     (1.5e300, 2.5e-50): the nearest double, which is how JSON producers
+//     write doubles.
+//
+// A number is never changed without a word. These are errors, which
+// convert handles by its --errors policy:
+//
+//   - a literal beyond the range of a double (1e400);
+//   - a literal written without an exponent whose significant digits are
+//     more than the 38 a decimal keeps (an integer of 39 digits, or
+//     0.1234567890123456789012345678901234567890): a double would round
+//     it;
+//   - a nonzero literal that underflows, below the smallest normal double
+//     (1e-400, 4e-320): a double would lose digits, down to zero.
+//
+// The LossyNumbers option (pqsink convert --variant-lossy-numbers) turns
+// the last two into the nearest double instead; the error wraps
+// ErrInexactNumber.
 //
 // Leading zeros of the unscaled value do not count as digits (0.001 is
 // decimal4 1 with scale 3); trailing zeros do, since they are written.
-// A negative zero is stored as zero.
 //
 // # Reading
 //

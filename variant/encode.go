@@ -1,6 +1,7 @@
 package variant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ type Option func(*options)
 
 type options struct {
 	lastWins bool
+	lossy    bool
 }
 
 // LastKeyWins makes an object with a repeated field name keep the last
@@ -25,13 +27,21 @@ type options struct {
 // data would hide a producer bug.
 func LastKeyWins() Option { return func(o *options) { o.lastWins = true } }
 
+// LossyNumbers lets a JSON number that no Variant type holds exactly (an
+// integer of more than 38 digits, a literal of more digits than a decimal
+// keeps, or one that underflows a double, such as 1e-400) become the
+// nearest double. By default such a number is an error, so that data is
+// never changed without a word.
+func LossyNumbers() Option { return func(o *options) { o.lossy = true } }
+
 // Encoder converts JSON documents to Variants. It keeps its buffers
 // between calls, so encoding one record after another does not allocate
 // once the buffers fit the largest record. An Encoder must not be used by
 // several goroutines at once.
 type Encoder struct {
-	scan jsonscan.Scanner
-	b    Builder
+	scan  jsonscan.Scanner
+	b     Builder
+	lossy bool
 }
 
 // NewEncoder returns an Encoder with the given options.
@@ -40,7 +50,7 @@ func NewEncoder(opts ...Option) *Encoder {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Encoder{}
+	e := &Encoder{lossy: o.lossy}
 	e.b.lastWins = o.lastWins
 	e.scan.SetMaxDepth(MaxDepth)
 	return e
@@ -79,10 +89,14 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 		case jsonscan.Number:
 			start := len(b.data)
 			var err error
-			b.data, err = appendNumber(b.data, e.scan.Bytes())
+			b.data, err = appendNumber(b.data, e.scan.Bytes(), e.lossy)
 			if err != nil {
 				b.Reset()
-				return metadata, value, fmt.Errorf("variant: number %.40s at byte %d: %w", e.scan.Bytes(), e.scan.Offset(), err)
+				lit := e.scan.Bytes()
+				if len(lit) > 40 {
+					return metadata, value, fmt.Errorf("variant: number %s… (%d digits) at byte %d: %w", lit[:40], len(lit), e.scan.Offset(), err)
+				}
+				return metadata, value, fmt.Errorf("variant: number %s at byte %d: %w", lit, e.scan.Offset(), err)
 			}
 			b.scalarFrom(start)
 		case jsonscan.Key:
@@ -103,9 +117,14 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 // maxDecimalDigits is the most digits a decimal16 holds.
 const maxDecimalDigits = 38
 
+// ErrInexactNumber is wrapped by the error for a JSON number that no
+// Variant type holds exactly, unless LossyNumbers is given.
+var ErrInexactNumber = errors.New("no Variant type holds this number exactly (a double would change it; LossyNumbers, or pqsink convert --variant-lossy-numbers, allows the nearest double)")
+
 // appendNumber encodes the JSON number literal lit (already checked by
-// the scanner) following the rules in the package documentation.
-func appendNumber(dst, lit []byte) ([]byte, error) {
+// the scanner) following the rules in the package documentation; lossy
+// allows the nearest double for a number nothing holds exactly.
+func appendNumber(dst, lit []byte, lossy bool) ([]byte, error) {
 	i := 0
 	neg := lit[0] == '-'
 	if neg {
@@ -160,6 +179,12 @@ func appendNumber(dst, lit []byte) ([]byte, error) {
 			exp = -exp
 		}
 	}
+	if neg && digits == 0 && !isInt {
+		// Negative zero: only a double keeps the sign. (An integer has
+		// none: -0 is 0.)
+		dst = append(dst, primitiveHeader(primDouble))
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(math.Copysign(0, -1))), nil
+	}
 	if isInt && !tooMany && hi == 0 && (lo <= math.MaxInt64 || neg && lo == 1<<63) {
 		v := int64(lo)
 		if neg {
@@ -204,6 +229,16 @@ func appendNumber(dst, lit []byte) ([]byte, error) {
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil && math.IsInf(f, 0) {
 		return dst, fmt.Errorf("out of the range of a double")
+	}
+	if !lossy {
+		// Written out in full, more digits than a decimal keeps: the
+		// producer meant every one of them.
+		plain := !bytes.ContainsAny(lit, "eE")
+		// Below the smallest normal double, digits are lost, down to 0.
+		under := digits > 0 && math.Abs(f) < 0x1p-1022
+		if (tooMany && plain) || under {
+			return dst, ErrInexactNumber
+		}
 	}
 	dst = append(dst, primitiveHeader(primDouble))
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil

@@ -2,8 +2,10 @@ package variant
 
 import (
 	"bytes"
+	"errors"
 
 	"fmt"
+	"math"
 	"math/big"
 	"strings"
 	"testing"
@@ -26,7 +28,10 @@ func TestEncodeNumbers(t *testing.T) {
 		{`-9223372036854775808`, Int64, `-9223372036854775808`},
 		{`9223372036854775808`, Decimal16, `9223372036854775808`},
 		{`-99999999999999999999999999999999999999`, Decimal16, `-99999999999999999999999999999999999999`},
-		{`100000000000000000000000000000000000000`, Double, `1e+38`},
+		{`100000000000000000000000000000000000000`, Invalid, ``}, // 39 digits: LossyNumbers
+		{`-0.0`, Double, `-0.0`},
+		{`-0e3`, Double, `-0.0`},
+		{`4e-320`, Invalid, ``}, // subnormal
 		{`1.5`, Decimal4, `1.5`},
 		{`1.50`, Decimal4, `1.50`},
 		{`-0.001`, Decimal4, `-0.001`},
@@ -44,14 +49,18 @@ func TestEncodeNumbers(t *testing.T) {
 		{`1e-38`, Decimal4, `0.00000000000000000000000000000000000001`},
 		{`1e-39`, Double, `1e-39`},
 		{`0.1234567890123456789012345678901234567`, Decimal16, `0.1234567890123456789012345678901234567`},
-		{`3.141592653589793238462643383279502884197`, Double, `3.141592653589793`},
+		{`3.141592653589793238462643383279502884197`, Invalid, ``},
 		{`1e308`, Double, `1e+308`},
-		{`1e-400`, Double, `0`},
+		{`1e-400`, Invalid, ``},
+		{`2.2250738585072014e-308`, Double, `2.2250738585072014e-308`},
 		{`1e999999999999999999`, Invalid, ``},
 		{`-1e400`, Invalid, ``},
 	}
 	for _, tt := range tests {
 		m, v, err := FromJSON([]byte(tt.json))
+		if tt.typ == Invalid && !errors.Is(err, ErrInexactNumber) && strings.Count(tt.json, "e") == 0 {
+			t.Errorf("%s: got %v, want ErrInexactNumber", tt.json, err)
+		}
 		if tt.typ == Invalid {
 			if err == nil || !strings.Contains(err.Error(), "at byte 0") {
 				t.Errorf("%s: got %v, want an error at byte 0", tt.json, err)
@@ -377,4 +386,29 @@ func mustBig(s string) *big.Int {
 		panic(s)
 	}
 	return x
+}
+
+// TestLossyNumbers checks that what is refused by default becomes the
+// nearest double with LossyNumbers, and that -0.0 keeps its sign.
+func TestLossyNumbers(t *testing.T) {
+	for lit, want := range map[string]float64{
+		`100000000000000000000000000000000000000`:   1e38,
+		`3.141592653589793238462643383279502884197`: 3.141592653589793,
+		`1e-400`: 0,
+		`4e-320`: 4e-320,
+	} {
+		m, v, err := NewEncoder(LossyNumbers()).AppendJSON(nil, nil, []byte(lit))
+		if err != nil {
+			t.Fatalf("%s: %v", lit, err)
+		}
+		val, _ := New(m, v)
+		if f, _ := val.Double(); val.Type() != Double || f != want {
+			t.Errorf("%s: %v %v, want double %v", lit, val.Type(), f, want)
+		}
+	}
+	m, v, _ := FromJSON([]byte(`-0.0`))
+	val, _ := New(m, v)
+	if f, _ := val.Double(); val.Type() != Double || !math.Signbit(f) {
+		t.Errorf("-0.0: %v %v", val.Type(), f)
+	}
 }

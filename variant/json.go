@@ -284,6 +284,11 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
 	}
+	if f == 0 && math.Signbit(f) {
+		// "-0" would read back as the integer 0; "-0.0" reads back as
+		// the double it is.
+		return append(dst, "-0.0"...)
+	}
 	abs := math.Abs(f)
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		return strconv.AppendFloat(dst, f, 'e', -1, bitSize)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/compress"
@@ -70,7 +71,7 @@ type pageIndex struct {
 	offset *meta.OffsetIndex
 }
 
-func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress.Codec) (*chunkWriter, error) {
+func newChunkWriter(leaf *schema.Node, cfg *config, codecs *Codecs) (*chunkWriter, error) {
 	path := leaf.PathString()
 	cw := &chunkWriter{
 		leaf:       leaf,
@@ -111,17 +112,9 @@ func newChunkWriter(leaf *schema.Node, cfg *config, codecs map[codecKey]compress
 		}
 		cw.bloomFPP = cc.bloomFPP
 	}
-	codec, ok := codecs[key]
-	if !ok {
-		var opts []compress.Option
-		if key.level != 0 {
-			opts = append(opts, compress.Level(key.level))
-		}
-		var err error
-		if codec, err = compress.New(key.codec, opts...); err != nil {
-			return nil, err
-		}
-		codecs[key] = codec
+	codec, err := codecs.get(key)
+	if err != nil {
+		return nil, err
 	}
 	cw.codec = codec
 	if cw.useDict {
@@ -152,10 +145,25 @@ func valueSize(c *rowgroup.Column, i int) int {
 	return int(c.Leaf.Length)
 }
 
+// MaxPageBytes is the most PLAIN bytes of values a data page holds. Readers
+// hold a page several times over while they decode it (compressed,
+// decompressed, decoded values, the record they assemble), and refuse, or
+// run out of memory on, pages far below the 2 GiB that the i32 sizes of a
+// page header allow: 256 MiB keeps every page readable by pqsink's reader
+// under its default 1 GiB budget, by DuckDB and by arrow. A record whose
+// values need more is split across pages where the format allows it (data
+// page v1 without a page index), and refused otherwise.
+const MaxPageBytes = 256 << 20
+
+// maxPageBytes is MaxPageBytes, lowered by tests.
+var maxPageBytes = MaxPageBytes
+
 // planPages cuts a column into pages of about pageSize bytes and at most
 // rowLimit rows. Pages start at a record boundary (repetition level 0), so
-// no record is split across pages and the offset index is exact.
-func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []pageRange {
+// no record is split across pages and the offset index is exact; only a
+// record too big for one page (MaxPageBytes) is split, when split allows
+// it, and is an error otherwise.
+func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int, split bool) ([]pageRange, error) {
 	pages = pages[:0]
 	n := c.NumLevels()
 	p := pageRange{}
@@ -166,31 +174,57 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int) []
 		width = valueSize(c, 0)
 	}
 	for l := 0; l < n; l++ {
-		if maxRep == 0 || c.Rep[l] == 0 {
-			if l > p.l0 && (size >= pageSize || p.rows >= rowLimit) {
+		vs := 0 // the PLAIN size of the level's value, if it has one
+		if maxDef == 0 || c.Def[l] == maxDef {
+			if width > 0 {
+				vs = width
+			} else {
+				vs = 4 + int(c.Offsets[v+1]-c.Offsets[v])
+			}
+		}
+		if vs > maxPageBytes {
+			return pages, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", p.first+p.rows, vs, maxPageBytes)
+		}
+		full := size+vs > maxPageBytes
+		switch {
+		case l == p.l0:
+		case maxRep == 0 || c.Rep[l] == 0:
+			if size >= pageSize || p.rows >= rowLimit || full {
 				p.l1, p.v1 = l, v
 				pages = append(pages, p)
 				p = pageRange{l0: l, v0: v, first: p.first + p.rows}
 				size = 0
 			}
+		case full && split:
+			// Split the record: the page ends before this value and the
+			// next one starts inside the record (rows counts the records
+			// that start in a page).
+			p.l1, p.v1 = l, v
+			pages = append(pages, p)
+			p = pageRange{l0: l, v0: v, first: p.first + p.rows}
+			size = 0
+		case full:
+			return pages, fmt.Errorf("record %d needs a data page of more than %d bytes, the limit that keeps pages readable; a record this large can span pages only with data page v1 and no page index", p.first+p.rows-1, maxPageBytes)
+		}
+		if maxRep == 0 || c.Rep[l] == 0 {
 			p.rows++
 		}
-		if maxDef == 0 || c.Def[l] == maxDef {
-			if width > 0 {
-				size += width
-			} else {
-				size += 4 + int(c.Offsets[v+1]-c.Offsets[v])
-			}
+		if vs > 0 {
+			size += vs
 			v++
 		}
 	}
 	p.l1, p.v1 = n, v
-	return append(pages, p)
+	return append(pages, p), nil
 }
 
 // writeChunk encodes column c of a row group and writes it to out.
 func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta.ColumnChunk, pageIndex, error) {
-	cw.pages = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit)
+	var err error
+	cw.pages, err = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit, cw.cfg.pageVersion == 1 && !cw.cfg.pageIndex)
+	if err != nil {
+		return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("column %s: %w", strings.Join(cw.path, "."), err)
+	}
 	dictPages := cw.buildDictionary(c)
 	cw.dictPageReady = false
 	cw.ranks = nil
@@ -716,7 +750,7 @@ func (cw *chunkWriter) buildBloom(c *rowgroup.Column) *bloom.Filter {
 	for i := 0; i < n; i++ {
 		cw.hashes[hashValue(c, i)] = struct{}{}
 	}
-	f := bloom.New(bloom.OptimalBytes(uint64(max(len(cw.hashes), 1)), cw.bloomFPP))
+	f := bloom.New(min(bloom.OptimalBytes(uint64(max(len(cw.hashes), 1)), cw.bloomFPP), cw.cfg.bloomMaxBytes))
 	for h := range cw.hashes {
 		f.Insert(h)
 	}

@@ -3,6 +3,7 @@ package writer
 import (
 	"fmt"
 
+	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/internal/version"
 	"github.com/pqsink/pqsink/meta"
 )
@@ -36,6 +37,8 @@ type config struct {
 	statistics     bool
 	sizeStatistics bool
 	adaptive       bool
+	bloomMaxBytes  int
+	codecs         *Codecs // nil: the writer's own
 }
 
 func defaults() config {
@@ -52,6 +55,7 @@ func defaults() config {
 		statistics:     true,
 		sizeStatistics: true,
 		adaptive:       true,
+		bloomMaxBytes:  1 << 20,
 		createdBy:      version.CreatedBy(),
 		columns:        map[string]*columnConfig{},
 	}
@@ -190,6 +194,27 @@ func BloomFilter(path string, fpp float64) Option {
 			return fmt.Errorf("bloom filter on %s: false-positive probability %g must be in (0, 1)", path, fpp)
 		}
 		c.column(path).bloomFPP = fpp
+		return nil
+	}
+}
+
+// BloomFilterMaxBytes caps the bitset of every bloom filter: a filter
+// sized for a tiny false-positive probability (BloomFilter's fpp) and many
+// distinct values would otherwise take up to 128 MiB per column chunk,
+// more than the data it indexes. A capped filter has a higher
+// false-positive rate than asked for, never false negatives. n is rounded
+// down to a power of two of at least 32 bytes.
+// Defaults to 1 MiB, as parquet-java's parquet.bloom.filter.max.bytes.
+func BloomFilterMaxBytes(n int) Option {
+	return func(c *config) error {
+		if n < bloom.MinBytes || n > bloom.MaxBytes {
+			return fmt.Errorf("bloom filter max bytes %d: must be in %d..%d", n, bloom.MinBytes, bloom.MaxBytes)
+		}
+		p := bloom.MinBytes
+		for p*2 <= n {
+			p *= 2
+		}
+		c.bloomMaxBytes = p
 		return nil
 	}
 }

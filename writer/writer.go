@@ -21,7 +21,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -61,7 +60,10 @@ func New(w io.Writer, s *schema.Schema, opts ...Option) (*Writer, error) {
 		}
 	}
 	wr := &Writer{out: countingWriter{w: w}, schema: s, cfg: cfg}
-	codecs := map[codecKey]compress.Codec{} // columns with one codec share its (costly) state
+	codecs := cfg.codecs // columns with one codec share its (costly) state
+	if codecs == nil {
+		codecs = NewCodecs()
+	}
 	for _, leaf := range s.Leaves() {
 		cw, err := newChunkWriter(leaf, &wr.cfg, codecs)
 		if err != nil {

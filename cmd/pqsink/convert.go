@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,25 +10,37 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/convert"
+	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
 
 const convertUsage = `usage: pqsink convert [flags] INPUT OUTPUT
 
 Converts JSON Lines (INPUT, or - for stdin) into one Parquet file (OUTPUT,
-or - for stdout). The output appears only when the conversion succeeds.
+or - for stdout). A UTF-8 byte order mark at the start of INPUT is skipped.
+The output appears only when the conversion succeeds: it is written to a
+temporary file beside OUTPUT (.OUTPUT.pqsink-tmp-PID-*), renamed into place
+at the end, and removed on failure or on SIGINT/SIGTERM (exit status 1). A
+temporary file that a killed run left is removed by the next run on the
+same OUTPUT.
 
 flags:
 `
 
 func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return safetext.Error(convertCmd(ctx, args, stdin, stdout, stderr))
+}
+
+func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, convertUsage); fs.PrintDefaults() }
@@ -51,6 +64,10 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		column       = fs.String("column", "payload", "with --variant: the VARIANT column's `NAME`")
 		shred        = fs.String("shred", "auto", "with --variant: shredding: auto (inferred from the first 10,000 records), none, or a `FILE` (a message with one VARIANT field, or PATH TYPE lines)")
 		verbose      = fs.Bool("verbose", false, "with --variant: print the chosen Parquet schema on stderr")
+		lossy        = fs.Bool("variant-lossy-numbers", false, "with --variant: store a JSON number that no Variant type holds exactly (over 38 digits, or underflowing a double) as the nearest double instead of rejecting the line")
+		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, or avro (an Avro object container file, whose writer schema gives the Parquet schema)")
+		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
+		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
 		encodings    listFlag
 		codecs       listFlag
 		blooms       listFlag
@@ -71,7 +88,11 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usagef("want INPUT and OUTPUT, got %d arguments", len(pos))
 	}
 	var s *schema.Schema
-	if !*asVariant { // --variant decides its own schema
+	avroIn, err := avroInput(*inputFormat, *avroSchema, *asVariant, *schemaFile)
+	if err != nil {
+		return err
+	}
+	if !*asVariant && avroIn == nil { // --variant and Avro decide their own schema
 		if *schemaFile == "" {
 			return usagef("--schema FILE is required")
 		}
@@ -87,6 +108,12 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	opts := convert.Options{Schema: s}
 	if opts.RowGroupSize, err = config.ParseSize(*rowGroupSize); err != nil {
 		return usagef("--row-group-size: %v", err)
+	}
+	if opts.MaxRecordBytes, err = config.ParseSize(*maxRecord); err != nil || opts.MaxRecordBytes <= 0 {
+		return usagef("--max-record-bytes %q: want a positive size, e.g. 64MiB", *maxRecord)
+	}
+	if *pageRows <= 0 || *pageRows > maxPageRows {
+		return usagef("--page-rows %d: want 1 to %d", *pageRows, maxPageRows)
 	}
 	c, level, err := compress.Parse(*codec)
 	if err != nil {
@@ -157,14 +184,33 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		opts.Progress = stderr
 	}
 
+	// Open the input first: nothing is created when it cannot be read.
+	in := stdin
+	inputs := []string{*schemaFile}
+	if *asVariant {
+		inputs = []string{*shred}
+	}
+	if pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+		inputs = append(inputs, pos[0])
+	}
 	var rejects *os.File
 	switch {
 	case *errorsFlag == "fail":
 	case *errorsFlag == "skip":
 		opts.Errors, opts.Rejects = convert.Skip, stderr
 	case strings.HasPrefix(*errorsFlag, "file:") && len(*errorsFlag) > len("file:"):
+		path := strings.TrimPrefix(*errorsFlag, "file:")
+		if err := checkRejectsPath(path, pos[0] == "-", append(inputs, pos[1])); err != nil {
+			return err
+		}
 		opts.Errors = convert.Skip
-		if rejects, err = os.Create(strings.TrimPrefix(*errorsFlag, "file:")); err != nil {
+		if rejects, err = os.Create(path); err != nil {
 			return err
 		}
 		defer rejects.Close()
@@ -173,20 +219,13 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usagef("--errors %q: want fail, skip or file:PATH", *errorsFlag)
 	}
 
-	in := stdin
-	if pos[0] != "-" {
-		f, err := os.Open(pos[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	}
 	var st convert.Stats
-	if *asVariant {
-		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose})
+	if avroIn != nil {
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return avroIn.run(ctx, in, w, opts) })
+	} else if *asVariant {
+		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose, lossy: *lossy})
 	} else {
-		st, err = writeOutput(pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.Run(ctx, in, w, opts) })
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.Run(ctx, in, w, opts) })
 	}
 	if err != nil {
 		return err
@@ -202,14 +241,100 @@ func runConvert(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return nil
 }
 
+// avroConvert is an Avro input: a container file, or JSON lines of an
+// Avro schema.
+type avroConvert struct {
+	container bool
+	schema    *avro.Schema
+}
+
+// avroInput checks --input-format and --avro-schema, and returns nil for
+// JSON lines of a Parquet schema or VARIANT.
+func avroInput(format, schemaPath string, variant bool, parquetSchema string) (*avroConvert, error) {
+	switch format {
+	case "jsonl", "json":
+	case "avro":
+		if schemaPath != "" || variant || parquetSchema != "" {
+			return nil, usagef("--input-format avro takes its schema from the file: no --schema, --avro-schema or --variant")
+		}
+		return &avroConvert{container: true}, nil
+	default:
+		return nil, usagef("--input-format %q: want jsonl or avro", format)
+	}
+	if schemaPath == "" {
+		return nil, nil
+	}
+	if variant || parquetSchema != "" {
+		return nil, usagef("--avro-schema gives the schema: no --schema or --variant with it")
+	}
+	text, err := os.ReadFile(schemaPath)
+	if err != nil {
+		return nil, err
+	}
+	s, err := avro.Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaPath, err)
+	}
+	return &avroConvert{schema: s}, nil
+}
+
+func (a *avroConvert) run(ctx context.Context, in io.Reader, out io.Writer, opts convert.Options) (convert.Stats, error) {
+	opts.Schema = nil
+	if a.container {
+		return convert.RunAvro(ctx, in, out, opts)
+	}
+	return convert.RunAvroJSON(ctx, in, out, a.schema, opts)
+}
+
+// maxPageRows bounds --page-rows: every reader takes pages of a million
+// rows, and the page index stays useful far below that.
+const maxPageRows = 1 << 20
+
+// checkRejectsPath refuses a rejects file that is one of the files the
+// conversion reads or writes (or standard input, when it is a file):
+// creating it would truncate that file before a line is read.
+func checkRejectsPath(path string, stdinInput bool, others []string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil // a new file is no other file
+		}
+		return err
+	}
+	if stdinInput {
+		if in, err := os.Stdin.Stat(); err == nil && os.SameFile(st, in) {
+			return usagef("--errors file:%s is the standard input; it would be truncated", path)
+		}
+	}
+	for _, o := range others {
+		if o == "" || o == "-" || o == "auto" || o == "none" {
+			continue
+		}
+		if ost, err := os.Stat(o); err == nil && os.SameFile(st, ost) {
+			return usagef("--errors file:%s is %s, which convert reads or writes; it would be truncated", path, o)
+		}
+	}
+	return nil
+}
+
+// tempMarker is in the name of every temporary output file, followed by
+// the process id, so that a later run can tell a dead run's leftovers from
+// a live run's file.
+const tempMarker = ".pqsink-tmp-"
+
 // writeOutput runs write into output ("-" for stdout). A file is written
 // beside its final name and renamed into place only when write succeeds, so
-// a failed run never leaves a partial file.
-func writeOutput(output string, stdout io.Writer, write func(io.Writer) (convert.Stats, error)) (convert.Stats, error) {
+// a failed or interrupted run never leaves a partial file. write runs
+// beside a watch for ctx: when it is cancelled (SIGINT, SIGTERM),
+// writeOutput removes the temporary file and returns at once, whatever
+// write is doing, and the process exits.
+func writeOutput(ctx context.Context, output string, stdout io.Writer, write func(io.Writer) (convert.Stats, error)) (convert.Stats, error) {
 	if output == "-" {
-		return write(stdout)
+		return runWatched(ctx, func() (convert.Stats, error) { return write(stdout) })
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
+	dir, base := filepath.Dir(output), filepath.Base(output)
+	removeStaleTemps(dir, base)
+	tmp, err := os.CreateTemp(dir, "."+base+tempMarker+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return convert.Stats{}, err
 	}
@@ -218,17 +343,78 @@ func writeOutput(output string, stdout io.Writer, write func(io.Writer) (convert
 		tmp.Close()
 		return convert.Stats{}, err
 	}
-	st, err := write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
+	st, err := runWatched(ctx, func() (convert.Stats, error) {
+		st, err := write(tmp)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		return st, err
+	})
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = ctx.Err() // a signal that came as the write ended still wins
 	}
 	if err != nil {
 		return st, err
 	}
 	return st, os.Rename(tmp.Name(), output)
+}
+
+// runWatched runs fn, returning early with ctx's error when ctx is done
+// first.
+func runWatched(ctx context.Context, fn func() (convert.Stats, error)) (convert.Stats, error) {
+	type result struct {
+		st  convert.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := fn()
+		done <- result{st, err}
+	}()
+	select {
+	case r := <-done:
+		return r.st, r.err
+	case <-ctx.Done():
+		return convert.Stats{}, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+}
+
+// removeStaleTemps removes the temporary files of output base in dir
+// whose process is gone: what a killed run left behind.
+func removeStaleTemps(dir, base string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+tempMarker+"*"))
+	for _, name := range names {
+		rest := strings.TrimPrefix(filepath.Base(name), "."+base+tempMarker)
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if pid != os.Getpid() && !processAlive(pid) {
+			os.Remove(name)
+		}
+	}
+}
+
+// processAlive reports whether a process pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// globEscape escapes the pattern characters of filepath.Match in s.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 func parseEncoding(name string) (meta.Encoding, error) {

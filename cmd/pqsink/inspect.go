@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
@@ -17,15 +20,24 @@ import (
 
 const inspectUsage = `usage: pqsink inspect meta FILE
        pqsink inspect schema FILE
-       pqsink inspect rows [--columns a,b.c] [--limit N] [--json] FILE
+       pqsink inspect rows [--columns a,b.c] [--limit N] [--json] [--max-memory SIZE] FILE
 
 FILE is a local path or s3://bucket/key (credentials from the AWS default
 chain; endpoint and path style from the URL's query, e.g.
 s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
 or from AWS_ENDPOINT_URL).
+
+A file is untrusted input: reading it holds at most --max-memory of decoded
+pages, values and the record being assembled (default 1GiB); a file that
+needs more is refused with an error that says so.
 `
 
-func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runInspect(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// A file's names and values reach the messages: keep them inert.
+	return safetext.Error(inspectCmd(ctx, args, stdin, stdout, stderr))
+}
+
+func inspectCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stderr, inspectUsage)
 		if len(args) == 0 {
@@ -40,6 +52,7 @@ func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	columns := fs.String("columns", "", "comma-separated column `paths` to read (rows)")
 	limit := fs.Int64("limit", -1, "print at most `N` rows (rows; -1: all)")
 	asJSON := fs.Bool("json", false, "one JSON object per row (rows)")
+	maxMemory := fs.String("max-memory", "1GiB", "memory budget of the read: decoded pages, values and the record being assembled (`SIZE`)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -53,7 +66,28 @@ func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	default:
 		return usagef("unknown inspect command %q: want meta, schema or rows", what)
 	}
-	f, closeFile, err := openParquet(ctx, pos[0])
+	budget, err := config.ParseSize(*maxMemory)
+	if err != nil || budget <= 0 {
+		return usagef("--max-memory %q: want a positive size, e.g. 1GiB", *maxMemory)
+	}
+	limitGoMemory(budget)
+	// The read runs beside the signal watch, so that SIGINT or SIGTERM
+	// stop inspect at once even in the middle of a page that takes long to
+	// decode: the process exits, and the reading goroutine with it.
+	done := make(chan error, 1)
+	go func() {
+		done <- inspect(ctx, what, pos[0], stdout, *columns, *limit, *asJSON, reader.MaxMemory(budget))
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+}
+
+func inspect(ctx context.Context, what, name string, stdout io.Writer, columns string, limit int64, asJSON bool, opts ...reader.Option) error {
+	f, closeFile, err := openParquet(ctx, name, opts...)
 	if err != nil {
 		return err
 	}
@@ -61,11 +95,11 @@ func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	switch what {
 	case "meta":
-		err = printMeta(out, pos[0], f)
+		err = printMeta(out, name, f)
 	case "schema":
 		_, err = fmt.Fprintln(out, f.Schema().String())
 	case "rows":
-		err = printRows(out, f, *columns, *limit, *asJSON)
+		err = printRows(ctx, out, f, columns, limit, asJSON)
 	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
@@ -73,8 +107,19 @@ func runInspect(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	return err
 }
 
+// limitGoMemory sets the Go runtime's soft memory limit a little above the
+// read's budget, unless GOMEMLIMIT set one: the budget counts live decoded
+// bytes, and the limit makes the collector reclaim the garbage of pages
+// already read before the heap doubles.
+func limitGoMemory(budget int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(budget + budget/2 + 64<<20)
+}
+
 // openParquet opens a local file or an s3:// object for reading.
-func openParquet(ctx context.Context, name string) (*reader.File, func(), error) {
+func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*reader.File, func(), error) {
 	if !strings.HasPrefix(name, "s3://") {
 		fh, err := os.Open(name)
 		if err != nil {
@@ -85,7 +130,7 @@ func openParquet(ctx context.Context, name string) (*reader.File, func(), error)
 			fh.Close()
 			return nil, nil, err
 		}
-		f, err := reader.Open(fh, st.Size())
+		f, err := reader.Open(fh, st.Size(), ropts...)
 		if err != nil {
 			fh.Close()
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -114,7 +159,7 @@ func openParquet(ctx context.Context, name string) (*reader.File, func(), error)
 		store.Close()
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	f, err := reader.Open(ra, ra.Size())
+	f, err := reader.Open(ra, ra.Size(), ropts...)
 	if err != nil {
 		ra.Close()
 		store.Close()
@@ -236,7 +281,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func printRows(w io.Writer, f *reader.File, columns string, limit int64, asJSON bool) error {
+func printRows(ctx context.Context, w io.Writer, f *reader.File, columns string, limit int64, asJSON bool) error {
 	var opts []reader.RowsOption
 	if columns != "" {
 		opts = append(opts, reader.Columns(strings.Split(columns, ",")...))
@@ -247,6 +292,9 @@ func printRows(w io.Writer, f *reader.File, columns string, limit int64, asJSON 
 	}
 	var buf []byte
 	for n := int64(0); limit < 0 || n < limit; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		v, err := rows.Next()
 		if err == io.EOF {
 			return nil

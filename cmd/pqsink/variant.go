@@ -16,6 +16,7 @@ type variantFlags struct {
 	column  string // --column: the VARIANT column's name
 	shred   string // --shred: auto, none, or a file
 	verbose bool   // --verbose: print the chosen schema
+	lossy   bool   // --variant-lossy-numbers
 }
 
 // shape turns --shred into a shredding shape: nil for auto (inferred from
@@ -46,9 +47,9 @@ func convertVariant(ctx context.Context, output string, stdout, stderr io.Writer
 	if err != nil {
 		return convert.Stats{}, err
 	}
-	vopts := convert.VariantOptions{Options: opts, Column: f.column, Shape: shape}
+	vopts := convert.VariantOptions{Options: opts, Column: f.column, Shape: shape, LossyNumbers: f.lossy}
 	if f.verbose {
 		vopts.Verbose = stderr
 	}
-	return writeOutput(output, stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunVariant(ctx, in, w, vopts) })
+	return writeOutput(ctx, output, stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunVariant(ctx, in, w, vopts) })
 }

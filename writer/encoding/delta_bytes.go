@@ -321,3 +321,35 @@ func commonPrefix(a, b []byte) int {
 	}
 	return i
 }
+
+// DeltaByteArraySize returns the bytes of value data that n DELTA_BYTE_ARRAY
+// values at the start of src decode to, reading only their lengths. Front
+// coding lets a few bytes describe long values, so a reader bounds the
+// memory a page needs with it before decoding the page.
+func DeltaByteArraySize(src []byte, n int) (int64, error) {
+	var prefixes, suffixes deltaValues
+	rest, err := prefixes.init(src, n, "prefix length")
+	if err != nil {
+		return 0, fmt.Errorf("DELTA_BYTE_ARRAY: %w", err)
+	}
+	if _, err = suffixes.init(rest, n, "suffix length"); err != nil {
+		return 0, fmt.Errorf("DELTA_BYTE_ARRAY: %w", err)
+	}
+	var total, prev int64
+	for i := range n {
+		prefix, err := prefixes.next()
+		if err != nil {
+			return 0, fmt.Errorf("DELTA_BYTE_ARRAY: value %d: %w", i, err)
+		}
+		suffix, err := suffixes.next()
+		if err != nil {
+			return 0, fmt.Errorf("DELTA_BYTE_ARRAY: value %d: %w", i, err)
+		}
+		if int64(prefix) > prev {
+			return 0, fmt.Errorf("DELTA_BYTE_ARRAY: value %d: prefix length %d exceeds the previous value's %d bytes", i, prefix, prev)
+		}
+		prev = int64(prefix) + int64(suffix)
+		total += prev
+	}
+	return total, nil
+}

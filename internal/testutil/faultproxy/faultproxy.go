@@ -98,8 +98,11 @@ func (r Rates) check() error {
 type counts struct {
 	requests  int
 	faults    [numFaults]int
-	lostOK    int // DropAfter whose server answer was 2xx
-	statusErr int // forwarded requests the server answered with >= 400
+	lostOK    int         // DropAfter whose server answer was 2xx
+	answers   map[int]int // statuses of the server's answers, relayed or not
+	dropped   map[int]int // statuses of the answers DropAfter kept from the client
+	unreached int         // requests passed on that got no answer from the server
+	lastErr   string      // why the last of those got none
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -107,11 +110,10 @@ type Proxy struct {
 	// URL is the proxy's base URL, e.g. "http://127.0.0.1:41234".
 	URL string
 
-	t      testing.TB
-	srv    *httptest.Server
-	target *url.URL
-	proxy  *httputil.ReverseProxy
-	tr     *http.Transport
+	t     testing.TB
+	srv   *httptest.Server
+	proxy *httputil.ReverseProxy
+	tr    *http.Transport
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -134,7 +136,6 @@ func Start(t testing.TB, target string, seed uint64) *Proxy {
 	}
 	p := &Proxy{
 		t:      t,
-		target: u,
 		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		perOp:  map[Op]Rates{},
 		queued: map[Op][]Fault{},
@@ -148,7 +149,8 @@ func Start(t testing.TB, target string, seed uint64) *Proxy {
 			r.Out.Host = r.In.Host
 		},
 		Transport:      p.tr,
-		ModifyResponse: p.hold,
+		ModifyResponse: p.answered,
+		ErrorHandler:   p.unreachable,
 		// A client that hangs up (SetDown, or its own timeout) makes the
 		// proxy log; the test's client sees the failure anyway.
 		ErrorLog: log.New(io.Discard, "", 0),
@@ -286,14 +288,20 @@ func (p *Proxy) String() string {
 	for f := range numFaults {
 		fmt.Fprintf(&b, " %11s", f)
 	}
-	fmt.Fprintf(&b, " %9s %9s\n", "lost-2xx", "server4xx+")
+	fmt.Fprintf(&b, " %9s %s\n", "lost-2xx", "server answers")
 	for _, op := range ops {
 		c := p.ops[op]
 		fmt.Fprintf(&b, "%-24s %8d", op, c.requests)
 		for f := range numFaults {
 			fmt.Fprintf(&b, " %11d", c.faults[f])
 		}
-		fmt.Fprintf(&b, " %9d %9d\n", c.lostOK, c.statusErr)
+		fmt.Fprintf(&b, " %9d %v\n", c.lostOK, statusText(c.answers))
+		if len(c.dropped) > 0 {
+			fmt.Fprintf(&b, "    answers lost by drop-after: %v\n", statusText(c.dropped))
+		}
+		if c.unreached > 0 {
+			fmt.Fprintf(&b, "    %d requests got no answer from the server, the last: %s\n", c.unreached, c.lastErr)
+		}
 	}
 	fmt.Fprintf(&b, "connections refused while down: %d\n", p.refusals)
 	return b.String()
@@ -312,7 +320,7 @@ func (p *Proxy) decide(op Op) decision {
 	defer p.mu.Unlock()
 	c := p.ops[op]
 	if c == nil {
-		c = &counts{}
+		c = &counts{answers: map[int]int{}, dropped: map[int]int{}}
 		p.ops[op] = c
 	}
 	c.requests++
@@ -351,8 +359,14 @@ func (p *Proxy) decide(op Op) decision {
 	return d
 }
 
-// delayKey keys the delay of a request in its context, for hold.
-type delayKey struct{}
+// forward is what the proxy's hooks need to know of a request passed on;
+// forwardKey keys it in the request's context.
+type forward struct {
+	op    Op
+	delay time.Duration // before relaying the answer
+}
+
+type forwardKey struct{}
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Operation(r)
@@ -374,33 +388,44 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hangUp(w)
 	case DropAfter:
 		rec := &recorder{h: http.Header{}}
-		p.proxy.ServeHTTP(rec, r)
+		p.proxy.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op})))
 		p.mu.Lock()
+		c := p.ops[op]
 		if rec.status >= 200 && rec.status < 300 {
-			p.ops[op].lostOK++
-		} else if rec.status >= 400 {
-			p.ops[op].statusErr++
+			c.lostOK++
 		}
+		c.dropped[rec.status]++
 		p.mu.Unlock()
 		hangUp(w)
 	default:
-		if d.delay > 0 {
-			r = r.WithContext(context.WithValue(r.Context(), delayKey{}, d.delay))
-		}
-		sw := &statusWriter{ResponseWriter: w}
-		p.proxy.ServeHTTP(sw, r)
-		if sw.status >= 400 {
-			p.mu.Lock()
-			p.ops[op].statusErr++
-			p.mu.Unlock()
-		}
+		p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op, delay: d.delay})))
 	}
 }
 
-// hold delays the server's answer before it is relayed, when the request
-// drew a delay.
-func (p *Proxy) hold(resp *http.Response) error {
-	d, _ := resp.Request.Context().Value(delayKey{}).(time.Duration)
+// answered counts the status of the server's answer to a request of op
+// passed on (ReverseProxy.ModifyResponse).
+func (p *Proxy) answered(resp *http.Response) error {
+	fw, _ := resp.Request.Context().Value(forwardKey{}).(forward)
+	p.mu.Lock()
+	p.ops[fw.op].answers[resp.StatusCode]++
+	p.mu.Unlock()
+	return p.hold(resp, fw.delay)
+}
+
+// unreachable answers a request that the server did not answer
+// (ReverseProxy.ErrorHandler), as a gateway does: 502.
+func (p *Proxy) unreachable(w http.ResponseWriter, r *http.Request, err error) {
+	fw, _ := r.Context().Value(forwardKey{}).(forward)
+	p.mu.Lock()
+	c := p.ops[fw.op]
+	c.unreached++
+	c.lastErr = err.Error()
+	p.mu.Unlock()
+	w.WriteHeader(http.StatusBadGateway)
+}
+
+// hold delays the server's answer by d before it is relayed.
+func (p *Proxy) hold(resp *http.Response, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
@@ -455,26 +480,30 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
+	// ReverseProxy passes on informational answers (100 Continue to a
+	// request with Expect: 100-continue) before the final one.
+	if r.status == 0 && status >= 200 {
 		r.status = status
 	}
 }
 func (r *recorder) Flush() {}
 
-// statusWriter notes the status of a relayed answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
+// statusText renders a count of statuses, "200×8 412×1".
+func statusText(m map[int]int) string {
+	codes := make([]int, 0, len(m))
+	for code := range m {
+		codes = append(codes, code)
 	}
-	w.ResponseWriter.WriteHeader(status)
+	slices.Sort(codes)
+	var b strings.Builder
+	for i, code := range codes {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d×%d", code, m[code])
+	}
+	return b.String()
 }
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // listener resets connections as soon as they are accepted while the proxy
 // is down.

@@ -184,17 +184,24 @@ func TestProxy(t *testing.T) {
 		p := Start(t, srv.Endpoint, 4)
 		c := client(srv, p)
 		p.SetRatesFor(Rates{DropAfter: 1}, PutObject, CompleteMultipartUpload)
-		err := put(ctx, c, bucket, "drop-after/put", []byte("z"))
-		if err == nil || apiCode(err) != "" {
-			t.Errorf("PUT whose answer was dropped: err = %v, want a transport error", err)
-		}
-		if !exists(t, srv, bucket, "drop-after/put") {
-			t.Error("a PUT whose answer was dropped did not reach MinIO")
-		}
-		// Its retry, conditional, is refused: the object is there.
-		p.SetRatesFor(Rates{}, PutObject)
-		if err := put(ctx, c, bucket, "drop-after/put", []byte("z")); apiCode(err) != "PreconditionFailed" {
-			t.Errorf("retried conditional PUT: err = %v, want PreconditionFailed", err)
+		// The SDK sends a body over 2 MiB with Expect: 100-continue, and the
+		// server answers 100 Continue before its final answer.
+		for _, size := range []int{1, 3 << 20} {
+			key := fmt.Sprintf("drop-after/put-%d", size)
+			body := bytes.Repeat([]byte("z"), size)
+			p.SetRatesFor(Rates{DropAfter: 1}, PutObject)
+			err := put(ctx, c, bucket, key, body)
+			if err == nil || apiCode(err) != "" {
+				t.Errorf("%d-byte PUT whose answer was dropped: err = %v, want a transport error", size, err)
+			}
+			if !exists(t, srv, bucket, key) {
+				t.Errorf("%d-byte PUT whose answer was dropped did not reach MinIO", size)
+			}
+			// Its retry, conditional, is refused: the object is there.
+			p.SetRatesFor(Rates{}, PutObject)
+			if err := put(ctx, c, bucket, key, body); apiCode(err) != "PreconditionFailed" {
+				t.Errorf("retried conditional %d-byte PUT: err = %v, want PreconditionFailed", size, err)
+			}
 		}
 
 		mp, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("drop-after/mp")})
@@ -215,7 +222,7 @@ func TestProxy(t *testing.T) {
 		if !exists(t, srv, bucket, "drop-after/mp") {
 			t.Error("a completion whose answer was dropped did not complete")
 		}
-		if p.Count(PutObject, DropAfter) != 1 || p.LostSuccesses(PutObject) != 1 ||
+		if p.Count(PutObject, DropAfter) != 2 || p.LostSuccesses(PutObject) != 2 ||
 			p.Count(CompleteMultipartUpload, DropAfter) != 1 || p.LostSuccesses(CompleteMultipartUpload) != 1 {
 			t.Errorf("counts:\n%s", p)
 		}

@@ -1,0 +1,71 @@
+package rowgroup
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/pqsink/pqsink/internal/testutil/avroevents"
+	"github.com/pqsink/pqsink/schema/avro"
+)
+
+// FuzzAvroDecoder feeds arbitrary bytes to compiled decoders of the
+// reference record and of the all-types schema (every type and logical
+// type), read as written and, for the reference record, resolved onto a
+// reader schema that promotes, drops and adds fields. A value is either
+// appended, leaving a consistent row group, or rejected with a
+// *RecordError, leaving it unchanged; it never panics. The seed corpus is
+// in testdata/fuzz/FuzzAvroDecoder and the records added below.
+func FuzzAvroDecoder(f *testing.F) {
+	events := avro.MustParse(avroevents.Schema)
+	text, err := os.ReadFile("../schema/avro/testdata/all_types.avsc")
+	if err != nil {
+		f.Fatal(err)
+	}
+	all := avro.MustParse(string(text))
+	reader := avro.MustParse(`{"type":"record","name":"event","fields":[
+		{"name":"id","type":"double"},{"name":"user","type":"bytes"},
+		{"name":"tags","type":["null",{"type":"array","items":"bytes"}],"default":null},
+		{"name":"extra","type":{"type":"map","values":"long"},"default":{"a":1}}]}`)
+	_, recs := eventRecords(f, 8)
+	for _, r := range recs {
+		f.Add(r)
+	}
+	f.Add([]byte{})
+	f.Add(make([]byte, 64))
+
+	type target struct {
+		g *RowGroup
+		b *Builder
+	}
+	var targets []target
+	for _, c := range []struct {
+		w    *avro.Schema
+		opts []AvroOption
+	}{{events, nil}, {all, nil}, {events, []AvroOption{AvroReaderSchema(reader)}}} {
+		g, _, b := newAvroDecoder(f, c.w, c.opts...)
+		targets = append(targets, target{g, b})
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, tg := range targets {
+			if tg.g.NumRows() > 1000 {
+				tg.g.Reset()
+			}
+			size, rows := tg.g.Size(), tg.g.NumRows()
+			err := tg.b.Append(data, nil)
+			if err != nil {
+				var re *RecordError
+				if !errors.As(err, &re) {
+					t.Fatalf("error %v is a %T, want *RecordError", err, err)
+				}
+				if tg.g.Size() != size || tg.g.NumRows() != rows {
+					t.Fatalf("rejected record changed the row group")
+				}
+				continue
+			}
+			if err := tg.g.Check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,225 @@
+package test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"math/big"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pqsink/pqsink/meta"
+)
+
+// mib is a byte count in MiB, for bounds on peak RSS.
+const mib = 1 << 20
+
+// rssBase is what a pqsink process holds before reading anything: the Go
+// runtime, the binary's pages, the AWS SDK's tables. Bounds below are
+// this plus a multiple of the budget the read was given.
+const rssBase = 40 * mib
+
+// budgetRefusal checks that a child stopped on its memory budget: exit 1,
+// an error that says so and names the option, and never "corrupt".
+func budgetRefusal(t *testing.T, r childResult) {
+	t.Helper()
+	if r.code != 1 || !strings.Contains(r.stderr, "memory budget exceeded") || !strings.Contains(r.stderr, "--max-memory") {
+		t.Fatalf("want a memory budget error naming --max-memory, got exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "corrupt") {
+		t.Errorf("a budget refusal calls the file corrupt: %s", r.stderr)
+	}
+}
+
+// listSchema is a LIST of optional int32, whose null elements cost two
+// bits of run-length encoded levels each, and a Value each once read.
+const listSchema = `message m {
+  optional group l (LIST) {
+    repeated group list {
+      optional int32 element;
+    }
+  }
+}`
+
+// nullListPages returns pages pages of perPage null elements each, all of
+// one record: the record spans every page.
+func nullListPages(pages, perPage int) []forgedPage {
+	var out []forgedPage
+	for i := range pages {
+		rep := rleRun(perPage, 1, 1)
+		if i == 0 {
+			rep = append(rleRun(1, 0, 1), rleRun(perPage-1, 1, 1)...)
+		}
+		out = append(out, forgedPage{n: int32(perPage), rep: rep, def: rleRun(perPage, 2, 2), enc: meta.EncodingPlain})
+	}
+	return out
+}
+
+// TestHostileRecordAcrossPages reads one record of null list elements
+// spread over pages of 4 Mi levels each: a 200-byte file that once took
+// 6 GB. Under a 64 MiB budget it is refused, with RSS bounded by the
+// budget, not by the 12 Mi elements the file declares.
+func TestHostileRecordAcrossPages(t *testing.T) {
+	data := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(3, 4<<20)}})
+	if len(data) > 400 {
+		t.Fatalf("forged file is %d bytes", len(data))
+	}
+	path := writeTemp(t, "list.parquet", data)
+	r := runChild(t, nil, "inspect", "rows", "--max-memory", "64MiB", path)
+	budgetRefusal(t, r)
+	if r.peakRSS > rssBase+4*64*mib {
+		t.Errorf("peak RSS %d MiB for a 64 MiB budget", r.peakRSS/mib)
+	}
+	// The same shape at a size the budget holds is read: a budget, not a
+	// cap on what a record may be.
+	small := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(3, 50_000)}})
+	r = runChild(t, nil, "inspect", "rows", "--json", "--max-memory", "64MiB", writeTemp(t, "small.parquet", small))
+	if r.code != 0 || strings.Count(r.stdout, "null") != 150_000 {
+		t.Fatalf("exit %d, %d nulls: %s", r.code, strings.Count(r.stdout, "null"), r.stderr)
+	}
+}
+
+// TestHostileColumnsTogether forges 16 columns whose zstd pages each
+// decompress to 24 MiB of padding: the budget counts all projected columns
+// together, so a read under 128 MiB stops at the sixth column.
+func TestHostileColumnsTogether(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("message m {\n")
+	var cols []forgedColumn
+	for i := range 16 {
+		text.WriteString("  optional int32 c" + string(rune('a'+i)) + ";\n")
+		padded := make([]byte, 24*mib)
+		def := rleRun(1, 0, 1)
+		cols = append(cols, forgedColumn{codec: meta.CodecZstd, pages: []forgedPage{{n: 1, def: def, values: padded[:len(padded)-len(def)-4], enc: meta.EncodingPlain}}})
+	}
+	text.WriteString("}")
+	data := forge(t, text.String(), 1, cols)
+	t.Logf("forged file: %d bytes", len(data))
+	path := writeTemp(t, "cols.parquet", data)
+	r := runChild(t, nil, "inspect", "rows", "--max-memory", "128MiB", path)
+	budgetRefusal(t, r)
+	if r.peakRSS > rssBase+3*128*mib {
+		t.Errorf("peak RSS %d MiB for a 128 MiB budget", r.peakRSS/mib)
+	}
+	// One column at a time fits.
+	r = runChild(t, nil, "inspect", "rows", "--columns", "cc", "--max-memory", "128MiB", path)
+	if r.code != 0 || !strings.Contains(r.stdout, `{"cc":null}`) {
+		t.Fatalf("one column: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestHostileCompressionBomb forges a page of a few kilobytes of zstd that
+// declares 2 GiB uncompressed, and one that truly decompresses to 200 MiB:
+// both are refused by the budget before a byte is decompressed.
+func TestHostileCompressionBomb(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int32
+	}{
+		{"declared 2 GiB", 1<<31 - 1},
+		{"real 200 MiB", 200 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := rleRun(1, 0, 1)
+			pad := make([]byte, 200*mib-len(def)-4)
+			data := forge(t, `message m { optional int32 x; }`, 1, []forgedColumn{{codec: meta.CodecZstd,
+				pages: []forgedPage{{n: 1, def: def, values: pad, enc: meta.EncodingPlain, uncompressed: tc.size}}}})
+			t.Logf("forged file: %d bytes", len(data))
+			r := runChild(t, nil, "inspect", "rows", "--max-memory", "64MiB", writeTemp(t, "bomb.parquet", data))
+			budgetRefusal(t, r)
+			if r.peakRSS > rssBase+2*64*mib {
+				t.Errorf("peak RSS %d MiB for a 64 MiB budget", r.peakRSS/mib)
+			}
+		})
+	}
+}
+
+// TestHostileDecimal forges DECIMAL values far longer than their
+// precision: an 8 MB value of DECIMAL(9,2), which once took 17 s to
+// format, and one of a precision no system computes with. Both are
+// refused at once as values their column cannot hold.
+func TestHostileDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ, want string
+	}{
+		{"over precision", "DECIMAL(9,2)", "exceeds precision 9"},
+		{"huge precision", "DECIMAL(2000000000,0)", "more than the 4096 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := bytes.Repeat([]byte{0x5a}, 8<<20)
+			values := binary.LittleEndian.AppendUint32(nil, uint32(len(v)))
+			values = append(values, v...)
+			data := forge(t, `message m { required binary d (`+tc.typ+`); }`, 1, []forgedColumn{{codec: meta.CodecZstd,
+				pages: []forgedPage{{n: 1, values: values, enc: meta.EncodingPlain}}}})
+			r := runChild(t, nil, "inspect", "rows", writeTemp(t, "dec.parquet", data))
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if r.elapsed > 20*time.Second {
+				t.Errorf("took %v", r.elapsed)
+			}
+		})
+	}
+	// A value within its precision reads, with sign-extension padding.
+	// -123456789 in two's complement: ~(123456789-1).
+	y := new(big.Int).Sub(big.NewInt(123456789), big.NewInt(1)).FillBytes(make([]byte, 16))
+	for i := range y {
+		y[i] = ^y[i]
+	}
+	values := binary.LittleEndian.AppendUint32(nil, uint32(len(y)))
+	values = append(values, y...)
+	data := forge(t, `message m { required binary d (DECIMAL(9,2)); }`, 1, []forgedColumn{{codec: meta.CodecUncompressed,
+		pages: []forgedPage{{n: 1, values: values, enc: meta.EncodingPlain}}}})
+	r := runChild(t, nil, "inspect", "rows", "--json", writeTemp(t, "ok.parquet", data))
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"d":"-1234567.89"}` {
+		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestHostileInspectSignal stops inspect with SIGINT and SIGTERM while it
+// is blocked writing rows to a pipe nobody reads.
+func TestHostileInspectSignal(t *testing.T) {
+	const rows = 300_000
+	def := rleRun(rows, 0, 1)
+	data := forge(t, `message m { optional int32 x; }`, rows, []forgedColumn{{codec: meta.CodecUncompressed,
+		pages: []forgedPage{{n: rows, def: def, enc: meta.EncodingPlain}}}})
+	path := writeTemp(t, "rows.parquet", data)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(hostileBinary(t), "inspect", "rows", path)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Read a little, so that the rows are being printed, then
+			// stop reading: the child blocks on a full pipe.
+			if _, err := io.ReadFull(stdout, make([]byte, 1024)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			start := time.Now()
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("inspect still running 5s after %v", sig)
+			}
+			took := time.Since(start)
+			t.Logf("%v: exit %d after %v: %s", sig, cmd.ProcessState.ExitCode(), took, strings.TrimSpace(stderr.String()))
+			if cmd.ProcessState.ExitCode() == 0 {
+				t.Errorf("exit 0 after %v", sig)
+			}
+		})
+	}
+}
