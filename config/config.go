@@ -77,10 +77,13 @@ type Config struct {
 	// (max_record_bytes); a larger one is handled as Errors says.
 	// Defaults to 64MiB.
 	MaxRecordBytes int64
-	// Errors is what a record that cannot be decoded does (errors): fail
-	// stops the sink without committing it, skip logs and drops it.
-	// Defaults to "fail".
+	// Errors is what a record that cannot be written does (errors): fail
+	// stops its partition without committing it, skip logs, counts and
+	// drops it, dead_letter sends it to DeadLetter.Topic.
+	// Defaults to "dead_letter" when DeadLetter.Topic is set, else "fail".
 	Errors string
+	// DeadLetter is where rejected records go (dead_letter).
+	DeadLetter DeadLetter
 	// Dir is the directory relative paths in the file resolve against: the
 	// config file's directory for Load, the working directory for Parse.
 	// It is not a key of the file.
@@ -138,6 +141,15 @@ type Kafka struct {
 	// TopicRefresh is how often topic_regex is matched again against the
 	// cluster's topics (topic_refresh). Defaults to 30s.
 	TopicRefresh time.Duration
+}
+
+// DeadLetter is the dead_letter section.
+type DeadLetter struct {
+	// Topic receives each rejected record with its key, value and headers,
+	// plus the headers pqsink.error, pqsink.reason, pqsink.topic,
+	// pqsink.partition and pqsink.offset (topic).
+	// Defaults to none.
+	Topic string
 }
 
 // SASL is the kafka.sasl section.

@@ -507,7 +507,10 @@ func TestInvalid(t *testing.T) {
 		{"log level", base + "log: {level: verbose}\n", []string{`log.level: "verbose" is not one of debug, info, warn, error`}},
 		{"log format", base + "log: {format: xml}\n", []string{`log.format: "xml" is not one of text, json`}},
 		{"shutdown", base + "shutdown: now\n", []string{`shutdown: "now" is not one of finish, abandon`}},
-		{"errors", base + "errors: dead_letter\n", []string{`errors: "dead_letter" is not one of fail, skip (dead_letter is not supported yet)`}},
+		{"errors", base + "errors: dead_letter\n", []string{`errors: dead_letter needs dead_letter.topic`}},
+		{"errors value", base + "errors: drop\n", []string{`errors: "drop" is not one of fail, skip, dead_letter`}},
+		{"dead letter topic", base + "dead_letter: {topic: 'a b'}\n", []string{`dead_letter.topic: "a b" is not a valid topic name`}},
+		{"dead letter key", base + "dead_letter: {url: 's3://x'}\n", []string{`dead_letter.url: unknown key`}},
 		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
 
 		// Expansion.

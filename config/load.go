@@ -21,7 +21,8 @@ import (
 var (
 	topKeys = []string{"kafka", "store", "format", "envelope", "path", "time_field", "timezone",
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
-		"max_record_bytes", "errors"}
+		"max_record_bytes", "errors", "dead_letter"}
+	deadLetterKeys = []string{"topic"}
 	kafkaKeys = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
 		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
 	saslKeys  = []string{"mechanism", "username", "password"}
@@ -48,13 +49,12 @@ var (
 	logFormatValues = []string{"text", "json"}
 	logLevelValues  = []string{"debug", "info", "warn", "error"}
 	shutdownValues  = []string{"finish", "abandon"}
-	errorsValues    = []string{"fail", "skip"}
+	errorsValues    = []string{"fail", "skip", "dead_letter"}
 )
 
 // notYet explains values that are planned but not supported yet.
 var notYet = map[string]string{
 	"avro":        " (avro is not supported yet)",
-	"dead_letter": " (dead_letter is not supported yet)",
 }
 
 // codecLevels are the level ranges of the codecs that take a level.
@@ -122,7 +122,16 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	top.oneOf("shutdown", &c.Shutdown, shutdownValues, nil)
 	top.duration("shutdown_timeout", &c.ShutdownTimeout, 1, maxInt)
 	top.size("max_record_bytes", &c.MaxRecordBytes, 1, maxInt)
-	top.oneOf("errors", &c.Errors, errorsValues, notYet)
+	dl := top.sub("dead_letter", deadLetterKeys)
+	if dl.str("topic", &c.DeadLetter.Topic) && !topicName.MatchString(c.DeadLetter.Topic) {
+		dl.fail("topic", "%s is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", quote(c.DeadLetter.Topic))
+	}
+	if c.DeadLetter.Topic != "" {
+		c.Errors = "dead_letter"
+	}
+	if top.oneOf("errors", &c.Errors, errorsValues, notYet) && c.Errors == "dead_letter" && c.DeadLetter.Topic == "" {
+		top.fail("errors", "dead_letter needs dead_letter.topic")
+	}
 }
 
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)

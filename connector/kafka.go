@@ -109,6 +109,7 @@ type fetcher struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	mem    *budget
 }
 
 // recordOverhead is what a fetched record costs beside its key and value.
@@ -118,21 +119,30 @@ const recordOverhead = 64
 // one allocation for many records, instead of one per record.
 const arenaSize = 1 << 20
 
-func startFetcher(ctx context.Context, k *kafkaClients, cfg *config.Kafka, topic string, partition int32, offset int64, log *slog.Logger) *fetcher {
+func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, log *slog.Logger) *fetcher {
+	k, cfg := s.kafka, &s.cfg.Kafka
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fetcher{
 		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
-		cancel: cancel, done: make(chan struct{}),
+		cancel: cancel, done: make(chan struct{}), mem: s.mem,
 	}
 	go func() {
 		defer close(f.done)
 		var arena []byte
 		next := offset
 		for ctx.Err() == nil {
+			// Reserve what the fetch may bring before asking for it: this
+			// is where consumption pauses when the memory budget is spent.
+			size := s.fetchSize()
+			if err := s.mem.reserve(ctx, size); err != nil {
+				return
+			}
 			resp, err := k.client.Fetch(ctx, &kafka.FetchRequest{
 				Topic: topic, Partition: int(partition), Offset: next,
-				MinBytes: cfg.Fetch.MinBytes, MaxBytes: cfg.Fetch.MaxBytes, MaxWait: cfg.Fetch.MaxWait,
+				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: cfg.Fetch.MaxWait,
 			})
+			held := int64(0)
+			settle := func() { s.mem.add(held - size) } // keep only what the records hold
 			if err == nil && resp.Error != nil {
 				err = resp.Error
 				if errors.Is(err, kafka.OffsetOutOfRange) && next < resp.LogStartOffset {
@@ -140,23 +150,26 @@ func startFetcher(ctx context.Context, k *kafkaClients, cfg *config.Kafka, topic
 					// nothing can bring them back; say so and go on.
 					log.Error("records deleted by retention before they were archived", "from", next, "to", resp.LogStartOffset-1)
 					next = resp.LogStartOffset
+					settle()
 					continue
 				}
 			}
 			if err != nil {
+				settle()
 				if ctx.Err() == nil {
 					f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
 				}
 				return
 			}
 			var batch []record
-			var size int64
+			var batchSize int64
 			for {
 				r, err := resp.Records.ReadRecord()
 				if err != nil {
 					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 						f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
 						closeRecords(resp.Records)
+						settle()
 						return
 					}
 					break
@@ -175,16 +188,18 @@ func startFetcher(ctx context.Context, k *kafkaClients, cfg *config.Kafka, topic
 					}
 				}
 				batch = append(batch, rec)
-				size += int64(len(rec.key) + len(rec.value) + recordOverhead)
+				batchSize += int64(len(rec.key) + len(rec.value) + recordOverhead)
 				next = r.Offset + 1
 			}
 			closeRecords(resp.Records)
+			held = batchSize
+			settle()
 			if len(batch) == 0 {
 				continue
 			}
 			f.mu.Lock()
 			f.buf = append(f.buf, batch...)
-			f.bytes += size
+			f.bytes += batchSize
 			n := f.bytes
 			f.mu.Unlock()
 			select {
@@ -250,10 +265,12 @@ func closeRecords(r kafka.RecordReader) {
 	}
 }
 
-// take returns the records fetched since the last take.
-func (f *fetcher) take() []record {
+// take returns the records fetched since the last take, and the bytes of
+// the budget they hold, which the caller releases once it is done with
+// them.
+func (f *fetcher) take() ([]record, int64) {
 	f.mu.Lock()
-	b := f.buf
+	b, n := f.buf, f.bytes
 	f.buf = make([]record, 0, max(64, len(b)))
 	f.bytes = 0
 	f.mu.Unlock()
@@ -261,13 +278,26 @@ func (f *fetcher) take() []record {
 	case f.space <- struct{}{}:
 	default:
 	}
-	return b
+	return b, n
 }
 
-// stop ends the fetch and waits for its goroutine.
+// stop ends the fetch, waits for its goroutine and releases what it held.
 func (f *fetcher) stop() {
 	f.cancel()
 	<-f.done
+	f.mu.Lock()
+	n := f.bytes
+	f.buf, f.bytes = nil, 0
+	f.mu.Unlock()
+	f.mem.add(-n)
+}
+
+// fetchSize is the most one fetch may bring: fetch.max_bytes, less when
+// many partitions share the budget (Kafka still returns a first record
+// batch larger than that, so a partition always makes progress).
+func (s *Sink) fetchSize() int64 {
+	n := s.mem.limit / (8 * max(1, s.running.Load()))
+	return max(64<<10, min(n, s.cfg.Kafka.Fetch.MaxBytes))
 }
 
 // commitOffset commits one partition's offset with metadata in generation

@@ -86,7 +86,12 @@ func (s *Sink) collector() prometheus.Collector {
 		"written":  d("records_written_total", "Records appended to files, including files later dropped and written again."),
 		"uploaded": d("records_uploaded_total", "Records in uploaded files."),
 		"skipped":  d("records_skipped_uploaded_total", "Records passed over because an uploaded file already holds them."),
-		"rejected": d("records_rejected_total", "Records that could not be written."),
+		"rejected": d("records_rejected_total", "Records that could not be written, by reason and by what was done (errors: fail, skip, dead_letter).", "reason", "action"),
+		"dead":     d("records_dead_lettered_total", "Records sent to the dead-letter topic, by reason.", "reason"),
+		"memused":  d("memory_used_bytes", "Bytes held against the memory budget: fetched records, row groups, upload parts."),
+		"memlimit": d("memory_limit_bytes", "The memory budget (memory.limit)."),
+		"pauses":   d("fetch_pauses_total", "Fetches that waited for the memory budget."),
+		"memflush": d("memory_flushes_total", "Row groups written early to relieve memory pressure."),
 		"adopted":  d("objects_adopted_total", "Objects of an earlier owner adopted instead of uploading."),
 		"uperrors": d("upload_errors_total", "Uploads that failed after the store's retries."),
 		"open":     d("open_files", "Files being written."),
@@ -112,7 +117,17 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("written", st.Written)
 	counter("uploaded", st.RecordsUploaded)
 	counter("skipped", st.SkippedUploaded)
-	counter("rejected", st.Rejected)
+	for k, n := range st.Rejects {
+		ch <- prometheus.MustNewConstMetric(c.descs["rejected"], prometheus.CounterValue, float64(n), k[0], k[1])
+		if k[1] == "dead_letter" {
+			ch <- prometheus.MustNewConstMetric(c.descs["dead"], prometheus.CounterValue, float64(n), k[0])
+		}
+	}
+	mem := c.s.Memory()
+	ch <- prometheus.MustNewConstMetric(c.descs["memused"], prometheus.GaugeValue, float64(mem.Used))
+	ch <- prometheus.MustNewConstMetric(c.descs["memlimit"], prometheus.GaugeValue, float64(mem.Limit))
+	counter("pauses", mem.FetchPauses)
+	counter("memflush", st.MemoryFlushes)
 	counter("adopted", st.Adopted)
 	counter("uperrors", st.UploadErrors)
 	counter("bytes", st.BytesUploaded)

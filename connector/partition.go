@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
@@ -21,6 +24,7 @@ const (
 	reasonInterval = "interval"
 	reasonSchedule = "schedule"
 	reasonShutdown = "shutdown"
+	reasonMemory   = "memory"
 	reasonStopped  = "partition-stopped"
 )
 
@@ -68,6 +72,12 @@ type partition struct {
 	// skipChanged says the skip set holds an upload or an adoption that
 	// is not committed yet.
 	skipChanged bool
+
+	letters []kafka.Message // dead letters not sent yet
+
+	ctrl  chan int   // requests of the pressure relief
+	memMu sync.Mutex // guards mem, read by the pressure relief
+	mem   memStat
 }
 
 func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer) *partition {
@@ -77,6 +87,7 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		committed: committed, next: committed, skip: skip,
 		files:  map[string]*openFile{},
 		schema: s.schema,
+		ctrl:   make(chan int, 1),
 	}
 	paths := s.tmpl.fields
 	if s.cfg.TimeField != "" {
@@ -114,11 +125,15 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 // write appends r to the open file of its path, opening one if needed.
 func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
-		return p.reject(ctx, r, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max))
+		return p.reject(ctx, r, &rejection{rejectTooLarge, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
 	}
 	id, err := p.identity(r)
 	if err != nil {
-		return p.reject(ctx, r, err)
+		reason := rejectPath
+		if classify(err) == rejectDecode {
+			reason = rejectDecode
+		}
+		return p.reject(ctx, r, &rejection{reason, err})
 	}
 	if p.skip.skips(id, r.offset) {
 		p.s.stats.skippedUploaded.Add(1)
@@ -141,7 +156,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 			// The file's first offset must be that of its first record.
 			p.discard(ctx, f)
 		}
-		return p.reject(ctx, r, err)
+		return p.reject(ctx, r, &rejection{classify(err), err})
 	}
 	f.last = r.offset
 	f.records++
@@ -152,7 +167,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	if f.sinceCheck++; f.sinceCheck >= 32 {
 		f.sinceCheck = 0
-		if int64(f.buf.g.Size()) >= p.s.rowGroupBytes {
+		if int64(f.buf.g.Capacity()) >= p.s.rowGroupTarget() {
 			if err := f.flush(); err != nil {
 				return p.uploadFailed(ctx, f, err)
 			}
@@ -244,6 +259,7 @@ func (p *partition) dropAll(ctx context.Context) {
 		p.discard(ctx, f)
 	}
 	p.pending = nil
+	p.letters = p.letters[:0]
 	p.next = p.committed
 }
 
@@ -363,6 +379,9 @@ func (p *partition) commitNow(ctx context.Context) error {
 	if offset == p.committed && !p.skipChanged {
 		return nil
 	}
+	if err := p.sendLetters(ctx); err != nil {
+		return err
+	}
 	md, err := encodeMetadata(ctx, p.s.store, p.s.cfg.Kafka.Group, p.topic, p.id, offset, p.skip)
 	if err != nil {
 		return err
@@ -394,10 +413,18 @@ func (p *partition) commitNow(ctx context.Context) error {
 }
 
 // reject handles a record that cannot be written, per the errors policy.
-func (p *partition) reject(ctx context.Context, r *record, err error) error {
-	p.s.stats.rejected.Add(1)
-	if p.s.cfg.Errors == "skip" {
-		p.log.Warn("record skipped", "offset", r.offset, "error", err)
+func (p *partition) reject(ctx context.Context, r *record, err *rejection) error {
+	p.s.stats.reject(err.reason, p.s.cfg.Errors)
+	switch p.s.cfg.Errors {
+	case "skip":
+		p.log.Warn("record skipped", "offset", r.offset, "reason", err.reason, "error", err)
+		return nil
+	case "dead_letter":
+		p.log.Warn("record sent to the dead letters", "offset", r.offset, "reason", err.reason, "error", err)
+		p.letters = append(p.letters, letter(p.topic, p.id, r, err))
+		if len(p.letters) >= 1000 {
+			return p.sendLetters(ctx)
+		}
 		return nil
 	}
 	p.log.Error("record rejected; partition stopped (errors: fail)", "offset", r.offset, "error", err)
@@ -408,6 +435,25 @@ func (p *partition) reject(ctx context.Context, r *record, err error) error {
 	if err := p.finishAll(ctx, reasonStopped); err != nil {
 		return err
 	}
+	return nil
+}
+
+// sendLetters makes the queued dead letters durable. It must run before
+// any commit: a commit covers the offsets of the records they stand for.
+func (p *partition) sendLetters(ctx context.Context) error {
+	if len(p.letters) == 0 {
+		return nil
+	}
+	if err := p.s.deadLetters.send(ctx, p.letters); err != nil {
+		// Nothing was committed past these records: read them again.
+		p.log.Error("sending dead letters failed; consuming again from the committed offset", "error", err)
+		p.dropAll(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errRestart
+	}
+	p.letters = p.letters[:0]
 	return nil
 }
 

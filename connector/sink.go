@@ -44,8 +44,15 @@ type Sink struct {
 
 	joined atomic.Bool // a generation of the group has started
 
+	deadLetters *deadLetters // nil without a dead-letter topic
+	mem         *budget
+	pool        *budgetPool
+	codecs      *writer.Codecs
+	running     atomic.Int64 // partitions being consumed
+
 	mu     sync.Mutex
-	failed map[string]error // partitions stopped by errors: fail, by "topic[partition]"
+	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
+	parts  map[*partition]struct{} // being consumed, for the pressure relief
 }
 
 // Option configures New.
@@ -58,7 +65,10 @@ func WithStore(store objstore.Store) Option { return func(s *Sink) { s.store = s
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
-	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}}
+	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}}
+	s.mem = newBudget(cfg.Memory.Limit)
+	s.pool = &budgetPool{b: s.mem}
+	s.codecs = writer.NewCodecs()
 	for _, o := range opts {
 		o(s)
 	}
@@ -84,6 +94,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.writerOpts, err = writerOptions(&cfg.Parquet, s.schema); err != nil {
 		return nil, err
 	}
+	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(s.codecs))
 	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
 	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
 		s.rowGroupBytes = b
@@ -101,8 +112,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
+	s.deadLetters = newDeadLetters(s)
 	if s.store == nil {
-		if s.store, err = openStore(ctx, &cfg.Store); err != nil {
+		if s.store, err = openStore(ctx, &cfg.Store, s.pool); err != nil {
 			return nil, err
 		}
 	}
@@ -141,8 +153,8 @@ func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, erro
 }
 
 // openStore opens the store of the config.
-func openStore(ctx context.Context, c *config.Store) (objstore.Store, error) {
-	var opts []objstore.Option
+func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool) (objstore.Store, error) {
+	opts := []objstore.Option{objstore.Buffers(pool)}
 	if strings.HasPrefix(c.URL, "s3://") {
 		if c.Endpoint != "" {
 			opts = append(opts, objstore.Endpoint(c.Endpoint))
@@ -175,13 +187,16 @@ func (s *Sink) Stats() *Stats { return s.stats }
 // Store returns the sink's object store.
 func (s *Sink) Store() objstore.Store { return s.store }
 
-// Close releases the store.
-func (s *Sink) Close() error { return s.store.Close() }
+// Close releases the store and the dead-letter producer.
+func (s *Sink) Close() error { return errors.Join(s.deadLetters.close(), s.store.Close()) }
 
 // Run consumes until ctx is cancelled, then finishes (or abandons, per the
 // shutdown setting) the open files within the shutdown timeout and leaves
 // the group. It returns nil after a clean shutdown.
 func (s *Sink) Run(ctx context.Context) error {
+	rctx, stopRelief := context.WithCancel(context.Background())
+	defer stopRelief()
+	go s.relieve(rctx)
 	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
 		s.log.Warn("aborting stale uploads", "error", err)
 	} else if n > 0 {
@@ -335,12 +350,23 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		p, err = s.assign(genCtx, gen, topic, id)
 	}
 	key := fmt.Sprintf("%s[%d]", topic, id)
-	f := startFetcher(genCtx, s.kafka, &s.cfg.Kafka, topic, id, p.committed, log)
+	s.running.Add(1)
+	s.mu.Lock()
+	s.parts[p] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.parts, p)
+		s.mu.Unlock()
+		s.running.Add(-1)
+		p.release()
+	}()
+	f := s.startFetcher(genCtx, topic, id, p.committed, log)
 	defer func() { f.stop() }()
 	restart := func() {
 		f.stop()
 		p.dropAll(genCtx)
-		f = startFetcher(genCtx, s.kafka, &s.cfg.Kafka, topic, id, p.committed, log)
+		f = s.startFetcher(genCtx, topic, id, p.committed, log)
 	}
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
@@ -368,9 +394,15 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 			}
 			return
 		case <-f.ready:
-			err = s.handleBatch(genCtx, p, f.take())
+			batch, bytes := f.take()
+			err = s.handleBatch(genCtx, p, batch)
+			s.mem.add(-bytes) // the records are in row groups now, or dropped
+			p.account()
+		case r := <-p.ctrl:
+			err = p.relieveMemory(genCtx, r)
 		case <-ticker.C:
 			err = p.tick(genCtx, time.Now())
+			p.account()
 		case ferr := <-f.errc:
 			log.Warn("fetch failed; fetching again from the committed offset", "error", ferr)
 			if !sleep(genCtx, time.Second) {
@@ -407,6 +439,9 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) er
 		if err := p.handle(ctx, &batch[i]); err != nil {
 			return err
 		}
+	}
+	if err := p.sendLetters(ctx); err != nil {
+		return err
 	}
 	return p.tick(ctx, time.Now())
 }

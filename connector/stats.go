@@ -17,14 +17,24 @@ type Stats struct {
 	openFiles       atomic.Int64
 	bytesUploaded   atomic.Int64
 	recordsUploaded atomic.Int64
+	memoryFlushes   atomic.Int64 // row groups written early under memory pressure
 
 	mu          sync.Mutex
-	files       map[string]int64 // by rotation reason
+	rejects     map[[2]string]int64 // by reason and action (errors setting)
+	files       map[string]int64    // by rotation reason
 	commits     int64
 	commitTotal time.Duration
 }
 
-func newStats() *Stats { return &Stats{files: map[string]int64{}} }
+func newStats() *Stats { return &Stats{files: map[string]int64{}, rejects: map[[2]string]int64{}} }
+
+// reject counts a rejected record.
+func (s *Stats) reject(reason, action string) {
+	s.rejected.Add(1)
+	s.mu.Lock()
+	s.rejects[[2]string{reason, action}]++
+	s.mu.Unlock()
+}
 
 func (s *Stats) fileUploaded(reason string, bytes, records int64) {
 	s.bytesUploaded.Add(bytes)
@@ -43,17 +53,19 @@ func (s *Stats) commitLatency(d time.Duration) {
 
 // Snapshot is a copy of the counters at one moment.
 type Snapshot struct {
-	Consumed        int64            // records fetched
-	Written         int64            // records appended to files (some may be dropped and read again)
-	RecordsUploaded int64            // records in uploaded files
-	SkippedUploaded int64            // records passed over because an uploaded file holds them
-	Rejected        int64            // records that did not fit
-	Adopted         int64            // objects of an earlier owner adopted
-	UploadErrors    int64            // uploads that failed after the store's retries
-	OpenFiles       int64            // files being written now
-	BytesUploaded   int64            // bytes of uploaded files
-	Files           map[string]int64 // uploaded files by rotation reason
-	Commits         int64            // offset commits
+	Consumed        int64               // records fetched
+	Written         int64               // records appended to files (some may be dropped and read again)
+	RecordsUploaded int64               // records in uploaded files
+	SkippedUploaded int64               // records passed over because an uploaded file holds them
+	Rejected        int64               // records that did not fit
+	Adopted         int64               // objects of an earlier owner adopted
+	UploadErrors    int64               // uploads that failed after the store's retries
+	OpenFiles       int64               // files being written now
+	BytesUploaded   int64               // bytes of uploaded files
+	Files           map[string]int64    // uploaded files by rotation reason
+	Commits         int64               // offset commits
+	MemoryFlushes   int64               // row groups written early under memory pressure
+	Rejects         map[[2]string]int64 // rejected records by reason and action (fail, skip, dead_letter)
 }
 
 // Snapshot returns the current counts.
@@ -64,6 +76,10 @@ func (s *Stats) Snapshot() Snapshot {
 		files[k] = v
 	}
 	commits := s.commits
+	rejects := make(map[[2]string]int64, len(s.rejects))
+	for k, v := range s.rejects {
+		rejects[k] = v
+	}
 	s.mu.Unlock()
 	return Snapshot{
 		Consumed:        s.consumed.Load(),
@@ -77,5 +93,7 @@ func (s *Stats) Snapshot() Snapshot {
 		BytesUploaded:   s.bytesUploaded.Load(),
 		Files:           files,
 		Commits:         commits,
+		MemoryFlushes:   s.memoryFlushes.Load(),
+		Rejects:         rejects,
 	}
 }

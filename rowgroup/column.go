@@ -184,6 +184,12 @@ func (c *Column) reset() {
 	c.rollback(mark{})
 }
 
+// release empties the column and drops its buffers.
+func (c *Column) release() {
+	fresh := newColumn(c.Leaf)
+	*c = *fresh
+}
+
 // check verifies the column's invariants; tests and the writer use it to
 // catch a shredder bug before it becomes a corrupt file.
 func (c *Column) check() error {

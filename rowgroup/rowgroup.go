@@ -63,6 +63,17 @@ func (g *RowGroup) Capacity() int {
 	return n
 }
 
+// Release empties the row group and lets its buffers go, so that an idle
+// row group holds (almost) nothing; the next rows grow them anew. A sink
+// with thousands of open files releases the row groups it flushes under
+// memory pressure, where Reset would keep them at their largest.
+func (g *RowGroup) Release() {
+	for _, c := range g.columns {
+		c.release()
+	}
+	g.rows = 0
+}
+
 // Reserve grows every column's buffers to hold about rows rows,
 // extrapolating from the rows already held, so that a row group filling up
 // to its target size does not regrow (and copy) its buffers on the way.

@@ -632,3 +632,5 @@ func logTail(t *testing.T, name string) io.Writer {
 	})
 	return tail
 }
+
+func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

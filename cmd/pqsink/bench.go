@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -30,12 +31,14 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs.IntVar(&o.Partitions, "partitions", 4, "partitions of the topic")
 	fs.StringVar(&o.Format, "format", "json", "json (typed columns) or variant")
 	fs.StringVar(&o.Codec, "codec", "zstd", "compression `codec[:level]`")
+	fs.StringVar(&o.Memory, "memory", "", "the sink's memory budget, e.g. 256MiB (default: memory.limit's default, 512MiB)")
 	fs.BoolVar(&o.Envelope, "envelope", true, "write the _kafka envelope columns")
 	brokers := fs.String("brokers", "", "comma-separated `brokers` of an existing Kafka (default: an in-process broker in a child process)")
 	fs.StringVar(&o.Topic, "topic", "events", "topic to load")
 	fs.StringVar(&o.Store, "store", "", "store `URL` (default: a temporary directory)")
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` for an s3:// store (credentials from the AWS environment)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	verbose := fs.Bool("verbose", false, "the sink's log on stderr")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -55,6 +58,9 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	if !*quiet {
 		o.Progress = stderr
+	}
+	if *verbose {
+		o.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	rep, err := sinkbench.Run(ctx, o)
 	if err != nil {

@@ -51,6 +51,7 @@ type Options struct {
 	StoreExtra string // YAML lines added to the store section (endpoint, keys)
 	KeepOutput bool
 	Codec      string // Defaults to zstd.
+	Memory     string // memory.limit, e.g. "256MiB". Defaults to the sink's default.
 	Envelope   bool
 	Path       string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
 	// Progress receives a line per second while the sink runs.
@@ -72,6 +73,7 @@ type Report struct {
 	BytesPerRecord float64
 	Store          string
 	Stats          connector.Snapshot
+	Memory         connector.MemoryStats
 }
 
 // String renders the report for people.
@@ -83,6 +85,8 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "throughput     %.0f records/s, %.1f MB/s of input\n", r.RecordsPerSec, r.InputMBPerSec)
 	fmt.Fprintf(&b, "peak RSS       %.1f MiB\n", float64(r.PeakRSS)/(1<<20))
 	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the JSON)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)))
+	fmt.Fprintf(&b, "memory         budget %.0f MiB, %d fetches paused for it, %d row groups written early, %d files rotated for it\n",
+		float64(r.Memory.Limit)/(1<<20), r.Memory.FetchPauses, r.Stats.MemoryFlushes, r.Stats.Files["memory"])
 	fmt.Fprintf(&b, "store          %s\n", r.Store)
 	return b.String()
 }
@@ -220,6 +224,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	elapsed := time.Since(start)
 	rep.PeakRSS = peakRSS()
 	rep.Stats = sink.Stats().Snapshot()
+	rep.Memory = sink.Memory()
 	if rep.Stats.RecordsUploaded != int64(o.Records) {
 		return rep, fmt.Errorf("%d records uploaded, want %d (%d rejected)", rep.Stats.RecordsUploaded, o.Records, rep.Stats.Rejected)
 	}
@@ -257,6 +262,9 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	}
 	fmt.Fprintf(&b, "envelope: %v\npath: %q\n", o.Envelope, o.Path)
 	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
+	if o.Memory != "" {
+		fmt.Fprintf(&b, "memory:\n  limit: %s\n", o.Memory)
+	}
 	return config.Parse([]byte(b.String()), os.LookupEnv)
 }
 
