@@ -23,7 +23,7 @@ var (
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
 		"max_record_bytes", "errors", "dead_letter"}
 	deadLetterKeys = []string{"topic"}
-	kafkaKeys = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
+	kafkaKeys      = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
 		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
 	saslKeys  = []string{"mechanism", "username", "password"}
 	tlsKeys   = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name"}
@@ -54,7 +54,7 @@ var (
 
 // notYet explains values that are planned but not supported yet.
 var notYet = map[string]string{
-	"avro":        " (avro is not supported yet)",
+	"avro": " (avro is not supported yet)",
 }
 
 // codecLevels are the level ranges of the codecs that take a level.

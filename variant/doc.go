@@ -47,8 +47,10 @@
 //     more than the 38 a decimal keeps (an integer of 39 digits, or
 //     0.1234567890123456789012345678901234567890): a double would round
 //     it;
-//   - a nonzero literal that underflows, below the smallest normal double
-//     (1e-400, 4e-320): a double would lose digits, down to zero.
+//   - a nonzero literal that underflows: one whose double is 0 (1e-400),
+//     or a subnormal double whose shortest form is not the literal
+//     (4.0000000001e-320; 5e-324, the shortest form of the smallest
+//     subnormal, is kept), since a double would lose digits.
 //
 // The LossyNumbers option (pqsink convert --variant-lossy-numbers) turns
 // the last two into the nearest double instead; the error wraps

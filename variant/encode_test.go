@@ -31,7 +31,8 @@ func TestEncodeNumbers(t *testing.T) {
 		{`100000000000000000000000000000000000000`, Invalid, ``}, // 39 digits: LossyNumbers
 		{`-0.0`, Double, `-0.0`},
 		{`-0e3`, Double, `-0.0`},
-		{`4e-320`, Invalid, ``}, // subnormal
+		{`4.0000000001e-320`, Invalid, ``}, // subnormal, digits lost
+		{`5e-324`, Double, `5e-324`},       // the shortest form of a subnormal
 		{`1.5`, Decimal4, `1.5`},
 		{`1.50`, Decimal4, `1.50`},
 		{`-0.001`, Decimal4, `-0.001`},
@@ -394,8 +395,8 @@ func TestLossyNumbers(t *testing.T) {
 	for lit, want := range map[string]float64{
 		`100000000000000000000000000000000000000`:   1e38,
 		`3.141592653589793238462643383279502884197`: 3.141592653589793,
-		`1e-400`: 0,
-		`4e-320`: 4e-320,
+		`1e-400`:            0,
+		`4.0000000001e-320`: 4e-320,
 	} {
 		m, v, err := NewEncoder(LossyNumbers()).AppendJSON(nil, nil, []byte(lit))
 		if err != nil {

@@ -123,6 +123,23 @@ type Proxy struct {
 	down     bool
 	refusals int // connections refused while down
 	ops      map[Op]*counts
+	journal  []*event // the latest requests, oldest first
+}
+
+// journalSize bounds the journal: enough for the requests of a test run
+// around a failure.
+const journalSize = 2000
+
+// event is one request in the journal.
+type event struct {
+	start  time.Time
+	took   time.Duration // 0 while in flight
+	op     Op
+	method string
+	target string // path and query
+	fault  Fault
+	status int // the server's answer; 0 when none reached the proxy
+	done   bool
 }
 
 // Start runs a proxy in front of target (a base URL such as
@@ -363,6 +380,7 @@ func (p *Proxy) decide(op Op) decision {
 // forwardKey keys it in the request's context.
 type forward struct {
 	op    Op
+	e     *event
 	delay time.Duration // before relaying the answer
 }
 
@@ -371,6 +389,8 @@ type forwardKey struct{}
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Operation(r)
 	d := p.decide(op)
+	e := p.begin(op, r, d.fault)
+	defer p.end(e)
 	switch d.fault {
 	case Refused:
 		hangUp(w)
@@ -388,7 +408,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hangUp(w)
 	case DropAfter:
 		rec := &recorder{h: http.Header{}}
-		p.proxy.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op})))
+		p.proxy.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op, e: e})))
 		p.mu.Lock()
 		c := p.ops[op]
 		if rec.status >= 200 && rec.status < 300 {
@@ -398,8 +418,51 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		hangUp(w)
 	default:
-		p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op, delay: d.delay})))
+		p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op, e: e, delay: d.delay})))
 	}
+}
+
+// begin enters a request into the journal.
+func (p *Proxy) begin(op Op, r *http.Request, f Fault) *event {
+	e := &event{start: time.Now(), op: op, method: r.Method, target: r.URL.RequestURI(), fault: f}
+	p.mu.Lock()
+	if len(p.journal) == journalSize {
+		p.journal = slices.Delete(p.journal, 0, journalSize/10)
+	}
+	p.journal = append(p.journal, e)
+	p.mu.Unlock()
+	return e
+}
+
+// end notes in the journal that a request is over.
+func (p *Proxy) end(e *event) {
+	p.mu.Lock()
+	e.took, e.done = time.Since(e.start), true
+	p.mu.Unlock()
+}
+
+// Journal lists the latest requests (up to 2000), oldest first, with what
+// the proxy did, the server's answer and how long each took, or for how
+// long it has been in flight: for the log of a failing test.
+func (p *Proxy) Journal() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, e := range p.journal {
+		fmt.Fprintf(&b, "%s %-23s %-11s", e.start.Format("15:04:05.000"), e.op, e.fault)
+		if e.status != 0 {
+			fmt.Fprintf(&b, " %d", e.status)
+		} else {
+			b.WriteString(" ---")
+		}
+		if e.done {
+			fmt.Fprintf(&b, " %9v", e.took.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, " IN FLIGHT for %v", time.Since(e.start).Round(time.Millisecond))
+		}
+		fmt.Fprintf(&b, " %s %s\n", e.method, e.target)
+	}
+	return b.String()
 }
 
 // answered counts the status of the server's answer to a request of op
@@ -408,6 +471,7 @@ func (p *Proxy) answered(resp *http.Response) error {
 	fw, _ := resp.Request.Context().Value(forwardKey{}).(forward)
 	p.mu.Lock()
 	p.ops[fw.op].answers[resp.StatusCode]++
+	fw.e.status = resp.StatusCode
 	p.mu.Unlock()
 	return p.hold(resp, fw.delay)
 }

@@ -157,6 +157,12 @@ func TestProxy(t *testing.T) {
 		if p.Count(PutObject, Error503) != 1 || p.Count(HeadObject, Error500) != 1 || p.Count("", Forwarded) != 0 {
 			t.Errorf("counts:\n%s", p)
 		}
+		j := p.Journal()
+		if lines := strings.Split(strings.TrimSpace(j), "\n"); len(lines) != 2 ||
+			!strings.Contains(lines[0], "PutObject") || !strings.Contains(lines[0], "503") || !strings.Contains(lines[0], "PUT /"+bucket+"/err/a") ||
+			!strings.Contains(lines[1], "HeadObject") || !strings.Contains(lines[1], "500") || strings.Contains(j, "IN FLIGHT") {
+			t.Errorf("journal:\n%s", j)
+		}
 	})
 
 	t.Run("DropBefore", func(t *testing.T) {
