@@ -112,6 +112,9 @@ type fetcher struct {
 	mem    *budget
 }
 
+// fetchSlots bounds the fetch requests in flight at once.
+const fetchSlots = 64
+
 // recordOverhead is what a fetched record costs beside its key and value.
 const recordOverhead = 64
 
@@ -137,10 +140,26 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			if err := s.mem.reserve(ctx, size); err != nil {
 				return
 			}
+			// kafka-go fetches one partition per request: with thousands of
+			// partitions, a bounded number of requests is in flight at once,
+			// and they do not wait at the broker for data to arrive (an idle
+			// partition waits here instead, without holding a slot).
+			many := s.running.Load() > fetchSlots
+			wait := cfg.Fetch.MaxWait
+			if many {
+				wait = 0
+			}
+			select {
+			case s.fetchSlots <- struct{}{}:
+			case <-ctx.Done():
+				s.mem.add(-size)
+				return
+			}
 			resp, err := k.client.Fetch(ctx, &kafka.FetchRequest{
 				Topic: topic, Partition: int(partition), Offset: next,
-				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: cfg.Fetch.MaxWait,
+				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: wait,
 			})
+			<-s.fetchSlots
 			held := int64(0)
 			settle := func() { s.mem.add(held - size) } // keep only what the records hold
 			if err == nil && resp.Error != nil {
@@ -195,6 +214,9 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			held = batchSize
 			settle()
 			if len(batch) == 0 {
+				if many && !sleep(ctx, cfg.Fetch.MaxWait) {
+					return
+				}
 				continue
 			}
 			f.mu.Lock()
@@ -357,30 +379,68 @@ func (k *kafkaClients) fetchCommitted(ctx context.Context, group string, parts m
 	return out, nil
 }
 
-// startOffset resolves the first or last offset of a partition, for a
-// partition the group never committed.
-func (k *kafkaClients) startOffset(ctx context.Context, topic string, partition int32, latest bool) (int64, error) {
-	req := kafka.FirstOffsetOf(int(partition))
-	if latest {
-		req = kafka.LastOffsetOf(int(partition))
+// startOffsets resolves the first or last offset of partitions the group
+// never committed.
+func (k *kafkaClients) startOffsets(ctx context.Context, parts map[string][]int, latest bool) (map[string]map[int]int64, error) {
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for topic, ids := range parts {
+		for _, id := range ids {
+			r := kafka.FirstOffsetOf(id)
+			if latest {
+				r = kafka.LastOffsetOf(id)
+			}
+			req.Topics[topic] = append(req.Topics[topic], r)
+		}
 	}
-	resp, err := k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {req}}})
+	resp, err := k.client.ListOffsets(ctx, req)
 	if err != nil {
-		return 0, fmt.Errorf("listing offsets of %s[%d]: %w", topic, partition, err)
+		return nil, fmt.Errorf("listing offsets: %w", err)
 	}
-	for _, p := range resp.Topics[topic] {
-		if p.Partition != int(partition) {
-			continue
+	out := map[string]map[int]int64{}
+	for topic, ids := range parts {
+		got := map[int]kafka.PartitionOffsets{}
+		for _, p := range resp.Topics[topic] {
+			got[p.Partition] = p
 		}
-		if p.Error != nil {
-			return 0, fmt.Errorf("listing offsets of %s[%d]: %w", topic, partition, p.Error)
+		out[topic] = map[int]int64{}
+		for _, id := range ids {
+			p, ok := got[id]
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("listing offsets of %s[%d]: no answer for the partition", topic, id)
+			case p.Error != nil:
+				return nil, fmt.Errorf("listing offsets of %s[%d]: %w", topic, id, p.Error)
+			case latest:
+				out[topic][id] = p.LastOffset
+			default:
+				out[topic][id] = p.FirstOffset
+			}
 		}
-		if latest {
-			return p.LastOffset, nil
-		}
-		return p.FirstOffset, nil
 	}
-	return 0, fmt.Errorf("listing offsets of %s[%d]: no answer for the partition", topic, partition)
+	return out, nil
+}
+
+// commitOffsets commits offsets without metadata for many partitions in
+// one request.
+func (k *kafkaClients) commitOffsets(ctx context.Context, gen *kafka.Generation, offsets map[string]map[int]int64) error {
+	req := &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: map[string][]kafka.OffsetCommit{}}
+	for topic, offs := range offsets {
+		for id, off := range offs {
+			req.Topics[topic] = append(req.Topics[topic], kafka.OffsetCommit{Partition: id, Offset: off})
+		}
+	}
+	resp, err := k.client.OffsetCommit(ctx, req)
+	if err != nil {
+		return fmt.Errorf("committing start offsets: %w", err)
+	}
+	for topic, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return fmt.Errorf("committing the start offset of %s[%d]: %w", topic, p.Partition, p.Error)
+			}
+		}
+	}
+	return nil
 }
 
 // topics lists the topics of the cluster, internal ones left out.

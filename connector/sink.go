@@ -48,7 +48,8 @@ type Sink struct {
 	mem         *budget
 	pool        *budgetPool
 	codecs      *writer.Codecs
-	running     atomic.Int64 // partitions being consumed
+	running     atomic.Int64  // partitions being consumed
+	fetchSlots  chan struct{} // a token per fetch request in flight
 
 	mu     sync.Mutex
 	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
@@ -67,6 +68,7 @@ func WithStore(store objstore.Store) Option { return func(s *Sink) { s.store = s
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
 	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}}
 	s.mem = newBudget(cfg.Memory.Limit)
+	s.fetchSlots = make(chan struct{}, fetchSlots)
 	s.pool = &budgetPool{b: s.mem}
 	s.codecs = writer.NewCodecs()
 	for _, o := range opts {
@@ -321,14 +323,32 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 		}
 		sort.Strings(parts)
 		s.joined.Store(true)
-		s.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		shown := parts
+		if len(shown) > 20 {
+			shown = append(shown[:20:20], fmt.Sprintf("… %d more", len(parts)-20))
+		}
+		s.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", len(parts), "assigned", shown)
+		// One request for the committed offsets of every partition, one for
+		// the start offsets of those never committed: thousands of
+		// partitions must not mean thousands of requests.
+		var committed map[string]map[int]committed
+		for {
+			var err error
+			if committed, err = s.startPositions(genCtx, gen, assigned); err == nil {
+				break
+			}
+			s.log.Warn("reading committed offsets", "error", err)
+			if !sleep(genCtx, time.Second) {
+				return
+			}
+		}
 		var wg sync.WaitGroup
 		for topic, ids := range assigned {
 			for _, id := range ids {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s.runPartition(ctx, genCtx, gen, topic, int32(id))
+					s.runPartition(ctx, genCtx, gen, topic, int32(id), committed[topic][id])
 				}()
 			}
 		}
@@ -339,15 +359,15 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 }
 
 // runPartition consumes one partition for the length of a generation.
-func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, topic string, id int32) {
+func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, topic string, id int32, c committed) {
 	log := s.log.With("topic", topic, "partition", id)
-	p, err := s.assign(genCtx, gen, topic, id)
+	p, err := s.assign(genCtx, gen, topic, id, c)
 	for err != nil {
 		log.Warn("taking partition", "error", err)
 		if !sleep(genCtx, time.Second) {
 			return
 		}
-		p, err = s.assign(genCtx, gen, topic, id)
+		p, err = s.assign(genCtx, gen, topic, id, c)
 	}
 	key := fmt.Sprintf("%s[%d]", topic, id)
 	s.running.Add(1)
@@ -446,34 +466,57 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) er
 	return p.tick(ctx, time.Now())
 }
 
-// assign loads a partition's committed offset and skip set.
-func (s *Sink) assign(ctx context.Context, gen *kafka.Generation, topic string, id int32) (*partition, error) {
-	got, err := s.kafka.fetchCommitted(ctx, gen.GroupID, map[string][]int{topic: {int(id)}})
+// startPositions reads where each assigned partition resumes: the
+// committed offset and metadata, or, for a partition the group never
+// committed, the start position resolved to an offset and committed at
+// once, so that "latest" means the same offset after a restart.
+func (s *Sink) startPositions(ctx context.Context, gen *kafka.Generation, assigned map[string][]int) (map[string]map[int]committed, error) {
+	got, err := s.kafka.fetchCommitted(ctx, gen.GroupID, assigned)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := got[topic][int(id)]
+	missing := map[string][]int{}
+	for topic, ids := range assigned {
+		if got[topic] == nil {
+			got[topic] = map[int]committed{}
+		}
+		for _, id := range ids {
+			if c, ok := got[topic][id]; !ok || c.offset < 0 {
+				missing[topic] = append(missing[topic], id)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return got, nil
+	}
+	starts, err := s.kafka.startOffsets(ctx, missing, s.cfg.Kafka.Start == "latest")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.kafka.commitOffsets(ctx, gen, starts); err != nil {
+		return nil, err
+	}
+	n := 0
+	for topic, offs := range starts {
+		for id, off := range offs {
+			got[topic][id] = committed{offset: off}
+			n++
+		}
+	}
+	s.log.Info("partitions with no committed offset start at "+s.cfg.Kafka.Start, "partitions", n)
+	return got, nil
+}
+
+// assign prepares a partition from its committed offset and metadata.
+func (s *Sink) assign(ctx context.Context, gen *kafka.Generation, topic string, id int32, c committed) (*partition, error) {
 	commit := func(ctx context.Context, offset int64, md string) error {
 		return s.kafka.commitOffset(ctx, gen, topic, id, offset, md)
-	}
-	if !ok || c.offset < 0 {
-		// Nothing committed: resolve the start position and commit it at
-		// once, so that "latest" means the same offset after a restart.
-		off, err := s.kafka.startOffset(ctx, topic, id, s.cfg.Kafka.Start == "latest")
-		if err != nil {
-			return nil, err
-		}
-		if err := commit(ctx, off, ""); err != nil {
-			return nil, err
-		}
-		s.log.Info("partition assigned with no committed offset", "topic", topic, "partition", id, "start", s.cfg.Kafka.Start, "offset", off)
-		return newPartition(s, topic, id, off, skipSet{}, commit), nil
 	}
 	skip, err := decodeMetadata(ctx, s.store, c.metadata)
 	if err != nil {
 		return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 	}
-	s.log.Info("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
+	s.log.Debug("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
 	return newPartition(s, topic, id, c.offset, skip, commit), nil
 }
 

@@ -98,7 +98,7 @@ func (u *s3Upload) Write(p []byte) (int, error) {
 // firstBufferSize is the size of an upload's first buffer. It grows by
 // doubling up to the part size, so that the many small files of a sink with
 // thousands of partitions do not each hold a whole part.
-const firstBufferSize = 16 << 10
+const firstBufferSize = 4 << 10
 
 // getBuffer takes the next part buffer from the pool, waiting for it
 // within the Create context: a small one for the first bytes of the
