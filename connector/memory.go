@@ -232,14 +232,15 @@ func (p *partition) relieveMemory(ctx context.Context, r int) error {
 	return nil
 }
 
-// rowGroupTarget is the capacity at which an open file writes its row
-// group: parquet.row_group_bytes (or rotate.bytes, if smaller), less when
-// the open files would not fit in the budget together, so that row groups
-// are written at a size the budget can hold rather than forced out by the
-// pressure relief.
+// rowGroupTarget is the size at which an open file writes its row group:
+// parquet.row_group_bytes (or rotate.bytes, if smaller), less when the
+// open files would not fit in the budget together, so that row groups are
+// written at a size the budget can hold rather than forced out by the
+// pressure relief. The share is of 40% of the budget: buffers grow by
+// doubling, so a row group's capacity can be twice its size.
 func (s *Sink) rowGroupTarget() int64 {
-	share := int64(0.6*float64(s.mem.limit)) / max(1, s.stats.openFiles.Load())
-	return max(64<<10, min(s.rowGroupBytes, share))
+	share := int64(0.4*float64(s.mem.limit)) / max(1, s.stats.openFiles.Load())
+	return min(s.rowGroupBytes, max(64<<10, share))
 }
 
 // MemoryStats is the state of the memory budget.

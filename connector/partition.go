@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -167,7 +168,8 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	if f.sinceCheck++; f.sinceCheck >= 32 {
 		f.sinceCheck = 0
-		if int64(f.buf.g.Capacity()) >= p.s.rowGroupTarget() {
+		// By length: the buffers keep their capacity across row groups.
+		if int64(f.buf.g.Size()) >= p.s.rowGroupTarget() {
 			if err := f.flush(); err != nil {
 				return p.uploadFailed(ctx, f, err)
 			}
@@ -414,6 +416,9 @@ func (p *partition) commitNow(ctx context.Context) error {
 
 // reject handles a record that cannot be written, per the errors policy.
 func (p *partition) reject(ctx context.Context, r *record, err *rejection) error {
+	// The error may quote the record: escaped and cut short, it cannot
+	// reach a terminal raw or make a log line of megabytes.
+	err.err = safetext.Error(err.err)
 	p.s.stats.reject(err.reason, p.s.cfg.Errors)
 	switch p.s.cfg.Errors {
 	case "skip":

@@ -412,3 +412,36 @@ func TestErrorsPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestRowGroupSize: row groups are written when their rows reach the
+// target, not every few rows once the buffers have grown (their capacity
+// outlives each row group).
+func TestRowGroupSize(t *testing.T) {
+	ctx := context.Background()
+	s := protoSinkWith(t, t.TempDir(), "rotate: {records: 20000, interval: 0s, bytes: 0}\nparquet: {row_group_bytes: 128KiB, page_bytes: 64KiB}\n")
+	var c commitLog
+	p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+	feed(t, p, 0, 80000) // two files per path, 20,000 rows each
+	if err := p.shutdown(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range s.store.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, err := s.store.NewReaderAt(ctx, info.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := reader.Open(ra, ra.Size())
+		ra.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 20,000 rows of about 30 bytes in memory: a few row groups of
+		// 128 KiB, not hundreds.
+		if n := f.NumRowGroups(); n < 2 || n > 10 {
+			t.Errorf("%s: %d row groups for %d rows", info.Key, n, f.NumRows())
+		}
+	}
+}

@@ -224,12 +224,9 @@ func TestSinkFaults(t *testing.T) {
 	if len(truth) != n1+n2 {
 		t.Fatalf("Kafka holds %d records, want %d", len(truth), n1+n2)
 	}
-	t.Logf("TIMING readTopic %v", time.Since(start))
 	files := download(t, store, t.TempDir())
-	t.Logf("TIMING download %v", time.Since(start))
 	checkFileRanges(t, files)
 	rows := readWithDuckDB(t, db, files, "variant", true)
-	t.Logf("TIMING duckdb %v", time.Since(start))
 	checkExactlyOnce(t, topic, truth, rows, "variant", true)
 	t.Logf("checked after %v", time.Since(start).Round(time.Millisecond))
 }

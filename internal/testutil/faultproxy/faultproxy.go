@@ -8,7 +8,9 @@
 // conditional PutObject and CompleteMultipartUpload must survive), delays
 // answers, and can refuse every connection for a while (S3 unreachable).
 // It counts what it did per S3 operation (see Operation), so that a test
-// can check that every kind of fault was really injected.
+// can check that every kind of fault was really injected, and keeps a
+// journal of the latest requests for the log of a failing test. Otherwise
+// it is transparent: a client sees no failure the proxy does not count.
 //
 // Point a client at Proxy.URL with path-style addressing; requests keep the
 // Host header they were signed with. The seed fixes the sequence of
@@ -65,8 +67,8 @@ func (f Fault) String() string {
 
 // Rates are the probabilities, each in [0, 1], that a request meets a
 // fault. Error500, Error503, DropBefore and DropAfter exclude each other
-// (their sum is at most 1); Delay applies to the requests that are passed
-// on and answered.
+// (their sum is at most 1); Delay applies to the requests met by none of
+// them, which are passed on and their answers relayed.
 type Rates struct {
 	Error500   float64
 	Error503   float64
@@ -418,7 +420,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		hangUp(w)
 	default:
+		// A server may answer before it has read the whole body (MinIO
+		// answers a conditional PUT of an existing key with 412 while the
+		// body is still coming). Going straight, the client then races the
+		// server's hang-up to read the answer, and may lose it; through the
+		// proxy, which would hang up on an unread body too, it would lose
+		// it nearly always. Take the rest of the body after relaying the
+		// answer instead: the proxy loses no answer it does not mean to.
+		rc := http.NewResponseController(w)
+		rc.EnableFullDuplex()
 		p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, forward{op: op, e: e, delay: d.delay})))
+		rc.Flush()
+		io.Copy(io.Discard, r.Body)
 	}
 }
 

@@ -134,6 +134,24 @@ func TestProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("EarlyAnswer", func(t *testing.T) {
+		// MinIO refuses a conditional PUT of an existing key before it has
+		// read the body. The proxy passes the refusal on whole, so that a
+		// client sees only the faults that the proxy counts.
+		p := Start(t, srv.Endpoint, 2)
+		p.SetRates(Rates{Delay: 0.5, MaxDelay: 100 * time.Millisecond})
+		c := client(srv, p)
+		body := bytes.Repeat([]byte("e"), 6<<20) // sent with Expect: 100-continue
+		if err := put(ctx, c, bucket, "early", body); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := put(ctx, c, bucket, "early", body); apiCode(err) != "PreconditionFailed" {
+				t.Errorf("conditional PUT %d of an existing key: err = %v, want PreconditionFailed", i, err)
+			}
+		}
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		p := Start(t, srv.Endpoint, 2)
 		c := client(srv, p)
