@@ -71,13 +71,7 @@ func (u *s3Upload) Write(p []byte) (int, error) {
 	total := 0
 	for len(p) > 0 {
 		if u.buf != nil && u.n == len(u.buf) {
-			var err error
-			if len(u.buf) < u.s.partSize {
-				err = u.grow()
-			} else {
-				err = u.ship(u.ctx)
-			}
-			if err != nil {
+			if err := u.ship(u.ctx); err != nil {
 				return total, u.errorf("write", u.fail(err))
 			}
 		}
@@ -95,45 +89,16 @@ func (u *s3Upload) Write(p []byte) (int, error) {
 	return total, nil
 }
 
-// firstBufferSize is the size of an upload's first buffer. It grows by
-// doubling up to the part size, so that the many small files of a sink with
-// thousands of partitions do not each hold a whole part.
-const firstBufferSize = 4 << 10
-
 // getBuffer takes the next part buffer from the pool, waiting for it
-// within the Create context: a small one for the first bytes of the
-// object, a whole part once the object is known to be large.
+// within the Create context.
 func (u *s3Upload) getBuffer() error {
-	size := u.s.partSize
-	if u.uploadID == nil {
-		size = min(size, firstBufferSize)
-	}
-	return u.takeBuffer(size)
-}
-
-// grow replaces the first part's buffer, full, by one twice its size (at
-// most a part).
-func (u *s3Upload) grow() error {
-	old, n := u.buf, u.n
-	u.buf, u.n = nil, 0
-	if err := u.takeBuffer(min(2*len(old), u.s.partSize)); err != nil {
-		u.buf, u.n = old, n
-		return err
-	}
-	u.n = copy(u.buf, old[:n])
-	u.s.pool.Put(old)
-	return nil
-}
-
-// takeBuffer takes a buffer of size bytes from the pool.
-func (u *s3Upload) takeBuffer(size int) error {
-	buf, err := u.s.pool.Get(u.ctx, size)
+	buf, err := u.s.pool.Get(u.ctx, u.s.partSize)
 	if err != nil {
 		return fmt.Errorf("getting a part buffer: %w", err)
 	}
-	if len(buf) != size {
+	if len(buf) != u.s.partSize {
 		u.s.pool.Put(buf)
-		return fmt.Errorf("buffer pool returned %d bytes, want %d", len(buf), size)
+		return fmt.Errorf("buffer pool returned %d bytes, want %d", len(buf), u.s.partSize)
 	}
 	// A part may have failed while Get waited.
 	if err := u.failure(); err != nil {
