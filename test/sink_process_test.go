@@ -36,6 +36,12 @@ func startSinkProcess(t *testing.T, name, cfgText string) *sinkProcess {
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return runSinkProcess(t, name, cfgPath)
+}
+
+// runSinkProcess runs `pqsink run --config cfgPath`.
+func runSinkProcess(t *testing.T, name, cfgPath string) *sinkProcess {
+	t.Helper()
 	p := &sinkProcess{name: name, log: &testutil.Tail{Max: 512 << 10}, done: make(chan error, 1)}
 	p.cmd = exec.Command(pqsinkBinary(t), "run", "--config", cfgPath)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
