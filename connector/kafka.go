@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -122,7 +123,7 @@ const recordOverhead = 64
 // one allocation for many records, instead of one per record.
 const arenaSize = 1 << 20
 
-func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, log *slog.Logger) *fetcher {
+func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger) *fetcher {
 	k, cfg := s.kafka, &s.cfg.Kafka
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fetcher{
@@ -211,6 +212,7 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 				next = r.Offset + 1
 			}
 			closeRecords(resp.Records)
+			lag.Store(max(0, resp.HighWatermark-next))
 			held = batchSize
 			settle()
 			if len(batch) == 0 {

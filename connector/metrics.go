@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pqsink/pqsink/objstore"
 )
 
 // ServeMetrics serves /metrics (Prometheus text format), /healthz (the
@@ -59,6 +62,9 @@ func (s *Sink) Ready() error {
 	if !s.joined.Load() {
 		return errors.New("not a member of the consumer group yet")
 	}
+	if err := s.storeErr.Load(); err != nil {
+		return fmt.Errorf("store unreachable: %v", *err)
+	}
 	failed := s.Failed()
 	if len(failed) > 0 {
 		keys := make([]string, 0, len(failed))
@@ -69,6 +75,27 @@ func (s *Sink) Ready() error {
 		return fmt.Errorf("partition %s stopped: %v", keys[0], failed[keys[0]])
 	}
 	return nil
+}
+
+// probeStore checks every few seconds that the store answers, for
+// /readyz: a HEAD of a key that need not exist.
+func (s *Sink) probeStore(ctx context.Context) {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := s.store.Head(pctx, "_pqsink/probe")
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil || errors.Is(err, objstore.ErrNotExist) {
+			s.storeErr.Store(nil)
+		} else {
+			s.storeErr.Store(&err)
+		}
+		if !sleep(ctx, 5*time.Second) {
+			return
+		}
+	}
 }
 
 // statsCollector exports Stats to Prometheus.
@@ -92,6 +119,8 @@ func (s *Sink) collector() prometheus.Collector {
 		"memlimit": d("memory_limit_bytes", "The memory budget (memory.limit)."),
 		"pauses":   d("fetch_pauses_total", "Fetches that waited for the memory budget."),
 		"memflush": d("memory_flushes_total", "Row groups written early to relieve memory pressure."),
+		"retries":  d("s3_retries_total", "S3 requests retried after a failure or throttling."),
+		"lag":      d("consumer_lag_records", "Records of a partition not fetched yet (high watermark minus fetch position).", "topic", "partition"),
 		"adopted":  d("objects_adopted_total", "Objects of an earlier owner adopted instead of uploading."),
 		"uperrors": d("upload_errors_total", "Uploads that failed after the store's retries."),
 		"open":     d("open_files", "Files being written."),
@@ -106,6 +135,8 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	c.s.stats.uploadSeconds.Describe(ch)
+	c.s.stats.commitSeconds.Describe(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -128,6 +159,14 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.descs["memlimit"], prometheus.GaugeValue, float64(mem.Limit))
 	counter("pauses", mem.FetchPauses)
 	counter("memflush", st.MemoryFlushes)
+	counter("retries", st.S3Retries)
+	c.s.mu.Lock()
+	for p := range c.s.parts {
+		ch <- prometheus.MustNewConstMetric(c.descs["lag"], prometheus.GaugeValue, float64(p.lag.Load()), p.topic, strconv.Itoa(int(p.id)))
+	}
+	c.s.mu.Unlock()
+	c.s.stats.uploadSeconds.Collect(ch)
+	c.s.stats.commitSeconds.Collect(ch)
 	counter("adopted", st.Adopted)
 	counter("uperrors", st.UploadErrors)
 	counter("bytes", st.BytesUploaded)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -75,6 +76,8 @@ type partition struct {
 	skipChanged bool
 
 	letters []kafka.Message // dead letters not sent yet
+
+	lag atomic.Int64 // records between the fetch position and the partition's end
 
 	ctrl  chan int   // requests of the pressure relief
 	memMu sync.Mutex // guards mem, read by the pressure relief
@@ -297,6 +300,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	}
 	p.skipChanged = true
 	p.s.stats.fileUploaded(reason, info.Size, f.records)
+	p.s.stats.uploadSeconds.Observe(time.Since(start).Seconds())
 	p.log.Info("uploaded", "key", f.key, "records", f.records, "bytes", info.Size,
 		"first_offset", f.first, "last_offset", f.last, "row_groups", len(md.RowGroups),
 		"reason", reason, "took", time.Since(start).Round(time.Millisecond))

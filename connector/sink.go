@@ -51,6 +51,8 @@ type Sink struct {
 	running     atomic.Int64  // partitions being consumed
 	fetchSlots  chan struct{} // a token per fetch request in flight
 
+	storeErr atomic.Pointer[error] // the last store probe's failure, nil when reachable
+
 	mu     sync.Mutex
 	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
 	parts  map[*partition]struct{} // being consumed, for the pressure relief
@@ -116,7 +118,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	s.deadLetters = newDeadLetters(s)
 	if s.store == nil {
-		if s.store, err = openStore(ctx, &cfg.Store, s.pool); err != nil {
+		onRetry := func(op string, attempt int, err error) {
+			s.stats.s3Retries.Add(1)
+			s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
+		}
+		if s.store, err = openStore(ctx, &cfg.Store, s.pool, onRetry); err != nil {
 			return nil, err
 		}
 	}
@@ -155,8 +161,8 @@ func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, erro
 }
 
 // openStore opens the store of the config.
-func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool) (objstore.Store, error) {
-	opts := []objstore.Option{objstore.Buffers(pool)}
+func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, onRetry func(op string, attempt int, err error)) (objstore.Store, error) {
+	opts := []objstore.Option{objstore.Buffers(pool), objstore.OnRetry(onRetry)}
 	if strings.HasPrefix(c.URL, "s3://") {
 		if c.Endpoint != "" {
 			opts = append(opts, objstore.Endpoint(c.Endpoint))
@@ -199,6 +205,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	rctx, stopRelief := context.WithCancel(context.Background())
 	defer stopRelief()
 	go s.relieve(rctx)
+	go s.probeStore(rctx)
 	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
 		s.log.Warn("aborting stale uploads", "error", err)
 	} else if n > 0 {
@@ -381,12 +388,12 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		s.running.Add(-1)
 		p.release()
 	}()
-	f := s.startFetcher(genCtx, topic, id, p.committed, log)
+	f := s.startFetcher(genCtx, topic, id, p.committed, &p.lag, log)
 	defer func() { f.stop() }()
 	restart := func() {
 		f.stop()
 		p.dropAll(genCtx)
-		f = s.startFetcher(genCtx, topic, id, p.committed, log)
+		f = s.startFetcher(genCtx, topic, id, p.committed, &p.lag, log)
 	}
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Stats counts what a sink did. All methods are safe for concurrent use.
@@ -18,6 +20,9 @@ type Stats struct {
 	bytesUploaded   atomic.Int64
 	recordsUploaded atomic.Int64
 	memoryFlushes   atomic.Int64 // row groups written early under memory pressure
+	s3Retries       atomic.Int64 // S3 requests retried
+
+	uploadSeconds, commitSeconds prometheus.Histogram
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
@@ -26,7 +31,16 @@ type Stats struct {
 	commitTotal time.Duration
 }
 
-func newStats() *Stats { return &Stats{files: map[string]int64{}, rejects: map[[2]string]int64{}} }
+func newStats() *Stats {
+	buckets := prometheus.ExponentialBuckets(0.005, 2, 14) // 5 ms to 41 s
+	return &Stats{
+		files: map[string]int64{}, rejects: map[[2]string]int64{},
+		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pqsink_upload_seconds", Help: "Time to finish a file: last row group, footer and upload completion.", Buckets: buckets}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pqsink_commit_seconds", Help: "Time of an offset commit.", Buckets: buckets}),
+	}
+}
 
 // reject counts a rejected record.
 func (s *Stats) reject(reason, action string) {
@@ -45,6 +59,7 @@ func (s *Stats) fileUploaded(reason string, bytes, records int64) {
 }
 
 func (s *Stats) commitLatency(d time.Duration) {
+	s.commitSeconds.Observe(d.Seconds())
 	s.mu.Lock()
 	s.commits++
 	s.commitTotal += d
@@ -66,6 +81,7 @@ type Snapshot struct {
 	Commits         int64               // offset commits
 	MemoryFlushes   int64               // row groups written early under memory pressure
 	Rejects         map[[2]string]int64 // rejected records by reason and action (fail, skip, dead_letter)
+	S3Retries       int64               // S3 requests retried
 }
 
 // Snapshot returns the current counts.
@@ -95,5 +111,6 @@ func (s *Stats) Snapshot() Snapshot {
 		Commits:         commits,
 		MemoryFlushes:   s.memoryFlushes.Load(),
 		Rejects:         rejects,
+		S3Retries:       s.s3Retries.Load(),
 	}
 }
