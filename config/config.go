@@ -257,8 +257,9 @@ type Store struct {
 
 // Format is the format section: how record values become rows.
 type Format struct {
-	// Type is json (typed columns from a schema) or variant (one VARIANT
-	// column) (type).
+	// Type is json (typed columns from a schema), variant (one VARIANT
+	// column) or avro (Confluent wire format, schemas from a registry)
+	// (type).
 	// Required; no default.
 	Type string
 	// SchemaFile is the Parquet schema in message syntax (schema_file);
@@ -280,6 +281,40 @@ type Format struct {
 	// (shred_sample); variant only.
 	// Defaults to 10000.
 	ShredSample int
+	// Registry is the Confluent Schema Registry that holds the writer
+	// schemas of Avro records (registry); required for avro, refused
+	// otherwise.
+	// Defaults to nil.
+	Registry *Registry
+	// SchemaCompatibility is none (a new schema id starts a new file) or
+	// backward (records of older compatible schemas are resolved onto the
+	// newest and share its files) (schema_compatibility); avro only.
+	// Defaults to "none" for avro, "" otherwise.
+	SchemaCompatibility string
+}
+
+// Registry is the format.registry section: where the Avro writer schemas
+// are looked up by the id in each record's Confluent wire header.
+type Registry struct {
+	// URL is the registry's base URL, http or https (url).
+	// Required; no default.
+	URL string
+	// Username is the HTTP basic authentication user (username).
+	// Defaults to "" (no authentication).
+	Username string
+	// Password is the HTTP basic authentication password (password).
+	// Defaults to "".
+	Password Secret
+	// CAFile holds PEM CA certificates to trust for https instead of the
+	// system's (ca_file). Resolved against Config.Dir.
+	// Defaults to "" (the system roots).
+	CAFile string
+	// CacheSize bounds the schemas kept by id (cache_size).
+	// Defaults to 1000.
+	CacheSize int
+	// Timeout bounds each request to the registry (timeout).
+	// Defaults to 10s.
+	Timeout time.Duration
 }
 
 // Rotate is the rotate section: a file is closed and uploaded when any

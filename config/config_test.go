@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -460,7 +461,23 @@ func TestInvalid(t *testing.T) {
 		{"sse", kafkaOK + "store: {url: 's3://b', sse: kms}\n" + formatOK, []string{`store.sse: "kms" is not one of AES256, aws:kms`}},
 		{"kms key without kms", kafkaOK + "store: {url: 's3://b', sse: AES256, sse_kms_key_id: k}\n" + formatOK, []string{"store.sse_kms_key_id: only used with store.sse: aws:kms"}},
 		{"max retries", kafkaOK + "store: {url: 's3://b', max_retries: -1}\n" + formatOK, []string{"store.max_retries: must not be negative, got -1"}},
-		{"format type", kafkaOK + storeOK + "format: {type: avro}\n", []string{`format.type: "avro" is not one of json, variant (avro is not supported yet)`}},
+		{"format type", kafkaOK + storeOK + "format: {type: protobuf}\n", []string{`format.type: "protobuf" is not one of json, variant, avro`}},
+		{"avro without registry", kafkaOK + storeOK + "format: {type: avro}\n", []string{"format.registry: required when format.type is avro"}},
+		{"avro registry without url", kafkaOK + storeOK + "format: {type: avro, registry: {username: u}}\n", []string{"format.registry.url: "}},
+		{"avro registry url", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'localhost:8081'}}\n", []string{"format.registry.url: want a URL like http://127.0.0.1:8081"}},
+		{"avro registry url credentials", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://u:pw@r:8081'}}\n", []string{"format.registry.url: must not contain credentials"}},
+		{"avro registry unknown key", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081', user: u}}\n", []string{"format.registry.user"}},
+		{"avro registry password alone", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081', password: p}}\n", []string{"format.registry.password: set format.registry.username too"}},
+		{"avro registry ca missing", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'https://r', ca_file: '${DIR}/nope.pem'}}\n", []string{"format.registry.ca_file: ", "nope.pem\" does not exist"}},
+		{"avro registry cache size", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081', cache_size: 0}}\n", []string{"format.registry.cache_size: must be positive, got 0"}},
+		{"avro registry timeout", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081', timeout: 0s}}\n", []string{"format.registry.timeout: must be positive"}},
+		{"avro compatibility", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}, schema_compatibility: forward}\n", []string{`format.schema_compatibility: "forward" is not one of none, backward`}},
+		{"avro schema file", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}, schema_file: x}\n", []string{"format.schema_file: not used when format.type is avro"}},
+		{"avro column", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}, column: c}\n", []string{"format.column: not used when format.type is avro"}},
+		{"registry for variant", kafkaOK + storeOK + "format: {type: variant, registry: {url: 'http://r:8081'}}\n", []string{"format.registry: not used when format.type is variant"}},
+		{"compatibility for json", kafkaOK + storeOK + "format: {type: json, schema_file: '${DIR}/events.schema', schema_compatibility: none}\n", []string{"format.schema_compatibility: not used when format.type is json"}},
+		{"avro time field", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}}\ntime_field: ts\n", []string{"time_field: not supported with format.type avro"}},
+		{"avro path field", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}}\npath: '{field:a}/{partition}-{first_offset}'\n", []string{"path: {field:...} is not supported with format.type avro"}},
 		{"schema file for variant", kafkaOK + storeOK + "format: {type: variant, schema_file: x.schema}\n", []string{"config line 3: format.schema_file: not used when format.type is variant"}},
 		{"schema file for variant, from env", kafkaOK + storeOK + "format: {type: variant, schema_file: '${DIR}'}\n", []string{"format.schema_file: not used when format.type is variant"}},
 		{"ignore unknown for variant", kafkaOK + storeOK + "format: {type: variant, ignore_unknown_fields: true}\n", []string{"format.ignore_unknown_fields: not used when format.type is variant"}},
@@ -689,7 +706,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 		prefix string
 		keys   []string
 	}{
-		{"", topKeys}, {"kafka.", kafkaKeys}, {"kafka.sasl.", saslKeys}, {"kafka.tls.", tlsKeys},
+		{"", topKeys}, {"kafka.", kafkaKeys}, {"format.registry.", registryKeys}, {"kafka.sasl.", saslKeys}, {"kafka.tls.", tlsKeys},
 		{"kafka.fetch.", fetchKeys}, {"store.", storeKeys}, {"format.", formatKeys}, {"rotate.", rotateKeys},
 		{"parquet.", parquetKeys}, {"memory.", memoryKeys}, {"metrics.", metricsKeys}, {"log.", logKeys},
 	}
@@ -719,5 +736,78 @@ rotate: &limits {records: 10}
 	if err == nil || !strings.Contains(err.Error(), `config line 4: rotate.records: want an integer, got "x"`) ||
 		!strings.Contains(err.Error(), `config line 5: parquet.page_version: want an integer, got "x"`) {
 		t.Errorf("alias errors: %v", err)
+	}
+}
+
+func TestAvroSettings(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, "ca.pem")
+	path := filepath.Join(dir, "c.yaml")
+	text := `
+kafka: {brokers: [b:9092], group: g, topics: [t]}
+store: {url: "file:///out"}
+format:
+  type: AVRO
+  registry:
+    url: https://registry.example.com:8081/base
+    username: u
+    password: ${PW}
+    ca_file: ca.pem
+    cache_size: 50
+    timeout: 3s
+  schema_compatibility: Backward
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const pw = "hunter2-registry-secret"
+	c, err := Load(path, envOf(map[string]string{"PW": pw}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Registry{URL: "https://registry.example.com:8081/base", Username: "u", Password: pw,
+		CAFile: filepath.Join(dir, "ca.pem"), CacheSize: 50, Timeout: 3 * time.Second}
+	if c.Format.Type != "avro" || c.Format.SchemaCompatibility != "backward" || c.Format.Registry == nil || *c.Format.Registry != want {
+		t.Fatalf("Format = %+v, registry %+v; want avro, backward, %+v", c.Format, c.Format.Registry, want)
+	}
+	for _, out := range []string{c.Redacted(), fmt.Sprintf("%+v", c.Format), fmt.Sprintf("%+v", *c.Format.Registry), fmt.Sprintf("%#v", *c.Format.Registry)} {
+		if strings.Contains(out, pw) {
+			t.Errorf("the registry password is printed: %s", out)
+		}
+	}
+	if out := c.Redacted(); !strings.Contains(out, "password: '[redacted]'") && !strings.Contains(out, "password: \"[redacted]\"") {
+		t.Errorf("Redacted() does not show the password as [redacted]:\n%s", out)
+	}
+	// A bad value of the secret names the key, never the value.
+	_, err = Parse([]byte(strings.Replace(text, "${PW}", "${PW", 1)), envOf(map[string]string{"PW": pw}))
+	if err == nil || !strings.Contains(err.Error(), "format.registry.password") {
+		t.Errorf("bad ${ in the password: %v", err)
+	}
+
+	// Defaults.
+	c, err = Parse([]byte(kafkaOK+storeOK+"format: {type: avro, registry: {url: 'http://r:8081'}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Format.SchemaCompatibility != "none" || *c.Format.Registry != (Registry{URL: "http://r:8081", CacheSize: 1000, Timeout: 10 * time.Second}) {
+		t.Errorf("defaults: %+v %+v", c.Format, c.Format.Registry)
+	}
+
+	// The rendered config loads back to the same one, the secret aside.
+	c, err = Load(path, envOf(map[string]string{"PW": pw}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Parse([]byte(c.Redacted()), nil)
+	if err != nil {
+		t.Fatalf("Parse(Redacted()): %v\n%s", err, c.Redacted())
+	}
+	if c2.Format.Registry.Password.Value() != redacted {
+		t.Errorf("password rendered as %q", c2.Format.Registry.Password.Value())
+	}
+	c2.Format.Registry.Password = c.Format.Registry.Password
+	c2.Dir = c.Dir
+	if !reflect.DeepEqual(c, c2) {
+		t.Errorf("round trip changed the config:\n got %+v %+v\nwant %+v %+v", c2.Format, c2.Format.Registry, c.Format, c.Format.Registry)
 	}
 }

@@ -30,9 +30,11 @@ var (
 	fetchKeys = []string{"min_bytes", "max_bytes", "max_wait"}
 	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
 		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries"}
-	formatKeys  = []string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample"}
-	rotateKeys  = []string{"records", "bytes", "interval", "schedule"}
-	parquetKeys = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
+	formatKeys = []string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
+		"registry", "schema_compatibility"}
+	registryKeys = []string{"url", "username", "password", "ca_file", "cache_size", "timeout"}
+	rotateKeys   = []string{"records", "bytes", "interval", "schedule"}
+	parquetKeys  = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
 		"checksums", "bloom_filters", "stats_truncate"}
 	memoryKeys  = []string{"limit"}
 	metricsKeys = []string{"listen"}
@@ -44,7 +46,8 @@ var (
 	startValues     = []string{"earliest", "latest"}
 	mechanismValues = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	sseValues       = []string{"AES256", "aws:kms"}
-	formatValues    = []string{"json", "variant"}
+	formatValues    = []string{"json", "variant", "avro"}
+	compatValues    = []string{"none", "backward"}
 	codecValues     = []string{"none", "snappy", "gzip", "zstd", "lz4_raw", "brotli"}
 	logFormatValues = []string{"text", "json"}
 	logLevelValues  = []string{"debug", "info", "warn", "error"}
@@ -52,10 +55,9 @@ var (
 	errorsValues    = []string{"fail", "skip", "dead_letter"}
 )
 
-// notYet explains values that are planned but not supported yet.
-var notYet = map[string]string{
-	"avro": " (avro is not supported yet)",
-}
+// notYet explains values that are planned but not supported yet (none
+// at the moment).
+var notYet = map[string]string{}
 
 // codecLevels are the level ranges of the codecs that take a level.
 var codecLevels = map[string][2]int{
@@ -81,11 +83,16 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
 		if err := checkPath(c.Path, needTopic); err != nil {
 			top.fail("path", "%v", err)
+		} else if c.Format.Type == "avro" && strings.Contains(c.Path, "{field:") {
+			top.fail("path", "{field:...} is not supported with format.type avro yet; use {topic}, {partition} and {record_time:...}")
 		}
 	}
 	if top.str("time_field", &c.TimeField) {
-		if slices.Contains(strings.Split(c.TimeField, "."), "") {
+		switch {
+		case slices.Contains(strings.Split(c.TimeField, "."), ""):
 			top.fail("time_field", "%s is not a dotted field path like ts or meta.created_at", quote(c.TimeField))
+		case c.Format.Type == "avro":
+			top.fail("time_field", "not supported with format.type avro yet; {record_time} is then the Kafka timestamp")
 		}
 	}
 	if top.str("timezone", &c.TimezoneName) {
@@ -353,9 +360,11 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 	var only []string
 	switch f.Type {
 	case "json":
-		only = []string{"column", "shred", "shred_sample"}
+		only = []string{"column", "shred", "shred_sample", "registry", "schema_compatibility"}
 	case "variant":
-		only = []string{"schema_file", "ignore_unknown_fields"}
+		only = []string{"schema_file", "ignore_unknown_fields", "registry", "schema_compatibility"}
+	case "avro":
+		only = []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample"}
 	}
 	for _, k := range only {
 		if s.given(k) {
@@ -392,6 +401,41 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 		}
 		s.intValue("shred_sample", &f.ShredSample, 1, math.MaxInt32)
 	}
+	if f.Type == "avro" {
+		f.SchemaCompatibility = "none"
+		s.oneOf("schema_compatibility", &f.SchemaCompatibility, compatValues, nil)
+		if reg := s.optional("registry", registryKeys); reg != nil {
+			f.Registry = d.registry(reg)
+		} else if !s.bad["registry"] {
+			s.d.errorf(s.lineOf("type"), s.key("registry"), "required when format.type is avro: the Schema Registry's url")
+		}
+	}
+}
+
+// registry reads format.registry.
+func (d *decoder) registry(s *section) *Registry {
+	r := &Registry{CacheSize: 1000, Timeout: 10 * time.Second}
+	if s.str("url", &r.URL) {
+		u, err := url.Parse(r.URL)
+		switch {
+		case err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https":
+			s.fail("url", "want a URL like http://127.0.0.1:8081 or https://registry.example.com")
+		case u.User != nil:
+			s.fail("url", "must not contain credentials; use format.registry.username and format.registry.password")
+		case u.RawQuery != "" || u.Fragment != "":
+			s.fail("url", "must not have a query or fragment")
+		}
+	}
+	s.require("url")
+	s.str("username", &r.Username)
+	s.secret("password", &r.Password)
+	if s.has("password") && !s.has("username") && !s.bad["username"] {
+		s.fail("password", "set format.registry.username too")
+	}
+	d.file(s, "ca_file", &r.CAFile)
+	s.intValue("cache_size", &r.CacheSize, 1, math.MaxInt32)
+	s.duration("timeout", &r.Timeout, 1, maxInt)
+	return r
 }
 
 func (d *decoder) rotate(s *section, r *Rotate) {

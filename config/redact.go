@@ -78,6 +78,18 @@ func (c *Config) Redacted() string {
 		format.add("schema_file", yStr(f.SchemaFile), "ignore_unknown_fields", yBool(f.IgnoreUnknownFields))
 	case "variant":
 		format.add("column", yStr(f.Column), "shred", yStr(f.Shred), "shred_sample", yInt(int64(f.ShredSample)))
+	case "avro":
+		if r := f.Registry; r != nil {
+			format.add("registry", yMap(
+				"url", yStr(r.URL),
+				"username", yStr(r.Username),
+				"password", ySecret(r.Password),
+				"ca_file", yStr(r.CAFile),
+				"cache_size", yInt(int64(r.CacheSize)),
+				"timeout", yDuration(r.Timeout),
+			))
+		}
+		format.add("schema_compatibility", yStr(f.SchemaCompatibility))
 	}
 
 	p := c.Parquet

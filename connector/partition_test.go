@@ -22,26 +22,7 @@ import (
 // directly, without Kafka: the exactly-once protocol is all in partition.
 func protoSink(t *testing.T, dir string, records int) *Sink {
 	t.Helper()
-	schemaPath := filepath.Join(t.TempDir(), "s.schema")
-	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
-store: {url: "file://%s"}
-format: {type: json, schema_file: %s}
-path: "p={field:p}/{partition}-{first_offset}.parquet"
-rotate: {records: %d, interval: 1h, bytes: 0}
-`, dir, schemaPath, records)
-	cfg, err := config.Parse([]byte(text), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return protoSinkWith(t, dir, fmt.Sprintf("rotate: {records: %d, interval: 1h, bytes: 0}\n", records))
 }
 
 // commitLog records the commits of a partition.
