@@ -10,6 +10,7 @@ import (
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -33,6 +34,7 @@ type fileBuffers struct {
 	g      *rowgroup.RowGroup
 	b      *rowgroup.Builder
 	w      *writer.Writer // nil until the first file
+	av     *avroBuffers   // avro: the reader schema and a builder per writer schema
 }
 
 // openFile is one file being written: a run of one path's records of one
@@ -101,6 +103,10 @@ func (f *openFile) close(topic string, partition int32) (*meta.FileMetaData, err
 	w.SetKeyValue(kvFirstOffset, strconv.FormatInt(f.first, 10))
 	w.SetKeyValue(kvLastOffset, strconv.FormatInt(f.last, 10))
 	w.SetKeyValue(kvRecords, strconv.FormatInt(f.records, 10))
+	if f.buf.av != nil {
+		// As parquet-java does: the Avro schema the rows follow.
+		w.SetKeyValue(avro.MetadataKey, f.buf.av.reader.avro.String())
+	}
 	md, err := w.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: footer: %w", f.key, err)

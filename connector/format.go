@@ -4,17 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/variant"
 )
 
 // format is how record values become rows: the Parquet schema of the files
 // and the payload filler of package rowgroup, the same one convert uses.
 type format struct {
-	kind     string // json | variant
+	kind     string // json | variant | avro
 	envelope bool
 
 	// json
@@ -25,6 +27,11 @@ type format struct {
 	column string
 	shape  *variant.Shape // nil: inferred from each partition's first records
 	sample int
+
+	// avro: writer schemas by the id in each record's header; the files'
+	// schema follows the records (see avro.go)
+	registry *avro.Registry
+	backward bool // format.schema_compatibility: backward
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -69,14 +76,23 @@ func newFormat(cfg *config.Config) (*format, error) {
 			}
 			f.shape = &shape
 		}
+	case "avro":
+		if cfg.Path != "" && strings.Contains(cfg.Path, "{field:") || cfg.TimeField != "" {
+			return nil, fmt.Errorf("format.type avro: {field:...} in path and time_field are not supported yet")
+		}
+		reg, err := newRegistry(cfg.Format.Registry)
+		if err != nil {
+			return nil, err
+		}
+		f.registry, f.backward = reg, cfg.Format.SchemaCompatibility == "backward"
 	default:
-		return nil, fmt.Errorf("format.type: %q is not one of json, variant", f.kind)
+		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro", f.kind)
 	}
 	return f, nil
 }
 
 // fixedSchema is the files' schema when it does not depend on the data:
-// nil for a variant format whose shredding is inferred.
+// nil for a variant format whose shredding is inferred, and for avro.
 func (f *format) fixedSchema() (*schema.Schema, error) {
 	switch {
 	case f.kind == "json":

@@ -111,6 +111,7 @@ type fetcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	mem    *budget
+	detach func() // set by the fetch multiplexer: stop fetching this partition
 }
 
 // fetchSlots bounds the fetch requests in flight at once.
@@ -181,37 +182,14 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 				}
 				return
 			}
-			var batch []record
-			var batchSize int64
-			for {
-				r, err := resp.Records.ReadRecord()
-				if err != nil {
-					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-						f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
-						closeRecords(resp.Records)
-						settle()
-						return
-					}
-					break
+			batch, batchSize, err := readRecords(resp.Records, &next, &arena)
+			if err != nil {
+				if ctx.Err() == nil {
+					f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
 				}
-				if r.Offset < next {
-					continue // a batch may start before the requested offset
-				}
-				rec := record{offset: r.Offset, time: r.Time}
-				rec.key, arena = readBytes(r.Key, arena)
-				rec.value, arena = readBytes(r.Value, arena)
-				if len(r.Headers) > 0 {
-					rec.headers = make([]rowgroup.Header, len(r.Headers))
-					for i, h := range r.Headers {
-						rec.headers[i].Key = h.Key
-						rec.headers[i].Value, arena = copyBytes(h.Value, arena)
-					}
-				}
-				batch = append(batch, rec)
-				batchSize += int64(len(rec.key) + len(rec.value) + recordOverhead)
-				next = r.Offset + 1
+				settle()
+				return
 			}
-			closeRecords(resp.Records)
 			lag.Store(max(0, resp.HighWatermark-next))
 			held = batchSize
 			settle()
@@ -221,15 +199,7 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 				}
 				continue
 			}
-			f.mu.Lock()
-			f.buf = append(f.buf, batch...)
-			f.bytes += batchSize
-			n := f.bytes
-			f.mu.Unlock()
-			select {
-			case f.ready <- struct{}{}:
-			default:
-			}
+			n := f.deliver(batch, batchSize)
 			// One fetch ahead of the partition, no more.
 			for n >= cfg.Fetch.MaxBytes {
 				select {
@@ -244,6 +214,61 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 		}
 	}()
 	return f
+}
+
+// readRecords decodes a fetched record set from offset *next on, moving
+// *next past the last record, and returns the records and the bytes they
+// hold. Keys and values are copied into the arena.
+func readRecords(rs kafka.RecordReader, next *int64, arena *[]byte) ([]record, int64, error) {
+	defer closeRecords(rs)
+	var batch []record
+	var size int64
+	for {
+		r, err := rs.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			return batch, size, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if r.Offset < *next {
+			continue // a batch may start before the requested offset
+		}
+		rec := record{offset: r.Offset, time: r.Time}
+		rec.key, *arena = readBytes(r.Key, *arena)
+		rec.value, *arena = readBytes(r.Value, *arena)
+		if len(r.Headers) > 0 {
+			rec.headers = make([]rowgroup.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				rec.headers[i].Key = h.Key
+				rec.headers[i].Value, *arena = copyBytes(h.Value, *arena)
+			}
+		}
+		batch = append(batch, rec)
+		size += int64(len(rec.key) + len(rec.value) + recordOverhead)
+		*next = r.Offset + 1
+	}
+}
+
+// deliver hands a fetched batch to the partition.
+func (f *fetcher) deliver(batch []record, size int64) int64 {
+	f.mu.Lock()
+	f.buf = append(f.buf, batch...)
+	f.bytes += size
+	n := f.bytes
+	f.mu.Unlock()
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+// buffered is the bytes the partition has not taken yet.
+func (f *fetcher) buffered() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bytes
 }
 
 // readBytes reads a record's key or value into the arena; a null one
@@ -307,6 +332,9 @@ func (f *fetcher) take() ([]record, int64) {
 
 // stop ends the fetch, waits for its goroutine and releases what it held.
 func (f *fetcher) stop() {
+	if f.detach != nil {
+		f.detach()
+	}
 	f.cancel()
 	<-f.done
 	f.mu.Lock()

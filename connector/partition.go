@@ -28,6 +28,7 @@ const (
 	reasonShutdown = "shutdown"
 	reasonMemory   = "memory"
 	reasonStopped  = "partition-stopped"
+	reasonSchema   = "schema" // avro: the record's schema does not fit the open file's
 )
 
 // errRestart asks the partition's loop to drop what it holds and consume
@@ -65,6 +66,7 @@ type partition struct {
 	pending   []record       // records held until the shape is inferred
 	pendingAt time.Time
 
+	av      *avroState // avro only: the writer schemas seen
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
@@ -98,6 +100,9 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		paths = append(paths[:len(paths):len(paths)], splitPath(s.cfg.TimeField))
 	}
 	p.lookup = newFieldLookup(paths)
+	if s.format.registry != nil {
+		p.av = newAvroState()
+	}
 	p.vals = make([]string, len(s.tmpl.fields))
 	return p
 }
@@ -113,7 +118,7 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	}
 	p.next = r.offset + 1
 	p.s.stats.consumed.Add(1)
-	if p.schema == nil {
+	if p.schema == nil && p.av == nil {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
 		}
@@ -131,6 +136,17 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
 		return p.reject(ctx, r, &rejection{rejectTooLarge, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
 	}
+	value := r.value
+	var w *avroSchema // avro: the record's writer schema
+	if p.av != nil {
+		var rej *rejection
+		var err error
+		if w, value, rej, err = p.avroWriter(ctx, r); err != nil {
+			return err
+		} else if rej != nil {
+			return p.reject(ctx, r, rej)
+		}
+	}
 	id, err := p.identity(r)
 	if err != nil {
 		reason := rejectPath
@@ -144,10 +160,35 @@ func (p *partition) write(ctx context.Context, r *record) error {
 		return nil
 	}
 	f := p.files[string(id)]
+	var b *rowgroup.Builder
+	if f != nil && w != nil {
+		if b = p.avroFits(f, w); b == nil {
+			// Another schema: the file ends here, and the next one, with
+			// this record's schema, starts at this record.
+			if err := p.finish(ctx, f, reasonSchema); err != nil {
+				return err
+			}
+			f = nil
+			if p.skip.skips(id, r.offset) { // an adopted object holds this record
+				p.s.stats.skippedUploaded.Add(1)
+				return nil
+			}
+		}
+	}
 	opened := f == nil
 	if opened {
-		if f, err = p.open(ctx, string(id), r.offset); err != nil {
+		if f, err = p.open(ctx, string(id), r.offset, w); err != nil {
 			return err
+		}
+	}
+	if b == nil {
+		if b = f.buf.b; w != nil {
+			if b, err = f.buf.builder(w); err != nil {
+				// Cannot happen: the reader schema was chosen because w
+				// resolves onto it.
+				p.discard(ctx, f)
+				return p.reject(ctx, r, &rejection{rejectSchema, err})
+			}
 		}
 	}
 	p.env = rowgroup.Envelope{Topic: p.topic, Partition: p.id, Offset: r.offset, Timestamp: r.time, Key: r.key, Headers: r.headers}
@@ -155,12 +196,16 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if p.s.format.envelope {
 		env = &p.env
 	}
-	if err := f.buf.b.Append(r.value, env); err != nil {
+	if err := b.Append(value, env); err != nil {
 		if opened {
 			// The file's first offset must be that of its first record.
 			p.discard(ctx, f)
 		}
-		return p.reject(ctx, r, &rejection{classify(err), err})
+		reason := classify(err)
+		if w != nil {
+			reason = rejectDecode // Avro binary that its writer schema does not read
+		}
+		return p.reject(ctx, r, &rejection{reason, err})
 	}
 	f.last = r.offset
 	f.records++
@@ -215,12 +260,20 @@ func (p *partition) identity(r *record) ([]byte, error) {
 }
 
 // open starts the file of path id whose first record is at offset first.
-func (p *partition) open(ctx context.Context, id string, first int64) (*openFile, error) {
+// For avro, w is the first record's writer schema, which decides the
+// file's schema; nil otherwise.
+func (p *partition) open(ctx context.Context, id string, first int64, w *avroSchema) (*openFile, error) {
 	f := &openFile{id: id, key: objectKey(id, first), first: first, last: first - 1, opened: time.Now()}
 	if sched := p.s.cfg.Rotate.Schedule; sched > 0 {
 		f.deadline = nextBoundary(f.opened, sched, p.s.loc)
 	}
-	if n := len(p.spare); n > 0 {
+	if w != nil {
+		buf, err := p.avroBuffersFor(p.avroReader(w))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		f.buf = buf
+	} else if n := len(p.spare); n > 0 {
 		f.buf, p.spare = p.spare[n-1], p.spare[:n-1]
 	} else {
 		buf, err := newFileBuffers(p.s.format, p.schema)

@@ -50,6 +50,8 @@ type Sink struct {
 	codecs      *writer.Codecs
 	running     atomic.Int64  // partitions being consumed
 	fetchSlots  chan struct{} // a token per fetch request in flight
+	mux         *fetchMux     // fetches all partitions when there are many
+	useMux      atomic.Bool   // this generation has many partitions
 
 	storeErr atomic.Pointer[error] // the last store probe's failure, nil when reachable
 
@@ -71,6 +73,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}}
 	s.mem = newBudget(cfg.Memory.Limit)
 	s.fetchSlots = make(chan struct{}, fetchSlots)
+	s.mux = newFetchMux(s)
 	s.pool = &budgetPool{b: s.mem}
 	s.codecs = writer.NewCodecs()
 	for _, o := range opts {
@@ -202,10 +205,14 @@ func (s *Sink) Close() error { return errors.Join(s.deadLetters.close(), s.store
 // shutdown setting) the open files within the shutdown timeout and leaves
 // the group. It returns nil after a clean shutdown.
 func (s *Sink) Run(ctx context.Context) error {
-	rctx, stopRelief := context.WithCancel(context.Background())
-	defer stopRelief()
-	go s.relieve(rctx)
-	go s.probeStore(rctx)
+	// Helpers of the partitions, stopped (and waited for) once they are.
+	rctx, stopHelpers := context.WithCancel(context.Background())
+	var helpers sync.WaitGroup
+	defer helpers.Wait()
+	defer stopHelpers()
+	helpers.Go(func() { s.relieve(rctx) })
+	helpers.Go(func() { s.probeStore(rctx) })
+	helpers.Go(func() { s.mux.run(rctx) })
 	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
 		s.log.Warn("aborting stale uploads", "error", err)
 	} else if n > 0 {
@@ -349,6 +356,7 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 				return
 			}
 		}
+		s.useMux.Store(len(parts) > manyPartitions)
 		var wg sync.WaitGroup
 		for topic, ids := range assigned {
 			for _, id := range ids {
@@ -388,12 +396,12 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		s.running.Add(-1)
 		p.release()
 	}()
-	f := s.startFetcher(genCtx, topic, id, p.committed, &p.lag, log)
+	f := s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log)
 	defer func() { f.stop() }()
 	restart := func() {
 		f.stop()
 		p.dropAll(genCtx)
-		f = s.startFetcher(genCtx, topic, id, p.committed, &p.lag, log)
+		f = s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log)
 	}
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
@@ -457,6 +465,16 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 			s.setFailed(key, p.stopped)
 		}
 	}
+}
+
+// fetchFrom starts fetching a partition at offset: through the fetch
+// multiplexer when the generation has many partitions, by a fetch loop of
+// its own otherwise.
+func (s *Sink) fetchFrom(ctx context.Context, topic string, id int32, offset int64, lag *atomic.Int64, log *slog.Logger) *fetcher {
+	if s.useMux.Load() {
+		return s.mux.add(topic, id, offset, lag)
+	}
+	return s.startFetcher(ctx, topic, id, offset, lag, log)
 }
 
 // handleBatch hands a fetched batch to the partition, then checks the

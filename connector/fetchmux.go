@@ -1,0 +1,259 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+)
+
+// manyPartitions is the number of partitions beyond which a sink fetches
+// them all through one multiplexed fetch loop (a request per leader for
+// every partition it leads) rather than a fetch loop per partition:
+// kafka-go's Client.Fetch asks for one partition per request, which is
+// fine for a few partitions and a storm of requests and connections for
+// thousands.
+const manyPartitions = 64
+
+// fetchMux fetches many partitions with multi-partition fetch requests.
+// Partitions join with add and leave with remove; records go to each
+// partition's fetcher buffer, as with a fetch loop of its own.
+type fetchMux struct {
+	s    *Sink
+	log  *slog.Logger
+	mu   sync.Mutex
+	subs map[muxKey]*muxSub
+	wake chan struct{}
+}
+
+type muxKey struct {
+	topic string
+	id    int32
+}
+
+// muxSub is one partition being fetched.
+type muxSub struct {
+	f     *fetcher
+	next  int64
+	lag   *atomic.Int64
+	arena []byte
+	gone  bool // removed: drop what arrives
+}
+
+func newFetchMux(s *Sink) *fetchMux {
+	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1)}
+}
+
+// add starts fetching a partition at offset into a new fetcher buffer.
+func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64) *fetcher {
+	f := &fetcher{
+		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
+		cancel: func() {}, done: make(chan struct{}), mem: m.s.mem,
+	}
+	close(f.done) // no goroutine of its own
+	k := muxKey{topic, id}
+	m.mu.Lock()
+	if old := m.subs[k]; old != nil {
+		old.gone = true
+	}
+	sub := &muxSub{f: f, next: offset, lag: lag}
+	m.subs[k] = sub
+	m.mu.Unlock()
+	f.detach = func() {
+		m.mu.Lock()
+		if m.subs[k] == sub {
+			delete(m.subs, k)
+		}
+		sub.gone = true
+		m.mu.Unlock()
+	}
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	return f
+}
+
+// run fetches until ctx ends.
+func (m *fetchMux) run(ctx context.Context) {
+	leaders := map[string]map[int32]int{} // topic → partition → leader id
+	for ctx.Err() == nil {
+		m.mu.Lock()
+		var ready []muxKey
+		for k, sub := range m.subs {
+			// One fetch ahead of each partition, no more.
+			if sub.f.buffered() < m.s.fetchSize() {
+				ready = append(ready, k)
+			}
+		}
+		m.mu.Unlock()
+		if len(ready) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.wake:
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		sort.Slice(ready, func(i, j int) bool {
+			if ready[i].topic != ready[j].topic {
+				return ready[i].topic < ready[j].topic
+			}
+			return ready[i].id < ready[j].id
+		})
+		if err := m.refreshLeaders(ctx, leaders, ready); err != nil {
+			m.log.Warn("fetch: reading partition leaders", "error", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		byLeader := map[int][]muxKey{}
+		for _, k := range ready {
+			l := leaders[k.topic][k.id]
+			byLeader[l] = append(byLeader[l], k)
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Bool
+		for _, keys := range byLeader {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := m.fetch(ctx, keys); err != nil && ctx.Err() == nil {
+					m.log.Warn("fetch failed; fetching again", "partitions", len(keys), "error", err)
+					failed.Store(true)
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() {
+			clear(leaders) // leadership may have moved
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+// refreshLeaders makes sure every key's leader is known.
+func (m *fetchMux) refreshLeaders(ctx context.Context, leaders map[string]map[int32]int, keys []muxKey) error {
+	var topics []string
+	for _, k := range keys {
+		if _, ok := leaders[k.topic][k.id]; !ok && (len(topics) == 0 || topics[len(topics)-1] != k.topic) {
+			topics = append(topics, k.topic)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	resp, err := m.s.kafka.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		if t.Error != nil {
+			return fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+		if leaders[t.Name] == nil {
+			leaders[t.Name] = map[int32]int{}
+		}
+		for _, p := range t.Partitions {
+			leaders[t.Name][int32(p.ID)] = p.Leader.ID
+		}
+	}
+	return nil
+}
+
+// fetch sends one fetch request for keys, which share a leader, and hands
+// the records to their partitions.
+func (m *fetchMux) fetch(ctx context.Context, keys []muxKey) error {
+	cfg := &m.s.cfg.Kafka
+	per := m.s.fetchSize()
+	total := min(cfg.Fetch.MaxBytes, per*int64(len(keys)))
+	if err := m.s.mem.reserve(ctx, total); err != nil {
+		return err
+	}
+	held := int64(0)
+	defer func() { m.s.mem.add(held - total) }()
+
+	req := &fetchapi.Request{
+		ReplicaID: -1, MaxWaitTime: int32(cfg.Fetch.MaxWait / time.Millisecond), MinBytes: int32(cfg.Fetch.MinBytes),
+		MaxBytes: int32(total), SessionID: -1, SessionEpoch: -1,
+	}
+	m.mu.Lock()
+	for _, k := range keys {
+		sub := m.subs[k]
+		if sub == nil {
+			continue
+		}
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != k.topic {
+			req.Topics = append(req.Topics, fetchapi.RequestTopic{Topic: k.topic})
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, fetchapi.RequestPartition{
+			Partition: k.id, CurrentLeaderEpoch: -1, FetchOffset: sub.next, LogStartOffset: -1, PartitionMaxBytes: int32(per),
+		})
+	}
+	m.mu.Unlock()
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	msg, err := m.s.kafka.client.Transport.RoundTrip(ctx, m.s.kafka.client.Addr, req)
+	if err != nil {
+		return err
+	}
+	resp, ok := msg.(*fetchapi.Response)
+	if !ok {
+		return fmt.Errorf("unexpected fetch response %T", msg)
+	}
+	if resp.ErrorCode != 0 {
+		return kafka.Error(resp.ErrorCode)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			k := muxKey{t.Topic, p.Partition}
+			m.mu.Lock()
+			sub := m.subs[k]
+			m.mu.Unlock()
+			if sub == nil || sub.gone {
+				closeRecords(p.RecordSet.Records)
+				continue
+			}
+			if p.ErrorCode != 0 {
+				closeRecords(p.RecordSet.Records)
+				err := kafka.Error(p.ErrorCode)
+				if errors.Is(err, kafka.OffsetOutOfRange) && sub.next < p.LogStartOffset {
+					m.log.Error("records deleted by retention before they were archived", "topic", k.topic, "partition", k.id, "from", sub.next, "to", p.LogStartOffset-1)
+					sub.next = p.LogStartOffset
+					continue
+				}
+				m.log.Warn("fetch: partition error", "topic", k.topic, "partition", k.id, "error", err)
+				continue
+			}
+			if p.RecordSet.Records == nil {
+				continue
+			}
+			batch, size, err := readRecords(p.RecordSet.Records, &sub.next, &sub.arena)
+			if err != nil {
+				m.log.Warn("fetch: reading records", "topic", k.topic, "partition", k.id, "error", err)
+				continue
+			}
+			sub.lag.Store(max(0, p.HighWatermark-sub.next))
+			if len(batch) > 0 {
+				held += size
+				m.mu.Lock()
+				if !sub.gone {
+					sub.f.deliver(batch, size)
+				} else {
+					held -= size
+				}
+				m.mu.Unlock()
+			}
+		}
+	}
+	return nil
+}
