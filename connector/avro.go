@@ -191,7 +191,7 @@ func (p *partition) avroWriter(ctx context.Context, r *record) (*avroSchema, []b
 	p.av.ids = append(p.av.ids, 0)
 	copy(p.av.ids[i+1:], p.av.ids[i:])
 	p.av.ids[i] = id
-	p.log.Info("avro schema", "schema_id", id, "fingerprint", fmt.Sprintf("%016x", as.Fingerprint()), "usable", s.err == nil)
+	p.log.Info("avro schema", "schema_id", id, "usable", s.err == nil)
 	if s.err != nil {
 		return nil, nil, &rejection{rejectSchema, s.err}, nil
 	}

@@ -21,6 +21,17 @@ import (
 // subject or version (HTTP 404). It is final: the call is not retried.
 var ErrNotFound = errors.New("schema registry: not found")
 
+// ErrUnusable is wrapped by the registry's errors for a schema that the
+// registry returned but that cannot be used: not AVRO, with references, or
+// not a valid Avro schema. Like ErrNotFound it is final: asking again
+// gives the same answer.
+var ErrUnusable = errors.New("schema registry: unusable schema")
+
+// unusable marks an error as ErrUnusable without changing its text.
+type unusable struct{ error }
+
+func (u unusable) Unwrap() []error { return []error{u.error, ErrUnusable} }
+
 // RegistryError is an error answer of the registry: its HTTP status and,
 // when the body has one, the registry's error_code and message.
 type RegistryError struct {
@@ -244,14 +255,14 @@ type schemaAnswer struct {
 
 func (a *schemaAnswer) parse(call string) (*Schema, error) {
 	if a.SchemaType != "" && a.SchemaType != "AVRO" {
-		return nil, fmt.Errorf("schema registry: %s: schema type %s, want AVRO", call, a.SchemaType)
+		return nil, unusable{fmt.Errorf("schema registry: %s: schema type %s, want AVRO", call, a.SchemaType)}
 	}
 	if len(a.References) > 0 {
-		return nil, fmt.Errorf("schema registry: %s: schemas with references are not supported", call)
+		return nil, unusable{fmt.Errorf("schema registry: %s: schemas with references are not supported", call)}
 	}
 	s, err := Parse(a.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("schema registry: %s: %w", call, err)
+		return nil, unusable{fmt.Errorf("schema registry: %s: %w", call, err)}
 	}
 	return s, nil
 }
