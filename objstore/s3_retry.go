@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -37,7 +38,8 @@ func newRetryer(maxRetries int) aws.Retryer {
 		// The SDK does not retry it today; this keeps it that way.
 		o.Retryables = append([]retry.IsErrorRetryable{
 			retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-				if statusCode(err) == http.StatusPreconditionFailed {
+				var exists *errExistsAfterFailure
+				if statusCode(err) == http.StatusPreconditionFailed || errors.As(err, &exists) {
 					return aws.FalseTernary
 				}
 				return aws.UnknownTernary
@@ -102,6 +104,36 @@ func retryHook(hook func(op string, attempt int, err error)) func(*middleware.St
 				}
 				out, md, err := next.HandleFinalize(ctx, in)
 				c.lastErr = err
+				return out, md, err
+			}), "Retry", middleware.After)
+	}
+}
+
+// errExistsAfterFailure is a conditional PUT that failed without an answer
+// (a broken pipe, a reset connection) while the key turned out to exist.
+// S3 services may answer 412 before reading the whole body and close the
+// connection, and the client, still sending, sees the broken connection
+// instead of the 412: retrying would send the body again only to meet the
+// same race. It is never retried; Commit reports ErrExists.
+type errExistsAfterFailure struct{ err error }
+
+func (e *errExistsAfterFailure) Error() string {
+	return "the key exists (the conditional PUT failed without an answer: " + e.err.Error() + ")"
+}
+
+func (e *errExistsAfterFailure) Unwrap() error { return e.err }
+
+// headAfterSendFailure adds a step inside the retry loop of one conditional
+// PutObject call: when an attempt fails without an HTTP answer, it asks
+// with a HEAD whether the key exists, and if so stops the retries.
+func headAfterSendFailure(head func(ctx context.Context) error) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("pqsinkHeadAfterSendFailure",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleFinalize(ctx, in)
+				if err != nil && statusCode(err) == 0 && ctx.Err() == nil && head(ctx) == nil {
+					return out, md, &errExistsAfterFailure{err}
+				}
 				return out, md, err
 			}), "Retry", middleware.After)
 	}

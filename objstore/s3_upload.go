@@ -230,7 +230,20 @@ func (u *s3Upload) putObject(ctx context.Context) (Info, error) {
 			in.SSEKMSKeyId = aws.String(u.s.kmsKeyID)
 		}
 	}
-	out, err := u.s.client.PutObject(ctx, in)
+	var opts []func(*s3.Options)
+	if u.s.conditional {
+		head := func(ctx context.Context) error {
+			_, err := u.s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key})
+			return err
+		}
+		opts = append(opts, func(o *s3.Options) { o.APIOptions = append(o.APIOptions, headAfterSendFailure(head)) })
+	}
+	out, err := u.s.client.PutObject(ctx, in, opts...)
+	var exists *errExistsAfterFailure
+	if errors.As(err, &exists) {
+		dropBuffer(u.s.pool, buf)
+		return Info{}, fmt.Errorf("%w: %w", ErrExists, err)
+	}
 	if err != nil {
 		// net/http may still be sending the body from another goroutine:
 		// a server may answer (412, 503) before reading it, and a

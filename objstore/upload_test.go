@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,5 +301,29 @@ func BenchmarkUploadMinIO(b *testing.B) {
 		if _, err := up.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestConditionalPutRace: a conditional PUT of an existing key may meet a
+// 412 sent before the body was read, and see only the broken connection.
+// It must come back as ErrExists at once, never retried.
+func TestConditionalPutRace(t *testing.T) {
+	srv := minio.Start(t)
+	var retries atomic.Int64
+	s, _ := openMinIO(t, srv, OnRetry(func(string, int, error) { retries.Add(1) }))
+	defer s.Close()
+	ctx := context.Background()
+	body := payload(3<<20, 9)
+	for i := range 40 {
+		key := fmt.Sprintf("race/%d", i)
+		if _, err := Put(ctx, s, key, bytes.NewReader([]byte("first"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Put(ctx, s, key, bytes.NewReader(body)); !errors.Is(err, ErrExists) {
+			t.Fatalf("%s: err = %v, want ErrExists", key, err)
+		}
+	}
+	if n := retries.Load(); n != 0 {
+		t.Errorf("%d retries of PUTs refused as existing, want none", n)
 	}
 }
