@@ -213,11 +213,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	helpers.Go(func() { s.relieve(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
 	helpers.Go(func() { s.mux.run(rctx) })
-	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
-		s.log.Warn("aborting stale uploads", "error", err)
-	} else if n > 0 {
-		s.log.Info("aborted stale uploads", "count", n)
-	}
+	s.abortStale(ctx)
 	for ctx.Err() == nil {
 		topics, err := s.resolveTopics(ctx)
 		if err != nil {
@@ -356,6 +352,9 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 				return
 			}
 		}
+		// Uploads a crashed or fenced-off owner left behind are aborted on
+		// every assignment (once old enough), not only at startup.
+		go s.abortStale(genCtx)
 		s.useMux.Store(len(parts) > manyPartitions)
 		var wg sync.WaitGroup
 		for topic, ids := range assigned {
@@ -464,6 +463,18 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		if p.stopped != nil {
 			s.setFailed(key, p.stopped)
 		}
+	}
+}
+
+// abortStale aborts the uploads under the store's prefix that were
+// started more than store.stale_upload_age ago and never finished.
+func (s *Sink) abortStale(ctx context.Context) {
+	if n, err := s.store.AbortStaleUploads(ctx, "", s.cfg.Store.StaleUploadAge); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("aborting stale uploads", "error", err)
+		}
+	} else if n > 0 {
+		s.log.Info("aborted stale uploads", "count", n)
 	}
 }
 
