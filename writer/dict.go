@@ -80,6 +80,10 @@ func mix(x uint64) uint64 {
 
 // table is an open-addressing (linear probing) table of entry indices,
 // kept at most half full; -1 marks a free slot.
+// initialTableSlots is the size of a new dictionary hash table, a power
+// of two.
+const initialTableSlots = 64
+
 type table struct {
 	slots []int32
 	mask  uint64
@@ -87,8 +91,11 @@ type table struct {
 
 func (t *table) reset() {
 	if t.slots == nil {
-		t.slots = make([]int32, 1024)
-		t.mask = 1023
+		// Small to start with: a sink keeps a writer per open file, and
+		// thousands of files with a few rows each must not cost a
+		// kilobyte-sized table per column. The table doubles as it fills.
+		t.slots = make([]int32, initialTableSlots)
+		t.mask = initialTableSlots - 1
 	}
 	for i := range t.slots {
 		t.slots[i] = -1
