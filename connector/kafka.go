@@ -70,7 +70,7 @@ func tlsConfig(c *config.TLS) (*tls.Config, error) {
 }
 
 // kafkaClients are the connections to Kafka: the dialer of the consumer
-// group and the fetchers, and the client of offset commits and metadata.
+// group, and the client of fetches, offset commits and metadata.
 type kafkaClients struct {
 	dialer *kafka.Dialer
 	client *kafka.Client
@@ -114,9 +114,6 @@ type fetcher struct {
 	detach func() // set by the fetch multiplexer: stop fetching this partition
 }
 
-// fetchSlots bounds the fetch requests in flight at once.
-const fetchSlots = 64
-
 // recordOverhead is what a fetched record costs beside its key and value.
 const recordOverhead = 64
 
@@ -142,26 +139,12 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			if err := s.mem.reserve(ctx, size); err != nil {
 				return
 			}
-			// kafka-go fetches one partition per request: with thousands of
-			// partitions, a bounded number of requests is in flight at once,
-			// and they do not wait at the broker for data to arrive (an idle
-			// partition waits here instead, without holding a slot).
-			many := s.running.Load() > fetchSlots
-			wait := cfg.Fetch.MaxWait
-			if many {
-				wait = 0
-			}
-			select {
-			case s.fetchSlots <- struct{}{}:
-			case <-ctx.Done():
-				s.mem.add(-size)
-				return
-			}
+			// A loop of its own per partition serves generations of a few
+			// partitions; many share the fetch multiplexer (fetchmux.go).
 			resp, err := k.client.Fetch(ctx, &kafka.FetchRequest{
 				Topic: topic, Partition: int(partition), Offset: next,
-				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: wait,
+				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: cfg.Fetch.MaxWait,
 			})
-			<-s.fetchSlots
 			held := int64(0)
 			settle := func() { s.mem.add(held - size) } // keep only what the records hold
 			if err == nil && resp.Error != nil {
@@ -194,22 +177,15 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			held = batchSize
 			settle()
 			if len(batch) == 0 {
-				if many && !sleep(ctx, cfg.Fetch.MaxWait) {
-					return
-				}
 				continue
 			}
-			n := f.deliver(batch, batchSize)
 			// One fetch ahead of the partition, no more.
-			for n >= cfg.Fetch.MaxBytes {
+			for n := f.deliver(batch, batchSize); n >= cfg.Fetch.MaxBytes; n = f.buffered() {
 				select {
 				case <-f.space:
 				case <-ctx.Done():
 					return
 				}
-				f.mu.Lock()
-				n = f.bytes
-				f.mu.Unlock()
 			}
 		}
 	}()
@@ -348,35 +324,46 @@ func (f *fetcher) stop() {
 // many partitions share the budget (Kafka still returns a first record
 // batch larger than that, so a partition always makes progress).
 func (s *Sink) fetchSize() int64 {
-	n := s.mem.limit / (8 * max(1, s.running.Load()))
+	s.mu.Lock()
+	running := int64(len(s.parts))
+	s.mu.Unlock()
+	n := s.mem.limit / (8 * max(1, running))
 	return max(64<<10, min(n, s.cfg.Kafka.Fetch.MaxBytes))
 }
 
 // commitOffset commits one partition's offset with metadata in generation
 // gen, as a member of it: a fenced-off member's commit is refused.
 func (k *kafkaClients) commitOffset(ctx context.Context, gen *kafka.Generation, topic string, partition int32, offset int64, md string) error {
-	resp, err := k.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID:      gen.GroupID,
-		GenerationID: int(gen.ID),
-		MemberID:     gen.MemberID,
-		Topics:       map[string][]kafka.OffsetCommit{topic: {{Partition: int(partition), Offset: offset, Metadata: md}}},
-	})
+	err := k.commit(ctx, gen, map[string][]kafka.OffsetCommit{topic: {{Partition: int(partition), Offset: offset, Metadata: md}}})
 	if err != nil {
-		return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, err)
-	}
-	for _, p := range resp.Topics[topic] {
-		if p.Partition == int(partition) && p.Error != nil {
-			err = p.Error
-		}
-	}
-	if err != nil {
-		if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.RebalanceInProgress) ||
-			errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) {
-			return fmt.Errorf("committing %s[%d] at %d: %w: %w", topic, partition, offset, errGenerationOver, err)
-		}
 		return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, err)
 	}
 	return nil
+}
+
+// commit sends one offset commit in generation gen and returns the first
+// error of the request or of a partition; a refusal because the group
+// moved on wraps errGenerationOver.
+func (k *kafkaClients) commit(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) error {
+	resp, err := k.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
+		GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: topics,
+	})
+	if err == nil {
+	scan:
+		for topic, ps := range resp.Topics {
+			for _, p := range ps {
+				if p.Error != nil {
+					err = fmt.Errorf("%s[%d]: %w", topic, p.Partition, p.Error)
+					break scan
+				}
+			}
+		}
+	}
+	if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.RebalanceInProgress) ||
+		errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) {
+		return fmt.Errorf("%w: %w", errGenerationOver, err)
+	}
+	return err
 }
 
 // committed is a partition's committed offset and metadata; offset is -1
@@ -453,22 +440,14 @@ func (k *kafkaClients) startOffsets(ctx context.Context, parts map[string][]int,
 // commitOffsets commits offsets without metadata for many partitions in
 // one request.
 func (k *kafkaClients) commitOffsets(ctx context.Context, gen *kafka.Generation, offsets map[string]map[int]int64) error {
-	req := &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: map[string][]kafka.OffsetCommit{}}
+	topics := map[string][]kafka.OffsetCommit{}
 	for topic, offs := range offsets {
 		for id, off := range offs {
-			req.Topics[topic] = append(req.Topics[topic], kafka.OffsetCommit{Partition: id, Offset: off})
+			topics[topic] = append(topics[topic], kafka.OffsetCommit{Partition: id, Offset: off})
 		}
 	}
-	resp, err := k.client.OffsetCommit(ctx, req)
-	if err != nil {
+	if err := k.commit(ctx, gen, topics); err != nil {
 		return fmt.Errorf("committing start offsets: %w", err)
-	}
-	for topic, ps := range resp.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				return fmt.Errorf("committing the start offset of %s[%d]: %w", topic, p.Partition, p.Error)
-			}
-		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,7 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 	}
 	paths := s.tmpl.fields
 	if s.cfg.TimeField != "" {
-		paths = append(paths[:len(paths):len(paths)], splitPath(s.cfg.TimeField))
+		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
 	if s.format.registry != nil {
@@ -627,16 +628,4 @@ func nextBoundary(t time.Time, period time.Duration, loc *time.Location) time.Ti
 	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
 	since := t.Sub(midnight)
 	return midnight.Add((since/period + 1) * period)
-}
-
-func splitPath(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }

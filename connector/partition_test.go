@@ -373,7 +373,7 @@ func TestErrorsPolicy(t *testing.T) {
 		if err := p.shutdown(ctx, true); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.stats.rejected.Load(); got != 2 {
+		if got := s.stats.Snapshot().Rejected; got != 2 {
 			t.Errorf("%d rejected, want 2", got)
 		}
 		if last := c.offsets[len(c.offsets)-1]; last != 5 {

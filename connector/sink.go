@@ -46,12 +46,8 @@ type Sink struct {
 
 	deadLetters *deadLetters // nil without a dead-letter topic
 	mem         *budget
-	pool        *budgetPool
-	codecs      *writer.Codecs
-	running     atomic.Int64  // partitions being consumed
-	fetchSlots  chan struct{} // a token per fetch request in flight
-	mux         *fetchMux     // fetches all partitions when there are many
-	useMux      atomic.Bool   // this generation has many partitions
+	mux         *fetchMux   // fetches all partitions when there are many
+	useMux      atomic.Bool // this generation has many partitions
 
 	storeErr atomic.Pointer[error] // the last store probe's failure, nil when reachable
 
@@ -60,25 +56,12 @@ type Sink struct {
 	parts  map[*partition]struct{} // being consumed, for the pressure relief
 }
 
-// Option configures New.
-type Option func(*Sink)
-
-// WithStore makes the sink use store instead of opening the config's.
-// The caller keeps ownership of it.
-func WithStore(store objstore.Store) Option { return func(s *Sink) { s.store = store } }
-
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, error) {
 	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}}
 	s.mem = newBudget(cfg.Memory.Limit)
-	s.fetchSlots = make(chan struct{}, fetchSlots)
 	s.mux = newFetchMux(s)
-	s.pool = &budgetPool{b: s.mem}
-	s.codecs = writer.NewCodecs()
-	for _, o := range opts {
-		o(s)
-	}
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -101,7 +84,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.writerOpts, err = writerOptions(&cfg.Parquet, s.schema); err != nil {
 		return nil, err
 	}
-	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(s.codecs))
+	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(writer.NewCodecs()))
 	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
 	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
 		s.rowGroupBytes = b
@@ -120,14 +103,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	s.deadLetters = newDeadLetters(s)
-	if s.store == nil {
-		onRetry := func(op string, attempt int, err error) {
-			s.stats.s3Retries.Add(1)
-			s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
-		}
-		if s.store, err = openStore(ctx, &cfg.Store, s.pool, onRetry); err != nil {
-			return nil, err
-		}
+	onRetry := func(op string, attempt int, err error) {
+		s.stats.s3Retries.Add(1)
+		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
+	}
+	if s.store, err = openStore(ctx, &cfg.Store, &budgetPool{b: s.mem}, onRetry); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -384,7 +365,6 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		p, err = s.assign(genCtx, gen, topic, id, c)
 	}
 	key := fmt.Sprintf("%s[%d]", topic, id)
-	s.running.Add(1)
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
@@ -392,7 +372,6 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, 
 		s.mu.Lock()
 		delete(s.parts, p)
 		s.mu.Unlock()
-		s.running.Add(-1)
 		p.release()
 	}()
 	f := s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log)

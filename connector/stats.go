@@ -13,7 +13,6 @@ type Stats struct {
 	consumed        atomic.Int64 // records fetched and handled
 	written         atomic.Int64 // records appended to files
 	skippedUploaded atomic.Int64 // records passed over: already in an uploaded file
-	rejected        atomic.Int64 // records that did not fit (errors policy)
 	adopted         atomic.Int64 // existing objects adopted
 	uploadErrors    atomic.Int64
 	openFiles       atomic.Int64
@@ -44,7 +43,6 @@ func newStats() *Stats {
 
 // reject counts a rejected record.
 func (s *Stats) reject(reason, action string) {
-	s.rejected.Add(1)
 	s.mu.Lock()
 	s.rejects[[2]string{reason, action}]++
 	s.mu.Unlock()
@@ -93,8 +91,10 @@ func (s *Stats) Snapshot() Snapshot {
 	}
 	commits := s.commits
 	rejects := make(map[[2]string]int64, len(s.rejects))
+	var rejected int64
 	for k, v := range s.rejects {
 		rejects[k] = v
+		rejected += v
 	}
 	s.mu.Unlock()
 	return Snapshot{
@@ -102,7 +102,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Written:         s.written.Load(),
 		RecordsUploaded: s.recordsUploaded.Load(),
 		SkippedUploaded: s.skippedUploaded.Load(),
-		Rejected:        s.rejected.Load(),
+		Rejected:        rejected,
 		Adopted:         s.adopted.Load(),
 		UploadErrors:    s.uploadErrors.Load(),
 		OpenFiles:       s.openFiles.Load(),

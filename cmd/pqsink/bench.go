@@ -51,9 +51,8 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	if *endpoint != "" {
 		o.StoreExtra = fmt.Sprintf("  endpoint: %s\n  path_style: true\n", *endpoint)
-		if id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); id != "" {
+		if os.Getenv("AWS_ACCESS_KEY_ID") != "" {
 			o.StoreExtra += "  access_key: ${AWS_ACCESS_KEY_ID}\n  secret_key: ${AWS_SECRET_ACCESS_KEY}\n"
-			_ = secret
 		}
 	}
 	if !*quiet {
