@@ -1,8 +1,10 @@
-// Command pqsink lands Kafka streams in object storage as Parquet and
-// replays them back. Its subcommands:
+// Command pqsink lands Kafka streams in object storage as Parquet. Its
+// subcommands:
 //
 //	pqsink run --config FILE              the sink daemon: Kafka to Parquet in an object store
-//	pqsink convert [flags] INPUT OUTPUT   JSON Lines to one Parquet file
+//	pqsink demo [flags]                   the whole pipeline on an in-process Kafka
+//	pqsink bench [flags]                  the sink measured end to end on generated events
+//	pqsink convert [flags] INPUT OUTPUT   JSON Lines (or Avro) to one Parquet file
 //	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
 //	pqsink version                        the version and build
 //
