@@ -15,7 +15,7 @@ import (
 
 // Config is everything `pqsink run` needs, as read from a YAML file by Load
 // or Parse: every default filled in, every value validated, secrets wrapped
-// in Secret, and relative file paths resolved against Dir. docs/config.md
+// in Secret, and relative file paths resolved against Dir. docs/configuration.md
 // describes each key.
 type Config struct {
 	// Kafka is the source: brokers, consumer group and topics (kafka).
@@ -235,7 +235,7 @@ type Store struct {
 	PartSize int64
 	// ConditionalWrites uploads with If-None-Match: * (conditional_writes).
 	// Set it to false only for stores that lack it: files are then
-	// overwritten, which weakens exactly-once (see docs/config.md).
+	// overwritten, which weakens exactly-once (see docs/configuration.md).
 	// Defaults to true.
 	ConditionalWrites bool
 	// SSE is the server-side encryption: "", AES256 or aws:kms (sse).

@@ -142,7 +142,7 @@ func TestLoadExample(t *testing.T) {
 	}
 }
 
-// TestDefaults spells out every default, as docs/config.md and the field
+// TestDefaults spells out every default, as docs/configuration.md and the field
 // comments state them.
 func TestDefaults(t *testing.T) {
 	got, err := Parse([]byte(`
@@ -698,7 +698,7 @@ func TestExpansionKeepsStructure(t *testing.T) {
 }
 
 func TestDocsCoverEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../docs/config.md")
+	doc, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -713,7 +713,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 	for _, s := range sections {
 		for _, k := range s.keys {
 			if !strings.Contains(string(doc), "`"+s.prefix+k+"`") {
-				t.Errorf("docs/config.md does not document `%s%s`", s.prefix, k)
+				t.Errorf("docs/configuration.md does not document `%s%s`", s.prefix, k)
 			}
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The keys of each section, in the order docs/config.md and Redacted list
+// The keys of each section, in the order docs/configuration.md and Redacted list
 // them.
 var (
 	topKeys = []string{"kafka", "store", "format", "envelope", "path", "time_field", "timezone",
