@@ -1,0 +1,135 @@
+package reader
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/pqsink/pqsink/schema"
+)
+
+// compactJSON renders v as AppendJSON does, except that null fields of
+// groups are left out: the JSONAssembler's form.
+func compactJSON(dst []byte, v Value) []byte {
+	switch v.kind {
+	case KindGroup:
+		dst = append(dst, '{')
+		comma := false
+		for _, f := range v.elems {
+			if f.kind == KindNull {
+				continue
+			}
+			if comma {
+				dst = append(dst, ',')
+			}
+			comma = true
+			dst = appendString(dst, f.node.Name)
+			dst = append(dst, ':')
+			dst = compactJSON(dst, f)
+		}
+		return append(dst, '}')
+	case KindList:
+		dst = append(dst, '[')
+		for i, e := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = compactJSON(dst, e)
+		}
+		return append(dst, ']')
+	case KindMap:
+		dst = append(dst, '{')
+		for i := 0; i+1 < len(v.elems); i += 2 {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, string(v.elems[i].bytes))
+			dst = append(dst, ':')
+			dst = compactJSON(dst, v.elems[i+1])
+		}
+		return append(dst, '}')
+	}
+	return v.AppendJSON(dst)
+}
+
+// TestJSONAssemblerMatchesRows reads every test file both ways, record by
+// record: the columnar assembler must render what Rows assembles.
+func TestJSONAssemblerMatchesRows(t *testing.T) {
+	compared := 0
+	for _, path := range testingFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f := openFile(t, path)
+			want, err := readAll(f)
+			if err != nil {
+				t.Skipf("Rows fails on this file: %v", err)
+			}
+			var got [][]byte
+			for g := range f.NumRowGroups() {
+				a, err := NewJSONAssembler(f, g, f.Schema().Fields(), false)
+				if errors.Is(err, ErrNotColumnar) {
+					t.Skipf("not columnar: %v", err)
+				}
+				if err != nil {
+					t.Fatalf("row group %d: %v", g, err)
+				}
+				for {
+					out, err := a.Append(nil)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("row group %d, record %d: %v", g, len(got), err)
+					}
+					got = append(got, out)
+				}
+				a.Release()
+			}
+			if len(got) != len(want) {
+				t.Fatalf("assembler gave %d records, Rows %d", len(got), len(want))
+			}
+			for i := range want {
+				w := compactJSON(nil, want[i])
+				if !bytes.Equal(got[i], w) {
+					t.Fatalf("record %d:\n got %s\nwant %s", i, got[i], w)
+				}
+			}
+			compared++
+		})
+	}
+	if compared < 10 {
+		t.Errorf("only %d files compared; the assembler should handle most test files", compared)
+	}
+}
+
+// TestJSONAssemblerUnwrap renders one field as the record.
+func TestJSONAssemblerUnwrap(t *testing.T) {
+	f := openFile(t, filepath.Join(testingDir, "alltypes_plain.parquet"))
+	field := f.Schema().Lookup("id")
+	if field == nil {
+		t.Fatal("no id column")
+	}
+	a, err := NewJSONAssembler(f, 0, []*schema.Node{field}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	var ids []string
+	for {
+		out, err := a.Append(nil)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, string(out))
+	}
+	if len(ids) != 8 || ids[0] != "4" || ids[7] != "1" {
+		t.Errorf("ids = %q, want 8 of them from 4 to 1", ids)
+	}
+	if _, err := NewJSONAssembler(f, 0, f.Schema().Fields(), true); err == nil {
+		t.Error("unwrap of several fields: no error")
+	}
+}
