@@ -150,6 +150,12 @@ type DeadLetter struct {
 	// pqsink.partition and pqsink.offset (topic).
 	// Defaults to none.
 	Topic string
+	// URL is an object prefix (s3://bucket/prefix or file:///dir) that
+	// receives the rejected records as JSON Lines objects instead, one
+	// object per batch, written create-if-absent like the Parquet files
+	// (url). An s3:// URL uses the store section's endpoint and
+	// credentials. Defaults to none; at most one of Topic and URL is set.
+	URL string
 }
 
 // SASL is the kafka.sasl section.

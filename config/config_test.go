@@ -524,10 +524,12 @@ func TestInvalid(t *testing.T) {
 		{"log level", base + "log: {level: verbose}\n", []string{`log.level: "verbose" is not one of debug, info, warn, error`}},
 		{"log format", base + "log: {format: xml}\n", []string{`log.format: "xml" is not one of text, json`}},
 		{"shutdown", base + "shutdown: now\n", []string{`shutdown: "now" is not one of finish, abandon`}},
-		{"errors", base + "errors: dead_letter\n", []string{`errors: dead_letter needs dead_letter.topic`}},
+		{"errors", base + "errors: dead_letter\n", []string{`errors: dead_letter needs dead_letter.topic or dead_letter.url`}},
 		{"errors value", base + "errors: drop\n", []string{`errors: "drop" is not one of fail, skip, dead_letter`}},
 		{"dead letter topic", base + "dead_letter: {topic: 'a b'}\n", []string{`dead_letter.topic: "a b" is not a valid topic name`}},
-		{"dead letter key", base + "dead_letter: {url: 's3://x'}\n", []string{`dead_letter.url: unknown key`}},
+		{"dead letter key", base + "dead_letter: {uri: 's3://x'}\n", []string{`dead_letter.uri: unknown key`}},
+		{"dead letter url scheme", base + "dead_letter: {url: 'http://x'}\n", []string{`dead_letter.url: "http://x" is not an s3:// or file:// URL`}},
+		{"dead letter both", base + "dead_letter: {topic: dlq, url: 's3://b/dlq'}\n", []string{`dead_letter.url: set dead_letter.topic or dead_letter.url, not both`}},
 		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
 
 		// Expansion.
@@ -708,7 +710,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 	}{
 		{"", topKeys}, {"kafka.", kafkaKeys}, {"format.registry.", registryKeys}, {"kafka.sasl.", saslKeys}, {"kafka.tls.", tlsKeys},
 		{"kafka.fetch.", fetchKeys}, {"store.", storeKeys}, {"format.", formatKeys}, {"rotate.", rotateKeys},
-		{"parquet.", parquetKeys}, {"memory.", memoryKeys}, {"metrics.", metricsKeys}, {"log.", logKeys},
+		{"parquet.", parquetKeys}, {"memory.", memoryKeys}, {"metrics.", metricsKeys}, {"log.", logKeys}, {"dead_letter.", deadLetterKeys},
 	}
 	for _, s := range sections {
 		for _, k := range s.keys {

@@ -22,7 +22,7 @@ var (
 	topKeys = []string{"kafka", "store", "format", "envelope", "path", "time_field", "timezone",
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
 		"max_record_bytes", "errors", "dead_letter"}
-	deadLetterKeys = []string{"topic"}
+	deadLetterKeys = []string{"topic", "url"}
 	kafkaKeys      = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
 		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
 	saslKeys  = []string{"mechanism", "username", "password"}
@@ -133,11 +133,19 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if dl.str("topic", &c.DeadLetter.Topic) && !topicName.MatchString(c.DeadLetter.Topic) {
 		dl.fail("topic", "%s is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", quote(c.DeadLetter.Topic))
 	}
-	if c.DeadLetter.Topic != "" {
+	if dl.str("url", &c.DeadLetter.URL) {
+		switch {
+		case c.DeadLetter.Topic != "":
+			dl.fail("url", "set dead_letter.topic or dead_letter.url, not both")
+		case !strings.HasPrefix(c.DeadLetter.URL, "s3://") && !strings.HasPrefix(c.DeadLetter.URL, "file://"):
+			dl.fail("url", "%s is not an s3:// or file:// URL", quote(c.DeadLetter.URL))
+		}
+	}
+	if c.DeadLetter.Topic != "" || c.DeadLetter.URL != "" {
 		c.Errors = "dead_letter"
 	}
-	if top.oneOf("errors", &c.Errors, errorsValues, notYet) && c.Errors == "dead_letter" && c.DeadLetter.Topic == "" {
-		top.fail("errors", "dead_letter needs dead_letter.topic")
+	if top.oneOf("errors", &c.Errors, errorsValues, notYet) && c.Errors == "dead_letter" && c.DeadLetter.Topic == "" && c.DeadLetter.URL == "" {
+		top.fail("errors", "dead_letter needs dead_letter.topic or dead_letter.url")
 	}
 }
 

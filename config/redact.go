@@ -125,7 +125,7 @@ func (c *Config) Redacted() string {
 		"shutdown_timeout", yDuration(c.ShutdownTimeout),
 		"max_record_bytes", ySize(c.MaxRecordBytes),
 		"errors", yStr(c.Errors),
-		"dead_letter", yMap("topic", yStr(c.DeadLetter.Topic)),
+		"dead_letter", yMap("topic", yStr(c.DeadLetter.Topic), "url", yStr(c.DeadLetter.URL)),
 	)
 
 	var b bytes.Buffer

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
@@ -78,7 +76,7 @@ type partition struct {
 	// is not committed yet.
 	skipChanged bool
 
-	letters []kafka.Message // dead letters not sent yet
+	letters []letter // dead letters not sent yet
 
 	lag atomic.Int64 // records between the fetch position and the partition's end
 
@@ -477,6 +475,11 @@ func (p *partition) reject(ctx context.Context, r *record, err *rejection) error
 	// The error may quote the record: escaped and cut short, it cannot
 	// reach a terminal raw or make a log line of megabytes.
 	err.err = safetext.Error(err.err)
+	if p.s.cfg.Errors == "dead_letter" && p.skip.skips([]byte(deadLetterID), r.offset) {
+		// An earlier owner of the partition made its dead letter durable.
+		p.s.stats.skippedUploaded.Add(1)
+		return nil
+	}
 	p.s.stats.reject(err.reason, p.s.cfg.Errors)
 	switch p.s.cfg.Errors {
 	case "skip":
@@ -484,7 +487,7 @@ func (p *partition) reject(ctx context.Context, r *record, err *rejection) error
 		return nil
 	case "dead_letter":
 		p.log.Warn("record sent to the dead letters", "offset", r.offset, "reason", err.reason, "error", err)
-		p.letters = append(p.letters, letter(p.topic, p.id, r, err))
+		p.letters = append(p.letters, newLetter(r, err))
 		if len(p.letters) >= 1000 {
 			return p.sendLetters(ctx)
 		}
@@ -507,7 +510,8 @@ func (p *partition) sendLetters(ctx context.Context) error {
 	if len(p.letters) == 0 {
 		return nil
 	}
-	if err := p.s.deadLetters.send(ctx, p.letters); err != nil {
+	last, err := p.s.deadLetters.send(ctx, p.topic, p.id, p.letters)
+	if err != nil {
 		// Nothing was committed past these records: read them again.
 		p.log.Error("sending dead letters failed; consuming again from the committed offset", "error", err)
 		p.dropAll(ctx)
@@ -517,6 +521,12 @@ func (p *partition) sendLetters(ctx context.Context) error {
 		return errRestart
 	}
 	p.letters = p.letters[:0]
+	// The next owner must not send these letters again: what the commit
+	// does not cover, the skip set does.
+	if prev, ok := p.skip[deadLetterID]; !ok || last > prev {
+		p.skip[deadLetterID] = last
+	}
+	p.skipChanged = true
 	return nil
 }
 

@@ -44,7 +44,7 @@ type Sink struct {
 
 	joined atomic.Bool // a generation of the group has started
 
-	deadLetters *deadLetters // nil without a dead-letter topic
+	deadLetters deadLetters // nil without a dead-letter destination
 	mem         *budget
 	mux         *fetchMux   // fetches all partitions when there are many
 	useMux      atomic.Bool // this generation has many partitions
@@ -102,12 +102,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
-	s.deadLetters = newDeadLetters(s)
 	onRetry := func(op string, attempt int, err error) {
 		s.stats.s3Retries.Add(1)
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
-	if s.store, err = openStore(ctx, &cfg.Store, &budgetPool{b: s.mem}, onRetry); err != nil {
+	pool := &budgetPool{b: s.mem}
+	if s.store, err = openStore(ctx, &cfg.Store, pool, onRetry); err != nil {
+		return nil, err
+	}
+	if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
+		s.store.Close()
 		return nil, err
 	}
 	return s, nil
@@ -180,7 +184,13 @@ func (s *Sink) Stats() *Stats { return s.stats }
 func (s *Sink) Store() objstore.Store { return s.store }
 
 // Close releases the store and the dead-letter producer.
-func (s *Sink) Close() error { return errors.Join(s.deadLetters.close(), s.store.Close()) }
+func (s *Sink) Close() error {
+	var err error
+	if s.deadLetters != nil {
+		err = s.deadLetters.close()
+	}
+	return errors.Join(err, s.store.Close())
+}
 
 // Run consumes until ctx is cancelled, then finishes (or abandons, per the
 // shutdown setting) the open files within the shutdown timeout and leaves

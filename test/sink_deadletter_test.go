@@ -1,7 +1,10 @@
 package test
 
 import (
+	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,10 +18,16 @@ import (
 )
 
 // TestSinkDeadLetters mixes poison records of every reason into a topic:
-// each reaches the dead-letter topic with its key, value, headers and the
-// pqsink.* headers, while the good records of the same partitions land,
-// exactly once.
+// each reaches the dead letters (a topic, or JSON Lines objects under a
+// prefix) with its key, value, headers and the pqsink.* fields, while the
+// good records of the same partitions land, exactly once.
 func TestSinkDeadLetters(t *testing.T) {
+	for _, dest := range []string{"topic", "url"} {
+		t.Run(dest, func(t *testing.T) { testSinkDeadLetters(t, dest) })
+	}
+}
+
+func testSinkDeadLetters(t *testing.T, dest string) {
 	const partitions = 2
 	topic, dlq := "mixed", "mixed.dlq"
 	broker := kafkatest.Start(t, partitions, topic, dlq)
@@ -40,10 +49,14 @@ func TestSinkDeadLetters(t *testing.T) {
 	produceEvents(t, broker.Brokers, topic, 400, 400)
 	truth := readTopic(t, broker.Brokers, topic, partitions)
 
-	dir := t.TempDir()
+	dir, dlDir := t.TempDir(), t.TempDir()
+	extra := "max_record_bytes: 2KiB\ndead_letter:\n  topic: " + dlq + "\n"
+	if dest == "url" {
+		extra = "max_record_bytes: 2KiB\ndead_letter:\n  url: file://" + dlDir + "/rejects\n"
+	}
 	cfg := sinkConfig{brokers: broker.Brokers, group: "dl", topic: topic, storeURL: "file://" + dir, format: "json", envelope: true, records: 300, interval: "1s",
 		path:  "{topic}/country={field:country}/{topic}+{partition}+{first_offset}.parquet",
-		extra: "max_record_bytes: 2KiB\ndead_letter:\n  topic: " + dlq + "\n"}
+		extra: extra}
 	sink, stop := startSink(t, cfg.yaml(t))
 	store, err := objstore.Open(context.Background(), "file://"+dir)
 	if err != nil {
@@ -59,8 +72,13 @@ func TestSinkDeadLetters(t *testing.T) {
 			t.Errorf("rejects: %v, want one dead letter for %s", st.Rejects, reason)
 		}
 	}
-	// The dead letters, as Kafka holds them.
-	letters := readTopic(t, broker.Brokers, dlq, partitions)
+	// The dead letters, as Kafka or the objects hold them.
+	var letters map[string]produced
+	if dest == "topic" {
+		letters = readTopic(t, broker.Brokers, dlq, partitions)
+	} else {
+		letters = readLetterObjects(t, "file://"+dlDir+"/rejects")
+	}
 	if len(letters) != len(poison) {
 		t.Fatalf("%d dead letters, want %d", len(letters), len(poison))
 	}
@@ -72,6 +90,9 @@ func TestSinkDeadLetters(t *testing.T) {
 			h["pqsink.topic"] != topic || h["pqsink.partition"] != fmt.Sprint(orig.Partition) || h["pqsink.offset"] != fmt.Sprint(orig.Offset) || h["pqsink.error"] == "" {
 			t.Errorf("dead letter %s: headers %v, value %.60q", l.Key, h, l.Value)
 		}
+		if l.TimeMs != orig.TimeMs {
+			t.Errorf("dead letter %s: time %d, want %d", l.Key, l.TimeMs, orig.TimeMs)
+		}
 	}
 	// Every good record landed once: drop the poison from the truth.
 	for id, p := range truth {
@@ -82,6 +103,67 @@ func TestSinkDeadLetters(t *testing.T) {
 	files := download(t, store, t.TempDir())
 	rows := readWithDuckDB(t, duckdb.Start(t), files, "json", true)
 	checkExactlyOnce(t, topic, truth, rows, "json", true)
+}
+
+// readLetterObjects reads the dead-letter objects under url, in the shape
+// readTopic gives (the pqsink.* fields as headers, headers base64), and
+// fails on a record that is in two of them.
+func readLetterObjects(t *testing.T, url string) map[string]produced {
+	t.Helper()
+	ctx := context.Background()
+	store, err := objstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	out := map[string]produced{}
+	for info, err := range store.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := store.Get(ctx, info.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var l struct {
+				Topic     string    `json:"topic"`
+				Partition int       `json:"partition"`
+				Offset    int64     `json:"offset"`
+				Timestamp time.Time `json:"timestamp"`
+				Key       []byte    `json:"key"`
+				Value     []byte    `json:"value"`
+				Headers   []struct {
+					Key   string `json:"key"`
+					Value []byte `json:"value"`
+				} `json:"headers"`
+				Reason string `json:"reason"`
+				Error  string `json:"error"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%s: %v", info.Key, err)
+			}
+			enc := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+			p := produced{Partition: l.Partition, Offset: l.Offset, Key: l.Key, Value: l.Value, TimeMs: l.Timestamp.UnixMilli(), Headers: map[string]string{
+				"pqsink.error": enc([]byte(l.Error)), "pqsink.reason": enc([]byte(l.Reason)), "pqsink.topic": enc([]byte(l.Topic)),
+				"pqsink.partition": enc([]byte(fmt.Sprint(l.Partition))), "pqsink.offset": enc([]byte(fmt.Sprint(l.Offset))),
+			}}
+			for _, h := range l.Headers {
+				p.Headers[h.Key] = enc(h.Value)
+			}
+			if _, dup := out[p.id()]; dup {
+				t.Errorf("dead letter of %s is in two objects (again in %s)", p.id(), info.Key)
+			}
+			out[p.id()] = p
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	return out
 }
 
 func decodeHeaders(t *testing.T, h map[string]string) map[string]string {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pqsink/pqsink/internal/testutil"
@@ -116,11 +117,11 @@ func TestSinkCrashLoop(t *testing.T) {
 	const partitions, n, kills = 4, 24000, 12
 	topic := "crash"
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
-	dir := t.TempDir()
+	dir, dlDir := t.TempDir(), t.TempDir()
 	cfg := sinkConfig{
 		brokers: broker.Brokers, group: "crash", topic: topic, storeURL: "file://" + dir,
 		format: "json", envelope: true, records: 3000, interval: "300ms",
-		extra: "",
+		extra: "dead_letter:\n  url: file://" + dlDir + "\n",
 	}
 	text := cfg.yaml(t)
 	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 1s")
@@ -128,6 +129,23 @@ func TestSinkCrashLoop(t *testing.T) {
 	text = replaceLine(text, "  rebalance_timeout: 10s", "  rebalance_timeout: 3s")
 
 	producing := produceSlowly(t, broker.Brokers, topic, n, 24, 12*time.Second)
+	// Poison records among them: their dead letters follow the same
+	// exactly-once rules as the files.
+	const poisoned = 48
+	producing.Add(1)
+	go func() {
+		defer producing.Done()
+		w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+		defer w.Close()
+		for i := range poisoned {
+			m := kafka.Message{Key: []byte(fmt.Sprintf("poison-%d", i)), Value: []byte(fmt.Sprintf(`{"id": %d, "ts": `, i))}
+			if err := w.WriteMessages(context.Background(), m); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for i := range kills {
 		p := startSinkProcess(t, fmt.Sprintf("sink-%d", i), text)
@@ -136,8 +154,15 @@ func TestSinkCrashLoop(t *testing.T) {
 	}
 	producing.Wait()
 	truth := readTopic(t, broker.Brokers, topic, partitions)
-	if len(truth) != n {
-		t.Fatalf("Kafka holds %d records, want %d", len(truth), n)
+	if len(truth) != n+poisoned {
+		t.Fatalf("Kafka holds %d records, want %d", len(truth), n+poisoned)
+	}
+	poison := map[string]produced{}
+	for id, p := range truth {
+		if strings.HasPrefix(string(p.Key), "poison-") {
+			poison[id] = p
+			delete(truth, id)
+		}
 	}
 
 	last := startSinkProcess(t, "sink-last", text)
@@ -155,7 +180,16 @@ func TestSinkCrashLoop(t *testing.T) {
 	db := duckdb.Start(t)
 	rows := readWithDuckDB(t, db, files, "json", true)
 	checkExactlyOnce(t, topic, truth, rows, "json", true)
-	t.Logf("%d kills, %d files", kills, len(files))
+	letters := readLetterObjects(t, "file://"+dlDir) // fails on a letter in two objects
+	for id, p := range poison {
+		if l, ok := letters[id]; !ok || string(l.Value) != string(p.Value) || string(l.Key) != string(p.Key) {
+			t.Errorf("poison record %s (%s): dead letter %+v", id, p.Key, l)
+		}
+	}
+	if len(letters) != len(poison) {
+		t.Errorf("%d dead letters, want %d", len(letters), len(poison))
+	}
+	t.Logf("%d kills, %d files, %d dead letters", kills, len(files), len(letters))
 }
 
 // TestSinkGroupMembership runs two sink processes in one group, adds a
