@@ -37,18 +37,32 @@ type VariantShredder struct {
 	meta     []byte
 	val      []byte
 	mark     Mark
-	needMark bool       // some pair lacks a value column, so a record can fail half-way
-	b        *Builder   // ShredJSON's rows, without an envelope
-	undo     recordUndo // for Append
-	column   string     // the VARIANT field's name
+	needMark bool         // some pair lacks a value column, so a record can fail half-way
+	b        *Builder     // ShredJSON's rows, without an envelope
+	undo     recordUndo   // for Append
+	column   string       // the VARIANT field's name
+	direct   *directState // the direct path; nil without a shape, or with VariantTwoPass
 }
 
 // VariantOption configures a VariantShredder.
 type VariantOption func(*variantOptions) error
 
 type variantOptions struct {
-	column string
-	enc    []variant.Option
+	column  string
+	enc     []variant.Option
+	twoPass bool
+}
+
+// VariantTwoPass makes the shredder encode every record as a Variant and
+// then split that into the shredded columns, instead of shredding the JSON
+// tokens straight into the typed columns when they fit the shape. Both
+// give the same columns; the two-pass path is the reference that tests
+// hold the direct one to, and it is slower. Defaults to off.
+func VariantTwoPass() VariantOption {
+	return func(o *variantOptions) error {
+		o.twoPass = true
+		return nil
+	}
 }
 
 // VariantEncoding passes options to the Variant encoder of the shredder,
@@ -84,6 +98,7 @@ type variantPlan struct {
 	def    uint8 // definition level at which the pair's group exists
 	rep    uint8 // arrays: repetition level of an element after the first
 	leaves []*Column
+	direct *directPlan // objects: the direct path's state
 
 	found    []variant.Value // objects: scratch for SplitObject
 	residual []byte          // objects: scratch for the residual object
@@ -122,6 +137,10 @@ func NewVariantShredder(g *RowGroup, opts ...VariantOption) (*VariantShredder, e
 	}
 	if v := top.Field("value"); v != nil && v.Repetition == schema.Required && shape.Typed() {
 		return nil, fmt.Errorf("variant shredder: %s: value must be optional beside typed_value", top.PathString())
+	}
+	if shape.Typed() && !o.twoPass {
+		s.direct = &directState{enc: variant.NewEncoder()}
+		s.direct.scan.SetMaxDepth(variant.MaxDepth)
 	}
 	if s.b, err = NewBuilder(g, s); err != nil {
 		return nil, fmt.Errorf("variant shredder: %w", err)
@@ -184,6 +203,7 @@ func (s *VariantShredder) plan(g *schema.Node, shape *variant.Shape, path string
 		return p, nil
 	case variant.Object:
 		p.found = make([]variant.Value, len(shape.Fields))
+		p.direct = newDirectPlan(shape)
 		for i := range shape.Fields {
 			f := &shape.Fields[i]
 			fp, err := s.plan(t.Field(f.Name), &f.Shape, path+"."+f.Name)
@@ -233,6 +253,9 @@ func (s *VariantShredder) Append(value []byte) error {
 // fill appends the Variant of the JSON document json; on error the caller
 // undoes what was appended.
 func (s *VariantShredder) fill(json []byte) error {
+	if s.direct != nil && s.tryDirect(json) {
+		return nil
+	}
 	var err error
 	s.meta, s.val, err = s.enc.AppendJSON(s.meta[:0], s.val[:0], json)
 	if err == nil {

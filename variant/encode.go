@@ -115,6 +115,19 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 	return b.Finish(metadata, value)
 }
 
+// AppendNumber appends the Variant encoding of the JSON number literal lit
+// to dst, as Encoder.AppendJSON encodes numbers (see the package
+// documentation); lossy is the LossyNumbers option. lit must be a number
+// literal that the JSON scanner accepted: it is not checked again.
+func AppendNumber(dst, lit []byte, lossy bool) ([]byte, error) {
+	return appendNumber(dst, lit, lossy)
+}
+
+// AppendString appends the Variant encoding of the string s, which must be
+// valid UTF-8, to dst: the short string encoding below 64 bytes, as the
+// Encoder and the Builder write strings.
+func AppendString(dst, s []byte) []byte { return appendString(dst, s) }
+
 // maxDecimalDigits is the most digits a decimal16 holds.
 const maxDecimalDigits = 38
 

@@ -252,6 +252,24 @@ func pow10(n int) [2]uint64 {
 	return [2]uint64{hi, lo}
 }
 
+// FieldIndex returns the index in s.Fields of the field called name, or
+// -1; the fields must be sorted (see SortFields).
+func (s *Shape) FieldIndex(name []byte) int {
+	lo, hi := 0, len(s.Fields)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		switch c := compareKey(name, s.Fields[mid].Name); {
+		case c == 0:
+			return mid
+		case c > 0:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return -1
+}
+
 // SplitObject looks up the fields of the object shape s in the object v.
 // It sets found[i] to the value of s.Fields[i], or to the zero Value when v
 // has no such field, and appends to residual the encoding of an object
