@@ -562,3 +562,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 	}
 	return dst, fmt.Errorf("reader: %s: unknown node kind", strings.Join(n.node.Path, "."))
 }
+
+// AppendJSONString appends s as a JSON string, as AppendJSON renders a
+// STRING value (invalid UTF-8 replaced by U+FFFD).
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }

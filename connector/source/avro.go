@@ -1,0 +1,340 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema/avro"
+)
+
+// avroValue encodes the records of files that came from Avro: the schema of
+// the footer's avro.schema, registered under the target's subject.
+type avroValue struct {
+	schema *avro.Schema
+	id     uint32
+}
+
+// avroValue returns the encoder of an avro.schema text, registering the
+// schema once per replay.
+func (r *Replayer) avroValue(ctx context.Context, text string) (*avroValue, error) {
+	if v, ok := r.avroSchemas[text]; ok {
+		return v, nil
+	}
+	s, err := avro.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("footer %s: %w", avro.MetadataKey, err)
+	}
+	if r.registry == nil {
+		return nil, fmt.Errorf("the file came from Avro: set format.registry.url in the config to register its schema for the Confluent wire format")
+	}
+	id, err := r.registry.Register(ctx, r.opts.Subject, s.String())
+	if err != nil {
+		return nil, fmt.Errorf("registering the Avro schema under subject %s: %w", r.opts.Subject, err)
+	}
+	r.opts.Log.Info("avro schema registered", "subject", r.opts.Subject, "id", id)
+	v := &avroValue{schema: s, id: id}
+	r.avroSchemas[text] = v
+	return v, nil
+}
+
+// append appends the record rec (a top-level row) in the Confluent wire
+// format.
+func (a *avroValue) append(dst []byte, rec reader.Value) ([]byte, error) {
+	dst = avro.AppendWire(dst, a.id)
+	root := a.schema.Root
+	if root.Kind != avro.Record {
+		v, _ := rec.Field(avro.ValueField)
+		return appendAvro(dst, root, v, avro.ValueField)
+	}
+	return appendAvro(dst, root, rec, "")
+}
+
+// appendAvro appends v, a value of the Parquet column that Avro type t
+// maps to (schema/avro's Parquet mapping), in Avro binary.
+func appendAvro(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, error) {
+	mismatch := func() ([]byte, error) {
+		return dst, fmt.Errorf("avro field %s: a %s value for Avro type %s", fieldPath(path), v.Kind(), t.Kind)
+	}
+	if t.Kind == avro.Union {
+		return appendUnion(dst, t, v, path)
+	}
+	if v.IsNull() && t.Kind != avro.Null {
+		return dst, fmt.Errorf("avro field %s: null for the non-nullable Avro type %s", fieldPath(path), t.Kind)
+	}
+	switch t.Kind {
+	case avro.Null:
+		return dst, nil
+	case avro.Boolean:
+		if v.Kind() != reader.KindBool {
+			return mismatch()
+		}
+		if v.Bool() {
+			return append(dst, 1), nil
+		}
+		return append(dst, 0), nil
+	case avro.Int:
+		if v.Kind() != reader.KindInt32 {
+			return mismatch()
+		}
+		return avro.AppendLong(dst, int64(v.Int32())), nil
+	case avro.Long:
+		if v.Kind() != reader.KindInt64 {
+			return mismatch()
+		}
+		return avro.AppendLong(dst, v.Int64()), nil
+	case avro.Float:
+		if v.Kind() != reader.KindFloat {
+			return mismatch()
+		}
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(v.Float())), nil
+	case avro.Double:
+		if v.Kind() != reader.KindDouble {
+			return mismatch()
+		}
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Double())), nil
+	case avro.Bytes:
+		if v.Kind() != reader.KindBytes {
+			return mismatch()
+		}
+		b := v.Bytes()
+		return append(avro.AppendLong(dst, int64(len(b))), b...), nil
+	case avro.String:
+		if v.Kind() != reader.KindBytes {
+			return mismatch()
+		}
+		b := v.Bytes()
+		if t.Logical == avro.UUID && len(b) == 16 {
+			// Parquet holds the 16 bytes; Avro's uuid on string is its text.
+			dst = avro.AppendLong(dst, 36)
+			for i, part := range [...][2]int{{0, 4}, {4, 6}, {6, 8}, {8, 10}, {10, 16}} {
+				if i > 0 {
+					dst = append(dst, '-')
+				}
+				dst = hex.AppendEncode(dst, b[part[0]:part[1]])
+			}
+			return dst, nil
+		}
+		return append(avro.AppendLong(dst, int64(len(b))), b...), nil
+	case avro.Enum:
+		if v.Kind() != reader.KindBytes {
+			return mismatch()
+		}
+		sym := string(v.Bytes())
+		for i, s := range t.Symbols {
+			if s == sym {
+				return avro.AppendLong(dst, int64(i)), nil
+			}
+		}
+		return dst, fmt.Errorf("avro field %s: %q is not a symbol of enum %s", fieldPath(path), sym, t.Name)
+	case avro.Fixed:
+		if v.Kind() != reader.KindBytes || len(v.Bytes()) != t.Size {
+			return dst, fmt.Errorf("avro field %s: want %d bytes for fixed %s", fieldPath(path), t.Size, t.Name)
+		}
+		return append(dst, v.Bytes()...), nil
+	case avro.Record:
+		if v.Kind() != reader.KindGroup {
+			return mismatch()
+		}
+		var err error
+		for _, f := range t.Fields {
+			fv, _ := v.Field(f.Name)
+			if dst, err = appendAvro(dst, f.Type, fv, joinPath(path, f.Name)); err != nil {
+				return dst, err
+			}
+		}
+		return dst, nil
+	case avro.Array:
+		if v.Kind() != reader.KindList {
+			return mismatch()
+		}
+		items := v.List()
+		if len(items) > 0 {
+			dst = avro.AppendLong(dst, int64(len(items)))
+			var err error
+			for _, e := range items {
+				if dst, err = appendAvro(dst, t.Items, e, path+"[]"); err != nil {
+					return dst, err
+				}
+			}
+		}
+		return append(dst, 0), nil
+	case avro.Map:
+		if v.Kind() != reader.KindMap {
+			return mismatch()
+		}
+		if n := v.Len(); n > 0 {
+			dst = avro.AppendLong(dst, int64(n))
+			var err error
+			for k, e := range v.Entries() {
+				kb := k.Bytes()
+				dst = append(avro.AppendLong(dst, int64(len(kb))), kb...)
+				if dst, err = appendAvro(dst, t.Values, e, path+"{}"); err != nil {
+					return dst, err
+				}
+			}
+		}
+		return append(dst, 0), nil
+	}
+	return mismatch()
+}
+
+// appendUnion appends a union value: the branch index, then the value. A
+// union of null and one type is that type's optional column; any other is
+// a group of member0, member1, … of which one is set.
+func appendUnion(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, error) {
+	nullIndex := -1
+	var members []int
+	for i, b := range t.Branches {
+		if b.Kind == avro.Null {
+			nullIndex = i
+		} else {
+			members = append(members, i)
+		}
+	}
+	if v.IsNull() {
+		if nullIndex < 0 {
+			return dst, fmt.Errorf("avro field %s: null for a union without null", fieldPath(path))
+		}
+		return avro.AppendLong(dst, int64(nullIndex)), nil
+	}
+	if len(members) == 1 {
+		dst = avro.AppendLong(dst, int64(members[0]))
+		return appendAvro(dst, t.Branches[members[0]], v, path)
+	}
+	if v.Kind() != reader.KindGroup {
+		return dst, fmt.Errorf("avro field %s: a %s value for a union of %d types", fieldPath(path), v.Kind(), len(members))
+	}
+	for m, bi := range members {
+		mv, ok := v.Field(fmt.Sprintf("member%d", m))
+		if ok && !mv.IsNull() {
+			dst = avro.AppendLong(dst, int64(bi))
+			return appendAvro(dst, t.Branches[bi], mv, path)
+		}
+	}
+	if nullIndex >= 0 {
+		return avro.AppendLong(dst, int64(nullIndex)), nil
+	}
+	return dst, fmt.Errorf("avro field %s: no member of the union is set", fieldPath(path))
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func fieldPath(path string) string {
+	if path == "" {
+		return "(root)"
+	}
+	return path
+}
+
+// httpRegistrar registers schemas with a Confluent Schema Registry.
+type httpRegistrar struct {
+	base     *url.URL
+	client   *http.Client
+	user     string
+	password string
+}
+
+// newRegistrar builds the registrar of format.registry, or nil when the
+// config has none.
+func newRegistrar(c *config.Registry) (*httpRegistrar, error) {
+	if c == nil || c.URL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(strings.TrimSuffix(c.URL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("format.registry.url: %w", err)
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("format.registry.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("format.registry.ca_file %s: no PEM certificate in it", c.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &httpRegistrar{base: u, client: &http.Client{Transport: tr, Timeout: timeout}, user: c.Username, password: c.Password.Value()}, nil
+}
+
+// Register registers schema under subject (POST
+// /subjects/{subject}/versions) and returns its id; registering a schema
+// the subject already has returns the existing id.
+func (h *httpRegistrar) Register(ctx context.Context, subject, schema string) (uint32, error) {
+	body, err := json.Marshal(map[string]string{"schema": schema})
+	if err != nil {
+		return 0, err
+	}
+	u := h.base.JoinPath("subjects", subject, "versions")
+	var lastErr error
+	for attempt := range 4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json")
+		if h.user != "" || h.password != "" {
+			req.SetBasicAuth(h.user, h.password)
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			lastErr = fmt.Errorf("schema registry: %w", err)
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			lastErr = fmt.Errorf("POST %s: reading the answer: %w", u.Redacted(), err)
+			continue
+		}
+		if resp.StatusCode >= 500 {
+			lastErr = fmt.Errorf("POST %s: %s: %s", u.Redacted(), resp.Status, strings.TrimSpace(string(data)))
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("POST %s: %s: %s", u.Redacted(), resp.Status, strings.TrimSpace(string(data)))
+		}
+		var answer struct {
+			ID *int64 `json:"id"`
+		}
+		if err := json.Unmarshal(data, &answer); err != nil || answer.ID == nil || *answer.ID < 0 || *answer.ID > math.MaxUint32 {
+			return 0, fmt.Errorf("POST %s: an answer without a schema id: %.200s", u.Redacted(), data)
+		}
+		return uint32(*answer.ID), nil
+	}
+	return 0, lastErr
+}

@@ -1,0 +1,235 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// Options say what to replay and where. From and Topic are required; every
+// other field has a working zero value.
+type Options struct {
+	// From is the store URL of the files: s3://bucket/prefix or
+	// file:///dir. The config's store section gives the endpoint and
+	// credentials for s3.
+	From string
+	// Topic is the target topic. It must exist.
+	Topic string
+
+	// SourceTopics keeps only the files of these topics. Defaults to all.
+	SourceTopics []string
+	// Partitions keeps only these source partitions. Defaults to all.
+	Partitions []int32
+	// Since and Until keep records whose timestamp t has Since <= t < Until;
+	// a zero time is no bound. Defaults to no bounds.
+	Since, Until time.Time
+	// FromOffset keeps records whose offset is at least FromOffset.
+	// Defaults to 0.
+	FromOffset int64
+	// EndOffset, when positive, keeps records whose offset is less than
+	// EndOffset (the CLI's --to-offset N is EndOffset N+1).
+	// Defaults to 0: no bound.
+	EndOffset int64
+
+	// KeyHash produces each record to the partition its key hashes to (the
+	// Java client's murmur2 partitioner; records without a key are spread)
+	// instead of to the partition number it came from.
+	// Defaults to false: the original partition.
+	KeyHash bool
+	// Subject is the Schema Registry subject Avro schemas are registered
+	// under. Defaults to "<Topic>-value".
+	Subject string
+	// PathTemplate is the sink's path template, to place files by their
+	// key without opening them. Defaults to the sink's default,
+	// "{topic}/{topic}+{partition}+{first_offset}.parquet"; "" keeps it.
+	PathTemplate string
+	// Suffix selects the objects to read by the end of their key.
+	// Defaults to ".parquet".
+	Suffix string
+
+	// Checkpoint is a local file that holds the checkpoint: read at start
+	// when it exists, written as the replay goes. Defaults to none.
+	Checkpoint string
+	// StoreCheckpoint names a checkpoint kept in the store under
+	// _pqsink/replay/<name>/ below the From prefix. Defaults to none.
+	StoreCheckpoint string
+	// CheckpointInterval is the least time between two checkpoint writes
+	// while the replay runs. Defaults to 1s.
+	CheckpointInterval time.Duration
+
+	// BatchRecords is the number of records produced per request batch.
+	// Defaults to 10000.
+	BatchRecords int
+	// MaxMemory bounds what reading one file may hold (reader.MaxMemory).
+	// Defaults to 1 GiB.
+	MaxMemory int64
+
+	// Progress receives the progress bar when ProgressBar is set (a
+	// terminal). Defaults to none.
+	Progress io.Writer
+	// ProgressBar draws a bar with rate and ETA on Progress, redrawn in
+	// place, instead of logging a progress line every ProgressInterval.
+	// Defaults to false.
+	ProgressBar bool
+	// ProgressInterval is the time between two progress lines.
+	// Defaults to 10s (a bar redraws every 200ms).
+	ProgressInterval time.Duration
+	// Log receives the replay's log. Defaults to discarding it.
+	Log *slog.Logger
+
+	// Store overrides the store opened from From (tests count reads
+	// through it). Defaults to opening From.
+	Store objstore.Store
+	// Producer overrides the kafka-go Writer. Defaults to a Writer on the
+	// config's brokers.
+	Producer Producer
+	// Registry overrides the Schema Registry used to register Avro
+	// schemas. Defaults to the config's format.registry.
+	Registry SchemaRegistrar
+}
+
+// Producer writes messages to Kafka; *kafka.Writer is one. WriteMessages
+// must keep the order of the messages of one partition and return only
+// once they are acknowledged.
+type Producer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Close() error
+}
+
+// SchemaRegistrar registers an Avro schema under a subject and returns its
+// id, as POST /subjects/{subject}/versions of the Schema Registry does.
+type SchemaRegistrar interface {
+	Register(ctx context.Context, subject, schema string) (uint32, error)
+}
+
+// withDefaults fills in the defaults and checks the options.
+func (o Options) withDefaults() (Options, error) {
+	if o.From == "" {
+		return o, errors.New("replay: --from is required")
+	}
+	if o.Topic == "" {
+		return o, errors.New("replay: --topic is required")
+	}
+	if o.EndOffset <= 0 {
+		o.EndOffset = math.MaxInt64
+	}
+	if o.FromOffset < 0 || o.EndOffset <= o.FromOffset {
+		return o, fmt.Errorf("replay: offset range [%d, %d) is empty or negative", o.FromOffset, o.EndOffset)
+	}
+	if !o.Since.IsZero() && !o.Until.IsZero() && !o.Since.Before(o.Until) {
+		return o, fmt.Errorf("replay: --since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+	}
+	if o.Checkpoint != "" && o.StoreCheckpoint != "" {
+		return o, errors.New("replay: set --checkpoint or --store-checkpoint, not both")
+	}
+	if strings.ContainsAny(o.StoreCheckpoint, "/\x00") || o.StoreCheckpoint == "." || o.StoreCheckpoint == ".." {
+		return o, fmt.Errorf("replay: --store-checkpoint %q: want a plain name, without '/'", o.StoreCheckpoint)
+	}
+	if o.Subject == "" {
+		o.Subject = o.Topic + "-value"
+	}
+	if o.PathTemplate == "" {
+		o.PathTemplate = "{topic}/{topic}+{partition}+{first_offset}.parquet"
+	}
+	if o.Suffix == "" {
+		o.Suffix = ".parquet"
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.BatchRecords <= 0 {
+		o.BatchRecords = 10000
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = 1 << 30
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	slices.Sort(o.SourceTopics)
+	slices.Sort(o.Partitions)
+	return o, nil
+}
+
+// filterText is the canonical form of the filters, kept in a checkpoint so
+// that a checkpoint is not resumed by a different replay.
+func (o Options) filterText() string {
+	var b strings.Builder
+	b.WriteString("topics=" + strings.Join(o.SourceTopics, ","))
+	b.WriteString(" partitions=")
+	for i, p := range o.Partitions {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(p)))
+	}
+	b.WriteString(" offsets=" + strconv.FormatInt(o.FromOffset, 10) + ".." + strconv.FormatInt(o.EndOffset, 10))
+	for _, t := range []struct {
+		name string
+		t    time.Time
+	}{{"since", o.Since}, {"until", o.Until}} {
+		b.WriteString(" " + t.name + "=")
+		if !t.t.IsZero() {
+			b.WriteString(t.t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if o.KeyHash {
+		b.WriteString(" partitioning=hash")
+	}
+	return b.String()
+}
+
+// keepTopic says whether the files of topic are replayed.
+func (o *Options) keepTopic(topic string) bool {
+	if len(o.SourceTopics) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(o.SourceTopics, topic)
+	return ok
+}
+
+// keepPartition says whether the files of partition p are replayed.
+func (o *Options) keepPartition(p int32) bool {
+	if len(o.Partitions) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(o.Partitions, p)
+	return ok
+}
+
+// keepTime says whether a record of timestamp ms (Unix milliseconds) is
+// in the time range.
+func (o *Options) keepTime(ms int64) bool {
+	if !o.Since.IsZero() && ms < o.Since.UnixMilli() {
+		return false
+	}
+	if !o.Until.IsZero() && ms >= o.Until.UnixMilli() {
+		return false
+	}
+	return true
+}
+
+// timeMayMatch says whether timestamps in [lo, hi] may be in the range.
+func (o *Options) timeMayMatch(lo, hi int64) bool {
+	if !o.Since.IsZero() && hi < o.Since.UnixMilli() {
+		return false
+	}
+	if !o.Until.IsZero() && lo >= o.Until.UnixMilli() {
+		return false
+	}
+	return true
+}

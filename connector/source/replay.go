@@ -1,0 +1,580 @@
+package source
+
+import (
+	"container/heap"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// ErrInterrupted is wrapped by the error of a replay stopped by its context
+// (SIGINT, SIGTERM): what was produced is acknowledged and in the
+// checkpoint, and a rerun with the checkpoint goes on from there.
+var ErrInterrupted = errors.New("replay interrupted")
+
+// Stats are a replay's counters. They are safe to read while it runs.
+type Stats struct {
+	// Records is the number of records produced and acknowledged.
+	Records atomic.Int64
+	// FilesListed counts the objects under the prefix that have the
+	// replay's suffix (outside _pqsink/).
+	FilesListed atomic.Int64
+	// FootersRead counts the objects whose footer was read while planning,
+	// because their key does not match the path template.
+	FootersRead atomic.Int64
+	// FilesOpened counts every opening of an object (footer reads while
+	// planning included).
+	FilesOpened atomic.Int64
+	// FilesSkipped counts the objects ruled out by key, footer or
+	// statistics.
+	FilesSkipped atomic.Int64
+	// RowGroupsSkipped counts the row groups ruled out by statistics.
+	RowGroupsSkipped atomic.Int64
+	// RowGroupsByRows counts the row groups read through reader.Rows
+	// rather than column by column.
+	RowGroupsByRows atomic.Int64
+	// BytesDone is the size of the planned files read to the end.
+	BytesDone atomic.Int64
+}
+
+// Replayer produces the records of archived files to a topic. Make one with
+// New, call Run once, then Close.
+type Replayer struct {
+	opts        Options
+	cfg         *config.Config
+	store       objstore.Store
+	ownStore    bool
+	producer    Producer
+	ownProducer bool
+	registry    SchemaRegistrar
+	keys        *keyTemplate
+	ckpt        checkpointer
+	avroSchemas map[string]*avroValue
+	stats       Stats
+}
+
+// New prepares a replay of opts with the kafka, store and format.registry
+// sections of cfg. It opens the store and checks the target topic (it must
+// exist and, unless KeyHash, have as many partitions as the sources need,
+// which Run checks once it knows them).
+func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}}
+	if r.keys, err = parseKeyTemplate(o.PathTemplate); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	r.store = o.Store
+	if r.store == nil {
+		if r.store, err = openStore(ctx, o.From, &cfg.Store); err != nil {
+			return nil, err
+		}
+		r.ownStore = true
+	}
+	r.registry = o.Registry
+	if r.registry == nil {
+		reg, err := newRegistrar(cfg.Format.Registry)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		if reg != nil {
+			r.registry = reg
+		}
+	}
+	switch {
+	case o.Checkpoint != "":
+		r.ckpt = fileCheckpoint{path: o.Checkpoint}
+	case o.StoreCheckpoint != "":
+		r.ckpt = &storeCheckpoint{store: r.store, dir: internalPrefix + "replay/" + o.StoreCheckpoint + "/"}
+	}
+	r.producer = o.Producer
+	if r.producer == nil {
+		if r.producer, err = newWriter(&cfg.Kafka, o); err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.ownProducer = true
+	}
+	return r, nil
+}
+
+// Close releases the store and the producer that New opened.
+func (r *Replayer) Close() error {
+	var errs []error
+	if r.ownProducer && r.producer != nil {
+		errs = append(errs, r.producer.Close())
+	}
+	if r.ownStore && r.store != nil {
+		errs = append(errs, r.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the replay's counters.
+func (r *Replayer) Stats() *Stats { return &r.stats }
+
+// openStore opens the store of the --from URL with the config's store
+// settings (endpoint, region, credentials).
+func openStore(ctx context.Context, from string, c *config.Store) (objstore.Store, error) {
+	var opts []objstore.Option
+	if strings.HasPrefix(from, "s3://") {
+		if c.Endpoint != "" {
+			opts = append(opts, objstore.Endpoint(c.Endpoint))
+		}
+		if c.Region != "" {
+			opts = append(opts, objstore.Region(c.Region))
+		}
+		opts = append(opts, objstore.PathStyle(c.PathStyle), objstore.MaxRetries(c.MaxRetries))
+		if c.AccessKey != "" {
+			opts = append(opts, objstore.StaticCredentials(c.AccessKey, c.SecretKey.Value(), c.SessionToken.Value()))
+		}
+	} else if !strings.HasPrefix(from, "file://") {
+		return nil, fmt.Errorf("replay: --from %q: want s3://bucket/prefix or file:///dir", from)
+	}
+	s, err := objstore.Open(ctx, from, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("replay: --from: %w", err)
+	}
+	return s, nil
+}
+
+// samePartition sends each message to the partition number it came from.
+type samePartition struct{}
+
+func (samePartition) Balance(msg kafka.Message, _ ...int) int { return msg.Partition }
+
+// newWriter makes the kafka-go Writer of the target topic.
+func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
+	mech, err := saslMechanism(k.SASL)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := tlsConfig(k.TLS)
+	if err != nil {
+		return nil, err
+	}
+	var bal kafka.Balancer = samePartition{}
+	if o.KeyHash {
+		bal = &kafka.Murmur2Balancer{}
+	}
+	return &kafka.Writer{
+		Addr:         kafka.TCP(k.Brokers...),
+		Topic:        o.Topic,
+		Balancer:     bal,
+		BatchSize:    o.BatchRecords,
+		BatchBytes:   64 << 20,
+		BatchTimeout: time.Millisecond,
+		RequiredAcks: kafka.RequireAll,
+		MaxAttempts:  10,
+		Transport:    &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second},
+	}, nil
+}
+
+// saslMechanism builds the SASL mechanism of the config, or nil.
+func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
+	if c == nil {
+		return nil, nil
+	}
+	switch c.Mechanism {
+	case "PLAIN":
+		return plain.Mechanism{Username: c.Username, Password: c.Password.Value()}, nil
+	case "SCRAM-SHA-256":
+		return scram.Mechanism(scram.SHA256, c.Username, c.Password.Value())
+	case "SCRAM-SHA-512":
+		return scram.Mechanism(scram.SHA512, c.Username, c.Password.Value())
+	}
+	return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
+}
+
+// tlsConfig builds the TLS settings of the config, or nil.
+func tlsConfig(c *config.TLS) (*tls.Config, error) {
+	if c == nil {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify, ServerName: c.ServerName}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca_file %s: no PEM certificate in it", c.CAFile)
+		}
+		t.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+// checkTarget checks that the target topic exists with the partitions the
+// sources need, when records keep their partition number.
+func (r *Replayer) checkTarget(ctx context.Context, parts []*partitionPlan) error {
+	w, ok := r.producer.(*kafka.Writer)
+	if !ok || r.opts.KeyHash {
+		return nil
+	}
+	client := &kafka.Client{Addr: w.Addr, Transport: w.Transport, Timeout: 30 * time.Second}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{r.opts.Topic}})
+	if err != nil {
+		return fmt.Errorf("replay: target topic %s: %w", r.opts.Topic, err)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+		var terr error
+		if len(md.Topics) == 1 {
+			terr = md.Topics[0].Error
+		}
+		return fmt.Errorf("replay: target topic %s: %v (create it first, with at least as many partitions as the sources)", r.opts.Topic, terr)
+	}
+	n := int32(len(md.Topics[0].Partitions))
+	for _, p := range parts {
+		if p.partition >= n {
+			return fmt.Errorf("replay: source partition %s has no partition %d in target topic %s (%d partitions); add partitions or use --partitioning hash", p.name(), p.partition, r.opts.Topic, n)
+		}
+	}
+	return nil
+}
+
+// Run replays every matching record, then returns nil; or returns the
+// first error, or an error wrapping ErrInterrupted when ctx ends. Either
+// way the checkpoint holds every acknowledged record.
+func (r *Replayer) Run(ctx context.Context) error {
+	o := &r.opts
+	ck := &Checkpoint{Version: 1, From: o.From, Topic: o.Topic, Filter: o.filterText(), Partitions: map[string]Position{}}
+	if r.ckpt != nil {
+		old, err := r.ckpt.load(ctx)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			if old.From != ck.From || old.Topic != ck.Topic || old.Filter != ck.Filter {
+				return fmt.Errorf("checkpoint %s belongs to another replay (from %s to topic %s, %s); remove it or give another checkpoint",
+					r.ckpt, old.From, old.Topic, old.Filter)
+			}
+			ck = old
+			ck.Complete = false
+			o.Log.Info("resuming from checkpoint", "checkpoint", r.ckpt.String(), "records", ck.Records, "partitions", len(ck.Partitions))
+		}
+	}
+	done := map[string]int64{}
+	for k, p := range ck.Partitions {
+		done[k] = p.Offset
+	}
+	parts, err := r.plan(ctx, done)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, p := range parts {
+		total += p.bytes
+	}
+	o.Log.Info("replay planned", "from", o.From, "topic", o.Topic, "partitions", len(parts),
+		"files_listed", r.stats.FilesListed.Load(), "files_skipped", r.stats.FilesSkipped.Load(), "bytes", total)
+	if err := r.checkTarget(ctx, parts); err != nil {
+		return err
+	}
+
+	prog := r.startProgress(ctx, total)
+	defer prog.finish()
+
+	// The pipeline: this goroutine fills batches, one producer goroutine
+	// writes them in order and records what was acknowledged.
+	pr := newPipeline(r, ck)
+	defer pr.stop()
+	var runErr error
+	for _, p := range parts {
+		last, ok := done[p.name()]
+		if !ok {
+			last = -1
+		}
+		if runErr = r.replayPartition(ctx, p, last, pr); runErr != nil {
+			break
+		}
+	}
+	if runErr == nil {
+		runErr = pr.flush()
+	}
+	waitErr := pr.close()
+	if runErr == nil {
+		runErr = waitErr
+	}
+	interrupted := ctx.Err() != nil && (runErr == nil || errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	if runErr == nil && !interrupted {
+		ck.Complete = true
+	}
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := pr.saveCheckpoint(saveCtx); err != nil && runErr == nil {
+		runErr = err
+	}
+	switch {
+	case interrupted:
+		return fmt.Errorf("%w after %d records; the checkpoint %v holds the position", ErrInterrupted, r.stats.Records.Load(), r.ckpt)
+	case runErr != nil:
+		return runErr
+	}
+	o.Log.Info("replay finished", "records", r.stats.Records.Load(), "files_opened", r.stats.FilesOpened.Load(),
+		"files_skipped", r.stats.FilesSkipped.Load(), "row_groups_skipped", r.stats.RowGroupsSkipped.Load())
+	return nil
+}
+
+// replayPartition produces the records of one source partition after done,
+// merging its files by offset.
+func (r *Replayer) replayPartition(ctx context.Context, p *partitionPlan, done int64, pr *pipeline) error {
+	h := &streamHeap{}
+	defer func() {
+		for _, s := range *h {
+			s.close()
+		}
+	}()
+	next := 0
+	name := p.name()
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		// Open every file that may hold a record before the smallest
+		// offset at hand.
+		for next < len(p.files) && (h.Len() == 0 || p.files[next].first <= (*h)[0].offset) {
+			f := p.files[next]
+			next++
+			s, err := r.openStream(ctx, f, name, done)
+			if err != nil {
+				return err
+			}
+			if s == nil {
+				r.stats.BytesDone.Add(f.size)
+				continue
+			}
+			ok, err := s.peek(done)
+			if err != nil {
+				s.close()
+				return err
+			}
+			if !ok {
+				s.close()
+				r.stats.BytesDone.Add(f.size)
+				continue
+			}
+			heap.Push(h, s)
+		}
+		if h.Len() == 0 {
+			return nil
+		}
+		s := (*h)[0]
+		b, err := pr.current(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.emit(b); err != nil {
+			return err
+		}
+		ok, err := s.peek(done)
+		if err != nil {
+			return err
+		}
+		if ok {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+			s.close()
+			r.stats.BytesDone.Add(s.ref.size)
+		}
+	}
+}
+
+// streamHeap orders open files by their next offset.
+type streamHeap []*fileStream
+
+func (h streamHeap) Len() int           { return len(h) }
+func (h streamHeap) Less(i, j int) bool { return h[i].offset < h[j].offset }
+func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *streamHeap) Push(x any)        { *h = append(*h, x.(*fileStream)) }
+func (h *streamHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return s
+}
+
+// pipeline hands full batches to a producer goroutine, keeps at most two
+// in flight, and moves the checkpoint as batches are acknowledged.
+type pipeline struct {
+	r       *Replayer
+	ck      *Checkpoint
+	cur     *batch
+	free    chan *batch
+	full    chan *batch
+	done    chan error
+	lastCk  time.Time
+	ctx     context.Context // the producer's: not canceled by a signal
+	cancel  context.CancelFunc
+	stopped bool
+	err     atomic.Pointer[error]
+}
+
+func newPipeline(r *Replayer, ck *Checkpoint) *pipeline {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pipeline{r: r, ck: ck, free: make(chan *batch, 3), full: make(chan *batch, 1), done: make(chan error, 1),
+		ctx: ctx, cancel: cancel, lastCk: time.Now()}
+	for range 3 {
+		p.free <- &batch{msgs: make([]kafka.Message, 0, r.opts.BatchRecords), arena: make([]byte, 0, 256*r.opts.BatchRecords)}
+	}
+	go p.produce()
+	return p
+}
+
+// current returns the batch being filled, handing it over and taking a
+// free one when it is full.
+func (p *pipeline) current(ctx context.Context) (*batch, error) {
+	if p.cur != nil && len(p.cur.msgs) < p.r.opts.BatchRecords {
+		return p.cur, nil
+	}
+	if err := p.err.Load(); err != nil {
+		return nil, *err
+	}
+	if p.cur != nil {
+		if err := p.send(ctx); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case b := <-p.free:
+		p.cur = b
+		return b, nil
+	case err := <-p.done:
+		p.done <- err
+		return nil, p.failure(err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *pipeline) failure(err error) error {
+	if err == nil {
+		return errors.New("replay: producer stopped")
+	}
+	return err
+}
+
+// send hands the current batch to the producer.
+func (p *pipeline) send(ctx context.Context) error {
+	b := p.cur
+	p.cur = nil
+	if len(b.msgs) == 0 {
+		p.free <- b
+		return nil
+	}
+	select {
+	case p.full <- b:
+		return nil
+	case err := <-p.done:
+		p.done <- err
+		return p.failure(err)
+	case <-ctx.Done():
+		p.free <- b // never sent: its records are not produced
+		return ctx.Err()
+	}
+}
+
+// flush sends the batch being filled.
+func (p *pipeline) flush() error {
+	if p.cur == nil {
+		return nil
+	}
+	return p.send(context.Background())
+}
+
+// close waits for the batches sent to be acknowledged (or to fail).
+func (p *pipeline) close() error {
+	if p.stopped {
+		return nil
+	}
+	p.stopped = true
+	close(p.full)
+	return <-p.done
+}
+
+// stop ends the producer goroutine if close was not called.
+func (p *pipeline) stop() {
+	if !p.stopped {
+		p.close()
+	}
+	p.cancel()
+}
+
+// produce writes the batches in order. A batch that fails stops it: later
+// batches are not written, so the checkpoint never passes a record that
+// was not acknowledged.
+func (p *pipeline) produce() {
+	var err error
+	for b := range p.full {
+		if err == nil {
+			wctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+			err = p.r.producer.WriteMessages(wctx, b.msgs...)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("producing to %s: %w", p.r.opts.Topic, err)
+				p.err.Store(&err)
+			} else {
+				p.acknowledged(b)
+			}
+		}
+		b.reset()
+		p.free <- b
+	}
+	p.done <- err
+}
+
+// acknowledged moves the checkpoint past batch b, and saves it when the
+// interval has passed.
+func (p *pipeline) acknowledged(b *batch) {
+	p.r.stats.Records.Add(int64(len(b.msgs)))
+	p.ck.Records += int64(len(b.msgs))
+	for _, m := range b.marks {
+		p.ck.Partitions[m.part] = Position{Object: m.object, Row: m.row, Offset: m.offset}
+	}
+	if p.r.ckpt != nil && time.Since(p.lastCk) >= p.r.opts.CheckpointInterval {
+		if err := p.r.ckpt.save(p.ctx, p.ck); err != nil {
+			p.r.opts.Log.Warn("checkpoint not saved", "checkpoint", p.r.ckpt.String(), "err", err)
+		}
+		p.lastCk = time.Now()
+	}
+}
+
+// saveCheckpoint writes the checkpoint; the producer must have stopped.
+func (p *pipeline) saveCheckpoint(ctx context.Context) error {
+	if p.r.ckpt == nil {
+		return nil
+	}
+	if err := p.r.ckpt.save(ctx, p.ck); err != nil {
+		return err
+	}
+	p.r.opts.Log.Info("checkpoint saved", "checkpoint", p.r.ckpt.String(), "records", p.ck.Records, "complete", p.ck.Complete)
+	return nil
+}

@@ -1,0 +1,391 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/convert"
+	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// archive is a directory of sink files and the records they hold.
+type archive struct {
+	dir  string
+	recs map[string]srcRecord // by "topic/partition/offset"
+	keys []string             // object keys
+}
+
+func recID(topic string, partition int32, offset int64) string {
+	return fmt.Sprintf("%s/%d/%d", topic, partition, offset)
+}
+
+// newArchive writes, for topic events, partitions 0 to 2 with three files
+// of 50 records each (offsets 0-49, 50-99, 100-149, row groups of 20), and
+// one file of topic other.
+func newArchive(t testing.TB) *archive {
+	t.Helper()
+	a := &archive{dir: t.TempDir(), recs: map[string]srcRecord{}}
+	gen := events.New(1, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	add := func(topic string, p int32, first int64, n int) {
+		var recs []srcRecord
+		for i := range n {
+			off := first + int64(i)
+			r := recordOf(gen, topic, p, off, int(off))
+			recs = append(recs, r)
+			a.recs[recID(topic, p, off)] = r
+		}
+		key := sinkKey(topic, p, first)
+		writeFile(t, a.dir, key, recs, 20)
+		a.keys = append(a.keys, key)
+	}
+	for p := range int32(3) {
+		for f := range 3 {
+			add("events", p, int64(50*f), 50)
+		}
+	}
+	add("other", 0, 0, 10)
+	return a
+}
+
+// run replays with opts into a collector and returns it with the error.
+func (a *archive) run(t *testing.T, ctx context.Context, opts Options, st *countingStore, c *collector) (*Replayer, error) {
+	t.Helper()
+	opts.From = "file://" + a.dir
+	if opts.Topic == "" {
+		opts.Topic = "target"
+	}
+	opts.Store, opts.Producer = st, c
+	if opts.BatchRecords == 0 {
+		opts.BatchRecords = 16
+	}
+	r, err := New(ctx, &config.Config{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, r.Run(ctx)
+}
+
+// check compares the produced messages with the source records: every
+// field equal, values as JSON, and per partition in offset order. It
+// returns the ids produced.
+func (a *archive) check(t *testing.T, msgs []kafka.Message) []string {
+	t.Helper()
+	var ids []string
+	lastOffset := map[int]int64{}
+	for i, m := range msgs {
+		var env struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			t.Fatalf("message %d: value %q: %v", i, m.Value, err)
+		}
+		// The generator numbers events in the order they were made; find
+		// the record by its partition and value.
+		var src *srcRecord
+		for _, r := range a.recs {
+			if r.partition == int32(m.Partition) && bytes.Contains(r.value, []byte(fmt.Sprintf(`{"id":%d,`, env.ID))) {
+				r := r
+				src = &r
+				break
+			}
+		}
+		if src == nil {
+			t.Fatalf("message %d: no source record with id %d in partition %d", i, env.ID, m.Partition)
+		}
+		if prev, ok := lastOffset[m.Partition]; ok && src.offset <= prev {
+			t.Errorf("message %d: partition %d offset %d after %d", i, m.Partition, src.offset, prev)
+		}
+		lastOffset[m.Partition] = src.offset
+		ids = append(ids, recID(src.topic, src.partition, src.offset))
+		if !jsonEqual(m.Value, src.value) {
+			t.Errorf("%s: value\n got %s\nwant %s", ids[len(ids)-1], m.Value, src.value)
+		}
+		if (m.Key == nil) != (src.key == nil) || !bytes.Equal(m.Key, src.key) {
+			t.Errorf("%s: key %q (nil %v), want %q (nil %v)", ids[len(ids)-1], m.Key, m.Key == nil, src.key, src.key == nil)
+		}
+		if m.Time.UnixMilli() != src.ms {
+			t.Errorf("%s: time %d, want %d", ids[len(ids)-1], m.Time.UnixMilli(), src.ms)
+		}
+		if !headersEqual(m.Headers, src.headers) {
+			t.Errorf("%s: headers %v, want %v", ids[len(ids)-1], m.Headers, src.headers)
+		}
+	}
+	return ids
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func headersEqual(a, b []kafka.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || !bytes.Equal(a[i].Value, b[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReplayAll(t *testing.T) {
+	a := newArchive(t)
+	st := openDir(t, a.dir)
+	c := &collector{}
+	r, err := a.run(t, context.Background(), Options{SourceTopics: []string{"events"}}, st, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := a.check(t, c.msgs)
+	if len(ids) != 450 {
+		t.Errorf("%d records, want 450", len(ids))
+	}
+	if got := r.Stats().Records.Load(); got != 450 {
+		t.Errorf("Stats.Records = %d, want 450", got)
+	}
+	if n := st.opened(sinkKey("other", 0, 0)); n != 0 {
+		t.Errorf("the file of topic other was opened %d times", n)
+	}
+	if n := r.Stats().RowGroupsByRows.Load(); n != 0 {
+		t.Errorf("%d row groups read through Rows; the reference shape is columnar", n)
+	}
+}
+
+// TestReplayFilters checks which records each filter keeps and that files
+// that cannot match are never opened.
+func TestReplayFilters(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		opts      Options
+		keep      func(r srcRecord) bool
+		notOpened []string
+	}{
+		{
+			name:      "partitions",
+			opts:      Options{Partitions: []int32{1}},
+			keep:      func(r srcRecord) bool { return r.partition == 1 },
+			notOpened: []string{sinkKey("events", 0, 0), sinkKey("events", 2, 100), sinkKey("other", 0, 0)},
+		},
+		{
+			name:      "topic",
+			opts:      Options{SourceTopics: []string{"other"}},
+			keep:      func(r srcRecord) bool { return r.topic == "other" },
+			notOpened: []string{sinkKey("events", 0, 0), sinkKey("events", 1, 50)},
+		},
+		{
+			name:      "from offset",
+			opts:      Options{SourceTopics: []string{"events"}, FromOffset: 100},
+			keep:      func(r srcRecord) bool { return r.topic == "events" && r.offset >= 100 },
+			notOpened: []string{sinkKey("events", 0, 0), sinkKey("events", 0, 50), sinkKey("events", 2, 50)},
+		},
+		{
+			name:      "offset range",
+			opts:      Options{SourceTopics: []string{"events"}, FromOffset: 60, EndOffset: 71},
+			keep:      func(r srcRecord) bool { return r.topic == "events" && r.offset >= 60 && r.offset <= 70 },
+			notOpened: []string{sinkKey("events", 0, 0), sinkKey("events", 1, 100)},
+		},
+		{
+			name: "time range",
+			opts: Options{SourceTopics: []string{"events"}, Since: base.Add(30 * time.Second), Until: base.Add(45 * time.Second)},
+			keep: func(r srcRecord) bool {
+				return r.topic == "events" && r.ms >= base.Add(30*time.Second).UnixMilli() && r.ms < base.Add(45*time.Second).UnixMilli()
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArchive(t)
+			st := openDir(t, a.dir)
+			c := &collector{}
+			r, err := a.run(t, context.Background(), tc.opts, st, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := a.check(t, c.msgs)
+			var want []string
+			for id, rec := range a.recs {
+				if tc.keep(rec) {
+					want = append(want, id)
+				}
+			}
+			if len(got) != len(want) || len(want) == 0 {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			seen := map[string]bool{}
+			for _, id := range got {
+				if seen[id] {
+					t.Errorf("%s produced twice", id)
+				}
+				seen[id] = true
+			}
+			for _, id := range want {
+				if !seen[id] {
+					t.Errorf("%s missing", id)
+				}
+			}
+			for _, k := range tc.notOpened {
+				if n := st.opened(k); n != 0 {
+					t.Errorf("%s opened %d times; it cannot match", k, n)
+				}
+			}
+			if tc.name == "time range" && r.Stats().RowGroupsSkipped.Load() == 0 {
+				t.Error("no row group skipped by the statistics of _kafka.timestamp")
+			}
+		})
+	}
+}
+
+// TestReplayMergesChains replays a partition spread over two chains of
+// files (a path by record time) whose offsets interleave: the records come
+// out in offset order.
+func TestReplayMergesChains(t *testing.T) {
+	dir := t.TempDir()
+	gen := events.New(3, time.Now())
+	recs := map[string]srcRecord{}
+	var even, odd []srcRecord
+	for off := range int64(60) {
+		r := recordOf(gen, "events", 0, off, int(off))
+		recs[recID("events", 0, off)] = r
+		if off%2 == 0 {
+			even = append(even, r)
+		} else {
+			odd = append(odd, r)
+		}
+	}
+	writeFile(t, dir, "events/hr=10/events+0+00000000000000000000.parquet", even, 7)
+	writeFile(t, dir, "events/hr=11/events+0+00000000000000000001.parquet", odd, 7)
+	a := &archive{dir: dir, recs: recs}
+	st := openDir(t, dir)
+	c := &collector{}
+	if _, err := a.run(t, context.Background(), Options{PathTemplate: "{topic}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"}, st, c); err != nil {
+		t.Fatal(err)
+	}
+	if ids := a.check(t, c.msgs); len(ids) != 60 {
+		t.Errorf("%d records, want 60", len(ids))
+	}
+}
+
+// TestReplayResume interrupts a replay, checks that the checkpoint holds
+// exactly what was produced, and resumes it: every record once.
+func TestReplayResume(t *testing.T) {
+	for _, where := range []string{"file", "store"} {
+		t.Run(where, func(t *testing.T) {
+			a := newArchive(t)
+			st := openDir(t, a.dir)
+			opts := Options{SourceTopics: []string{"events"}}
+			ckPath := filepath.Join(t.TempDir(), "replay.checkpoint")
+			if where == "file" {
+				opts.Checkpoint = ckPath
+			} else {
+				opts.StoreCheckpoint = "resume-test"
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			first := &collector{stopAfter: 200, cancel: cancel}
+			_, err := a.run(t, ctx, opts, st, first)
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("interrupted run: %v, want ErrInterrupted", err)
+			}
+			n1 := len(first.msgs)
+			if n1 < 200 || n1 >= 450 {
+				t.Fatalf("interrupted run produced %d records", n1)
+			}
+			if where == "file" {
+				data, err := os.ReadFile(ckPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ck Checkpoint
+				if err := json.Unmarshal(data, &ck); err != nil {
+					t.Fatal(err)
+				}
+				if ck.Records != int64(n1) || ck.Complete {
+					t.Errorf("checkpoint: %d records, complete %v; want %d, false", ck.Records, ck.Complete, n1)
+				}
+				if p, ok := ck.Partitions["events/0"]; !ok || p.Object == "" || p.Offset != 149 || p.Row != 49 {
+					t.Errorf("checkpoint of events/0: %+v, want the last row of its last file", p)
+				}
+			}
+			second := &collector{}
+			if _, err := a.run(t, context.Background(), opts, st, second); err != nil {
+				t.Fatal(err)
+			}
+			ids := a.check(t, append(append([]kafka.Message{}, first.msgs...), second.msgs...))
+			seen := map[string]int{}
+			for _, id := range ids {
+				seen[id]++
+			}
+			for id, r := range a.recs {
+				if r.topic == "events" && seen[id] != 1 {
+					t.Errorf("%s produced %d times", id, seen[id])
+				}
+			}
+			// Files whose records were all produced are not opened again.
+			if n := st.opened(sinkKey("events", 0, 0)); n != 1 {
+				t.Errorf("events/0 first file opened %d times over both runs, want 1", n)
+			}
+			// A third run has nothing left to do.
+			third := &collector{}
+			if _, err := a.run(t, context.Background(), opts, st, third); err != nil {
+				t.Fatal(err)
+			}
+			if len(third.msgs) != 0 {
+				t.Errorf("a completed replay produced %d more records", len(third.msgs))
+			}
+			// Another replay with different filters refuses the checkpoint.
+			other := opts
+			other.FromOffset = 5
+			if _, err := a.run(t, context.Background(), other, st, &collector{}); err == nil || !strings.Contains(err.Error(), "another replay") {
+				t.Errorf("checkpoint of another replay: %v", err)
+			}
+		})
+	}
+}
+
+// TestReplayForeignFile: a Parquet file that the sink did not write stops
+// the replay with ErrNotPqsink, naming the file, before anything is
+// produced.
+func TestReplayForeignFile(t *testing.T) {
+	a := newArchive(t)
+	var out bytes.Buffer
+	schemaText := "message m { required int64 id; optional binary name (STRING); }"
+	sch, err := schema.Parse(schemaText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convert.Run(context.Background(), strings.NewReader("{\"id\":1,\"name\":\"x\"}\n"), &out, convert.Options{Schema: sch}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.dir, "foreign.parquet"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := openDir(t, a.dir)
+	c := &collector{}
+	_, err = a.run(t, context.Background(), Options{}, st, c)
+	if !errors.Is(err, ErrNotPqsink) || !strings.Contains(err.Error(), "foreign.parquet") {
+		t.Fatalf("error %v, want ErrNotPqsink naming foreign.parquet", err)
+	}
+	if len(c.msgs) != 0 {
+		t.Errorf("%d records produced before the error", len(c.msgs))
+	}
+}

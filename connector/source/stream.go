@@ -1,0 +1,444 @@
+package source
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/avro"
+)
+
+// ErrNotPqsink is wrapped by the error of a file that replay cannot read
+// back into Kafka records: one without the sink's footer metadata or
+// without the _kafka envelope columns.
+var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
+
+// valueKind is how a file's payload becomes record values.
+type valueKind uint8
+
+const (
+	valueJSON valueKind = iota // typed columns or VARIANT, as JSON
+	valueAvro                  // Avro binary in the Confluent wire format
+	valueRaw                   // the original bytes, kept in one binary column
+)
+
+func (k valueKind) String() string {
+	return [...]string{"json", "avro", "bytes"}[k]
+}
+
+// Paths of the envelope leaves.
+const (
+	envField     = "_kafka"
+	envOffset    = "_kafka.offset"
+	envTimestamp = "_kafka.timestamp"
+	envKey       = "_kafka.key"
+	envHdrKey    = "_kafka.headers.key_value.key"
+	envHdrValue  = "_kafka.headers.key_value.value"
+)
+
+// batch is the messages of one produce request, with the memory their
+// bytes live in.
+type batch struct {
+	msgs    []kafka.Message
+	arena   []byte
+	headers []kafka.Header
+	marks   []mark // the last record of each partition in the batch
+}
+
+// mark is a position in a source partition: the last record of it that a
+// batch holds.
+type mark struct {
+	part   string // "topic/partition"
+	object string
+	row    int64
+	offset int64
+}
+
+func (b *batch) reset() {
+	clear(b.msgs) // drop references for the collector
+	b.msgs, b.arena, b.headers, b.marks = b.msgs[:0], b.arena[:0], b.headers[:0], b.marks[:0]
+}
+
+// bytesOf copies p into the batch's arena and returns the copy; an empty
+// p gives an empty, non-nil slice.
+func (b *batch) bytesOf(p []byte) []byte {
+	start := len(b.arena)
+	b.arena = append(b.arena, p...)
+	return b.arena[start:len(b.arena):len(b.arena)]
+}
+
+// fileStream reads the matching records of one file in offset order.
+type fileStream struct {
+	r        *Replayer
+	ref      *fileRef
+	part     string
+	f        *reader.File
+	closeF   func()
+	kind     valueKind
+	payload  []*schema.Node
+	unwrap   bool
+	avro     *avroValue
+	groups   []int
+	rowBases []int64
+	gi       int
+	src      rowSource
+
+	// The current record, once peek has found one.
+	has    bool
+	offset int64
+	ts     int64
+	row    int64 // in the file
+}
+
+// rowSource reads the records of one row group.
+type rowSource interface {
+	// next moves to the next record; false after the last.
+	next() (bool, error)
+	// offset, timestamp and row (in the row group) of the current record.
+	current() (offset, ts, row int64)
+	// emit fills m with the current record and moves past it.
+	emit(b *batch, m *kafka.Message) error
+	// skip moves past the current record.
+	skip() error
+	release()
+}
+
+// openStream opens a file for reading its records after done (the last
+// offset already produced of its partition). It returns nil when the
+// footer rules the whole file out.
+func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, done int64) (*fileStream, error) {
+	f, closeF, err := r.open(ctx, ref.key)
+	if err != nil {
+		return nil, err
+	}
+	s := &fileStream{r: r, ref: ref, part: part, f: f, closeF: closeF}
+	ok := false
+	defer func() {
+		if !ok {
+			closeF()
+		}
+	}()
+	kr, err := footerRange(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.key, err)
+	}
+	if kr.topic != ref.topic || kr.partition != ref.partition {
+		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, kr.topic, kr.partition, ref.topic, ref.partition)
+	}
+	o := &r.opts
+	from := max(o.FromOffset, done+1)
+	if kr.last < from || kr.first >= o.EndOffset {
+		r.stats.FilesSkipped.Add(1)
+		return nil, nil
+	}
+	sch := f.Schema()
+	for _, p := range []string{envOffset, envTimestamp, envKey, envHdrKey, envHdrValue} {
+		if sch.Leaf(p) == nil {
+			return nil, fmt.Errorf("%s: %w: no column %s (was it written with envelope: false?); replay needs the envelope to restore keys, headers, timestamps and order", ref.key, ErrNotPqsink, p)
+		}
+	}
+	for _, fl := range sch.Fields() {
+		if fl.Name != envField {
+			s.payload = append(s.payload, fl)
+		}
+	}
+	if len(s.payload) == 0 {
+		return nil, fmt.Errorf("%s: %w: no payload columns beside %s", ref.key, ErrNotPqsink, envField)
+	}
+	var avroText string
+	for _, e := range f.Metadata().KeyValueMetadata {
+		if e.Key == avro.MetadataKey && e.Value != nil {
+			avroText = *e.Value
+		}
+	}
+	switch {
+	case avroText != "":
+		s.kind = valueAvro
+		if s.avro, err = r.avroValue(ctx, avroText); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.key, err)
+		}
+	case len(s.payload) == 1 && s.payload[0].IsLeaf() && s.payload[0].Physical == meta.TypeByteArray &&
+		s.payload[0].Logical.Kind == schema.None && s.payload[0].Repetition != schema.Repeated:
+		s.kind = valueRaw
+	default:
+		s.kind = valueJSON
+		s.unwrap = len(s.payload) == 1 && s.payload[0].Logical.Kind == schema.Variant
+	}
+	// Row groups that statistics rule out are never read.
+	offLeaf, tsLeaf := sch.Leaf(envOffset), sch.Leaf(envTimestamp)
+	var base int64
+	for g, rg := range f.Metadata().RowGroups {
+		rows := rg.NumRows
+		keep := rows > 0
+		if lo, hi, ok := int64Stats(rg.Columns[offLeaf.Column].MetaData); keep && ok {
+			keep = hi >= from && lo < o.EndOffset
+		}
+		if lo, hi, ok := int64Stats(rg.Columns[tsLeaf.Column].MetaData); keep && ok {
+			keep = o.timeMayMatch(lo, hi)
+		}
+		if keep {
+			s.groups = append(s.groups, g)
+			s.rowBases = append(s.rowBases, base)
+		} else if rows > 0 {
+			r.stats.RowGroupsSkipped.Add(1)
+		}
+		base += rows
+	}
+	if len(s.groups) == 0 {
+		r.stats.FilesSkipped.Add(1)
+		return nil, nil
+	}
+	s.gi = -1
+	ok = true
+	return s, nil
+}
+
+// int64Stats returns the chunk's INT64 min and max statistics.
+func int64Stats(cm *meta.ColumnMetaData) (lo, hi int64, ok bool) {
+	if cm == nil || cm.Statistics == nil {
+		return 0, 0, false
+	}
+	st := cm.Statistics
+	mn, mx := st.MinValue, st.MaxValue
+	if mn == nil || mx == nil {
+		mn, mx = st.Min, st.Max // signed INT64: the legacy fields agree
+	}
+	if len(mn) != 8 || len(mx) != 8 {
+		return 0, 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(mn)), int64(binary.LittleEndian.Uint64(mx)), true
+}
+
+// peek finds the next record that passes the filters, after done; false at
+// the end of the file.
+func (s *fileStream) peek(done int64) (bool, error) {
+	if s.has {
+		return true, nil
+	}
+	o := &s.r.opts
+	from := max(o.FromOffset, done+1)
+	for {
+		if s.src == nil {
+			s.gi++
+			if s.gi >= len(s.groups) {
+				return false, nil
+			}
+			src, err := s.newSource(s.groups[s.gi])
+			if err != nil {
+				return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
+			}
+			s.src = src
+		}
+		ok, err := s.src.next()
+		if err != nil {
+			return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
+		}
+		if !ok {
+			s.src.release()
+			s.src = nil
+			continue
+		}
+		off, ts, row := s.src.current()
+		if off < from || off >= o.EndOffset || !o.keepTime(ts) {
+			if err := s.src.skip(); err != nil {
+				return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
+			}
+			continue
+		}
+		s.has, s.offset, s.ts, s.row = true, off, ts, s.rowBases[s.gi]+row
+		return true, nil
+	}
+}
+
+// emit appends the current record to b.
+func (s *fileStream) emit(b *batch) error {
+	b.msgs = append(b.msgs, kafka.Message{Partition: int(s.ref.partition)})
+	m := &b.msgs[len(b.msgs)-1]
+	if err := s.src.emit(b, m); err != nil {
+		b.msgs = b.msgs[:len(b.msgs)-1]
+		return fmt.Errorf("%s: row %d (offset %d): %w", s.ref.key, s.row, s.offset, err)
+	}
+	if n := len(b.marks); n > 0 && b.marks[n-1].part == s.part {
+		b.marks[n-1] = mark{part: s.part, object: s.ref.key, row: s.row, offset: s.offset}
+	} else {
+		b.marks = append(b.marks, mark{part: s.part, object: s.ref.key, row: s.row, offset: s.offset})
+	}
+	s.has = false
+	return nil
+}
+
+func (s *fileStream) close() {
+	if s.src != nil {
+		s.src.release()
+		s.src = nil
+	}
+	s.closeF()
+}
+
+// newSource returns the reader of row group g: columnar for JSON and raw
+// values when the payload's shape allows, reader.Rows otherwise.
+func (s *fileStream) newSource(g int) (rowSource, error) {
+	if s.kind != valueAvro {
+		src, err := newColumnSource(s, g)
+		if err == nil {
+			return src, nil
+		}
+		if !errors.Is(err, reader.ErrNotColumnar) {
+			return nil, err
+		}
+		s.r.stats.RowGroupsByRows.Add(1)
+	}
+	return newRowsSource(s, g)
+}
+
+// columnSource reads a row group column by column.
+type columnSource struct {
+	env  []*reader.ColumnCursor // offset, timestamp, key, header key, header value
+	json *reader.JSONAssembler
+	raw  *reader.ColumnCursor
+	hdef uint8 // definition level of a present header entry
+	hrep uint8 // repetition level of a header after the first
+	row  int64
+	rows int64
+}
+
+func newColumnSource(s *fileStream, g int) (rowSource, error) {
+	sch := s.f.Schema()
+	cols := []int{sch.Leaf(envOffset).Column, sch.Leaf(envTimestamp).Column, sch.Leaf(envKey).Column,
+		sch.Leaf(envHdrKey).Column, sch.Leaf(envHdrValue).Column}
+	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows}
+	kv := sch.Leaf(envHdrKey).Parent()
+	c.hdef, c.hrep = uint8(kv.MaxDef), uint8(kv.MaxRep)
+	var err error
+	switch s.kind {
+	case valueRaw:
+		cols = append(cols, s.payload[0].Column)
+	default:
+		if c.json, err = reader.NewJSONAssembler(s.f, g, s.payload, s.unwrap); err != nil {
+			return nil, err
+		}
+	}
+	cur, err := s.f.ColumnCursors(g, cols)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	c.env = cur[:5]
+	if s.kind == valueRaw {
+		c.raw = cur[5]
+	}
+	return c, nil
+}
+
+func (c *columnSource) next() (bool, error) {
+	c.row++
+	if c.row >= c.rows {
+		return false, nil
+	}
+	off, ts := c.env[0], c.env[1]
+	if !off.HasValue() || !ts.HasValue() {
+		return false, fmt.Errorf("%w: record %d has no _kafka.offset or _kafka.timestamp", reader.ErrCorrupt, c.row)
+	}
+	return true, nil
+}
+
+func (c *columnSource) current() (int64, int64, int64) {
+	return c.env[0].Int64(), c.env[1].Int64(), c.row
+}
+
+func (c *columnSource) emit(b *batch, m *kafka.Message) error {
+	m.Time = timeOfMillis(c.env[1].Int64())
+	if k := c.env[2]; k.HasValue() {
+		m.Key = b.bytesOf(k.Bytes())
+	}
+	hk, hv := c.env[3], c.env[4]
+	if hk.Def() >= c.hdef {
+		start := len(b.headers)
+		for {
+			if !hk.HasValue() {
+				return fmt.Errorf("%w: a header without a key", reader.ErrCorrupt)
+			}
+			h := kafka.Header{Key: string(hk.Bytes())}
+			if hv.HasValue() {
+				h.Value = b.bytesOf(hv.Bytes())
+			}
+			b.headers = append(b.headers, h)
+			if err := hk.Advance(); err != nil {
+				return err
+			}
+			if err := hv.Advance(); err != nil {
+				return err
+			}
+			if hk.EOF() || hk.Rep() != c.hrep {
+				break
+			}
+		}
+		m.Headers = b.headers[start:len(b.headers):len(b.headers)]
+	} else if err := advance(hk, hv); err != nil {
+		return err
+	}
+	if err := advance(c.env[0], c.env[1], c.env[2]); err != nil {
+		return err
+	}
+	if c.raw != nil {
+		if c.raw.HasValue() {
+			m.Value = b.bytesOf(c.raw.Bytes())
+		}
+		return c.raw.Advance()
+	}
+	start := len(b.arena)
+	var err error
+	b.arena, err = c.json.Append(b.arena)
+	if err != nil {
+		return err
+	}
+	m.Value = b.arena[start:len(b.arena):len(b.arena)]
+	return nil
+}
+
+// advance consumes the current entry of each cursor.
+func advance(cs ...*reader.ColumnCursor) error {
+	for _, c := range cs {
+		if err := c.Advance(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *columnSource) skip() error {
+	hk, hv := c.env[3], c.env[4]
+	for {
+		if err := advance(hk, hv); err != nil {
+			return err
+		}
+		if hk.EOF() || hk.Rep() != c.hrep {
+			break
+		}
+	}
+	if err := advance(c.env[0], c.env[1], c.env[2]); err != nil {
+		return err
+	}
+	if c.raw != nil {
+		return c.raw.Advance()
+	}
+	return c.json.Skip()
+}
+
+func (c *columnSource) release() {
+	for _, e := range c.env {
+		e.Release()
+	}
+	if c.raw != nil {
+		c.raw.Release()
+	}
+	if c.json != nil {
+		c.json.Release()
+	}
+}
