@@ -1,0 +1,67 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// replayOptional are the keys `pqsink run` requires and `pqsink replay`
+// does not use: replay needs only the kafka connection (brokers, client
+// id, SASL, TLS), the store's endpoint and credentials, and, to replay
+// Avro files, format.registry.
+var replayOptional = []string{"kafka.group", "kafka.topics", "format.type", "format.schema_file", "format.registry"}
+
+// LoadReplay reads a config file for `pqsink replay`: Load, except that the
+// keys only the sink needs (kafka.group, kafka.topics, format.type and what
+// it requires) may be left out. Every key given is validated as Load
+// validates it, so the sink's config file serves replay as it is.
+func LoadReplay(path string, env func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseReplay(data, env, filepath.Dir(abs))
+}
+
+// ParseReplay is LoadReplay of data, with relative paths resolved against
+// the working directory.
+func ParseReplay(data []byte, env func(string) (string, bool)) (*Config, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("config: resolving relative paths: %w", err)
+	}
+	return parseReplay(data, env, dir)
+}
+
+func parseReplay(data []byte, env func(string) (string, bool), dir string) (*Config, error) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	root, err := document(data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{env: env, dir: dir}
+	c := defaults()
+	c.Dir = dir
+	d.config(root, &c)
+	kept := d.problems[:0]
+	for _, p := range d.problems {
+		if slices.Contains(replayOptional, p.key) && strings.HasPrefix(p.msg, "required") {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	d.problems = kept
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
