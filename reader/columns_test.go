@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pqsink/pqsink/schema"
 )
@@ -131,5 +132,29 @@ func TestJSONAssemblerUnwrap(t *testing.T) {
 	}
 	if _, err := NewJSONAssembler(f, 0, f.Schema().Fields(), true); err == nil {
 		t.Error("unwrap of several fields: no error")
+	}
+}
+
+// TestAppendTimestampMatchesFormat checks the hand-written timestamp
+// rendering against time.Format over units, zones and edge years.
+func TestAppendTimestampMatchesFormat(t *testing.T) {
+	times := []time.Time{
+		time.Unix(0, 0).UTC(),
+		time.Date(2026, 11, 23, 10, 0, 0, 123456789, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999000000, time.UTC),
+	}
+	for _, tm := range times {
+		for _, u := range []schema.TimeUnit{schema.Millis, schema.Micros, schema.Nanos} {
+			for _, utc := range []bool{true, false} {
+				want := `"` + tm.Format(timestampLayout(u, utc)) + `"`
+				if got := string(appendTimestamp(nil, tm, u, utc)); got != want {
+					t.Errorf("%v unit %v utc %v: %s, want %s", tm, u, utc, got, want)
+				}
+			}
+		}
 	}
 }

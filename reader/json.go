@@ -275,11 +275,66 @@ func fractionLayout(u schema.TimeUnit) string {
 }
 
 func appendTimestamp(dst []byte, t time.Time, u schema.TimeUnit, utc bool) []byte {
-	layout := "2006-01-02T15:04:05" + fractionLayout(u)
-	if utc {
-		layout += "Z"
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return appendQuotedTime(dst, t, timestampLayout(u, utc))
 	}
-	return appendQuotedTime(dst, t, layout)
+	// The layout's digits written directly: this runs once per timestamp
+	// value of every record rendered, and time.Format parses its layout
+	// each time.
+	hour, minute, sec := t.Clock()
+	dst = append(dst, '"')
+	dst = appendDigits(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendDigits(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, minute, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec, 2)
+	dst = append(dst, '.')
+	switch ns := t.Nanosecond(); u {
+	case schema.Millis:
+		dst = appendDigits(dst, ns/1e6, 3)
+	case schema.Micros:
+		dst = appendDigits(dst, ns/1e3, 6)
+	default:
+		dst = appendDigits(dst, ns, 9)
+	}
+	if utc {
+		dst = append(dst, 'Z')
+	}
+	return append(dst, '"')
+}
+
+// timestampLayout is the time layout of a TIMESTAMP's JSON form.
+func timestampLayout(u schema.TimeUnit, utc bool) string {
+	switch {
+	case u == schema.Millis && utc:
+		return "2006-01-02T15:04:05.000Z"
+	case u == schema.Millis:
+		return "2006-01-02T15:04:05.000"
+	case u == schema.Micros && utc:
+		return "2006-01-02T15:04:05.000000Z"
+	case u == schema.Micros:
+		return "2006-01-02T15:04:05.000000"
+	case utc:
+		return "2006-01-02T15:04:05.000000000Z"
+	}
+	return "2006-01-02T15:04:05.000000000"
+}
+
+// appendDigits appends the n low decimal digits of v >= 0, zero-padded.
+func appendDigits(dst []byte, v, n int) []byte {
+	var buf [9]byte
+	for i := n - 1; i >= 0; i-- {
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, buf[:n]...)
 }
 
 func appendTimeOfDay(dst []byte, x int64, u schema.TimeUnit) []byte {

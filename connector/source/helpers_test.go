@@ -54,7 +54,7 @@ func recordOf(gen *events.Generator, topic string, partition int32, offset int64
 // writeFile writes records as the sink does (events.Schema payload and the
 // envelope, footer pqsink.kafka.*) into dir under key, rowGroup records
 // per row group.
-func writeFile(t testing.TB, dir, key string, recs []srcRecord, rowGroup int) {
+func writeFile(t testing.TB, dir, key string, recs []srcRecord, rowGroup int, opts ...writer.Option) {
 	t.Helper()
 	msg, err := schema.Parse(events.Schema)
 	if err != nil {
@@ -74,7 +74,7 @@ func writeFile(t testing.TB, dir, key string, recs []srcRecord, rowGroup int) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	w, err := writer.New(&out, s)
+	w, err := writer.New(&out, s, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

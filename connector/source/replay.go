@@ -179,7 +179,7 @@ func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
 		Topic:        o.Topic,
 		Balancer:     bal,
 		BatchSize:    o.BatchRecords,
-		BatchBytes:   64 << 20,
+		BatchBytes:   1 << 20, // a record batch; brokers refuse more by default (message.max.bytes)
 		BatchTimeout: time.Millisecond,
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  10,
@@ -539,7 +539,7 @@ func (p *pipeline) produce() {
 			err = p.r.producer.WriteMessages(wctx, b.msgs...)
 			cancel()
 			if err != nil {
-				err = fmt.Errorf("producing to %s: %w", p.r.opts.Topic, err)
+				err = fmt.Errorf("producing to %s: %w", p.r.opts.Topic, summarize(err))
 				p.err.Store(&err)
 			} else {
 				p.acknowledged(b)
@@ -577,4 +577,27 @@ func (p *pipeline) saveCheckpoint(ctx context.Context) error {
 	}
 	p.r.opts.Log.Info("checkpoint saved", "checkpoint", p.r.ckpt.String(), "records", p.ck.Records, "complete", p.ck.Complete)
 	return nil
+}
+
+// summarize shortens kafka-go's WriteErrors, one error per message, to the
+// count and the first one.
+func summarize(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	failed := 0
+	var first error
+	for _, e := range we {
+		if e != nil {
+			failed++
+			if first == nil {
+				first = e
+			}
+		}
+	}
+	if first == nil {
+		return err
+	}
+	return fmt.Errorf("%d of %d messages failed, the first with: %w", failed, len(we), first)
 }

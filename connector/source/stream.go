@@ -306,13 +306,30 @@ type columnSource struct {
 	hrep uint8 // repetition level of a header after the first
 	row  int64
 	rows int64
+	// names interns header keys, which repeat from record to record.
+	names map[string]string
+}
+
+// maxInterned bounds the header keys a row group interns.
+const maxInterned = 1024
+
+// headerKey returns b as a string, interned.
+func (c *columnSource) headerKey(b []byte) string {
+	if s, ok := c.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(c.names) < maxInterned {
+		c.names[s] = s
+	}
+	return s
 }
 
 func newColumnSource(s *fileStream, g int) (rowSource, error) {
 	sch := s.f.Schema()
 	cols := []int{sch.Leaf(envOffset).Column, sch.Leaf(envTimestamp).Column, sch.Leaf(envKey).Column,
 		sch.Leaf(envHdrKey).Column, sch.Leaf(envHdrValue).Column}
-	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows}
+	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows, names: map[string]string{}}
 	kv := sch.Leaf(envHdrKey).Parent()
 	c.hdef, c.hrep = uint8(kv.MaxDef), uint8(kv.MaxRep)
 	var err error
@@ -364,7 +381,7 @@ func (c *columnSource) emit(b *batch, m *kafka.Message) error {
 			if !hk.HasValue() {
 				return fmt.Errorf("%w: a header without a key", reader.ErrCorrupt)
 			}
-			h := kafka.Header{Key: string(hk.Bytes())}
+			h := kafka.Header{Key: c.headerKey(hk.Bytes())}
 			if hv.HasValue() {
 				h.Value = b.bytesOf(hv.Bytes())
 			}
