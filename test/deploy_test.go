@@ -604,12 +604,7 @@ func TestDeployComposeConfigIsTheTests(t *testing.T) {
 		c.Kafka.Brokers, c.Store.URL, c.Store.Endpoint, c.Metrics.Listen = nil, "", "", ""
 		c.Dir, c.Format.SchemaFile = "", filepath.Base(c.Format.SchemaFile)
 	}
-	gv, wv := reflect.ValueOf(*got), reflect.ValueOf(*want)
-	for i := range gv.NumField() {
-		if g, w := gv.Field(i).Interface(), wv.Field(i).Interface(); !reflect.DeepEqual(g, w) {
-			t.Errorf("deploy/compose/pqsink.yaml differs from the tests' configuration in %s:\n got %+v\nwant %+v", gv.Type().Field(i).Name, g, w)
-		}
-	}
+	diffConfigs(t, "deploy/compose/pqsink.yaml differs from the tests' configuration", got, want)
 	for _, f := range []string{"deploy/compose/events.schema", "deploy/kubernetes/events.schema"} {
 		data, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
@@ -617,6 +612,18 @@ func TestDeployComposeConfigIsTheTests(t *testing.T) {
 		}
 		if string(data) != events.Schema {
 			t.Errorf("%s is not internal/events.Schema, the schema of the generated events", f)
+		}
+	}
+}
+
+// diffConfigs reports the sections (top-level fields) in which got and want
+// differ.
+func diffConfigs(t *testing.T, what string, got, want *config.Config) {
+	t.Helper()
+	gv, wv := reflect.ValueOf(*got), reflect.ValueOf(*want)
+	for i := range gv.NumField() {
+		if g, w := gv.Field(i).Interface(), wv.Field(i).Interface(); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s in %s:\n got %+v\nwant %+v", what, gv.Type().Field(i).Name, g, w)
 		}
 	}
 }
@@ -673,6 +680,10 @@ type k8sDeployment struct {
 	Template struct {
 		Metadata struct{ Labels map[string]string }
 		Spec     struct {
+			SecurityContext struct {
+				RunAsUser    int  `yaml:"runAsUser"`
+				RunAsNonRoot bool `yaml:"runAsNonRoot"`
+			} `yaml:"securityContext"`
 			TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
 			Containers                    []k8sContainer
 			Volumes                       []struct {
@@ -904,6 +915,17 @@ func TestDeployKubernetes(t *testing.T) {
 	if kust.Namespace == "" {
 		t.Error("kustomization.yaml sets no namespace")
 	}
+
+	// The pod runs as the image's user.
+	var user string
+	for _, in := range parseDockerfile(t, filepath.Join(root, "Dockerfile")) {
+		if in.cmd == "USER" {
+			user, _, _ = strings.Cut(in.args, ":")
+		}
+	}
+	if sc := pod.SecurityContext; !sc.RunAsNonRoot || strconv.Itoa(sc.RunAsUser) != user {
+		t.Errorf("the pod runs as user %d (runAsNonRoot %v); the image's user is %s", sc.RunAsUser, sc.RunAsNonRoot, user)
+	}
 }
 
 // ------------------------------------------------------------------- Grafana
@@ -1087,9 +1109,7 @@ func TestDocConfigKeysExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(c, d) {
-		t.Errorf("the defaults at a glance are not the defaults:\n doc %+v\nreal %+v", c, d)
-	}
+	diffConfigs(t, "the defaults at a glance are not the defaults", c, d)
 }
 
 // TestDocLinksStayInRepo: the README and the docs link only to files of
