@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
@@ -190,6 +192,42 @@ type jnode struct {
 	rdef     uint8  // jList, jMap: definition level of the repeated group
 	rrep     uint8  // jList, jMap: repetition level of the repeated group
 	key      *ColumnCursor
+	render   leafRender // jLeaf: how the value renders
+}
+
+// leafRender selects a leaf's rendering: the common types straight from
+// their typed slices, the others through Value.AppendJSON.
+type leafRender uint8
+
+const (
+	renderValue     leafRender = iota // Value.AppendJSON
+	renderInt32                       // signed INT32 without a logical type
+	renderInt64                       // signed INT64 without a logical type
+	renderDouble                      // DOUBLE
+	renderBool                        // BOOLEAN
+	renderString                      // BYTE_ARRAY STRING, ENUM or JSON
+	renderTimestamp                   // INT64 TIMESTAMP
+)
+
+// renderOf returns the rendering of leaf n.
+func renderOf(n *schema.Node) leafRender {
+	l := n.Logical
+	plainInt := l.Kind == schema.None || (l.Kind == schema.Int && l.Signed)
+	switch {
+	case n.Physical == meta.TypeInt32 && plainInt:
+		return renderInt32
+	case n.Physical == meta.TypeInt64 && plainInt:
+		return renderInt64
+	case n.Physical == meta.TypeInt64 && l.Kind == schema.Timestamp:
+		return renderTimestamp
+	case n.Physical == meta.TypeDouble:
+		return renderDouble
+	case n.Physical == meta.TypeBoolean:
+		return renderBool
+	case n.Physical == meta.TypeByteArray && (l.Kind == schema.String || l.Kind == schema.Enum || l.Kind == schema.JSON):
+		return renderString
+	}
+	return renderValue
 }
 
 // JSONAssembler writes the records of a row group as JSON straight from
@@ -278,7 +316,7 @@ func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
 	}
 	switch {
 	case n.IsLeaf():
-		j.kind = jLeaf
+		j.kind, j.render = jLeaf, renderOf(n)
 		if n.Repetition == schema.Repeated {
 			// A bare repeated leaf: an array of its values.
 			el := *j
@@ -443,6 +481,28 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			dst = append(dst, "null"...)
 			return dst, c.Advance()
 		}
+		vals, i := &c.page.Values, c.vi
+		switch n.render {
+		case renderInt32:
+			dst = strconv.AppendInt(dst, int64(vals.Int32[i]), 10)
+			return dst, c.Advance()
+		case renderInt64:
+			dst = strconv.AppendInt(dst, vals.Int64[i], 10)
+			return dst, c.Advance()
+		case renderDouble:
+			dst = appendFloat(dst, vals.Double[i], 64)
+			return dst, c.Advance()
+		case renderBool:
+			dst = strconv.AppendBool(dst, vals.Bool[i])
+			return dst, c.Advance()
+		case renderString:
+			dst = appendStringBytes(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
+			return dst, c.Advance()
+		case renderTimestamp:
+			l := c.leaf.Logical
+			dst = appendTimestamp(dst, unitTime(vals.Int64[i], l.Unit), l.Unit, l.UTC)
+			return dst, c.Advance()
+		}
 		v := c.Value()
 		if v.kind == KindBytes && v.node.Logical.Kind == schema.Decimal {
 			if err := checkDecimal(v.bytes, v.node.Logical.Precision); err != nil {
@@ -566,3 +626,37 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 // AppendJSONString appends s as a JSON string, as AppendJSON renders a
 // STRING value (invalid UTF-8 replaced by U+FFFD).
 func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// appendStringBytes is appendString of a byte slice, without converting it.
+func appendStringBytes(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

@@ -158,3 +158,11 @@ func TestAppendTimestampMatchesFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendStringBytesMatchesAppendString(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\x7f\n\r\t", "héllo wörld ☃", "bad \xff\xfe utf8", "trunc \xe2\x98"} {
+		if got, want := string(appendStringBytes(nil, []byte(s))), string(appendString(nil, s)); got != want {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	}
+}
