@@ -7,12 +7,16 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -183,8 +187,50 @@ func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
 		BatchTimeout: time.Millisecond,
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  10,
-		Transport:    &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second},
+		Transport: &topicMetadataCache{RoundTripper: &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second},
+			topic: o.Topic},
 	}, nil
+}
+
+// topicMetadataCache answers the metadata requests for the target topic
+// from a copy at most metadataTTL old. kafka-go's Writer asks for the
+// topic's partition count once per message; its Transport caches the
+// answer, but filters a fresh copy of it each time, which cost a few
+// allocations per record and an eighth of the CPU of a replay. The answer is
+// only read, so one copy serves every caller.
+type topicMetadataCache struct {
+	kafka.RoundTripper
+	topic string
+
+	mu   sync.Mutex
+	resp protocol.Message
+	at   time.Time
+}
+
+// metadataTTL bounds how stale the cached partition count may be.
+const metadataTTL = time.Second
+
+// RoundTrip sends req, unless it is a metadata request for the target
+// topic alone and a recent answer is at hand.
+func (c *topicMetadataCache) RoundTrip(ctx context.Context, addr net.Addr, req protocol.Message) (protocol.Message, error) {
+	m, ok := req.(*metadata.Request)
+	if !ok || len(m.TopicNames) != 1 || m.TopicNames[0] != c.topic {
+		return c.RoundTripper.RoundTrip(ctx, addr, req)
+	}
+	c.mu.Lock()
+	if c.resp != nil && time.Since(c.at) < metadataTTL {
+		resp := c.resp
+		c.mu.Unlock()
+		return resp, nil
+	}
+	c.mu.Unlock()
+	resp, err := c.RoundTripper.RoundTrip(ctx, addr, req)
+	if err == nil {
+		c.mu.Lock()
+		c.resp, c.at = resp, time.Now()
+		c.mu.Unlock()
+	}
+	return resp, err
 }
 
 // saslMechanism builds the SASL mechanism of the config, or nil.
@@ -238,6 +284,9 @@ func (r *Replayer) checkTarget(ctx context.Context, parts []*partitionPlan) erro
 		return nil
 	}
 	client := &kafka.Client{Addr: w.Addr, Transport: w.Transport, Timeout: 30 * time.Second}
+	if c, ok := w.Transport.(*topicMetadataCache); ok {
+		client.Transport = c.RoundTripper
+	}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{r.opts.Topic}})
 	if err != nil {
 		return fmt.Errorf("replay: target topic %s: %w", r.opts.Topic, err)
