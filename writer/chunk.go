@@ -44,6 +44,7 @@ type chunkWriter struct {
 	uncompressed int64 // of the chunk being written, page headers included
 
 	out *countingWriter // of the chunk being written
+	buf appendWriter    // the chunk, encoded in parallel, until it is written
 
 	// ranks orders a byte-array dictionary's entries, so that the bounds
 	// of a dictionary-encoded page come from comparing integers; nil when
@@ -51,10 +52,51 @@ type chunkWriter struct {
 	ranks     []int32
 	rankOrder []int32
 
-	// The dictionary page as choose compressed it, to write as is.
+	// The dictionary page as a trial compressed it, to write as is.
 	dictPage      []byte
 	dictPageSize  int
 	dictPageReady bool
+
+	// page is the data page being written, encoded and compressed; alt is
+	// where a trial encodes the next option before it is compared.
+	page, alt encodedPage
+
+	// plan is how the pages of the chunk being written are encoded, and
+	// last is the plan of the previous chunk, which the next one starts
+	// from when its first page confirms it.
+	plan, last plan
+}
+
+// option is one way to encode a column's values: its dictionary (dict)
+// or candidate cand.
+type option struct {
+	dict bool
+	cand int
+}
+
+// plan is the encoding of a chunk's pages and what it is expected to cost.
+type plan struct {
+	use      option // the encoding of the next page
+	fallback int    // the candidate of the pages the dictionary does not cover
+	// cost is use's compressed bytes per value (a dictionary page's
+	// indices only) on the page that last chose or confirmed it; 0 when
+	// there is no plan yet.
+	cost float64
+	// wait is how many pages pass before the next check may run a trial,
+	// and backoff what wait becomes after a trial that changes nothing.
+	wait, backoff int
+	fixed         bool // no trials: AdaptiveEncoding is off, or there is no choice
+}
+
+// encodedPage is a data page's body as it follows the page header.
+type encodedPage struct {
+	enc          meta.Encoding
+	data         []byte // levels and values, compressed as the page version says
+	uncompressed int
+	repLen       int  // v2: repetition levels' bytes, stored raw
+	defLen       int  // v2: definition levels' bytes, stored raw
+	compressed   bool // v2: whether the values are compressed
+	values       int  // non-null values in the page
 }
 
 // pageRange is one data page's share of a column: level slots l0..l1,
@@ -225,15 +267,11 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 	if err != nil {
 		return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("column %s: %w", strings.Join(cw.path, "."), err)
 	}
-	dictPages := cw.buildDictionary(c)
 	cw.dictPageReady = false
 	cw.ranks = nil
-	fallback := cw.candidates[0]
-	if dictPages > 0 || len(cw.candidates) > 1 {
-		var err error
-		if dictPages, fallback, err = cw.choose(c, dictPages); err != nil {
-			return meta.ColumnChunk{}, pageIndex{}, err
-		}
+	dictPages, err := cw.start(c)
+	if err != nil {
+		return meta.ColumnChunk{}, pageIndex{}, err
 	}
 
 	md := &meta.ColumnMetaData{
@@ -276,10 +314,6 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 		defHist = make([]int64, int(c.MaxDef())+1)
 	}
 	for pi, p := range cw.pages {
-		enc := meta.EncodingRLEDictionary
-		if pi >= dictPages {
-			enc = fallback.kind
-		}
 		pageNulls := int64((p.l1 - p.l0) - (p.v1 - p.v0))
 		nulls += pageNulls
 		b := bounds{}
@@ -307,10 +341,15 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 		}
 
 		offset := out.n
-		if err := cw.writeDataPage(c, p, fallback.impl, enc, pageNulls, b); err != nil {
+		if pi > 0 {
+			if err := cw.encodeNext(c, pi, dictPages); err != nil {
+				return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("page %d: %w", pi, err)
+			}
+		}
+		if err := cw.writeDataPage(p, pageNulls, b); err != nil {
 			return meta.ColumnChunk{}, pageIndex{}, fmt.Errorf("page %d: %w", pi, err)
 		}
-		stats.add(pageTypeFor(cw.cfg.pageVersion), enc)
+		stats.add(pageTypeFor(cw.cfg.pageVersion), cw.page.enc)
 		loc := meta.PageLocation{Offset: offset, CompressedPageSize: int32(out.n - offset), FirstRowIndex: int64(p.first)}
 		offIndex.PageLocations = append(offIndex.PageLocations, loc)
 		if c.Leaf.Physical == meta.TypeByteArray {
@@ -334,6 +373,9 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 		chunkBounds.merge(cw.order, c.Leaf.Physical, b)
 	}
 
+	if !cw.plan.fixed {
+		cw.last = cw.plan
+	}
 	md.TotalCompressedSize = out.n - start
 	md.TotalUncompressedSize = cw.uncompressed
 	cw.uncompressed = 0
@@ -435,71 +477,261 @@ func adaptiveCandidates(leaf *schema.Node) []candidate {
 	return []candidate{plain}
 }
 
-// sampleValues and sampleBytes bound the leading values of a chunk that
-// are encoded and compressed with each candidate encoding to pick one:
-// enough for the codec to see the data's structure, small next to a chunk.
-const (
-	sampleValues = 8192
-	sampleBytes  = 64 << 10
-)
+// The encoding of a chunk is chosen by trial: its first page is encoded
+// and compressed with the chunk's codec in each way the column allows (its
+// candidates, and its dictionary when that holds the page), and the
+// smallest wins; that page is written as the trial made it, so the winner
+// costs nothing extra. The sample is a whole page because that is what is
+// compressed: a codec behaves differently on a few kilobytes than on a
+// page (zstd, for one, finds the short, costly matches of random text only
+// in a large window). Later pages check the choice: a page whose cost per
+// value strays by more than replanTolerance from what the trial measured
+// runs the trial again, on itself, and the chunk's remaining pages follow
+// the new winner. A chunk starts with the previous chunk's choice when its
+// first page confirms it, so that a writer which writes row group after
+// row group (or file after file, with Reset) runs trials only when the
+// data changes.
+const replanTolerance = 0.10
 
-// choose picks the chunk's encodings by the size they give after
-// compression on a sample of its first values: the best of the candidate
-// encodings, and whether the dictionary (its page's compressed size shared
-// out over the values it covers, plus the indices) beats that. It returns
-// the number of dictionary pages to keep and the fallback encoding.
-func (cw *chunkWriter) choose(c *rowgroup.Column, dictPages int) (int, candidate, error) {
-	n, size := 0, 0
-	for limit := min(c.NumValues(), sampleValues); n < limit && size < sampleBytes; n++ {
-		size += valueSize(c, n)
+// start prepares the chunk's encoding: it encodes the first page into
+// cw.page, by the previous chunk's plan if the page confirms it and by a
+// trial otherwise, and returns how many leading pages the dictionary
+// covers (0 when the chunk does not use it).
+func (cw *chunkWriter) start(c *rowgroup.Column) (int, error) {
+	single := !cw.useDict && len(cw.candidates) == 1
+	if c.NumValues() == 0 || single || !cw.cfg.adaptive {
+		// Nothing to choose, or no choosing: the dictionary while it
+		// holds the pages, then the column's encoding.
+		dictPages := 0
+		if c.NumValues() > 0 && cw.useDict {
+			dictPages = cw.buildDictionary(c)
+		}
+		cw.plan = plan{use: option{dict: dictPages > 0}, fixed: true}
+		if err := cw.encodePage(&cw.page, c, cw.pages[0], cw.plan.use, dictPages); err != nil {
+			return 0, err
+		}
+		return cw.keepDictionary(dictPages), nil
 	}
-	best, bestCost := cw.candidates[0], -1.0
-	if n == 0 {
-		return dictPages, best, nil
+	dictPages := -1 // not built yet
+	if last := cw.last; last.cost > 0 {
+		if last.use.dict {
+			if dictPages = cw.buildDictionary(c); dictPages == 0 {
+				goto trial
+			}
+			if err := cw.prepareDictionary(); err != nil {
+				return 0, err
+			}
+		}
+		if err := cw.encodePage(&cw.page, c, cw.pages[0], last.use, dictPages); err != nil {
+			return 0, err
+		}
+		if cost := cw.pageCost(&cw.page, 0); cw.page.values > 0 && within(cost, last.cost) {
+			cw.plan = plan{use: last.use, fallback: last.fallback, cost: cost, wait: 1, backoff: 1}
+			return cw.keepDictionary(dictPages), nil
+		}
 	}
+trial:
+	if dictPages < 0 {
+		dictPages = cw.buildDictionary(c)
+	}
+	if dictPages > 0 && !cw.dictPageReady {
+		if err := cw.prepareDictionary(); err != nil {
+			return 0, err
+		}
+	}
+	cw.plan = plan{wait: 1, backoff: 1}
+	if err := cw.trial(c, 0, dictPages, true); err != nil {
+		return 0, err
+	}
+	return cw.keepDictionary(dictPages), nil
+}
+
+// keepDictionary returns how many pages the dictionary covers under the
+// chunk's plan, 0 when the plan does not use it, and ranks a dictionary
+// in use for the page bounds.
+func (cw *chunkWriter) keepDictionary(dictPages int) int {
+	if !cw.plan.use.dict || dictPages <= 0 {
+		return 0
+	}
+	cw.rankDictionary()
+	return dictPages
+}
+
+// within reports whether cost confirms an expected cost.
+func within(cost, expected float64) bool {
+	return cost <= expected*(1+replanTolerance) && cost >= expected/(1+replanTolerance)
+}
+
+// prepareDictionary encodes and compresses the dictionary page, which the
+// trials weigh and which is written as it is if the dictionary wins.
+func (cw *chunkWriter) prepareDictionary() error {
 	var err error
-	if len(cw.candidates) > 1 || dictPages > 0 {
-		for _, cand := range cw.candidates {
-			if cw.values, err = encodeValues(cand.impl, cw.values[:0], c, 0, n); err != nil {
-				return 0, best, fmt.Errorf("encode sample with %s: %w", cand.kind, err)
-			}
-			if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
-				return 0, best, fmt.Errorf("compress sample: %w", err)
-			}
-			if cost := float64(len(cw.compressed)) / float64(n); bestCost < 0 || cost < bestCost {
-				best, bestCost = cand, cost
-			}
-		}
-	}
-	if dictPages == 0 {
-		return 0, best, nil
-	}
-	covered := cw.pages[dictPages-1].v1
-	defer func() {
-		if dictPages > 0 {
-			cw.rankDictionary()
-		}
-	}()
 	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
-		return 0, best, fmt.Errorf("dictionary page: %w", err)
+		return fmt.Errorf("dictionary page: %w", err)
 	}
 	if cw.dictPage, err = cw.codec.Encode(cw.dictPage[:0], cw.values); err != nil {
-		return 0, best, fmt.Errorf("compress dictionary: %w", err)
+		return fmt.Errorf("compress dictionary: %w", err)
 	}
 	cw.dictPageSize, cw.dictPageReady = len(cw.values), true
-	dictCost := float64(len(cw.dictPage)) / float64(covered)
-	m := min(n, covered)
-	if cw.values, err = (encoding.RLEDictionary{}).EncodeInt32(cw.values[:0], cw.idx[:m]); err != nil {
-		return 0, best, fmt.Errorf("encode sample indices: %w", err)
+	return nil
+}
+
+// pageCost is the compressed bytes per value of page e; for a page of
+// dictionary indices that is the indices, plus, when share is set, the
+// page's share of the dictionary page (by the values it covers).
+func (cw *chunkWriter) pageCost(e *encodedPage, covered int) float64 {
+	n := max(e.values, 1)
+	cost := float64(len(e.data)) / float64(n)
+	if e.enc == meta.EncodingRLEDictionary && covered > 0 {
+		cost += float64(len(cw.dictPage)) / float64(covered)
 	}
-	if cw.compressed, err = cw.codec.Encode(cw.compressed[:0], cw.values); err != nil {
-		return 0, best, fmt.Errorf("compress sample indices: %w", err)
+	return cost
+}
+
+// trial encodes page pi in every way open to it and leaves the smallest in
+// cw.page, and the winner in cw.plan. withDict weighs the dictionary too,
+// when it covers the page. At the chunk's first page (pi 0) the dictionary
+// page is still to be written, and its compressed size, shared out over
+// the values it covers, counts against the dictionary; later, it is
+// written, whatever the pages that follow choose, and only the indices
+// count.
+func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict bool) error {
+	p := cw.pages[pi]
+	covered := 0
+	if dictPages > 0 && pi == 0 {
+		covered = cw.pages[dictPages-1].v1
 	}
-	dictCost += float64(len(cw.compressed)) / float64(m)
-	if dictCost > bestCost {
-		dictPages = 0
+	best, bestCost := option{}, -1.0
+	bestCand, bestCandCost := 0, -1.0
+	try := func(o option) error {
+		if err := cw.encodePage(&cw.alt, c, p, o, dictPages); err != nil {
+			return err
+		}
+		cost := cw.pageCost(&cw.alt, covered)
+		if !o.dict && (bestCandCost < 0 || cost < bestCandCost) {
+			bestCand, bestCandCost = o.cand, cost
+		}
+		if bestCost < 0 || cost < bestCost {
+			best, bestCost = o, cost
+			cw.page, cw.alt = cw.alt, cw.page
+		}
+		return nil
 	}
-	return dictPages, best, nil
+	if withDict && dictPages > pi {
+		if err := try(option{dict: true}); err != nil {
+			return err
+		}
+	}
+	for i := range cw.candidates {
+		if err := try(option{cand: i}); err != nil {
+			return err
+		}
+	}
+	cw.plan.use, cw.plan.fallback = best, bestCand
+	cw.plan.cost = cw.pageCost(&cw.page, 0)
+	return nil
+}
+
+// encodeNext encodes page pi (pi > 0) into cw.page by the chunk's plan,
+// and runs a trial on it when its cost does not confirm the plan. A
+// chunk that leaves its dictionary does not go back to it.
+func (cw *chunkWriter) encodeNext(c *rowgroup.Column, pi, dictPages int) error {
+	pl := &cw.plan
+	if pl.use.dict && pi >= dictPages {
+		// The dictionary is full: the fallback from here on, checked
+		// against its own cost at the next page.
+		pl.use, pl.cost, pl.wait = option{cand: pl.fallback}, 0, 1
+	}
+	p := cw.pages[pi]
+	if err := cw.encodePage(&cw.page, c, p, pl.use, dictPages); err != nil {
+		return err
+	}
+	cost := cw.pageCost(&cw.page, 0)
+	if pl.cost == 0 || pl.fixed {
+		pl.cost = cost
+		return nil
+	}
+	// The last page of a chunk is usually short, and a short page
+	// compresses worse: it does not count against the plan.
+	if pi == len(cw.pages)-1 || within(cost, pl.cost) || (len(cw.candidates) == 1 && !pl.use.dict) {
+		return nil
+	}
+	if pl.wait > 1 {
+		pl.wait--
+		return nil
+	}
+	before := pl.use
+	if err := cw.trial(c, pi, dictPages, pl.use.dict); err != nil {
+		return err
+	}
+	if pl.use == before {
+		pl.backoff = min(2*pl.backoff, 64)
+	} else {
+		pl.backoff = 1
+	}
+	pl.wait = pl.backoff
+	return nil
+}
+
+// encodePage encodes page p's levels and values (by option o) into e and
+// compresses it as the page version says.
+func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRange, o option, dictPages int) error {
+	var err error
+	cw.values = cw.values[:0]
+	if o.dict {
+		e.enc = meta.EncodingRLEDictionary
+		cw.values, err = encoding.RLEDictionary{}.EncodeInt32(cw.values, cw.idx[p.v0:p.v1])
+	} else {
+		cand := cw.candidates[o.cand]
+		e.enc = cand.kind
+		cw.values, err = encodeValues(cand.impl, cw.values, c, p.v0, p.v1)
+	}
+	if err != nil {
+		return err
+	}
+	e.values = p.v1 - p.v0
+	cw.levels = cw.levels[:0]
+	if cw.cfg.pageVersion == 2 {
+		e.repLen, e.defLen = 0, 0
+		if c.MaxRep() > 0 {
+			cw.levels = encoding.AppendLevels(cw.levels, c.Rep[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxRep())))
+			e.repLen = len(cw.levels)
+		}
+		if c.MaxDef() > 0 {
+			cw.levels = encoding.AppendLevels(cw.levels, c.Def[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxDef())))
+			e.defLen = len(cw.levels) - e.repLen
+		}
+		e.uncompressed = len(cw.levels) + len(cw.values)
+		e.data = append(e.data[:0], cw.levels...)
+		if e.data, err = cw.codec.Encode(e.data, cw.values); err != nil {
+			return fmt.Errorf("compress: %w", err)
+		}
+		e.compressed = cw.codec.Codec() != meta.CodecUncompressed
+		if len(e.data) >= e.uncompressed {
+			// A v2 page may store its values uncompressed, which costs
+			// less here; an empty values section is never compressed at
+			// all, as some readers fail on a compressed empty stream.
+			e.data = append(e.data[:len(cw.levels)], cw.values...)
+			e.compressed = false
+		}
+		return nil
+	}
+	if c.MaxRep() > 0 {
+		cw.levels = appendPrefixedLevels(cw.levels, c.Rep[p.l0:p.l1], int(c.MaxRep()))
+	}
+	if c.MaxDef() > 0 {
+		cw.levels = appendPrefixedLevels(cw.levels, c.Def[p.l0:p.l1], int(c.MaxDef()))
+	}
+	body := cw.values
+	if len(cw.levels) > 0 {
+		cw.body = append(append(cw.body[:0], cw.levels...), cw.values...)
+		body = cw.body
+	}
+	e.uncompressed = len(body)
+	if e.data, err = cw.codec.Encode(e.data[:0], body); err != nil {
+		return fmt.Errorf("compress: %w", err)
+	}
+	return nil
 }
 
 func pageTypeFor(version int) meta.PageType {
@@ -509,18 +741,8 @@ func pageTypeFor(version int) meta.PageType {
 	return meta.PageData
 }
 
-// writeDataPage encodes page p and writes it, header first.
-func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, fallback encoding.Encoding, enc meta.Encoding, nulls int64, b bounds) error {
-	var err error
-	cw.values = cw.values[:0]
-	if enc == meta.EncodingRLEDictionary {
-		cw.values, err = encoding.RLEDictionary{}.EncodeInt32(cw.values, cw.idx[p.v0:p.v1])
-	} else {
-		cw.values, err = encodeValues(fallback, cw.values, c, p.v0, p.v1)
-	}
-	if err != nil {
-		return err
-	}
+// writeDataPage writes cw.page, the encoded page p, header first.
+func (cw *chunkWriter) writeDataPage(p pageRange, nulls int64, b bounds) error {
 	var st *meta.Statistics
 	if cw.cfg.statistics {
 		st = &meta.Statistics{NullCount: ptr(nulls)}
@@ -532,51 +754,35 @@ func (cw *chunkWriter) writeDataPage(c *rowgroup.Column, p pageRange, fallback e
 			st.IsMinValueExact, st.IsMaxValueExact = ptr(b.minExact), ptr(b.maxExact)
 		}
 	}
-	cw.levels = cw.levels[:0]
+	e := &cw.page
 	numLevels := int32(p.l1 - p.l0)
 	if cw.cfg.pageVersion == 2 {
-		var repLen, defLen int
-		if c.MaxRep() > 0 {
-			cw.levels = encoding.AppendLevels(cw.levels, c.Rep[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxRep())))
-			repLen = len(cw.levels)
-		}
-		if c.MaxDef() > 0 {
-			cw.levels = encoding.AppendLevels(cw.levels, c.Def[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxDef())))
-			defLen = len(cw.levels) - repLen
-		}
 		hdr := meta.PageHeader{
 			Type: meta.PageDataV2,
 			DataPageHeaderV2: &meta.DataPageHeaderV2{
 				NumValues:                  numLevels,
 				NumNulls:                   int32(nulls),
 				NumRows:                    int32(p.rows),
-				Encoding:                   enc,
-				DefinitionLevelsByteLength: int32(defLen),
-				RepetitionLevelsByteLength: int32(repLen),
-				IsCompressed:               ptr(cw.codec.Codec() != meta.CodecUncompressed),
+				Encoding:                   e.enc,
+				DefinitionLevelsByteLength: int32(e.defLen),
+				RepetitionLevelsByteLength: int32(e.repLen),
+				IsCompressed:               ptr(e.compressed),
 				Statistics:                 st,
 			},
 		}
-		return cw.appendPage(&hdr, cw.levels, cw.values)
-	}
-	if c.MaxRep() > 0 {
-		cw.levels = appendPrefixedLevels(cw.levels, c.Rep[p.l0:p.l1], int(c.MaxRep()))
-	}
-	if c.MaxDef() > 0 {
-		cw.levels = appendPrefixedLevels(cw.levels, c.Def[p.l0:p.l1], int(c.MaxDef()))
+		return cw.writePage(&hdr, e.uncompressed, e.data)
 	}
 	hdr := meta.PageHeader{
 		Type: meta.PageData,
 		DataPageHeader: &meta.DataPageHeader{
 			NumValues:               numLevels,
-			Encoding:                enc,
+			Encoding:                e.enc,
 			DefinitionLevelEncoding: meta.EncodingRLE,
 			RepetitionLevelEncoding: meta.EncodingRLE,
 			Statistics:              st,
 		},
 	}
-	cw.body = append(append(cw.body[:0], cw.levels...), cw.values...)
-	return cw.appendPage(&hdr, nil, cw.body)
+	return cw.writePage(&hdr, e.uncompressed, e.data)
 }
 
 // appendLevels writes data page v1 levels: a 4-byte length, then the

@@ -39,6 +39,7 @@ type config struct {
 	adaptive       bool
 	bloomMaxBytes  int
 	codecs         *Codecs // nil: the writer's own
+	parallelism    int
 }
 
 func defaults() config {
@@ -58,6 +59,7 @@ func defaults() config {
 		bloomMaxBytes:  1 << 20,
 		createdBy:      version.CreatedBy(),
 		columns:        map[string]*columnConfig{},
+		parallelism:    1,
 	}
 }
 
@@ -162,10 +164,17 @@ func ColumnEncoding(path string, enc meta.Encoding) Option {
 // AdaptiveEncoding lets each column chunk pick its non-dictionary encoding
 // among those its type allows and every mainstream reader decodes (PLAIN,
 // DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
-// BYTE_STREAM_SPLIT), and whether to use a dictionary at all, by the
-// compressed size each gives on a sample of the chunk. Off, columns use
-// their dictionary while it fits and PLAIN after, as parquet-java's v1
-// writer does. A column given an encoding with ColumnEncoding uses it.
+// BYTE_STREAM_SPLIT), and whether to use a dictionary at all, by trial:
+// the chunk's first data page is encoded each way and compressed with the
+// chunk's codec, and the smallest wins. A later page whose compressed size
+// per value strays by more than 10% from the trial's runs the trial again
+// and may change the encoding of the pages from there on; the next chunk
+// of the column (the next row group, or the next file after Reset) keeps
+// the choice when its first page confirms it. Off, columns use their
+// dictionary while it fits and their encoding (PLAIN unless set with
+// ColumnEncoding) after, as parquet-java's v1 writer does. A column given
+// an encoding with ColumnEncoding chooses only whether to use its
+// dictionary.
 // Defaults to on.
 func AdaptiveEncoding(enabled bool) Option {
 	return func(c *config) error {
@@ -276,6 +285,24 @@ func KeyValue(key, value string) Option {
 func CreatedBy(s string) Option {
 	return func(c *config) error {
 		c.createdBy = s
+		return nil
+	}
+}
+
+// Parallelism encodes and compresses up to n column chunks of a row group
+// at once, on goroutines of the writer's own. The file is the same, byte
+// for byte, whatever n: each chunk is encoded alone, into a buffer of its
+// column, and the chunks are written in column order. It costs the memory
+// of the compressed chunks that wait for their turn, and a process that
+// runs many writers at once (the sink) has its parallelism already.
+// Defaults to 1: WriteRowGroup encodes on the caller's goroutine and
+// streams each chunk to the output as it is encoded.
+func Parallelism(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("parallelism %d: must be at least 1", n)
+		}
+		c.parallelism = n
 		return nil
 	}
 }

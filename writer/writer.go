@@ -16,10 +16,13 @@
 package writer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -32,7 +35,8 @@ const magic = "PAR1"
 // ErrClosed is returned by a Writer used after Close.
 var ErrClosed = errors.New("writer: closed")
 
-// Writer writes one Parquet file. It is not safe for concurrent use.
+// Writer writes one Parquet file. It is not safe for concurrent use; with
+// Parallelism, it runs goroutines of its own within WriteRowGroup.
 type Writer struct {
 	out       countingWriter
 	schema    *schema.Schema
@@ -177,16 +181,26 @@ func (w *Writer) WriteRowGroup(g *rowgroup.RowGroup) error {
 	rg := meta.RowGroup{NumRows: int64(g.NumRows()), FileOffset: ptr(w.out.n), Ordinal: ptr(int16(ordinal))}
 	indexes := make([]pageIndex, len(w.columns))
 	var compressed int64
-	for i, cw := range w.columns {
-		cc, ix, err := cw.writeChunk(&w.out, g.Column(i))
-		if err != nil {
-			w.err = fmt.Errorf("writer: row group %d, column %s: %w", ordinal, cw.leaf.PathString(), err)
-			return w.err
-		}
+	add := func(i int, cc meta.ColumnChunk, ix pageIndex) {
 		rg.Columns = append(rg.Columns, cc)
 		rg.TotalByteSize += cc.MetaData.TotalUncompressedSize
 		compressed += cc.MetaData.TotalCompressedSize
 		indexes[i] = ix
+	}
+	if w.cfg.parallelism > 1 && len(w.columns) > 1 {
+		if err := w.writeChunksParallel(g, ordinal, add); err != nil {
+			w.err = err
+			return w.err
+		}
+	} else {
+		for i, cw := range w.columns {
+			cc, ix, err := cw.writeChunk(&w.out, g.Column(i))
+			if err != nil {
+				w.err = fmt.Errorf("writer: row group %d, column %s: %w", ordinal, cw.leaf.PathString(), err)
+				return w.err
+			}
+			add(i, cc, ix)
+		}
 	}
 	rg.TotalCompressedSize = &compressed
 	for i, cw := range w.columns {
@@ -205,6 +219,84 @@ func (w *Writer) WriteRowGroup(g *rowgroup.RowGroup) error {
 	w.indexes = append(w.indexes, indexes)
 	w.numRows += int64(g.NumRows())
 	return nil
+}
+
+// writeChunksParallel encodes the column chunks of g on up to
+// cfg.parallelism goroutines, each into its column's buffer, largest
+// column first, and writes them out in column order as they are done,
+// moving their offsets to where they land: the file is the same, byte for
+// byte, as one goroutine writes it.
+func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func(int, meta.ColumnChunk, pageIndex)) error {
+	n := len(w.columns)
+	type result struct {
+		cc  meta.ColumnChunk
+		ix  pageIndex
+		err error
+	}
+	results := make([]result, n)
+	done := make([]chan struct{}, n)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		done[i] = make(chan struct{})
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(work(g.Column(b)), work(g.Column(a))) })
+	var next atomic.Int64
+	workers := min(w.cfg.parallelism, n)
+	for range workers {
+		go func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= n {
+					return
+				}
+				i := order[k]
+				cw := w.columns[i]
+				cw.buf.b = cw.buf.b[:0]
+				out := countingWriter{w: &cw.buf}
+				r := &results[i]
+				r.cc, r.ix, r.err = cw.writeChunk(&out, g.Column(i))
+				close(done[i])
+			}
+		}()
+	}
+	var first error
+	for i, cw := range w.columns {
+		<-done[i]
+		r := &results[i]
+		if first == nil && r.err != nil {
+			first = fmt.Errorf("writer: row group %d, column %s: %w", ordinal, cw.leaf.PathString(), r.err)
+		}
+		if first != nil {
+			continue // wait for every worker before returning
+		}
+		base := w.out.n
+		if _, err := w.out.Write(cw.buf.b); err != nil {
+			first = fmt.Errorf("writer: %w", err)
+			continue
+		}
+		relocate(&r.cc, r.ix, base)
+		add(i, r.cc, r.ix)
+	}
+	return first
+}
+
+// work estimates the time it takes to encode a column chunk.
+func work(c *rowgroup.Column) int {
+	return len(c.Bytes) + 8*c.NumValues() + c.NumLevels()
+}
+
+// relocate moves the offsets of a column chunk written at offset 0 by base.
+func relocate(cc *meta.ColumnChunk, ix pageIndex, base int64) {
+	cc.FileOffset += base
+	md := cc.MetaData
+	md.DataPageOffset += base
+	if md.DictionaryPageOffset != nil {
+		md.DictionaryPageOffset = ptr(*md.DictionaryPageOffset + base)
+	}
+	for i := range ix.offset.PageLocations {
+		ix.offset.PageLocations[i].Offset += base
+	}
 }
 
 // Close writes the page index and the footer and returns the file's
@@ -287,6 +379,15 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// appendWriter is an io.Writer that appends to a slice: a column chunk
+// encoded by a Parallelism goroutine waits there for its turn.
+type appendWriter struct{ b []byte }
+
+func (a *appendWriter) Write(b []byte) (int, error) {
+	a.b = append(a.b, b...)
+	return len(b), nil
 }
 
 // encodingFor returns the implementation of a non-dictionary encoding.

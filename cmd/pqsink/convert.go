@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, or avro (an Avro object container file, whose writer schema gives the Parquet schema)")
 		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
 		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
+		threads      = fs.Int("threads", 0, "column chunks of a row group encoded at once (`N`); 0: one per core. The output is the same, byte for byte, whatever N")
 		encodings    listFlag
 		codecs       listFlag
 		blooms       listFlag
@@ -112,6 +114,12 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if opts.MaxRecordBytes, err = config.ParseSize(*maxRecord); err != nil || opts.MaxRecordBytes <= 0 {
 		return usagef("--max-record-bytes %q: want a positive size, e.g. 64MiB", *maxRecord)
 	}
+	if *threads < 0 {
+		return usagef("--threads %d: want 0 (one per core) or more", *threads)
+	}
+	if *threads == 0 {
+		*threads = runtime.GOMAXPROCS(0)
+	}
 	if *pageRows <= 0 || *pageRows > maxPageRows {
 		return usagef("--page-rows %d: want 1 to %d", *pageRows, maxPageRows)
 	}
@@ -128,6 +136,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		writer.PageChecksums(*checksums),
 		writer.PageIndex(*pageIndex),
 		writer.Statistics(*stats),
+		writer.Parallelism(*threads),
 	}
 	for flagName, v := range map[string]*string{"page-size": pageSize, "dictionary-page-size": dictSize} {
 		n, err := config.ParseSize(*v)

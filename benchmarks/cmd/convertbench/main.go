@@ -1,40 +1,99 @@
 // Command convertbench measures `pqsink convert` against DuckDB converting
-// the same JSON Lines to ZSTD Parquet on one thread, in one run: CPU
-// seconds (user+system, from the kernel's accounting of each child process)
-// and output size. DuckDB runs in node through the @duckdb/node-api package
-// of test/duckdb (run scripts/provision.sh first); the CPU time node and
-// DuckDB take to start and stop with no work is measured too and
-// subtracted, and both figures are printed.
+// the same JSON Lines to ZSTD Parquet with a declared schema, in one run:
+// CPU seconds (user+system, from the kernel's accounting of each child
+// process), wall-clock seconds, peak RSS and output size, for each
+// --threads setting of pqsink and for DuckDB on one thread and on its
+// default (one per core). DuckDB runs in node through the @duckdb/node-api
+// package of test/duckdb (run scripts/provision.sh first); the CPU time
+// node and DuckDB take to start and stop with no work is measured too and
+// shown, and so is the RSS of that idle process, which is node's share of
+// DuckDB's figure.
+//
+// Two data sets, both of n records: "events", the sink's reference record
+// (internal/events: id, ts, user, country, amount, tags[], payload{session,
+// nested{level, flag, score}}), and "click", the clickstream of the writer
+// benchmarks. For each, the command prints the ratios (CPU on one thread,
+// wall-clock at the default threads, RSS, file size), checks that every
+// thread setting wrote the same bytes and that pqsink's and DuckDB's files
+// hold the same rows, and lists each column's compressed size and
+// encodings in both files.
 //
 //	go run ./benchmarks/cmd/convertbench -n 1000000 -runs 3
+//	go run ./benchmarks/cmd/convertbench -data events -threads 1,2
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
 	"github.com/pqsink/pqsink/benchmarks/internal/proc"
+	"github.com/pqsink/pqsink/internal/events"
 )
 
 func main() {
 	n := flag.Int("n", 1_000_000, "records to convert")
-	runs := flag.Int("runs", 3, "runs of each command; the fastest is reported")
+	runs := flag.Int("runs", 3, "runs of each command; the one with the least CPU is reported")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")
+	data := flag.String("data", "events,click", "data sets, comma-separated: events, click")
+	threads := flag.String("threads", "1,0", "pqsink --threads settings, comma-separated; 0 is pqsink's default (one per core)")
+	columns := flag.Bool("columns", true, "list each column's size and encodings in both files")
 	flag.Parse()
-	if err := run(*n, *runs, *dir); err != nil {
+	var settings []int
+	for _, t := range strings.Split(*threads, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(t))
+		if err != nil || v < 0 {
+			fmt.Fprintf(os.Stderr, "convertbench: -threads %q: want numbers ≥ 0\n", *threads)
+			os.Exit(2)
+		}
+		settings = append(settings, v)
+	}
+	if err := run(*n, *runs, *dir, strings.Split(*data, ","), settings, *columns); err != nil {
 		fmt.Fprintln(os.Stderr, "convertbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, runs int, dir string) error {
+// dataSet is one input of the benchmark: its schema, for pqsink and for
+// DuckDB's read_json, and its lines.
+type dataSet struct {
+	name        string
+	schema      string
+	duckColumns string
+	line        func(n int) func(dst []byte, i int) []byte
+}
+
+var dataSets = map[string]dataSet{
+	"events": {
+		name:        "events",
+		schema:      events.Schema,
+		duckColumns: `{id: 'BIGINT', ts: 'TIMESTAMPTZ', user: 'VARCHAR', country: 'VARCHAR', amount: 'DOUBLE', tags: 'VARCHAR[]', payload: 'STRUCT(session VARCHAR, nested STRUCT(level INTEGER, flag BOOLEAN, score DOUBLE))'}`,
+		line: func(int) func([]byte, int) []byte {
+			gen := events.New(1, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+			return func(dst []byte, _ int) []byte { return append(gen.Append(dst), '\n') }
+		},
+	},
+	"click": {
+		name:        "click",
+		schema:      benchmarks.ClickSchema,
+		duckColumns: `{event_id: 'VARCHAR', user_id: 'BIGINT', session_id: 'VARCHAR', event_type: 'VARCHAR', page_url: 'VARCHAR', referrer: 'VARCHAR', country: 'VARCHAR', device: 'VARCHAR', ts: 'TIMESTAMPTZ', duration_ms: 'INTEGER', price: 'DOUBLE', is_bot: 'BOOLEAN'}`,
+		line: func(n int) func([]byte, int) []byte {
+			clicks := benchmarks.Clicks(n)
+			return func(dst []byte, i int) []byte { return clicks[i].AppendJSON(dst) }
+		},
+	},
+}
+
+func run(n, runs int, dir string, sets []string, threads []int, columns bool) error {
 	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
@@ -45,40 +104,66 @@ func run(n, runs int, dir string) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	input := filepath.Join(dir, "click.jsonl")
-	schemaFile := filepath.Join(dir, "click.schema")
-	if err := os.WriteFile(schemaFile, []byte(benchmarks.ClickSchema), 0o644); err != nil {
-		return err
-	}
-	clicks := benchmarks.Clicks(n)
-	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return clicks[i].AppendJSON(dst) })
-	if err != nil {
-		return err
-	}
 	bin := filepath.Join(dir, "pqsink")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build pqsink: %w", err)
 	}
-	duckdbDir := filepath.Join(root, "test", "duckdb")
-	pqOut := filepath.Join(dir, "pqsink.parquet")
-	duckOut := filepath.Join(dir, "duckdb.parquet")
-	columns := `{event_id: 'VARCHAR', user_id: 'BIGINT', session_id: 'VARCHAR', event_type: 'VARCHAR', page_url: 'VARCHAR', referrer: 'VARCHAR', country: 'VARCHAR', device: 'VARCHAR', ts: 'TIMESTAMPTZ', duration_ms: 'INTEGER', price: 'DOUBLE', is_bot: 'BOOLEAN'}`
-	copySQL := fmt.Sprintf(`COPY (SELECT * FROM read_json('%s', format = 'newline_delimited', columns = %s)) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, columns, duckOut)
-
-	fmt.Printf("input: %d records, %.1f MB of JSON Lines\n", n, float64(size)/1e6)
-	pq, err := proc.Best(runs, func() (proc.Timing, error) {
-		return proc.Measure(exec.Command(bin, "convert", "--quiet", "--schema", schemaFile, "--codec", "zstd", input, pqOut))
-	})
-	if err != nil {
-		return fmt.Errorf("pqsink convert: %w", err)
+	fmt.Printf("machine: %d cores (GOMAXPROCS %d)\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	for _, name := range sets {
+		ds, ok := dataSets[strings.TrimSpace(name)]
+		if !ok {
+			return fmt.Errorf("unknown data set %q: want events or click", name)
+		}
+		if err := runSet(ds, root, bin, dir, n, runs, threads, columns); err != nil {
+			return fmt.Errorf("%s: %w", ds.name, err)
+		}
 	}
-	duck, idle, err := proc.DuckDB(duckdbDir, runs, copySQL)
+	return nil
+}
+
+// result is one row of the table.
+type result struct {
+	name    string
+	threads string
+	t       proc.Timing
+	size    int64
+}
+
+func runSet(ds dataSet, root, bin, dir string, n, runs int, threads []int, columns bool) error {
+	input := filepath.Join(dir, ds.name+".jsonl")
+	schemaFile := filepath.Join(dir, ds.name+".schema")
+	if err := os.WriteFile(schemaFile, []byte(ds.schema), 0o644); err != nil {
+		return err
+	}
+	size, err := proc.WriteLines(input, n, ds.line(n))
 	if err != nil {
 		return err
 	}
-	pqSize, err := proc.FileSize(pqOut)
+	duckdbDir := filepath.Join(root, "test", "duckdb")
+	duckOut := filepath.Join(dir, ds.name+"-duckdb.parquet")
+	copySQL := fmt.Sprintf(`COPY (SELECT * FROM read_json('%s', format = 'newline_delimited', columns = %s)) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, ds.duckColumns, duckOut)
+	fmt.Printf("\n== %s: %d records, %.1f MB of JSON Lines\n", ds.name, n, float64(size)/1e6)
+
+	var results []result
+	var pqOuts []string
+	for _, th := range threads {
+		out := filepath.Join(dir, fmt.Sprintf("%s-pqsink-t%d.parquet", ds.name, th))
+		t, err := proc.Best(runs, func() (proc.Timing, error) {
+			return proc.Measure(exec.Command(bin, "convert", "--quiet", "--threads", strconv.Itoa(th), "--schema", schemaFile, "--codec", "zstd", input, out))
+		})
+		if err != nil {
+			return fmt.Errorf("pqsink convert --threads %d: %w", th, err)
+		}
+		sz, err := proc.FileSize(out)
+		if err != nil {
+			return err
+		}
+		results = append(results, result{"pqsink convert", threadName(th), t, sz})
+		pqOuts = append(pqOuts, out)
+	}
+	duck1, idle, err := proc.DuckDBThreads(duckdbDir, runs, 1, copySQL)
 	if err != nil {
 		return err
 	}
@@ -86,16 +171,66 @@ func run(n, runs int, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := sameRows(duckdbDir, pqOut, duckOut); err != nil {
+	duckN, _, err := proc.DuckDBThreads(duckdbDir, runs, 0, copySQL)
+	if err != nil {
 		return err
 	}
-	duckWork := duck.CPU - idle.CPU
-	fmt.Printf("%-28s %10s %10s %14s\n", "", "cpu s", "wall s", "file bytes")
-	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "pqsink convert", pq.CPU.Seconds(), pq.Wall.Seconds(), pqSize)
-	fmt.Printf("%-28s %10.2f %10.2f %14d\n", "duckdb (threads=1)", duck.CPU.Seconds(), duck.Wall.Seconds(), duckSize)
-	fmt.Printf("%-28s %10.2f %10.2f\n", "duckdb start/stop only", idle.CPU.Seconds(), idle.Wall.Seconds())
-	fmt.Printf("pqsink/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f\n",
-		pq.CPU.Seconds()/duck.CPU.Seconds(), pq.CPU.Seconds()/duckWork.Seconds(), float64(pqSize)/float64(duckSize))
+	results = append(results,
+		result{"duckdb", "1", duck1, duckSize},
+		result{"duckdb", threadName(0), duckN, duckSize},
+		result{"duckdb start/stop only", "1", idle, 0})
+
+	fmt.Printf("%-24s %8s %8s %8s %10s %14s\n", "", "threads", "cpu s", "wall s", "peak MiB", "file bytes")
+	for _, r := range results {
+		fmt.Printf("%-24s %8s %8.2f %8.2f %10.0f %14d\n", r.name, r.threads, r.t.CPU.Seconds(), r.t.Wall.Seconds(), float64(r.t.RSS)/(1<<20), r.size)
+	}
+	for i, r := range results[:len(pqOuts)] {
+		duck := duck1
+		if threads[i] != 1 {
+			duck = duckN
+		}
+		fmt.Printf("pqsink(threads=%s)/duckdb(threads=%s): cpu %.2f (%.2f against duckdb less its start-up), wall %.2f, peak RSS %.2f (%.2f against duckdb less node's idle RSS), size %.3f\n",
+			r.threads, threadName(min(threads[i], 1)), r.t.CPU.Seconds()/duck.CPU.Seconds(), r.t.CPU.Seconds()/(duck.CPU-idle.CPU).Seconds(),
+			r.t.Wall.Seconds()/duck.Wall.Seconds(), float64(r.t.RSS)/float64(duck.RSS), float64(r.t.RSS)/float64(duck.RSS-idle.RSS), float64(r.size)/float64(duckSize))
+	}
+	if err := sameBytes(pqOuts); err != nil {
+		return err
+	}
+	if err := sameRows(duckdbDir, pqOuts[0], duckOut); err != nil {
+		return err
+	}
+	if columns {
+		return columnSizes(duckdbDir, pqOuts[0], duckOut)
+	}
+	return nil
+}
+
+func threadName(t int) string {
+	if t == 0 {
+		return fmt.Sprintf("default(%d)", runtime.NumCPU())
+	}
+	return strconv.Itoa(t)
+}
+
+// sameBytes checks that every thread setting wrote the same file.
+func sameBytes(paths []string) error {
+	if len(paths) < 2 {
+		return nil
+	}
+	first, err := os.ReadFile(paths[0])
+	if err != nil {
+		return err
+	}
+	for _, p := range paths[1:] {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(first, b) {
+			return fmt.Errorf("%s and %s differ: the thread setting changed the output", paths[0], p)
+		}
+	}
+	fmt.Printf("check: every --threads setting wrote the same %d bytes\n", len(first))
 	return nil
 }
 
@@ -114,5 +249,49 @@ func sameRows(duckdbDir, a, b string) error {
 		return fmt.Errorf("pqsink's and DuckDB's files differ in %s rows", strings.TrimSpace(string(out)))
 	}
 	fmt.Println("check: both files hold the same rows (DuckDB EXCEPT ALL both ways)")
+	return nil
+}
+
+// columnSizes prints each column's compressed bytes and page encodings in
+// both files, as DuckDB's parquet_metadata reports them.
+func columnSizes(duckdbDir, pq, duck string) error {
+	type col struct {
+		size int64
+		encs string
+	}
+	read := func(path string) (map[string]col, []string, error) {
+		rows, err := proc.DuckDBRows(duckdbDir, fmt.Sprintf(`SELECT path_in_schema, sum(total_compressed_size), string_agg(DISTINCT encodings, ' ') FROM parquet_metadata('%s') GROUP BY path_in_schema ORDER BY min(column_id)`, path))
+		if err != nil {
+			return nil, nil, err
+		}
+		m := map[string]col{}
+		var order []string
+		for _, r := range rows {
+			if len(r) < 3 {
+				continue
+			}
+			name := strings.ReplaceAll(strings.ReplaceAll(r[0], ", ", "."), ",", ".")
+			size, _ := strconv.ParseInt(r[1], 10, 64)
+			m[name] = col{size, r[2]}
+			order = append(order, name)
+		}
+		return m, order, nil
+	}
+	p, order, err := read(pq)
+	if err != nil {
+		return err
+	}
+	d, _, err := read(duck)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-24s %12s %12s %7s  %-40s %s\n", "column", "pqsink B", "duckdb B", "ratio", "pqsink encodings", "duckdb encodings")
+	for _, name := range order {
+		ratio := 0.0
+		if d[name].size > 0 {
+			ratio = float64(p[name].size) / float64(d[name].size)
+		}
+		fmt.Printf("%-24s %12d %12d %7.3f  %-40s %s\n", name, p[name].size, d[name].size, ratio, p[name].encs, d[name].encs)
+	}
 	return nil
 }

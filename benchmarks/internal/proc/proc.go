@@ -10,11 +10,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// Timing is one run of a command: CPU (user+system) and wall time.
-type Timing struct{ CPU, Wall time.Duration }
+// Timing is one run of a command: CPU (user+system) and wall time, and
+// the peak resident set size in bytes (0 when the system does not say).
+type Timing struct {
+	CPU, Wall time.Duration
+	RSS       int64
+}
 
 // Best runs f runs times and returns the run with the least CPU time.
 func Best(runs int, f func() (Timing, error)) (Timing, error) {
@@ -40,7 +45,11 @@ func Measure(cmd *exec.Cmd) (Timing, error) {
 	if err := cmd.Run(); err != nil {
 		return Timing{}, fmt.Errorf("%v: %s", err, stderr.String())
 	}
-	return Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}, nil
+	t := Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.RSS = ru.Maxrss << 10 // Linux reports kilobytes
+	}
+	return t, nil
 }
 
 // WriteLines writes n lines made by line(dst, i) to path and returns the
@@ -100,9 +109,19 @@ func ModuleRoot() (string, error) {
 // process of its own (test/duckdb/exec.mjs in duckdbDir), the best of runs,
 // and the same process doing nothing, to show DuckDB's start-up cost.
 func DuckDB(duckdbDir string, runs int, sql string) (work, idle Timing, err error) {
+	return DuckDBThreads(duckdbDir, runs, 1, sql)
+}
+
+// DuckDBThreads is DuckDB with threads set to threads, or left at
+// DuckDB's default (one per core) when threads is 0.
+func DuckDBThreads(duckdbDir string, runs, threads int, sql string) (work, idle Timing, err error) {
 	run := func(stmt string) func() (Timing, error) {
 		return func() (Timing, error) {
-			cmd := exec.Command("node", "exec.mjs", "SET threads = 1", stmt)
+			args := []string{"exec.mjs", stmt}
+			if threads > 0 {
+				args = []string{"exec.mjs", fmt.Sprintf("SET threads = %d", threads), stmt}
+			}
+			cmd := exec.Command("node", args...)
 			cmd.Dir = duckdbDir
 			return Measure(cmd)
 		}
@@ -114,4 +133,32 @@ func DuckDB(duckdbDir string, runs int, sql string) (work, idle Timing, err erro
 		return work, idle, fmt.Errorf("duckdb idle: %w", err)
 	}
 	return work, idle, nil
+}
+
+// DuckDBRows runs one query in DuckDB (test/duckdb/exec.mjs in duckdbDir)
+// and returns its rows, the fields of each split on tabs.
+func DuckDBRows(duckdbDir, query string) ([][]string, error) {
+	f, err := os.CreateTemp("", "duckdb-rows-*.tsv")
+	if err != nil {
+		return nil, err
+	}
+	out := f.Name()
+	f.Close()
+	defer os.Remove(out)
+	cmd := exec.Command("node", "exec.mjs", fmt.Sprintf("COPY (%s) TO '%s' (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\t')", query, out))
+	cmd.Dir = duckdbDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("duckdb: %v: %s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			rows = append(rows, strings.Split(line, "\t"))
+		}
+	}
+	return rows, nil
 }
