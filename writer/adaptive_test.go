@@ -151,4 +151,3 @@ func pageEncodings(md *meta.ColumnMetaData) map[meta.Encoding]int32 {
 	}
 	return m
 }
-
