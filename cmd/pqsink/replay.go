@@ -136,12 +136,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 		<-ctx.Done()
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 	}()
-	if err := r.Run(ctx); err != nil {
-		return err
-	}
-	st := r.Stats()
-	log.Info("replay complete", "records", st.Records.Load(), "files_opened", st.FilesOpened.Load(), "files_skipped", st.FilesSkipped.Load())
-	return nil
+	return r.Run(ctx)
 }
 
 // parseReplayTime reads RFC 3339 or a UTC date; "" is no bound.

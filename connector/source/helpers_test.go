@@ -56,7 +56,14 @@ func recordOf(gen *events.Generator, topic string, partition int32, offset int64
 // per row group.
 func writeFile(t testing.TB, dir, key string, recs []srcRecord, rowGroup int, opts ...writer.Option) {
 	t.Helper()
-	msg, err := schema.Parse(events.Schema)
+	writeFileWith(t, dir, key, events.Schema, recs, rowGroup, opts...)
+}
+
+// writeFileWith is writeFile with a payload of another message schema,
+// each record's value its JSON.
+func writeFileWith(t testing.TB, dir, key, schemaText string, recs []srcRecord, rowGroup int, opts ...writer.Option) {
+	t.Helper()
+	msg, err := schema.Parse(schemaText)
 	if err != nil {
 		t.Fatal(err)
 	}

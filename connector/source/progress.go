@@ -75,16 +75,15 @@ func (p *progress) state() (records int64, rate, frac float64, eta time.Duration
 }
 
 func (p *progress) logLine(final bool) {
-	records, rate, frac, eta := p.state()
-	msg := "replay progress"
 	if final {
-		msg = "replay done"
+		return // Run logs the outcome
 	}
+	records, rate, frac, eta := p.state()
 	args := []any{"records", records, "records_per_s", int64(rate), "percent", fmt.Sprintf("%.1f", 100*frac)}
-	if eta >= 0 && !final {
+	if eta >= 0 {
 		args = append(args, "eta", eta.Round(time.Second).String())
 	}
-	p.r.opts.Log.Info(msg, args...)
+	p.r.opts.Log.Info("replay progress", args...)
 }
 
 func (p *progress) drawBar(final bool) {

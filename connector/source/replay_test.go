@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -387,5 +388,63 @@ func TestReplayForeignFile(t *testing.T) {
 	}
 	if len(c.msgs) != 0 {
 		t.Errorf("%d records produced before the error", len(c.msgs))
+	}
+}
+
+// TestReplayOriginalBytes: a payload of one binary column without a
+// logical type is the original value, produced as it is; null is a
+// tombstone.
+func TestReplayOriginalBytes(t *testing.T) {
+	dir := t.TempDir()
+	var recs []srcRecord
+	want := [][]byte{{0, 1, 2}, nil, {}, []byte(`{"not":"parsed"}`)}
+	for i, v := range want {
+		r := srcRecord{topic: "raw", partition: 0, offset: int64(i), ms: int64(1000 + i), key: []byte{byte(i)}}
+		if v == nil {
+			r.value = []byte(`{}`)
+		} else {
+			r.value = []byte(`{"value":"` + base64.StdEncoding.EncodeToString(v) + `"}`)
+		}
+		recs = append(recs, r)
+	}
+	writeFileWith(t, dir, sinkKey("raw", 0, 0), "message m { optional binary value; }", recs, 3)
+	st := openDir(t, dir)
+	c := &collector{}
+	a := &archive{dir: dir}
+	if _, err := a.run(t, context.Background(), Options{}, st, c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.msgs) != len(want) {
+		t.Fatalf("%d messages, want %d", len(c.msgs), len(want))
+	}
+	for i, m := range c.msgs {
+		if (m.Value == nil) != (want[i] == nil) || !bytes.Equal(m.Value, want[i]) {
+			t.Errorf("message %d: value %q (nil %v), want %q (nil %v)", i, m.Value, m.Value == nil, want[i], want[i] == nil)
+		}
+	}
+}
+
+// TestPartitioning: by default a message goes to the partition it came
+// from; with KeyHash, to murmur2 of its key.
+func TestPartitioning(t *testing.T) {
+	tests := []struct {
+		keyHash bool
+		key     string
+		from    int
+		want    int
+	}{
+		{false, "a", 5, 5},
+		{false, "b", 0, 0},
+		{true, "a", 5, int((&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte("a")}, 0, 1, 2, 3, 4, 5, 6, 7))},
+	}
+	for _, tc := range tests {
+		w, err := newWriter(&config.Kafka{Brokers: []string{"127.0.0.1:1"}}, Options{Topic: "t", KeyHash: tc.keyHash})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := w.Balancer.Balance(kafka.Message{Key: []byte(tc.key), Partition: tc.from}, 0, 1, 2, 3, 4, 5, 6, 7)
+		if got != tc.want {
+			t.Errorf("keyHash %v, key %q from partition %d: partition %d, want %d", tc.keyHash, tc.key, tc.from, got, tc.want)
+		}
 	}
 }
