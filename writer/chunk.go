@@ -208,13 +208,31 @@ var maxPageBytes = MaxPageBytes
 func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int, split bool) ([]pageRange, error) {
 	pages = pages[:0]
 	n := c.NumLevels()
-	p := pageRange{}
-	size, v := 0, 0
 	maxDef, maxRep := c.MaxDef(), c.MaxRep()
 	width := 0 // PLAIN size of a value, 0 for BYTE_ARRAY
 	if c.Leaf.Physical != meta.TypeByteArray {
 		width = valueSize(c, 0)
 	}
+	if maxDef == 0 && maxRep == 0 && n > 0 {
+		// A required top-level column: a level is a row and a value, and
+		// the pages follow from the values' sizes alone.
+		if width > 0 && width <= maxPageBytes {
+			return planFixed(pages, n, width, pageSize, rowLimit), nil
+		}
+		if width == 0 {
+			return planRequiredBytes(pages, c.Offsets[:n+1], pageSize, rowLimit)
+		}
+	}
+	return planLevels(pages, c, width, pageSize, rowLimit, split)
+}
+
+// planLevels is planPages for any column, level by level; width is the
+// PLAIN size of a value, 0 for BYTE_ARRAY.
+func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit int, split bool) ([]pageRange, error) {
+	n := c.NumLevels()
+	p := pageRange{}
+	size, v := 0, 0
+	maxDef, maxRep := c.MaxDef(), c.MaxRep()
 	for l := 0; l < n; l++ {
 		vs := 0 // the PLAIN size of the level's value, if it has one
 		if maxDef == 0 || c.Def[l] == maxDef {
@@ -258,6 +276,38 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int, sp
 	}
 	p.l1, p.v1 = n, v
 	return append(pages, p), nil
+}
+
+// planFixed is planPages for n required values of width bytes each (at
+// most maxPageBytes): a page ends after the value that takes it to
+// pageSize, at rowLimit values, or before the value that would take it
+// over maxPageBytes.
+func planFixed(pages []pageRange, n, width, pageSize, rowLimit int) []pageRange {
+	k := max(min(rowLimit, (pageSize+width-1)/width, maxPageBytes/width), 1)
+	for first := 0; first < n; first += k {
+		end := min(first+k, n)
+		pages = append(pages, pageRange{l0: first, l1: end, v0: first, v1: end, first: first, rows: end - first})
+	}
+	return pages
+}
+
+// planRequiredBytes is planPages for required BYTE_ARRAY values, whose
+// offsets are given: the same cuts, by a loop over the offsets alone.
+func planRequiredBytes(pages []pageRange, offsets []uint32, pageSize, rowLimit int) ([]pageRange, error) {
+	n := len(offsets) - 1
+	first, size := 0, 0
+	for i := 0; i < n; i++ {
+		vs := 4 + int(offsets[i+1]-offsets[i])
+		if vs > maxPageBytes {
+			return pages, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", i, vs, maxPageBytes)
+		}
+		if i > first && (size >= pageSize || i-first >= rowLimit || size+vs > maxPageBytes) {
+			pages = append(pages, pageRange{l0: first, l1: i, v0: first, v1: i, first: first, rows: i - first})
+			first, size = i, 0
+		}
+		size += vs
+	}
+	return append(pages, pageRange{l0: first, l1: n, v0: first, v1: n, first: first, rows: n - first}), nil
 }
 
 // writeChunk encodes column c of a row group and writes it to out.
