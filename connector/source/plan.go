@@ -167,8 +167,9 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		r.stats.FilesListed.Add(1)
 		f := &fileRef{key: info.Key, size: info.Size}
 		topic, partition, first, chain, ok := r.keys.match(info.Key)
-		if ok && topic == "" && len(o.SourceTopics) > 0 {
-			// A template without {topic} cannot rule out a topic.
+		if ok && topic == "" {
+			// A template without {topic} does not say the file's topic:
+			// the footer does.
 			ok = false
 		}
 		if ok {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -446,5 +447,39 @@ func TestPartitioning(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("keyHash %v, key %q from partition %d: partition %d, want %d", tc.keyHash, tc.key, tc.from, got, tc.want)
 		}
+	}
+}
+
+// TestKeyTemplate places keys by the sink's path templates.
+func TestKeyTemplate(t *testing.T) {
+	tests := []struct {
+		template, key string
+		ok            bool
+		topic         string
+		partition     int32
+		first         int64
+	}{
+		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/events+3+00000000000000000042.parquet", true, "events", 3, 42},
+		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/other+3+00000000000000000042.parquet", false, "", 0, 0},
+		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/events+3+42.parquet", false, "", 0, 0},
+		{"{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet",
+			"a.b/dt=2026-11-23/hr=10/a.b+0+00000000000000001000.parquet", true, "a.b", 0, 1000},
+		{"x/{field:user.country}/{partition}-{first_offset}.parquet", "x/DE/7-00000000000000000009.parquet", true, "", 7, 9},
+	}
+	for _, tc := range tests {
+		kt, err := parseKeyTemplate(tc.template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic, p, first, chain, ok := kt.match(tc.key)
+		if ok != tc.ok || topic != tc.topic || p != tc.partition || first != tc.first {
+			t.Errorf("%s in %s: %q %d %d %v, want %q %d %d %v", tc.key, tc.template, topic, p, first, ok, tc.topic, tc.partition, tc.first, tc.ok)
+		}
+		if ok && strings.Contains(chain, strconv.FormatInt(first, 10)+".parquet") {
+			t.Errorf("%s: chain %q still holds the offset", tc.key, chain)
+		}
+	}
+	if _, err := parseKeyTemplate("{topic}/{partition}.parquet"); err == nil {
+		t.Error("a template without {first_offset}: no error")
 	}
 }
