@@ -25,29 +25,77 @@ import (
 // The first misuse or invalid input is remembered and returned by Finish.
 // The zero Builder is ready to use.
 type Builder struct {
-	nodes    []node
-	data     []byte  // encoded scalars
-	open     []int   // indexes of open containers in nodes
-	pending  int     // 1 + key id of the next field's name, 0 if none
-	pendPos  int     // source offset of the pending key
-	rootDone bool    // a complete top-level value was added
-	order    []int32 // sorted children of objects, filled by Finish
+	// data holds the value being built from base on: scalars as they are
+	// added, and each closed container in its final form (its header and
+	// offsets written in front of its elements, which are moved into
+	// name order for an object), except that object field ids are
+	// provisional (ids of keys) until Finish writes their ranks. No tree
+	// is kept: an element costs its bytes and, while its container is
+	// open, one start offset.
+	data    []byte
+	base    int    // where the value starts in data
+	own     []byte // the Builder's buffer while data is a caller's (Encoder)
+	inPlace bool   // data is a caller's slice (buildIn)
+	starts  []uint32
+	fields  []field // names of the elements of open objects, in starts order
+	open    []frame
+	objs    []objRef // closed objects, for Finish to write their field ids
+	// scratch for closing objects
+	perm     []int32
+	moved    []byte
+	newOff   []uint32
+	pending  int  // 1 + key id of the next field's name, 0 if none
+	pendPos  int  // source offset of the pending key
+	rootDone bool // a complete top-level value was added
+	hasRoot  bool // a top-level value was begun
+	values   int  // values begun, in document order
+	dupErr   error
+	dupAt    int // values when the object holding dupErr began
 	keys     keyTable
-	rank     []int32 // final (sorted) id of each key
-	sorted   []int32 // key ids in name order
-	lastWins bool
-	err      error
+	// Orders of the objects of the last records, by the index of the
+	// object in the record, valid while records intern the same names
+	// (keyTable.same); and whether rank is of those names.
+	orders    []objOrder
+	closed    int // objects closed in this record
+	rankValid bool
+	rank      []int32 // final (sorted) id of each key
+	sorted    []int32 // key ids in name order
+	lastWins  bool
+	err       error
 }
 
-// node is one value in the order it was added.
-type node struct {
-	kind  uint8 // kindScalar, kindObject or kindArray
-	key   int32 // key id when the node is an object field, else -1
-	pos   int   // source offset of the key, for error messages; -1 if none
-	start int   // scalar: start in data; object: start of its children in order
-	end   int   // scalar: end in data; container: index of the node after its subtree
-	count int   // container: number of elements (after duplicate removal)
-	size  int   // encoded size, computed by Finish
+// objOrder is the field order of an object: the key ids of its fields as
+// added, and the permutation that sorts them by name.
+type objOrder struct {
+	keys    []int32
+	perm    []int32
+	inOrder bool
+}
+
+// maxOrders bounds the objects per record whose order is remembered.
+const maxOrders = 64
+
+// field is the name of an element of an open object.
+type field struct {
+	key int32 // key id
+	pos int   // source offset of the key, for error messages; -1 if none
+}
+
+// frame is an open object or array.
+type frame struct {
+	kind   uint8
+	start  uint32 // of its bytes, from base
+	starts int    // index in Builder.starts of its first element
+	fields int    // objects: index in Builder.fields of its first field
+	objs   int    // index in Builder.objs of the first object closed inside it
+	order  int    // Builder.values when it began
+}
+
+// objRef locates the field ids of a closed object.
+type objRef struct {
+	pos    uint32 // of the first id, from base
+	n      uint32 // fields
+	idSize uint8
 }
 
 const (
@@ -58,15 +106,35 @@ const (
 
 // Reset discards everything added since the last Finish or Reset.
 func (b *Builder) Reset() {
-	b.nodes = b.nodes[:0]
+	if b.inPlace {
+		b.data, b.own, b.inPlace = b.own, nil, false
+	}
 	b.data = b.data[:0]
+	b.base = 0
+	b.starts = b.starts[:0]
+	b.fields = b.fields[:0]
 	b.open = b.open[:0]
-	b.order = b.order[:0]
+	b.objs = b.objs[:0]
 	b.pending = 0
 	b.pendPos = -1
 	b.rootDone = false
+	b.hasRoot = false
+	b.values = 0
+	b.dupErr = nil
+	if len(b.keys.refs) > 0 && !b.keys.identical() {
+		b.orders = b.orders[:0]
+		b.rankValid = false
+	}
+	b.closed = 0
 	b.keys.reset()
 	b.err = nil
+}
+
+// buildIn makes the Builder build its value at the end of dst, which
+// Finish then returns grown, instead of in its own buffer: the Encoder
+// uses it to write straight into the caller's slice.
+func (b *Builder) buildIn(dst []byte) {
+	b.own, b.data, b.base, b.inPlace = b.data[:0], dst, len(dst), true
 }
 
 func (b *Builder) fail(err error) {
@@ -78,40 +146,45 @@ func (b *Builder) fail(err error) {
 // Err returns the first error met so far.
 func (b *Builder) Err() error { return b.err }
 
-// begin checks that a value may be added here and records its key.
-func (b *Builder) begin(kind uint8) (*node, bool) {
+// begin checks that a value starting at start (in data) may be added
+// here, and records it as an element of the open container.
+func (b *Builder) begin(kind uint8, start int) bool {
 	if b.err != nil {
-		return nil, false
+		return false
 	}
-	key, pos := int32(-1), -1
+	if start-b.base > math.MaxUint32 {
+		b.fail(fmt.Errorf("variant builder: value of more than %d bytes exceeds 4 GiB", start-b.base))
+		return false
+	}
 	if len(b.open) == 0 {
 		if b.rootDone {
 			b.fail(fmt.Errorf("variant builder: second top-level value"))
-			return nil, false
+			return false
 		}
 		if kind == kindScalar {
 			b.rootDone = true
 		}
-	} else if b.nodes[b.open[len(b.open)-1]].kind == kindObject {
-		if b.pending == 0 {
-			b.fail(fmt.Errorf("variant builder: object field value without a Key"))
-			return nil, false
+		b.hasRoot = true
+	} else {
+		if b.open[len(b.open)-1].kind == kindObject {
+			if b.pending == 0 {
+				b.fail(fmt.Errorf("variant builder: object field value without a Key"))
+				return false
+			}
+			b.fields = append(b.fields, field{key: int32(b.pending - 1), pos: b.pendPos})
+			b.pending = 0
 		}
-		key, pos = int32(b.pending-1), b.pendPos
-		b.pending = 0
+		b.starts = append(b.starts, uint32(start-b.base))
 	}
-	b.nodes = append(b.nodes, node{kind: kind, key: key, pos: pos})
-	return &b.nodes[len(b.nodes)-1], true
+	b.values++
+	return true
 }
 
-// scalar appends a node for the encoded bytes added to b.data since start.
+// scalarFrom adds the scalar encoded in b.data since start.
 func (b *Builder) scalarFrom(start int) {
-	n, ok := b.begin(kindScalar)
-	if !ok {
+	if !b.begin(kindScalar, start) {
 		b.data = b.data[:start]
-		return
 	}
-	n.start, n.end = start, len(b.data)
 }
 
 func (b *Builder) prim(id byte, payload ...byte) {
@@ -364,8 +437,10 @@ func (b *Builder) beginContainer(kind uint8) {
 		b.fail(fmt.Errorf("variant builder: nesting deeper than %d levels", MaxDepth))
 		return
 	}
-	if _, ok := b.begin(kind); ok {
-		b.open = append(b.open, len(b.nodes)-1)
+	start := len(b.data)
+	if b.begin(kind, start) {
+		b.open = append(b.open, frame{kind: kind, start: uint32(start - b.base), starts: len(b.starts),
+			fields: len(b.fields), objs: len(b.objs), order: b.values})
 	}
 }
 
@@ -386,7 +461,7 @@ func (b *Builder) key(name []byte, pos int) {
 	if b.err != nil {
 		return
 	}
-	if len(b.open) == 0 || b.nodes[b.open[len(b.open)-1]].kind != kindObject {
+	if len(b.open) == 0 || b.open[len(b.open)-1].kind != kindObject {
 		b.fail(fmt.Errorf("variant builder: Key %q outside an object", name))
 		return
 	}
@@ -408,7 +483,7 @@ func (b *Builder) end(kind uint8) {
 	if b.err != nil {
 		return
 	}
-	if len(b.open) == 0 || b.nodes[b.open[len(b.open)-1]].kind != kind {
+	if len(b.open) == 0 || b.open[len(b.open)-1].kind != kind {
 		b.fail(fmt.Errorf("variant builder: End%s without a matching Begin", kindName(kind == kindObject)))
 		return
 	}
@@ -416,9 +491,13 @@ func (b *Builder) end(kind uint8) {
 		b.fail(fmt.Errorf("variant builder: object ends after a Key without a value"))
 		return
 	}
-	i := b.open[len(b.open)-1]
+	f := b.open[len(b.open)-1]
 	b.open = b.open[:len(b.open)-1]
-	b.nodes[i].end = len(b.nodes)
+	if kind == kindArray {
+		b.closeArray(&f)
+	} else {
+		b.closeObject(&f)
+	}
 	if len(b.open) == 0 {
 		b.rootDone = true
 	}
@@ -492,166 +571,286 @@ func (b *Builder) copyValue(v Value, depth int) error {
 // last Reset to the given slices, and resets the Builder.
 func (b *Builder) Finish(metadata, value []byte) ([]byte, []byte, error) {
 	defer b.Reset()
-	if b.err != nil {
-		return metadata, value, b.err
+	metadata, err := b.finish(metadata)
+	if err != nil {
+		return metadata, value, err
 	}
-	if len(b.open) > 0 {
-		return metadata, value, fmt.Errorf("variant builder: %d objects or arrays not ended", len(b.open))
+	if b.inPlace { // built in value already
+		return metadata, b.data, nil
 	}
-	if len(b.nodes) == 0 {
-		return metadata, value, fmt.Errorf("variant builder: no value")
+	return metadata, append(value, b.data...), nil
+}
+
+// finish checks the value, writes the final field ids into it and
+// appends the metadata. The value is b.data[b.base:].
+func (b *Builder) finish(metadata []byte) ([]byte, error) {
+	switch {
+	case b.err != nil:
+		return metadata, b.err
+	case len(b.open) > 0:
+		return metadata, fmt.Errorf("variant builder: %d objects or arrays not ended", len(b.open))
+	case !b.hasRoot:
+		return metadata, fmt.Errorf("variant builder: no value")
+	case b.dupErr != nil:
+		return metadata, b.dupErr
+	case len(b.data)-b.base > math.MaxUint32:
+		return metadata, fmt.Errorf("variant builder: value of %d bytes exceeds 4 GiB", len(b.data)-b.base)
 	}
 	b.sortKeys()
-	for i := len(b.nodes) - 1; i >= 0; i-- {
-		if err := b.measure(i); err != nil {
-			return metadata, value, err
-		}
-	}
-	if b.nodes[0].size > math.MaxUint32 {
-		return metadata, value, fmt.Errorf("variant builder: value of %d bytes exceeds 4 GiB", b.nodes[0].size)
-	}
-	metadata = b.appendMetadata(metadata)
-	value = slices.Grow(value, b.nodes[0].size)
-	value = b.appendNode(value, 0)
-	return metadata, value, nil
-}
-
-// sortKeys computes the final id of every key: its rank by name.
-func (b *Builder) sortKeys() {
-	n := len(b.keys.refs)
-	b.sorted = b.sorted[:0]
-	for i := range n {
-		b.sorted = append(b.sorted, int32(i))
-	}
-	slices.SortFunc(b.sorted, func(x, y int32) int {
-		return bytes.Compare(b.keys.name(x), b.keys.name(y))
-	})
-	b.rank = slices.Grow(b.rank[:0], n)[:n]
-	for r, id := range b.sorted {
-		b.rank[id] = int32(r)
-	}
-}
-
-// measure computes the size of node i, whose descendants are measured;
-// for objects it also orders the fields and removes duplicates.
-func (b *Builder) measure(i int) error {
-	n := &b.nodes[i]
-	switch n.kind {
-	case kindScalar:
-		n.size = n.end - n.start
-		return nil
-	case kindArray:
-		count, sum := 0, 0
-		for c := i + 1; c < n.end; c = b.next(c) {
-			count++
-			sum += b.nodes[c].size
-		}
-		n.count = count
-		n.size = containerSize(count, 0, sum)
-		return nil
-	}
-	start := len(b.order)
-	for c := i + 1; c < n.end; c = b.next(c) {
-		b.order = append(b.order, int32(c))
-	}
-	fields := b.order[start:]
-	// Order by name (rank), then by position so that the last of equal
-	// names comes last.
-	slices.SortFunc(fields, func(x, y int32) int {
-		if d := b.rank[b.nodes[x].key] - b.rank[b.nodes[y].key]; d != 0 {
-			return int(d)
-		}
-		return int(x - y)
-	})
-	out := fields[:0]
-	for j, c := range fields {
-		if j+1 < len(fields) && b.nodes[fields[j+1]].key == b.nodes[c].key {
-			if !b.lastWins {
-				dup := b.nodes[fields[j+1]]
-				name := b.keys.name(dup.key)
-				if dup.pos >= 0 {
-					return fmt.Errorf("variant: duplicate key %q at byte %d", name, dup.pos)
-				}
-				return fmt.Errorf("variant builder: duplicate key %q", name)
+	// Fields are in name order, and ranks follow names, so the last
+	// field has the largest rank: the width it needs is the object's.
+	same := true
+	for _, r := range b.objs {
+		if r.n > 0 {
+			p := b.base + int(r.pos) + int(r.n-1)*int(r.idSize)
+			last := b.rank[readUint(b.data[p:], int(r.idSize))]
+			if sizeFor(uint64(last)) != int(r.idSize) {
+				same = false
+				break
 			}
-			continue
 		}
-		out = append(out, c)
 	}
-	b.order = b.order[:start+len(out)]
-	sum, maxID := 0, int32(0)
-	for _, c := range out {
-		sum += b.nodes[c].size
-		maxID = max(maxID, b.rank[b.nodes[c].key])
+	if same {
+		for _, r := range b.objs {
+			w := int(r.idSize)
+			p := b.base + int(r.pos)
+			for i := 0; i < int(r.n); i, p = i+1, p+w {
+				putUint(b.data[p:], uint64(b.rank[readUint(b.data[p:], w)]), w)
+			}
+		}
+	} else {
+		// Some object needs wider (or narrower) ids than it was given: lay
+		// the value out again with the final ids. Only a record of more
+		// than 256 names can get here.
+		b.moved = append(b.moved[:0], b.data[b.base:]...)
+		b.data = b.relayout(b.data[:b.base], b.moved, 0)
 	}
-	n.start = start
-	n.count = len(out)
-	n.size = containerSize(len(out), sizeFor(uint64(maxID)), sum)
-	return nil
+	return b.appendMetadata(metadata), nil
 }
 
-// next returns the index of the node after the subtree of node c.
-func (b *Builder) next(c int) int {
-	if b.nodes[c].kind == kindScalar {
-		return c + 1
+// relayout appends v, a value built with provisional field ids, with the
+// final ones (b.rank), and the widths and offsets that they give.
+func (b *Builder) relayout(dst, v []byte, depth int) []byte {
+	basic := v[0] & 3
+	if basic != basicObject && basic != basicArray {
+		return append(dst, v...)
 	}
-	return b.nodes[c].end
+	c := containerOf(v)
+	start := len(dst)
+	var offs []uint32
+	maxID := 0
+	for i := 0; i < c.n; i++ {
+		child, _ := c.child(i) // valid: the Builder wrote it
+		offs = append(offs, uint32(len(dst)-start))
+		dst = b.relayout(dst, child, depth+1)
+		if basic == basicObject {
+			maxID = max(maxID, int(b.rank[c.id(i)]))
+		}
+	}
+	sum := len(dst) - start
+	offSize, idSize := sizeFor(uint64(sum)), 0
+	if basic == basicObject {
+		idSize = sizeFor(uint64(maxID))
+	}
+	hdr := containerSize(c.n, idSize, 0) + (c.n+1)*(offSize-1)
+	dst = slices.Grow(dst, hdr)[:len(dst)+hdr]
+	copy(dst[start+hdr:], dst[start:start+sum])
+	h := appendContainerHeader(dst[start:start], basic, c.n, idSize, offSize)
+	for i := 0; i < c.n && idSize > 0; i++ {
+		h = appendUint(h, uint64(b.rank[c.id(i)]), idSize)
+	}
+	for _, o := range offs {
+		h = appendUint(h, uint64(o), offSize)
+	}
+	appendUint(h, uint64(sum), offSize)
+	return dst
+}
+
+// closeArray writes the header and offsets of the array f in front of
+// its elements.
+func (b *Builder) closeArray(f *frame) {
+	cs := b.base + int(f.start)
+	starts := b.starts[f.starts:]
+	n := len(starts)
+	sum := len(b.data) - cs
+	offSize := sizeFor(uint64(sum))
+	hdr := containerSize(n, 0, 0) + (n+1)*(offSize-1)
+	b.data = slices.Grow(b.data, hdr)[:len(b.data)+hdr]
+	copy(b.data[cs+hdr:], b.data[cs:cs+sum])
+	h := appendContainerHeader(b.data[cs:cs], basicArray, n, 0, offSize)
+	for _, st := range starts {
+		h = appendUint(h, uint64(st-f.start), offSize)
+	}
+	appendUint(h, uint64(sum), offSize)
+	b.starts = b.starts[:f.starts]
+	for i := f.objs; i < len(b.objs); i++ {
+		b.objs[i].pos += uint32(hdr)
+	}
+}
+
+// closeObject orders the fields of the object f by name, drops repeated
+// names (keeping the last, or recording the error), and writes the header,
+// provisional field ids and offsets in front of them.
+func (b *Builder) closeObject(f *frame) {
+	cs := b.base + int(f.start)
+	starts := b.starts[f.starts:]
+	fields := b.fields[f.fields:]
+	n := len(starts)
+	end := uint32(len(b.data) - b.base)
+	k := b.closed
+	b.closed++
+	if b.keys.same && k < len(b.orders) && sameKeys(b.orders[k].keys, fields) {
+		o := &b.orders[k]
+		b.layoutObject(f, cs, starts, fields, end, o.perm, o.inOrder)
+		return
+	}
+	perm := b.perm[:0]
+	inOrder := true
+	for i := range n {
+		perm = append(perm, int32(i))
+		if i > 0 && inOrder && bytes.Compare(b.keys.name(fields[i-1].key), b.keys.name(fields[i].key)) >= 0 {
+			inOrder = false
+		}
+	}
+	dups := false
+	if !inOrder {
+		// Order by name, then by position so that the last of equal
+		// names comes last.
+		slices.SortFunc(perm, func(x, y int32) int {
+			if x == y {
+				return 0
+			}
+			if kx, ky := fields[x].key, fields[y].key; kx != ky {
+				return bytes.Compare(b.keys.name(kx), b.keys.name(ky))
+			}
+			return int(x - y)
+		})
+		out := perm[:0]
+		for j, c := range perm {
+			if j+1 < len(perm) && fields[perm[j+1]].key == fields[c].key {
+				dups = true
+				if !b.lastWins && (b.dupErr == nil || f.order > b.dupAt) {
+					dup := fields[perm[j+1]]
+					name := b.keys.name(dup.key)
+					if dup.pos >= 0 {
+						b.dupErr = fmt.Errorf("variant: duplicate key %q at byte %d", name, dup.pos)
+					} else {
+						b.dupErr = fmt.Errorf("variant builder: duplicate key %q", name)
+					}
+					b.dupAt = f.order
+				}
+				continue
+			}
+			out = append(out, c)
+		}
+		perm = out
+	}
+	b.perm = perm
+	if b.keys.same && !dups && k < maxOrders {
+		if k >= len(b.orders) {
+			b.orders = append(b.orders, make([]objOrder, k+1-len(b.orders))...)
+		}
+		o := &b.orders[k]
+		o.keys = o.keys[:0]
+		for _, fd := range fields {
+			o.keys = append(o.keys, fd.key)
+		}
+		o.perm = append(o.perm[:0], perm...)
+		o.inOrder = inOrder
+	}
+	b.layoutObject(f, cs, starts, fields, end, perm, inOrder)
+}
+
+// sameKeys reports whether fields have the given key ids.
+func sameKeys(keys []int32, fields []field) bool {
+	if len(keys) != len(fields) {
+		return false
+	}
+	for i, k := range keys {
+		if fields[i].key != k {
+			return false
+		}
+	}
+	return true
+}
+
+// layoutObject writes the object f with its fields in the order perm
+// (the identity when inOrder).
+func (b *Builder) layoutObject(f *frame, cs int, starts []uint32, fields []field, end uint32, perm []int32, inOrder bool) {
+	n := len(starts)
+	size := func(i int32) uint32 {
+		if int(i)+1 < n {
+			return starts[i+1] - starts[i]
+		}
+		return end - starts[i]
+	}
+	m := len(perm)
+	sum, maxID := uint32(0), int32(0)
+	for _, c := range perm {
+		sum += size(c)
+		maxID = max(maxID, fields[c].key)
+	}
+	idSize, offSize := sizeFor(uint64(maxID)), sizeFor(uint64(sum))
+	hdr := containerSize(m, idSize, 0) + (m+1)*(offSize-1)
+	if inOrder {
+		b.data = slices.Grow(b.data, hdr)[:len(b.data)+hdr]
+		copy(b.data[cs+hdr:], b.data[cs:cs+int(sum)])
+		for i := f.objs; i < len(b.objs); i++ {
+			b.objs[i].pos += uint32(hdr)
+		}
+	} else {
+		b.moved = append(b.moved[:0], b.data[cs:]...)
+		b.data = slices.Grow(b.data[:cs], hdr+int(sum))[:cs+hdr]
+		// Where each kept element goes, from f.start; dropped ones get 0.
+		b.newOff = slices.Grow(b.newOff[:0], n)[:n]
+		clear(b.newOff)
+		for _, c := range perm {
+			b.newOff[c] = uint32(len(b.data)-cs) + 1 // +1: 0 marks dropped
+			st := starts[c] - f.start
+			b.data = append(b.data, b.moved[st:st+size(c)]...)
+		}
+		// Objects closed inside an element move with it, or go with a
+		// dropped one.
+		kept := b.objs[:f.objs]
+		for _, r := range b.objs[f.objs:] {
+			i, _ := slices.BinarySearch(starts, r.pos+1)
+			i-- // the element starting at or before r.pos
+			if off := b.newOff[i]; off != 0 {
+				r.pos = r.pos - starts[i] + f.start + off - 1
+				kept = append(kept, r)
+			}
+		}
+		b.objs = kept
+	}
+	h := appendContainerHeader(b.data[cs:cs], basicObject, m, idSize, offSize)
+	for _, c := range perm {
+		h = appendUint(h, uint64(fields[c].key), idSize)
+	}
+	off := uint32(0)
+	for _, c := range perm {
+		h = appendUint(h, uint64(off), offSize)
+		off += size(c)
+	}
+	appendUint(h, uint64(off), offSize)
+	b.objs = append(b.objs, objRef{pos: f.start + uint32(1+countSize(m)), n: uint32(m), idSize: uint8(idSize)})
+	b.starts = b.starts[:f.starts]
+	b.fields = b.fields[:f.fields]
+}
+
+// countSize is the size of the element count of a container of n.
+func countSize(n int) int {
+	if n > 255 {
+		return 4
+	}
+	return 1
 }
 
 // containerSize is the encoded size of an object (idSize > 0) or array
-// (idSize == 0) of count elements taking sum bytes.
+// (idSize == 0) of count elements taking sum bytes, with 1-byte offsets
+// when sum is 0 (the header alone, for a caller that adds its offsets'
+// extra bytes).
 func containerSize(count, idSize, sum int) int {
-	countSize := 1
-	if count > 255 {
-		countSize = 4
-	}
-	return 1 + countSize + count*idSize + (count+1)*sizeFor(uint64(sum)) + sum
-}
-
-func (b *Builder) appendNode(dst []byte, i int) []byte {
-	n := &b.nodes[i]
-	switch n.kind {
-	case kindScalar:
-		return append(dst, b.data[n.start:n.end]...)
-	case kindArray:
-		sum := 0
-		for c := i + 1; c < n.end; c = b.next(c) {
-			sum += b.nodes[c].size
-		}
-		offSize := sizeFor(uint64(sum))
-		dst = appendContainerHeader(dst, basicArray, n.count, 0, offSize)
-		off := 0
-		for c := i + 1; c < n.end; c = b.next(c) {
-			dst = appendUint(dst, uint64(off), offSize)
-			off += b.nodes[c].size
-		}
-		dst = appendUint(dst, uint64(off), offSize)
-		for c := i + 1; c < n.end; c = b.next(c) {
-			dst = b.appendNode(dst, c)
-		}
-		return dst
-	}
-	fields := b.order[n.start : n.start+n.count]
-	sum, maxID := 0, int32(0)
-	for _, c := range fields {
-		sum += b.nodes[c].size
-		maxID = max(maxID, b.rank[b.nodes[c].key])
-	}
-	offSize, idSize := sizeFor(uint64(sum)), sizeFor(uint64(maxID))
-	dst = appendContainerHeader(dst, basicObject, n.count, idSize, offSize)
-	for _, c := range fields {
-		dst = appendUint(dst, uint64(b.rank[b.nodes[c].key]), idSize)
-	}
-	off := 0
-	for _, c := range fields {
-		dst = appendUint(dst, uint64(off), offSize)
-		off += b.nodes[c].size
-	}
-	dst = appendUint(dst, uint64(off), offSize)
-	for _, c := range fields {
-		dst = b.appendNode(dst, int(c))
-	}
-	return dst
+	return 1 + countSize(count) + count*idSize + (count+1)*sizeFor(uint64(sum)) + sum
 }
 
 func appendContainerHeader(dst []byte, basic byte, count, idSize, offSize int) []byte {
@@ -678,7 +877,11 @@ func appendContainerHeader(dst []byte, basic byte, count, idSize, offSize int) [
 // appendMetadata writes the dictionary in name order. An empty dictionary
 // is written without sorted_strings, byte for byte as other writers do.
 func (b *Builder) appendMetadata(dst []byte) []byte {
-	n := len(b.sorted)
+	sorted := b.sorted
+	if len(b.keys.refs) == 0 {
+		sorted = nil // sortKeys kept the last record's
+	}
+	n := len(sorted)
 	total := len(b.keys.arena)
 	offSize := sizeFor(uint64(max(n, total)))
 	h := byte(1) | byte(offSize-1)<<6
@@ -688,12 +891,12 @@ func (b *Builder) appendMetadata(dst []byte) []byte {
 	dst = append(dst, h)
 	dst = appendUint(dst, uint64(n), offSize)
 	off := 0
-	for _, id := range b.sorted {
+	for _, id := range sorted {
 		dst = appendUint(dst, uint64(off), offSize)
 		off += len(b.keys.name(id))
 	}
 	dst = appendUint(dst, uint64(off), offSize)
-	for _, id := range b.sorted {
+	for _, id := range sorted {
 		dst = append(dst, b.keys.name(id)...)
 	}
 	return dst
@@ -707,6 +910,12 @@ type keyTable struct {
 	slots []int32 // id+1, 0 for empty
 	seed  maphash.Seed
 	init  bool
+	// The names before the last reset, and whether every name since has
+	// the same id as then: records of one shape intern the same names in
+	// the same order, and the Builder reuses what it derived from them.
+	prevArena []byte
+	prevRefs  []keyRef
+	same      bool
 }
 
 type keyRef struct {
@@ -720,12 +929,20 @@ func (t *keyTable) name(id int32) []byte {
 }
 
 func (t *keyTable) reset() {
+	t.same = true
+	if len(t.refs) == 0 {
+		return // keep the names of the last record that had some
+	}
 	for _, r := range t.refs {
 		t.slots[r.slot] = 0
 	}
-	t.refs = t.refs[:0]
-	t.arena = t.arena[:0]
+	t.prevArena, t.arena = t.arena, t.prevArena[:0]
+	t.prevRefs, t.refs = t.refs, t.prevRefs[:0]
 }
+
+// identical reports whether the names since the last reset are those
+// before it, with the same ids.
+func (t *keyTable) identical() bool { return t.same && len(t.refs) == len(t.prevRefs) }
 
 func (t *keyTable) intern(name []byte) int {
 	if !t.init {
@@ -741,6 +958,13 @@ func (t *keyTable) intern(name []byte) int {
 		id := t.slots[s] - 1
 		if id < 0 {
 			id = int32(len(t.refs))
+			if t.same {
+				if int(id) >= len(t.prevRefs) {
+					t.same = false
+				} else if p := t.prevRefs[id]; !bytes.Equal(t.prevArena[p.off:p.off+p.len], name) {
+					t.same = false
+				}
+			}
 			t.refs = append(t.refs, keyRef{off: int32(len(t.arena)), len: int32(len(name)), slot: int32(s)})
 			t.arena = append(t.arena, name...)
 			t.slots[s] = id + 1
@@ -762,5 +986,32 @@ func (t *keyTable) grow() {
 		}
 		t.slots[s] = int32(id) + 1
 		t.refs[id].slot = int32(s)
+	}
+}
+
+// sortKeys computes the final id of every key: its rank by name.
+func (b *Builder) sortKeys() {
+	if len(b.keys.refs) == 0 || b.rankValid && b.keys.identical() {
+		return // no names, or those of the last record, whose ranks these are
+	}
+	b.rankValid = true
+	n := len(b.keys.refs)
+	b.sorted = b.sorted[:0]
+	for i := range n {
+		b.sorted = append(b.sorted, int32(i))
+	}
+	slices.SortFunc(b.sorted, func(x, y int32) int {
+		return bytes.Compare(b.keys.name(x), b.keys.name(y))
+	})
+	b.rank = slices.Grow(b.rank[:0], n)[:n]
+	for r, id := range b.sorted {
+		b.rank[id] = int32(r)
+	}
+}
+
+// putUint writes v as an unsigned little-endian integer of size bytes.
+func putUint(dst []byte, v uint64, size int) {
+	for i := 0; i < size; i++ {
+		dst[i] = byte(v >> (8 * i))
 	}
 }

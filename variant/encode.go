@@ -69,14 +69,24 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 	e.b.Reset()
 	e.scan.Reset(json)
 	b := &e.b
+	b.buildIn(value)
+	if err := e.tokens(); err != nil {
+		b.Reset()
+		return metadata, value, err
+	}
+	return b.Finish(metadata, value)
+}
+
+// tokens feeds the document's tokens to the Builder.
+func (e *Encoder) tokens() error {
+	b := &e.b
 	for {
 		k, err := e.scan.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return nil
 			}
-			b.Reset()
-			return metadata, value, fmt.Errorf("variant: %w", err)
+			return fmt.Errorf("variant: %w", err)
 		}
 		switch k {
 		case jsonscan.Null:
@@ -92,12 +102,11 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 			var err error
 			b.data, err = appendNumber(b.data, e.scan.Bytes(), e.lossy)
 			if err != nil {
-				b.Reset()
 				lit := e.scan.Bytes()
 				if len(lit) > 40 {
-					return metadata, value, fmt.Errorf("variant: number %s… (%d digits) at byte %d: %w", lit[:40], len(lit), e.scan.Offset(), err)
+					return fmt.Errorf("variant: number %s… (%d digits) at byte %d: %w", lit[:40], len(lit), e.scan.Offset(), err)
 				}
-				return metadata, value, fmt.Errorf("variant: number %s at byte %d: %w", lit, e.scan.Offset(), err)
+				return fmt.Errorf("variant: number %s at byte %d: %w", lit, e.scan.Offset(), err)
 			}
 			b.scalarFrom(start)
 		case jsonscan.Key:
@@ -112,7 +121,6 @@ func (e *Encoder) AppendJSON(metadata, value, json []byte) ([]byte, []byte, erro
 			b.EndArray()
 		}
 	}
-	return b.Finish(metadata, value)
 }
 
 // AppendNumber appends the Variant encoding of the JSON number literal lit

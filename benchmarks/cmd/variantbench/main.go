@@ -7,11 +7,20 @@
 // first); the CPU time node and DuckDB take to start and stop with no
 // work is measured and subtracted, and both figures are printed.
 //
-// The input is the benchmark clickstream reshaped into nested records
-// (objects two levels deep, an array of strings, a nullable field), the
-// kind of document a VARIANT column is for:
+// Peak RSS is the kernel's for each child process (for DuckDB, the node
+// process that hosts it, whose idle figure is printed too).
+//
+// The input is either the sink's reference records (-data events, the
+// default: internal/events, about 210 bytes with nested objects and an
+// array, what `pqsink bench` sends) or the benchmark clickstream reshaped
+// into nested records (-data clicks: objects two levels deep, an array of
+// strings, a nullable field), the kind of document a VARIANT column is for:
 //
 //	go run ./benchmarks/cmd/variantbench -n 1000000 -runs 3
+//	go run ./benchmarks/cmd/variantbench -data clicks
+//
+// -bin runs a pqsink binary built elsewhere (for before/after figures)
+// instead of building ./cmd/pqsink.
 package main
 
 import (
@@ -26,9 +35,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
 	"github.com/pqsink/pqsink/benchmarks/internal/proc"
+	"github.com/pqsink/pqsink/internal/events"
 )
 
 func main() {
@@ -36,14 +48,73 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of each command; the fastest is reported")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")
 	check := flag.Int("check", 2000, "rows of each file compared with the input, as JSON values")
+	data := flag.String("data", "events", "input records: events (the sink's reference records) or clicks (nested clickstream)")
+	bin := flag.String("bin", "", "pqsink binary to measure (default: build ./cmd/pqsink)")
 	flag.Parse()
-	if err := run(*n, *runs, *check, *dir); err != nil {
+	if err := run(*n, *runs, *check, *dir, *data, *bin); err != nil {
 		fmt.Fprintln(os.Stderr, "variantbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, runs, check int, dir string) error {
+// timing is one run: CPU, wall time and peak RSS.
+type timing struct {
+	proc.Timing
+	RSS int64 // bytes
+}
+
+// measure runs cmd and returns its CPU, wall time and peak RSS.
+func measure(cmd *exec.Cmd) (timing, error) {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return timing{}, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	t := timing{Timing: proc.Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.RSS = ru.Maxrss * 1024
+	}
+	return t, nil
+}
+
+// best runs f runs times and returns the run with the least CPU time,
+// with the highest peak RSS of all runs.
+func best(runs int, f func() (timing, error)) (timing, error) {
+	var b timing
+	var rss int64
+	for i := 0; i < runs; i++ {
+		t, err := f()
+		if err != nil {
+			return b, err
+		}
+		rss = max(rss, t.RSS)
+		if i == 0 || t.CPU < b.CPU {
+			b = t
+		}
+	}
+	b.RSS = rss
+	return b, nil
+}
+
+func duckdb(duckdbDir string, runs int, sql string) (work, idle timing, err error) {
+	run := func(stmt string) func() (timing, error) {
+		return func() (timing, error) {
+			cmd := exec.Command("node", "exec.mjs", "SET threads = 1", stmt)
+			cmd.Dir = duckdbDir
+			return measure(cmd)
+		}
+	}
+	if work, err = best(runs, run(sql)); err != nil {
+		return work, idle, fmt.Errorf("duckdb: %w", err)
+	}
+	if idle, err = best(runs, run("SELECT 1")); err != nil {
+		return work, idle, fmt.Errorf("duckdb idle: %w", err)
+	}
+	return work, idle, nil
+}
+
+func run(n, runs, check int, dir, data, bin string) error {
 	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
@@ -54,17 +125,29 @@ func run(n, runs, check int, dir string) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	input := filepath.Join(dir, "events.jsonl")
-	clicks := benchmarks.Clicks(n)
-	size, err := proc.WriteLines(input, n, func(dst []byte, i int) []byte { return clicks[i].AppendNestedJSON(dst) })
+	input := filepath.Join(dir, data+".jsonl")
+	var line func(dst []byte, i int) []byte
+	switch data {
+	case "events":
+		gen := events.New(1, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+		line = func(dst []byte, _ int) []byte { return append(gen.Append(dst), '\n') }
+	case "clicks":
+		clicks := benchmarks.Clicks(n)
+		line = func(dst []byte, i int) []byte { return clicks[i].AppendNestedJSON(dst) }
+	default:
+		return fmt.Errorf("-data %s: want events or clicks", data)
+	}
+	size, err := proc.WriteLines(input, n, line)
 	if err != nil {
 		return err
 	}
-	bin := filepath.Join(dir, "pqsink")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build pqsink: %w", err)
+	if bin == "" {
+		bin = filepath.Join(dir, "pqsink")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build pqsink: %w", err)
+		}
 	}
 	duckdbDir := filepath.Join(root, "test", "duckdb")
 	pqAuto := filepath.Join(dir, "pqsink-auto.parquet")
@@ -72,29 +155,29 @@ func run(n, runs, check int, dir string) error {
 	duckOut := filepath.Join(dir, "duckdb.parquet")
 	copySQL := fmt.Sprintf(`COPY (SELECT json::VARIANT AS payload FROM read_json_objects('%s', format = 'newline_delimited')) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, duckOut)
 
-	fmt.Printf("input: %d records, %.1f MB of JSON Lines\n", n, float64(size)/1e6)
-	auto, err := proc.Best(runs, func() (proc.Timing, error) {
-		return proc.Measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
+	fmt.Printf("input: %d %s records, %.1f MB of JSON Lines; threads: pqsink convert 1 (it has no other setting), duckdb threads=1\n", n, data, float64(size)/1e6)
+	auto, err := best(runs, func() (timing, error) {
+		return measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant: %w", err)
 	}
-	none, err := proc.Best(runs, func() (proc.Timing, error) {
-		return proc.Measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
+	none, err := best(runs, func() (timing, error) {
+		return measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant --shred none: %w", err)
 	}
-	duck, idle, err := proc.DuckDB(duckdbDir, runs, copySQL)
+	duck, idle, err := duckdb(duckdbDir, runs, copySQL)
 	if err != nil {
 		return err
 	}
 	mb := float64(size) / 1e6
 	duckWork := duck.CPU - idle.CPU
-	fmt.Printf("%-36s %8s %8s %10s %14s %8s\n", "", "cpu s", "wall s", "MB/s (cpu)", "file bytes", "columns")
+	fmt.Printf("%-36s %8s %8s %10s %10s %14s %8s\n", "", "cpu s", "wall s", "MB/s (cpu)", "RSS MiB", "file bytes", "columns")
 	for _, r := range []struct {
 		name string
-		t    proc.Timing
+		t    timing
 		path string
 	}{
 		{"pqsink --variant (shred auto)", auto, pqAuto},
@@ -109,14 +192,14 @@ func run(n, runs, check int, dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-36s %8.2f %8.2f %10.1f %14d %8d\n", r.name, r.t.CPU.Seconds(), r.t.Wall.Seconds(), mb/r.t.CPU.Seconds(), sz, cols)
+		fmt.Printf("%-36s %8.2f %8.2f %10.1f %10.1f %14d %8d\n", r.name, r.t.CPU.Seconds(), r.t.Wall.Seconds(), mb/r.t.CPU.Seconds(), float64(r.t.RSS)/(1<<20), sz, cols)
 	}
-	fmt.Printf("%-36s %8.2f %8.2f\n", "duckdb start/stop only", idle.CPU.Seconds(), idle.Wall.Seconds())
+	fmt.Printf("%-36s %8.2f %8.2f %10s %10.1f\n", "duckdb start/stop only", idle.CPU.Seconds(), idle.Wall.Seconds(), "", float64(idle.RSS)/(1<<20))
 	fmt.Printf("duckdb less its start-up: %.1f MB/s\n", mb/duckWork.Seconds())
 	autoSize, _ := proc.FileSize(pqAuto)
 	duckSize, _ := proc.FileSize(duckOut)
-	fmt.Printf("pqsink(auto)/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f\n",
-		auto.CPU.Seconds()/duck.CPU.Seconds(), auto.CPU.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize))
+	fmt.Printf("pqsink(auto)/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f; peak RSS: %.2f\n",
+		auto.CPU.Seconds()/duck.CPU.Seconds(), auto.CPU.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize), float64(auto.RSS)/float64(duck.RSS))
 	for _, p := range []string{pqAuto, pqNone, duckOut} {
 		if err := sameAsInput(duckdbDir, p, input, n, check); err != nil {
 			return err
