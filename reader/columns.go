@@ -240,6 +240,7 @@ type JSONAssembler struct {
 	fields  []*jnode
 	unwrap  bool
 	cursors []*ColumnCursor
+	extra   []*ColumnCursor // the caller's, read under the same budget
 	scratch []byte
 	rows    int64 // records in the row group
 	done    int64 // records rendered or skipped
@@ -249,7 +250,11 @@ type JSONAssembler struct {
 // renders the top-level fields given, in that order. With unwrap and one
 // field, a record renders as that field's value alone (a VARIANT payload as
 // its JSON, say) rather than as an object. Release it when done.
-func NewJSONAssembler(f *File, rowGroup int, fields []*schema.Node, unwrap bool) (*JSONAssembler, error) {
+//
+// extra names more leaf columns (indexes into Schema().Leaves()) to read
+// under the same memory budget, for the caller to walk beside the records:
+// Extra returns their cursors, which the assembler never moves.
+func NewJSONAssembler(f *File, rowGroup int, fields []*schema.Node, unwrap bool, extra ...int) (*JSONAssembler, error) {
 	if unwrap && len(fields) != 1 {
 		return nil, fmt.Errorf("reader: unwrap needs one field, got %d", len(fields))
 	}
@@ -266,15 +271,16 @@ func NewJSONAssembler(f *File, rowGroup int, fields []*schema.Node, unwrap bool)
 			return nil, err
 		}
 	}
-	cursors, err := f.ColumnCursors(rowGroup, cols)
+	all, err := f.ColumnCursors(rowGroup, append(cols[:len(cols):len(cols)], extra...))
 	if err != nil {
 		return nil, err
 	}
+	cursors := all[:len(cols)]
 	byCol := make(map[int]*ColumnCursor, len(cursors))
 	for i, c := range cursors {
 		byCol[cols[i]] = c
 	}
-	a := &JSONAssembler{unwrap: unwrap, cursors: cursors, rows: rows}
+	a := &JSONAssembler{unwrap: unwrap, cursors: cursors, extra: all[len(cols):], rows: rows}
 	for _, fl := range fields {
 		n, err := buildJNode(fl, byCol)
 		if err != nil {
@@ -384,9 +390,16 @@ func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
 	return j, nil
 }
 
-// Release returns the assembler's buffers to the budget.
+// Extra returns the cursors of the extra columns, in the order given.
+func (a *JSONAssembler) Extra() []*ColumnCursor { return a.extra }
+
+// Release returns the assembler's buffers, the extra cursors' included, to
+// the budget.
 func (a *JSONAssembler) Release() {
 	for _, c := range a.cursors {
+		c.Release()
+	}
+	for _, c := range a.extra {
 		c.Release()
 	}
 }

@@ -332,24 +332,20 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows, names: map[string]string{}}
 	kv := sch.Leaf(envHdrKey).Parent()
 	c.hdef, c.hrep = uint8(kv.MaxDef), uint8(kv.MaxRep)
-	var err error
-	switch s.kind {
-	case valueRaw:
-		cols = append(cols, s.payload[0].Column)
-	default:
-		if c.json, err = reader.NewJSONAssembler(s.f, g, s.payload, s.unwrap); err != nil {
+	if s.kind == valueRaw {
+		cur, err := s.f.ColumnCursors(g, append(cols, s.payload[0].Column))
+		if err != nil {
 			return nil, err
 		}
+		c.env, c.raw = cur[:5], cur[5]
+		return c, nil
 	}
-	cur, err := s.f.ColumnCursors(g, cols)
+	// The envelope is read under the assembler's memory budget.
+	a, err := reader.NewJSONAssembler(s.f, g, s.payload, s.unwrap, cols...)
 	if err != nil {
-		c.release()
 		return nil, err
 	}
-	c.env = cur[:5]
-	if s.kind == valueRaw {
-		c.raw = cur[5]
-	}
+	c.json, c.env = a, a.Extra()
 	return c, nil
 }
 
@@ -449,13 +445,12 @@ func (c *columnSource) skip() error {
 }
 
 func (c *columnSource) release() {
+	if c.json != nil {
+		c.json.Release() // the envelope's cursors too
+		return
+	}
 	for _, e := range c.env {
 		e.Release()
 	}
-	if c.raw != nil {
-		c.raw.Release()
-	}
-	if c.json != nil {
-		c.json.Release()
-	}
+	c.raw.Release()
 }
