@@ -626,9 +626,10 @@ func (cw *chunkWriter) prepareDictionary() error {
 	return nil
 }
 
-// pageCost is the compressed bytes per value of page e; for a page of
-// dictionary indices that is the indices, plus, when share is set, the
-// page's share of the dictionary page (by the values it covers).
+// pageCost is the compressed bytes per value of page e, levels included;
+// for a page of dictionary indices that is the indices, plus, when
+// covered (the values the dictionary covers) is set, each value's share of
+// the compressed dictionary page.
 func (cw *chunkWriter) pageCost(e *encodedPage, covered int) float64 {
 	n := max(e.values, 1)
 	cost := float64(len(e.data)) / float64(n)
