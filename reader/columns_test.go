@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -165,4 +166,68 @@ func TestAppendStringBytesMatchesAppendString(t *testing.T) {
 			t.Errorf("%q: %s, want %s", s, got, want)
 		}
 	}
+}
+
+// FuzzJSONAssembler renders whole files column by column. It must never
+// panic, whatever the bytes, and when Rows reads a file without an error
+// the assembler must render what Rows assembles.
+func FuzzJSONAssembler(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join(testingDir, "*.parquet"))
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil && len(data) <= fuzzSeedMax {
+			f.Add(data)
+		}
+	}
+	f.Add(smallFile(f, nil, nil))
+	f.Add(buildFile(f, mustParse(f, smallSchema), 3, smallChunks(true, true), nil, nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Open(bytesReader(data), int64(len(data)), fuzzOptions...)
+		if err != nil {
+			return
+		}
+		// At most fuzzRecords records each way: a few bytes can declare
+		// billions of them.
+		const fuzzRecords = 1000
+		var want []Value
+		rows, rowsErr := file.Rows()
+		for rowsErr == nil && len(want) < fuzzRecords {
+			var v Value
+			if v, rowsErr = rows.Next(); rowsErr == nil {
+				want = append(want, v)
+			}
+		}
+		if rowsErr == io.EOF || len(want) == fuzzRecords {
+			rowsErr = nil
+		}
+		var got [][]byte
+		for g := range file.NumRowGroups() {
+			a, err := NewJSONAssembler(file, g, file.Schema().Fields(), false)
+			if err != nil {
+				return
+			}
+			for len(got) < fuzzRecords {
+				out, err := a.Append(nil)
+				if err != nil {
+					a.Release()
+					if err == io.EOF {
+						break
+					}
+					return
+				}
+				got = append(got, out)
+			}
+			a.Release()
+		}
+		if rowsErr != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("assembler gave %d records, Rows %d", len(got), len(want))
+		}
+		for i := range want {
+			if w := compactJSON(nil, want[i]); !bytes.Equal(got[i], w) {
+				t.Fatalf("record %d:\n got %s\nwant %s", i, got[i], w)
+			}
+		}
+	})
 }

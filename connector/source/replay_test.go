@@ -21,6 +21,7 @@ import (
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/internal/events"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
 )
 
 // archive is a directory of sink files and the records they hold.
@@ -481,5 +482,37 @@ func TestKeyTemplate(t *testing.T) {
 	}
 	if _, err := parseKeyTemplate("{topic}/{partition}.parquet"); err == nil {
 		t.Error("a template without {first_offset}: no error")
+	}
+}
+
+// TestReplayMistypedEnvelope: a file with the footer metadata but an
+// envelope of other types is refused, never read as if it were one.
+func TestReplayMistypedEnvelope(t *testing.T) {
+	dir := t.TempDir()
+	sch, err := schema.Parse(`message m { required int64 id;
+  required group _kafka { required binary topic (STRING); required int32 partition; required binary offset;
+    required int64 timestamp; optional binary key;
+    required group headers (MAP) { repeated group key_value { required binary key (STRING); optional binary value; } } } }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	in := `{"id":1,"_kafka":{"topic":"t","partition":0,"offset":"AAAA","timestamp":1,"headers":{}}}` + "\n"
+	kv := []writer.Option{writer.KeyValue(kvTopic, "t"), writer.KeyValue(kvPartition, "0"), writer.KeyValue(kvFirstOffset, "0"),
+		writer.KeyValue(kvLastOffset, "0"), writer.KeyValue(kvRecords, "1")}
+	if _, err := convert.Run(context.Background(), strings.NewReader(in), &out, convert.Options{Schema: sch, Writer: kv}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mistyped.parquet"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &archive{dir: dir}
+	c := &collector{}
+	_, err = a.run(t, context.Background(), Options{}, openDir(t, dir), c)
+	if !errors.Is(err, ErrNotPqsink) || !strings.Contains(err.Error(), "_kafka.offset") {
+		t.Fatalf("error %v, want ErrNotPqsink naming _kafka.offset", err)
+	}
+	if len(c.msgs) != 0 {
+		t.Errorf("%d records produced", len(c.msgs))
 	}
 }

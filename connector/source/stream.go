@@ -143,6 +143,9 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 			return nil, fmt.Errorf("%s: %w: no column %s (was it written with envelope: false?); replay needs the envelope to restore keys, headers, timestamps and order", ref.key, ErrNotPqsink, p)
 		}
 	}
+	if err := checkEnvelope(sch); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", ref.key, ErrNotPqsink, err)
+	}
 	for _, fl := range sch.Fields() {
 		if fl.Name != envField {
 			s.payload = append(s.payload, fl)
@@ -197,6 +200,26 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	s.gi = -1
 	ok = true
 	return s, nil
+}
+
+// checkEnvelope checks the types and shape of the envelope columns replay
+// reads, as rowgroup.EnvelopeNode declares them.
+func checkEnvelope(sch *schema.Schema) error {
+	for _, c := range []struct {
+		path     string
+		physical meta.Type
+		maxRep   int
+	}{{envOffset, meta.TypeInt64, 0}, {envTimestamp, meta.TypeInt64, 0}, {envKey, meta.TypeByteArray, 0},
+		{envHdrKey, meta.TypeByteArray, 1}, {envHdrValue, meta.TypeByteArray, 1}} {
+		n := sch.Leaf(c.path)
+		if n.Physical != c.physical || n.MaxRep != c.maxRep {
+			return fmt.Errorf("column %s is %s with %d repeated levels, want %v with %d", c.path, n.TypeName(), n.MaxRep, c.physical, c.maxRep)
+		}
+	}
+	if k, v := sch.Leaf(envHdrKey), sch.Leaf(envHdrValue); k.Parent() != v.Parent() || k.Parent().Repetition != schema.Repeated {
+		return fmt.Errorf("%s and %s are not the key and value of one repeated group", envHdrKey, envHdrValue)
+	}
+	return nil
 }
 
 // int64Stats returns the chunk's INT64 min and max statistics.
