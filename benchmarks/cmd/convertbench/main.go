@@ -20,6 +20,7 @@
 //
 //	go run ./benchmarks/cmd/convertbench -n 1000000 -runs 3
 //	go run ./benchmarks/cmd/convertbench -data events -threads 1,2
+//	go run ./benchmarks/cmd/convertbench -bin /tmp/old-pqsink -threads -1
 package main
 
 import (
@@ -45,19 +46,20 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of each command; the one with the least CPU is reported")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")
 	data := flag.String("data", "events,click", "data sets, comma-separated: events, click")
-	threads := flag.String("threads", "1,0", "pqsink --threads settings, comma-separated; 0 is pqsink's default (one per core)")
+	threads := flag.String("threads", "1,0", "pqsink --threads settings, comma-separated; 0 is pqsink's default (one per core), -1 passes no --threads (for a -bin that predates it)")
+	binFlag := flag.String("bin", "", "a pqsink binary to measure (default: built from this module)")
 	columns := flag.Bool("columns", true, "list each column's size and encodings in both files")
 	flag.Parse()
 	var settings []int
 	for _, t := range strings.Split(*threads, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(t))
-		if err != nil || v < 0 {
-			fmt.Fprintf(os.Stderr, "convertbench: -threads %q: want numbers ≥ 0\n", *threads)
+		if err != nil || v < -1 {
+			fmt.Fprintf(os.Stderr, "convertbench: -threads %q: want numbers ≥ -1\n", *threads)
 			os.Exit(2)
 		}
 		settings = append(settings, v)
 	}
-	if err := run(*n, *runs, *dir, strings.Split(*data, ","), settings, *columns); err != nil {
+	if err := run(*n, *runs, *dir, *binFlag, strings.Split(*data, ","), settings, *columns); err != nil {
 		fmt.Fprintln(os.Stderr, "convertbench:", err)
 		os.Exit(1)
 	}
@@ -93,7 +95,7 @@ var dataSets = map[string]dataSet{
 	},
 }
 
-func run(n, runs int, dir string, sets []string, threads []int, columns bool) error {
+func run(n, runs int, dir, bin string, sets []string, threads []int, columns bool) error {
 	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
@@ -104,11 +106,13 @@ func run(n, runs int, dir string, sets []string, threads []int, columns bool) er
 		}
 		defer os.RemoveAll(dir)
 	}
-	bin := filepath.Join(dir, "pqsink")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build pqsink: %w", err)
+	if bin == "" {
+		bin = filepath.Join(dir, "pqsink")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/pqsink")
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build pqsink: %w", err)
+		}
 	}
 	fmt.Printf("machine: %d cores (GOMAXPROCS %d)\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	for _, name := range sets {
@@ -150,9 +154,12 @@ func runSet(ds dataSet, root, bin, dir string, n, runs int, threads []int, colum
 	var pqOuts []string
 	for _, th := range threads {
 		out := filepath.Join(dir, fmt.Sprintf("%s-pqsink-t%d.parquet", ds.name, th))
-		t, err := proc.Best(runs, func() (proc.Timing, error) {
-			return proc.Measure(exec.Command(bin, "convert", "--quiet", "--threads", strconv.Itoa(th), "--schema", schemaFile, "--codec", "zstd", input, out))
-		})
+		args := []string{"convert", "--quiet"}
+		if th >= 0 {
+			args = append(args, "--threads", strconv.Itoa(th))
+		}
+		args = append(args, "--schema", schemaFile, "--codec", "zstd", input, out)
+		t, err := proc.Best(runs, func() (proc.Timing, error) { return proc.Measure(exec.Command(bin, args...)) })
 		if err != nil {
 			return fmt.Errorf("pqsink convert --threads %d: %w", th, err)
 		}
@@ -186,11 +193,11 @@ func runSet(ds dataSet, root, bin, dir string, n, runs int, threads []int, colum
 	}
 	for i, r := range results[:len(pqOuts)] {
 		duck := duck1
-		if threads[i] != 1 {
+		if threads[i] == 0 || threads[i] > 1 {
 			duck = duckN
 		}
 		fmt.Printf("pqsink(threads=%s)/duckdb(threads=%s): cpu %.2f (%.2f against duckdb less its start-up), wall %.2f, peak RSS %.2f (%.2f against duckdb less node's idle RSS), size %.3f\n",
-			r.threads, threadName(min(threads[i], 1)), r.t.CPU.Seconds()/duck.CPU.Seconds(), r.t.CPU.Seconds()/(duck.CPU-idle.CPU).Seconds(),
+			r.threads, duckThreads(threads[i]), r.t.CPU.Seconds()/duck.CPU.Seconds(), r.t.CPU.Seconds()/(duck.CPU-idle.CPU).Seconds(),
 			r.t.Wall.Seconds()/duck.Wall.Seconds(), float64(r.t.RSS)/float64(duck.RSS), float64(r.t.RSS)/float64(duck.RSS-idle.RSS), float64(r.size)/float64(duckSize))
 	}
 	if err := sameBytes(pqOuts); err != nil {
@@ -206,10 +213,22 @@ func runSet(ds dataSet, root, bin, dir string, n, runs int, threads []int, colum
 }
 
 func threadName(t int) string {
+	if t < 0 {
+		return "(none)"
+	}
 	if t == 0 {
 		return fmt.Sprintf("default(%d)", runtime.NumCPU())
 	}
 	return strconv.Itoa(t)
+}
+
+// duckThreads names the DuckDB run a pqsink thread setting is compared
+// with: one thread with one thread, several with DuckDB's default.
+func duckThreads(t int) string {
+	if t == 0 || t > 1 {
+		return threadName(0)
+	}
+	return "1"
 }
 
 // sameBytes checks that every thread setting wrote the same file.
