@@ -81,6 +81,9 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		}
 		shape = &s
 	}
+	// The sample's Variants were for the inference: do not hold the
+	// largest of them (a huge line's) for the rest of the run.
+	r.md, r.val, r.enc = nil, nil, nil
 	node, err := rowgroup.VariantNode(opts.Column, schema.Required, *shape)
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)

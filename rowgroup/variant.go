@@ -42,6 +42,7 @@ type VariantShredder struct {
 	undo     recordUndo   // for Append
 	column   string       // the VARIANT field's name
 	direct   *directState // the direct path; nil without a shape, or with VariantTwoPass
+	twoPass  bool
 }
 
 // VariantOption configures a VariantShredder.
@@ -138,6 +139,7 @@ func NewVariantShredder(g *RowGroup, opts ...VariantOption) (*VariantShredder, e
 	if v := top.Field("value"); v != nil && v.Repetition == schema.Required && shape.Typed() {
 		return nil, fmt.Errorf("variant shredder: %s: value must be optional beside typed_value", top.PathString())
 	}
+	s.twoPass = o.twoPass
 	if shape.Typed() && !o.twoPass {
 		s.direct = &directState{enc: variant.NewEncoder()}
 		s.direct.scan.SetMaxDepth(variant.MaxDepth)
@@ -256,6 +258,9 @@ func (s *VariantShredder) fill(json []byte) error {
 	if s.direct != nil && s.tryDirect(json) {
 		return nil
 	}
+	if !s.twoPass && !s.root.shape.Typed() && s.root.value != nil {
+		return s.fillValue(json)
+	}
 	var err error
 	s.meta, s.val, err = s.enc.AppendJSON(s.meta[:0], s.val[:0], json)
 	if err == nil {
@@ -264,6 +269,24 @@ func (s *VariantShredder) fill(json []byte) error {
 	if err != nil {
 		return recordError(err)
 	}
+	return nil
+}
+
+// fillValue appends the Variant of json to an unshredded VARIANT: its
+// value is encoded straight into the value column, which saves a copy of
+// it (a huge record would otherwise be held twice more).
+func (s *VariantShredder) fillValue(json []byte) error {
+	c := s.root.value
+	start := len(c.Bytes)
+	var err error
+	s.meta, c.Bytes, err = s.enc.AppendJSON(s.meta[:0], c.Bytes, json)
+	if err != nil {
+		c.Bytes = c.Bytes[:start]
+		return recordError(err)
+	}
+	s.metadata.AppendBytes(0, s.meta)
+	c.value(0)
+	c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 	return nil
 }
 

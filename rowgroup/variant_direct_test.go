@@ -57,8 +57,11 @@ func newDirectPair(t testing.TB, shapeText string, opts ...variant.Option) *dire
 	if p.ref, err = NewVariantShredder(p.gRef, VariantEncoding(opts...), VariantTwoPass()); err != nil {
 		t.Fatal(err)
 	}
-	if p.direct.direct == nil || p.ref.direct != nil {
+	if shape.Typed() && p.direct.direct == nil || p.ref.direct != nil {
 		t.Fatal("VariantTwoPass does not choose the path")
+	}
+	if p.direct.direct == nil {
+		p.direct.direct = &directState{} // for the counters of shred
 	}
 	return p
 }
@@ -144,6 +147,7 @@ func TestVariantDirectCases(t *testing.T) {
 			` { "id" : 7 , "tags" : [ "a" ] } `, `{"i\u0064":7,"tags":["\u00e9\n"]}`,
 		}},
 		{"$ int64", []string{`1`, `"x"`, `1.5`, `[1]`, `{"a":1}`, `null`, `1e3`}},
+		{"", []string{`1`, `{"b":[1,{"c":2}],"a":null}`, `{"a":1,"a":2}`, `[`, `1e400`, `"x"`}}, // not shredded
 		{"$[*] string", []string{`["a"]`, `[]`, `[[]]`, `[{}]`, `"a"`, `[1,"b",null]`}},
 		{"$[*].a int32", []string{`[{"a":1},{"a":2,"b":3}]`, `[{"a":1},{}]`, `[{"a":1},1]`, `[]`}},
 	}

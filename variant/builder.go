@@ -85,7 +85,8 @@ type field struct {
 type frame struct {
 	kind   uint8
 	start  uint32 // of its bytes, from base
-	starts int    // index in Builder.starts of its first element
+	starts int    // objects: index in Builder.starts of its first element
+	count  int    // arrays: elements
 	fields int    // objects: index in Builder.fields of its first field
 	objs   int    // index in Builder.objs of the first object closed inside it
 	order  int    // Builder.values when it began
@@ -166,15 +167,20 @@ func (b *Builder) begin(kind uint8, start int) bool {
 		}
 		b.hasRoot = true
 	} else {
-		if b.open[len(b.open)-1].kind == kindObject {
+		f := &b.open[len(b.open)-1]
+		if f.kind == kindArray {
+			// Arrays keep no per-element state: closeArray finds the
+			// elements by their sizes.
+			f.count++
+		} else {
 			if b.pending == 0 {
 				b.fail(fmt.Errorf("variant builder: object field value without a Key"))
 				return false
 			}
 			b.fields = append(b.fields, field{key: int32(b.pending - 1), pos: b.pendPos})
 			b.pending = 0
+			b.starts = append(b.starts, uint32(start-b.base))
 		}
-		b.starts = append(b.starts, uint32(start-b.base))
 	}
 	b.values++
 	return true
@@ -670,19 +676,21 @@ func (b *Builder) relayout(dst, v []byte, depth int) []byte {
 // its elements.
 func (b *Builder) closeArray(f *frame) {
 	cs := b.base + int(f.start)
-	starts := b.starts[f.starts:]
-	n := len(starts)
+	n := f.count
 	sum := len(b.data) - cs
 	offSize := sizeFor(uint64(sum))
 	hdr := containerSize(n, 0, 0) + (n+1)*(offSize-1)
 	b.data = slices.Grow(b.data, hdr)[:len(b.data)+hdr]
 	copy(b.data[cs+hdr:], b.data[cs:cs+sum])
 	h := appendContainerHeader(b.data[cs:cs], basicArray, n, 0, offSize)
-	for _, st := range starts {
-		h = appendUint(h, uint64(st-f.start), offSize)
+	elems := b.data[cs+hdr:]
+	off := 0
+	for range n {
+		h = appendUint(h, uint64(off), offSize)
+		size, _ := valueSize(elems[off:]) // valid: the Builder wrote it
+		off += size
 	}
 	appendUint(h, uint64(sum), offSize)
-	b.starts = b.starts[:f.starts]
 	for i := f.objs; i < len(b.objs); i++ {
 		b.objs[i].pos += uint32(hdr)
 	}
