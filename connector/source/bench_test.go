@@ -1,8 +1,12 @@
 package source
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -11,8 +15,11 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -96,4 +103,88 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// writeAvroFile writes recs (reference events as JSON) as the sink lands
+// an Avro topic of avroevents.Schema.
+func writeAvroFile(b testing.TB, dir, key string, recs []srcRecord) {
+	b.Helper()
+	s := avro.MustParse(avroevents.Schema)
+	ps, err := s.Parquet(rowgroup.EnvelopeNode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := rowgroup.New(ps)
+	dec, err := rowgroup.NewAvroDecoder(g, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bl, err := rowgroup.NewBuilder(g, dec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := writer.New(&out, ps, writer.Compression(meta.CodecZstd, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range recs {
+		body, err := avroevents.Append(nil, r.value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env := &rowgroup.Envelope{Topic: r.topic, Partition: r.partition, Offset: r.offset, Timestamp: time.UnixMilli(r.ms), Key: r.key}
+		for _, h := range r.headers {
+			env.Headers = append(env.Headers, rowgroup.Header{Key: h.Key, Value: h.Value})
+		}
+		if err := bl.Append(body, env); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range map[string]string{kvTopic: recs[0].topic, kvPartition: strconv.Itoa(int(recs[0].partition)),
+		kvFirstOffset: strconv.FormatInt(recs[0].offset, 10), kvLastOffset: strconv.FormatInt(recs[len(recs)-1].offset, 10),
+		kvRecords: strconv.Itoa(len(recs)), avro.MetadataKey: s.String()} {
+		w.SetKeyValue(k, v)
+	}
+	if _, err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkReplayAvro measures replay of Avro files (reader.Rows and the
+// Avro encoder), producing nowhere.
+func BenchmarkReplayAvro(b *testing.B) {
+	dir := b.TempDir()
+	gen := events.New(1, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	const n = 100000
+	recs := make([]srcRecord, n)
+	for i := range recs {
+		recs[i] = recordOf(gen, "events", 0, int64(i), i)
+	}
+	writeAvroFile(b, dir, sinkKey("events", 0, 0), recs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := New(context.Background(), &config.Config{}, Options{From: "file://" + dir, Topic: "x", Producer: discard{},
+			Registry: &memRegistry{ids: map[string]uint32{}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(0, "ns/op")
 }
