@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // DeltaLengthByteArray is the DELTA_LENGTH_BYTE_ARRAY encoding of BYTE_ARRAY
@@ -291,19 +292,48 @@ func appendLengths(dst []byte, values byteValues, kind lengthKind) []byte {
 	return w.finish(dst)
 }
 
+// frontScratch holds what appendFrontCoded writes after the prefix
+// lengths while it writes them: the suffix lengths and the suffixes, so
+// that each value is compared with the one before it once, not once per
+// section. Pooled: an encoder allocates nothing once warm.
+type frontScratch struct{ lengths, suffixes []byte }
+
+var frontScratchPool = sync.Pool{New: func() any { return new(frontScratch) }}
+
 // appendFrontCoded appends the prefix lengths, the suffix lengths and the
 // suffixes of values.
 func appendFrontCoded(dst []byte, values byteValues) []byte {
-	dst = appendLengths(dst, values, prefixLength)
-	dst = appendLengths(dst, values, suffixLength)
-	var prev []byte
-	for i := range values.n {
+	var prefixes, suffixes deltaWriter
+	if values.n == 0 {
+		dst = prefixes.begin(dst, 0, 0, true)
+		return suffixes.begin(dst, 0, 0, true)
+	}
+	sc := frontScratchPool.Get().(*frontScratch)
+	first := values.at(0)
+	dst = prefixes.begin(dst, values.n, 0, true)
+	sc.lengths = suffixes.begin(sc.lengths[:0], values.n, int64(len(first)), true)
+	sc.suffixes = append(sc.suffixes[:0], first...)
+	prev := first
+	for i := 1; i < values.n; i++ {
 		cur := values.at(i)
-		dst = append(dst, cur[commonPrefix(prev, cur):]...)
+		p := commonPrefix(prev, cur)
+		dst = prefixes.add(dst, int64(p))
+		sc.lengths = suffixes.add(sc.lengths, int64(len(cur)-p))
+		sc.suffixes = append(sc.suffixes, cur[p:]...)
 		prev = cur
+	}
+	dst = prefixes.finish(dst)
+	sc.lengths = suffixes.finish(sc.lengths)
+	dst = append(append(dst, sc.lengths...), sc.suffixes...)
+	if cap(sc.suffixes) <= maxPooledScratch {
+		frontScratchPool.Put(sc)
 	}
 	return dst
 }
+
+// maxPooledScratch bounds the scratch a pool keeps: a page of huge values
+// should not pin its size in memory.
+const maxPooledScratch = 4 << 20
 
 // commonPrefix returns the length of the longest common prefix of a and b,
 // comparing eight bytes at a time.
