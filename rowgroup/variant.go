@@ -27,6 +27,11 @@ import (
 // ids of the record's metadata, which lists every field name, shredded
 // or not.
 //
+// JSON records that fit the shape are shredded straight from their tokens
+// into the typed columns (see variant_direct.go); the others are encoded
+// as a Variant first and split (VariantTwoPass makes every record go that
+// way, the reference). Both give the same columns.
+//
 // A VariantShredder keeps its buffers between records and allocates
 // nothing per record once they have grown.
 type VariantShredder struct {

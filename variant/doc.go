@@ -72,7 +72,20 @@
 // inferred from sample values by an Inferrer. Shape.Match, ScalarOf and
 // SplitObject split a value into its typed parts and the residual value;
 // Builder.Unshred puts a Variant back together from a Shredded tree of
-// typed parts and residual bytes, as a reader does.
+// typed parts and residual bytes, as a reader does. A shredder that fills
+// the typed columns straight from JSON, without building the Variant
+// (rowgroup.VariantShredder), writes the metadata with a Dictionary and
+// the values that do not fit with AppendNumber and AppendString.
+//
+// # Memory
+//
+// The Encoder and the Builder keep no tree: each scalar is written once,
+// where it ends up, and a container's header and offsets are put in front
+// of its elements when it ends (object fields are moved into name order
+// then). While an object is open each field costs its name id and start;
+// an array's elements cost nothing beyond their bytes. The Encoder writes
+// into the caller's slice, so a record's Variant takes its own size plus
+// the open objects' fields.
 //
 // AppendJSON renders a Variant as JSON:
 //

