@@ -307,16 +307,14 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
-	if s.kind != valueAvro {
-		src, err := newColumnSource(s, g)
-		if err == nil {
-			return src, nil
-		}
-		if !errors.Is(err, reader.ErrNotColumnar) {
-			return nil, err
-		}
-		s.r.stats.RowGroupsByRows.Add(1)
+	src, err := newColumnSource(s, g)
+	if err == nil {
+		return src, nil
 	}
+	if !errors.Is(err, reader.ErrNotColumnar) {
+		return nil, err
+	}
+	s.r.stats.RowGroupsByRows.Add(1)
 	return newRowsSource(s, g)
 }
 
@@ -324,6 +322,7 @@ func (s *fileStream) newSource(g int) (rowSource, error) {
 type columnSource struct {
 	env  []*reader.ColumnCursor // offset, timestamp, key, header key, header value
 	json *reader.JSONAssembler
+	avro *avroColumns
 	raw  *reader.ColumnCursor
 	hdef uint8 // definition level of a present header entry
 	hrep uint8 // repetition level of a header after the first
@@ -361,6 +360,14 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 			return nil, err
 		}
 		c.env, c.raw = cur[:5], cur[5]
+		return c, nil
+	}
+	if s.kind == valueAvro {
+		a, env, err := newAvroColumns(s.f, g, s.avro, cols)
+		if err != nil {
+			return nil, err
+		}
+		c.avro, c.env = a, env
 		return c, nil
 	}
 	// The envelope is read under the assembler's memory budget.
@@ -430,7 +437,11 @@ func (c *columnSource) emit(b *batch, m *kafka.Message) error {
 	}
 	start := len(b.arena)
 	var err error
-	b.arena, err = c.json.Append(b.arena)
+	if c.avro != nil {
+		b.arena, err = c.avro.append(b.arena)
+	} else {
+		b.arena, err = c.json.Append(b.arena)
+	}
 	if err != nil {
 		return err
 	}
@@ -461,13 +472,20 @@ func (c *columnSource) skip() error {
 	if err := advance(c.env[0], c.env[1], c.env[2]); err != nil {
 		return err
 	}
-	if c.raw != nil {
+	switch {
+	case c.raw != nil:
 		return c.raw.Advance()
+	case c.avro != nil:
+		return c.avro.skip()
 	}
 	return c.json.Skip()
 }
 
 func (c *columnSource) release() {
+	if c.avro != nil {
+		c.avro.release() // the envelope's cursors too
+		return
+	}
 	if c.json != nil {
 		c.json.Release() // the envelope's cursors too
 		return
