@@ -6,5 +6,7 @@
 //	benchstat new.txt
 //
 // Each benchmark reports rows/s and the file size (file_bytes), besides
-// Go's ns/op, B/op and allocs/op.
+// Go's ns/op, B/op and allocs/op; the writer comparisons report rows per
+// CPU second of the process too (rows/cpu-s), which varies less than
+// rows/s on a machine shared with other work.
 package benchmarks
