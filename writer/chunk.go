@@ -31,15 +31,14 @@ type chunkWriter struct {
 	bloom      *bloom.Filter // of the chunk just written, until writeBloom
 	dict       dictionary
 
-	pages      []pageRange
-	idx        []int32
-	levels     []byte
-	values     []byte
-	body       []byte
-	compressed []byte
-	header     []byte
-	bounds     bounds
-	hashes     map[uint64]struct{}
+	pages  []pageRange
+	idx    []int32
+	levels []byte
+	values []byte
+	body   []byte
+	header []byte
+	bounds bounds
+	hashes map[uint64]struct{}
 
 	uncompressed int64 // of the chunk being written, page headers included
 
@@ -846,36 +845,15 @@ func appendPrefixedLevels(dst []byte, levels []uint8, max int) []byte {
 	return dst
 }
 
-// appendPage compresses body (raw is the part stored as is, the v2 levels)
-// and writes the page.
-func (cw *chunkWriter) appendPage(hdr *meta.PageHeader, raw, body []byte) error {
-	var err error
-	cw.compressed = append(cw.compressed[:0], raw...)
-	cw.compressed, err = cw.codec.Encode(cw.compressed, body)
-	if err != nil {
-		return fmt.Errorf("compress: %w", err)
-	}
-	if v2 := hdr.DataPageHeaderV2; v2 != nil && len(cw.compressed) >= len(raw)+len(body) {
-		// A v2 page may store its values uncompressed, which costs less
-		// here; an empty values section is never compressed at all, as
-		// some readers fail on a compressed empty stream.
-		cw.compressed = append(append(cw.compressed[:0], raw...), body...)
-		v2.IsCompressed = ptr(false)
-	}
-	return cw.writePage(hdr, len(raw)+len(body), cw.compressed)
-}
-
-// writeDictionaryPage writes the dictionary, compressed by choose when it
-// weighed the dictionary against the other encodings, or now.
+// writeDictionaryPage writes the dictionary page, compressed by a trial
+// that weighed it against the other encodings, or now.
 func (cw *chunkWriter) writeDictionaryPage(hdr *meta.PageHeader) error {
-	if cw.dictPageReady {
-		return cw.writePage(hdr, cw.dictPageSize, cw.dictPage)
+	if !cw.dictPageReady {
+		if err := cw.prepareDictionary(); err != nil {
+			return err
+		}
 	}
-	var err error
-	if cw.values, err = cw.dict.encode(cw.values[:0]); err != nil {
-		return err
-	}
-	return cw.appendPage(hdr, nil, cw.values)
+	return cw.writePage(hdr, cw.dictPageSize, cw.dictPage)
 }
 
 // writePage fills in the header's sizes and checksum and writes the header
