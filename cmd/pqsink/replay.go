@@ -121,6 +121,11 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	}
 	opts.Log = log
 	opts.PathTemplate = cfg.Path
+	if cfg.TimeField == "" {
+		// The path's {record_time} is the Kafka timestamp: keys say which
+		// files a time range rules out.
+		opts.PathTimezone = cfg.Timezone
+	}
 	opts.ProgressInterval = 10 * time.Second
 	if *progress == "bar" || *progress == "auto" && isTerminal(stderr) {
 		opts.Progress, opts.ProgressBar = stderr, true

@@ -54,6 +54,12 @@ type Options struct {
 	// key without opening them. Defaults to the sink's default,
 	// "{topic}/{topic}+{partition}+{first_offset}.parquet"; "" keeps it.
 	PathTemplate string
+	// PathTimezone, when set, says that the path template's
+	// {record_time:…} parts render the Kafka timestamp in this zone (the
+	// sink's time_field unset, its timezone): a key whose time bucket lies
+	// outside Since..Until is then skipped without opening the file.
+	// Defaults to nil: times are read from statistics only.
+	PathTimezone *time.Location
 	// Suffix selects the objects to read by the end of their key.
 	// Defaults to ".parquet".
 	Suffix string

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pqsink/pqsink/reader"
 )
@@ -30,7 +31,16 @@ type keyTemplate struct {
 	topics    []int // submatch indexes of {topic}
 	partition []int // of {partition}
 	offset    int   // of {first_offset}
+
+	// {record_time:LAYOUT} parts: their submatch indexes, and their
+	// layouts joined by timeSep, for reading a key's time bucket back.
+	times      []int
+	timeLayout string
 }
+
+// timeSep joins the record_time parts of a key for parsing them at once;
+// no layout or rendered time holds it.
+const timeSep = "\x01"
 
 // parseKeyTemplate compiles a path template into a matcher of keys.
 // {record_time:...} and {field:...} match any text.
@@ -51,7 +61,7 @@ func parseKeyTemplate(text string) (*keyTemplate, error) {
 		if j < 0 {
 			return nil, fmt.Errorf("path %q: unterminated placeholder", text)
 		}
-		name, _, _ := strings.Cut(rest[i+1:i+j], ":")
+		name, arg, _ := strings.Cut(rest[i+1:i+j], ":")
 		rest = rest[i+j+1:]
 		group++
 		switch name {
@@ -67,7 +77,14 @@ func parseKeyTemplate(text string) (*keyTemplate, error) {
 				return nil, fmt.Errorf("path %q: {first_offset} twice", text)
 			}
 			t.offset = group
-		case "record_time", "field":
+		case "record_time":
+			b.WriteString(`(.*?)`)
+			t.times = append(t.times, group)
+			if t.timeLayout != "" {
+				t.timeLayout += timeSep
+			}
+			t.timeLayout += arg
+		case "field":
 			b.WriteString(`(.*?)`)
 		default:
 			return nil, fmt.Errorf("path %q: unknown placeholder {%s}", text, name)
@@ -114,6 +131,59 @@ func (t *keyTemplate) match(key string) (topic string, partition int32, first in
 	}
 	chain = key[:m[2*t.offset]] + "\x00" + key[m[2*t.offset+1]:]
 	return topic, int32(p), first, chain, true
+}
+
+// timeBucket returns the interval [from, to) of record times that key's
+// {record_time} parts stand for, in zone loc; ok is false when the parts do
+// not name an interval (no year, sub-second layouts, a key that does not
+// match).
+func (t *keyTemplate) timeBucket(key string, loc *time.Location) (from, to time.Time, ok bool) {
+	if len(t.times) == 0 || loc == nil {
+		return from, to, false
+	}
+	m := t.re.FindStringSubmatchIndex(key)
+	if m == nil {
+		return from, to, false
+	}
+	var value strings.Builder
+	for i, g := range t.times {
+		if i > 0 {
+			value.WriteString(timeSep)
+		}
+		value.WriteString(key[m[2*g]:m[2*g+1]])
+	}
+	from, err := time.ParseInLocation(t.timeLayout, value.String(), loc)
+	if err != nil || from.Year() == 0 {
+		return from, to, false
+	}
+	// The bucket is as long as the finest unit the layout shows, and every
+	// coarser unit must show too (hr=15 under dt=2006-01-02, not alone).
+	ref := time.Date(2001, 2, 3, 4, 5, 6, 0, loc)
+	shows := func(later time.Time) bool { return ref.Format(t.timeLayout) != later.Format(t.timeLayout) }
+	if shows(ref.Add(time.Millisecond)) {
+		return from, to, false
+	}
+	units := []func(time.Time) time.Time{
+		func(x time.Time) time.Time { return x.Add(time.Second) },
+		func(x time.Time) time.Time { return x.Add(time.Minute) },
+		func(x time.Time) time.Time { return x.Add(time.Hour) },
+		func(x time.Time) time.Time { return x.AddDate(0, 0, 1) },
+		func(x time.Time) time.Time { return x.AddDate(0, 1, 0) },
+		func(x time.Time) time.Time { return x.AddDate(1, 0, 0) },
+	}
+	finest := -1
+	for i, next := range units {
+		switch {
+		case shows(next(ref)) && finest < 0:
+			finest = i
+		case !shows(next(ref)) && finest >= 0:
+			return from, to, false
+		}
+	}
+	if finest < 0 {
+		return from, to, false
+	}
+	return from, units[finest](from), true
 }
 
 // fileRef is one object planned for replay.
@@ -179,6 +249,10 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 				return nil, err
 			}
 			r.stats.FootersRead.Add(1)
+		}
+		if from, to, ok := r.keys.timeBucket(info.Key, o.PathTimezone); ok && !o.timeMayMatch(from.UnixMilli(), to.UnixMilli()-1) {
+			r.stats.FilesSkipped.Add(1)
+			continue
 		}
 		if !o.keepTopic(f.topic) || !o.keepPartition(f.partition) || f.first >= o.EndOffset ||
 			(f.footer && (f.last < o.FromOffset || f.last <= doneOf(done, f))) {

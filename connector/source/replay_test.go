@@ -516,3 +516,41 @@ func TestReplayMistypedEnvelope(t *testing.T) {
 		t.Errorf("%d records produced", len(c.msgs))
 	}
 }
+
+// TestTimeBucket reads the time interval of a key back from its
+// {record_time} parts.
+func TestTimeBucket(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		template, key string
+		loc           *time.Location
+		ok            bool
+		from, to      time.Time
+	}{
+		{"{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet",
+			"e/dt=2026-11-23/hr=10/e+0+00000000000000000000.parquet", time.UTC, true,
+			time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)},
+		{"{record_time:2006/01/02}/{partition}-{first_offset}",
+			"2026/11/23/0-00000000000000000000", berlin, true,
+			time.Date(2026, 11, 23, 0, 0, 0, 0, berlin), time.Date(2026, 11, 24, 0, 0, 0, 0, berlin)},
+		{"{record_time:2006-01}/{partition}-{first_offset}", "2026-02/0-00000000000000000000", time.UTC, true,
+			time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"hr={record_time:15}/{partition}-{first_offset}", "hr=10/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
+		{"{record_time:2006}/{record_time:15}/{partition}-{first_offset}", "2026/10/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
+		{"{record_time:2006-01-02T15:04:05.000}/{partition}-{first_offset}", "2026-11-23T10:00:00.000/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
+		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "e/e+0+00000000000000000000.parquet", time.UTC, false, time.Time{}, time.Time{}},
+	}
+	for _, tc := range tests {
+		kt, err := parseKeyTemplate(tc.template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, to, ok := kt.timeBucket(tc.key, tc.loc)
+		if ok != tc.ok || ok && (!from.Equal(tc.from) || !to.Equal(tc.to)) {
+			t.Errorf("%s: [%v, %v) %v, want [%v, %v) %v", tc.key, from, to, ok, tc.from, tc.to, tc.ok)
+		}
+	}
+}
