@@ -145,16 +145,25 @@ func (c *ColumnCursor) Bytes() []byte { return c.page.Values.Bytes(c.vi) }
 
 // Advance consumes the current entry.
 func (c *ColumnCursor) Advance() error {
+	// Small enough to be inlined; the last entry of a page and the end of
+	// the chunk go to advancePage.
+	if c.li+1 < c.n {
+		if c.def == nil || c.def[c.li] == c.maxDef {
+			c.vi++
+		}
+		c.li++
+		return nil
+	}
+	return c.advancePage()
+}
+
+// advancePage consumes the last entry of a page and loads the next, or
+// fails at the end of the chunk.
+func (c *ColumnCursor) advancePage() error {
 	if c.eof {
 		return fmt.Errorf("%w: column %s: entries end before the row group's records do", ErrCorrupt, c.leaf.PathString())
 	}
-	if c.def == nil || c.def[c.li] == c.maxDef {
-		c.vi++
-	}
-	c.li++
-	if c.li < c.n {
-		return nil
-	}
+	c.li = c.n
 	return c.load()
 }
 
@@ -191,6 +200,7 @@ type jnode struct {
 	elem     *jnode // jList: the element; jMap: the value (nil: none); jRepeat: the element
 	rdef     uint8  // jList, jMap: definition level of the repeated group
 	rrep     uint8  // jList, jMap: repetition level of the repeated group
+	optional bool   // the node is optional
 	key      *ColumnCursor
 	render   leafRender // jLeaf: how the value renders
 }
@@ -306,7 +316,7 @@ func collectLeaves(n *schema.Node, cols *[]int) error {
 }
 
 func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
-	j := &jnode{node: n, def: uint8(n.MaxDef), rep: uint8(n.MaxRep)}
+	j := &jnode{node: n, def: uint8(n.MaxDef), rep: uint8(n.MaxRep), optional: n.Repetition == schema.Optional}
 	j.name = appendString(nil, n.Name)
 	j.name = append(j.name, ':')
 	var leaves []int
@@ -462,7 +472,7 @@ func (a *JSONAssembler) fieldsOf(dst []byte, fields []*jnode) ([]byte, error) {
 	var err error
 	comma := false
 	for _, f := range fields {
-		if f.node.Repetition == schema.Optional && f.first.Def() < f.def {
+		if f.optional && f.first.Def() < f.def {
 			if err := skip(f); err != nil {
 				return dst, err
 			}
@@ -558,7 +568,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			e := n.elem
-			if e.node.Repetition == schema.Optional && e.first.Def() < e.def {
+			if e.optional && e.first.Def() < e.def {
 				dst = append(dst, "null"...)
 				err = skip(e)
 			} else {
@@ -597,7 +607,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			switch {
 			case e == nil:
 				dst = append(dst, "null"...)
-			case e.node.Repetition == schema.Optional && e.first.Def() < e.def:
+			case e.optional && e.first.Def() < e.def:
 				dst = append(dst, "null"...)
 				err = skip(e)
 			default:
