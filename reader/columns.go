@@ -650,36 +650,42 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 // STRING value (invalid UTF-8 replaced by U+FFFD).
 func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
 
-// appendStringBytes is appendString of a byte slice, without converting it.
+// appendStringBytes is appendString of a byte slice, without converting it:
+// runs of bytes that need no escaping are copied at once.
 func appendStringBytes(dst, s []byte) []byte {
 	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == 0x7f:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
 		}
-		i += size
+		dst = append(dst, s[start:i]...)
+		switch {
+		case c >= utf8.RuneSelf:
+			dst = append(dst, `\ufffd`...)
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }

@@ -161,7 +161,8 @@ func TestAppendTimestampMatchesFormat(t *testing.T) {
 }
 
 func TestAppendStringBytesMatchesAppendString(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\x7f\n\r\t", "héllo wörld ☃", "bad \xff\xfe utf8", "trunc \xe2\x98"} {
+	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\x7f\n\r\t", "héllo wörld ☃", "bad \xff\xfe utf8", "trunc \xe2\x98",
+		"\xff", "\"", "end\n", "\x7fstart", "mix é\x00\xc3(\xf0\x9f\x98\x80ok", "\xed\xa0\x80 surrogate"} {
 		if got, want := string(appendStringBytes(nil, []byte(s))), string(appendString(nil, s)); got != want {
 			t.Errorf("%q: %s, want %s", s, got, want)
 		}
