@@ -2,6 +2,7 @@ package writer_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/pqsink/pqsink/meta"
@@ -31,7 +32,7 @@ func TestParallelismSameBytes(t *testing.T) {
 			// Writers share codecs, as the sink's do, so that one codec
 			// serves goroutines of several writers at once.
 			codecs := writer.NewCodecs()
-			write := func(n int) [][]byte {
+			write := func(t *testing.T, n int) [][]byte {
 				g := rowgroup.New(s)
 				var files [][]byte
 				var out bytes.Buffer
@@ -60,15 +61,27 @@ func TestParallelismSameBytes(t *testing.T) {
 				}
 				return files
 			}
-			want := write(1)
-			for _, n := range []int{2, 4, 64} {
-				got := write(n)
+			want := write(t, 1)
+			check := func(t *testing.T, n int, got [][]byte) {
 				for i := range want {
 					if !bytes.Equal(got[i], want[i]) {
 						t.Errorf("file %d with parallelism %d: %d bytes differ from the %d bytes of parallelism 1", i, n, len(got[i]), len(want[i]))
 					}
 				}
 			}
+			for _, n := range []int{2, 4, 64} {
+				check(t, n, write(t, n))
+			}
+			// Writers at once, each with goroutines of its own, on the
+			// same codecs.
+			t.Run("concurrent writers", func(t *testing.T) {
+				for k := range 3 {
+					t.Run(fmt.Sprint(k), func(t *testing.T) {
+						t.Parallel()
+						check(t, 3, write(t, 3))
+					})
+				}
+			})
 		})
 	}
 }
