@@ -35,6 +35,10 @@ type VariantOptions struct {
 	// become the nearest double instead of a bad line (see
 	// variant.LossyNumbers).
 	LossyNumbers bool
+
+	// twoPass makes every record go through the two-pass reference path
+	// of the shredder (rowgroup.VariantTwoPass), for tests.
+	twoPass bool
 }
 
 // RunVariant reads JSON Lines from in and writes one Parquet file to out
@@ -99,7 +103,11 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		return st, err
 	}
 	r.g = rowgroup.New(sch)
-	shred, err := rowgroup.NewVariantShredder(r.g, rowgroup.VariantColumn(opts.Column), rowgroup.VariantEncoding(encOpts...))
+	shredOpts := []rowgroup.VariantOption{rowgroup.VariantColumn(opts.Column), rowgroup.VariantEncoding(encOpts...)}
+	if opts.twoPass {
+		shredOpts = append(shredOpts, rowgroup.VariantTwoPass())
+	}
+	shred, err := rowgroup.NewVariantShredder(r.g, shredOpts...)
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
 	}
