@@ -200,6 +200,7 @@ func run(n, runs, check int, dir, data, bin string) error {
 	duckSize, _ := proc.FileSize(duckOut)
 	fmt.Printf("pqsink(auto)/duckdb cpu: %.2f (%.2f against duckdb less its start-up); size: %.3f; peak RSS: %.2f\n",
 		auto.CPU.Seconds()/duck.CPU.Seconds(), auto.CPU.Seconds()/duckWork.Seconds(), float64(autoSize)/float64(duckSize), float64(auto.RSS)/float64(duck.RSS))
+	compared := 0
 	for _, p := range []string{pqAuto, pqNone, duckOut} {
 		if err := sameAsInput(duckdbDir, p, input, n, check); err != nil {
 			if strings.Contains(err.Error(), "signal: floating point exception") {
@@ -211,8 +212,9 @@ func run(n, runs, check int, dir, data, bin string) error {
 			}
 			return err
 		}
+		compared++
 	}
-	fmt.Printf("check: every file has %d rows; the first %d rows of each read back (DuckDB payload::JSON) equal the input as JSON values\n", n, check)
+	fmt.Printf("check: %d of 3 files have %d rows and their first %d rows read back (DuckDB payload::JSON) equal the input as JSON values\n", compared, n, check)
 	return nil
 }
 
