@@ -52,6 +52,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	checkpoint := fs.String("checkpoint", "", "keep the checkpoint in this local `FILE`, and resume from it when it exists")
 	storeCheckpoint := fs.String("store-checkpoint", "", "keep the checkpoint in the store, under _pqsink/replay/`NAME`/ below --from")
 	batch := fs.Int("batch", 10000, "records per produce batch")
+	parallel := fs.Int("parallel", 0, "source partitions replayed at once (default: the number of CPUs)")
 	maxMemory := fs.String("max-memory", "1GiB", "memory budget for reading one file (`SIZE`)")
 	progress := fs.String("progress", "auto", "progress display: auto (a bar when stderr is a terminal, log lines otherwise), bar, log")
 	rest, err := parseInterspersed(fs, args)
@@ -71,13 +72,15 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 		return usagef("--partitioning %q: want original or hash", *partitioning)
 	case *progress != "auto" && *progress != "bar" && *progress != "log":
 		return usagef("--progress %q: want auto, bar or log", *progress)
+	case *parallel < 0:
+		return usagef("--parallel %d: want a positive number, or 0 for the number of CPUs", *parallel)
 	case *toOffset < -1:
 		return usagef("--to-offset %d: want an offset, or -1 for no bound", *toOffset)
 	}
 	opts := source.Options{
 		From: *from, Topic: *topic, KeyHash: *partitioning == "hash", Subject: *subject,
 		FromOffset: *fromOffset, Checkpoint: *checkpoint, StoreCheckpoint: *storeCheckpoint,
-		BatchRecords: *batch,
+		BatchRecords: *batch, Parallelism: *parallel,
 	}
 	if *toOffset >= 0 {
 		if *toOffset < *fromOffset {

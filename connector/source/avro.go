@@ -32,6 +32,8 @@ type avroValue struct {
 // avroValue returns the encoder of an avro.schema text, registering the
 // schema once per replay.
 func (r *Replayer) avroValue(ctx context.Context, text string) (*avroValue, error) {
+	r.avroMu.Lock() // workers share the schemas; one registers each
+	defer r.avroMu.Unlock()
 	if v, ok := r.avroSchemas[text]; ok {
 		return v, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,10 @@ type Options struct {
 	// while the replay runs. Defaults to 1s.
 	CheckpointInterval time.Duration
 
+	// Parallelism is the number of source partitions replayed at once,
+	// each by a worker of its own (a partition's records stay in order:
+	// one worker replays it). Defaults to GOMAXPROCS.
+	Parallelism int
 	// BatchRecords is the number of records produced per request batch.
 	// Defaults to 10000.
 	BatchRecords int
@@ -153,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = time.Second
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
 	}
 	if o.BatchRecords <= 0 {
 		o.BatchRecords = 10000

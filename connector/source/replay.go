@@ -67,6 +67,8 @@ type Replayer struct {
 	registry    SchemaRegistrar
 	keys        *keyTemplate
 	ckpt        checkpointer
+	ck          *ckState // while Run runs
+	avroMu      sync.Mutex
 	avroSchemas map[string]*avroValue
 	stats       Stats
 }
@@ -349,26 +351,54 @@ func (r *Replayer) Run(ctx context.Context) error {
 	prog := r.startProgress(ctx, total)
 	defer prog.finish()
 
-	// The pipeline: this goroutine fills batches, one producer goroutine
-	// writes them in order and records what was acknowledged.
-	pr := newPipeline(r, ck)
-	defer pr.stop()
-	var runErr error
+	// Workers replay partitions, several at once. Each has a pipeline: the
+	// worker fills batches, a producer goroutine writes them in order, so
+	// that a partition, always replayed by one worker, keeps its order.
+	r.ck = &ckState{ck: ck, last: time.Now()}
+	queue := make(chan *partitionPlan, len(parts))
 	for _, p := range parts {
-		last, ok := done[p.name()]
-		if !ok {
-			last = -1
-		}
-		if runErr = r.replayPartition(ctx, p, last, pr); runErr != nil {
-			break
-		}
+		queue <- p
 	}
-	if runErr == nil {
-		runErr = pr.flush()
+	close(queue)
+	workers := max(1, min(o.Parallelism, len(parts)))
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr := newPipeline(r)
+			defer pr.stop()
+			var err error
+			for p := range queue {
+				last, ok := done[p.name()]
+				if !ok {
+					last = -1
+				}
+				if err = r.replayPartition(wctx, p, last, pr); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = pr.flush()
+			}
+			if werr := pr.close(); err == nil {
+				err = werr
+			}
+			if err != nil {
+				errs[w] = err
+				stopWorkers() // the others stop too
+			}
+		}()
 	}
-	waitErr := pr.close()
-	if runErr == nil {
-		runErr = waitErr
+	wg.Wait()
+	var runErr error
+	for _, err := range errs {
+		if err != nil && (runErr == nil || errors.Is(runErr, context.Canceled)) {
+			runErr = err
+		}
 	}
 	interrupted := ctx.Err() != nil && (runErr == nil || errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr == nil && !interrupted {
@@ -376,7 +406,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 	}
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := pr.saveCheckpoint(saveCtx); err != nil && runErr == nil {
+	if err := r.saveCheckpoint(saveCtx); err != nil && runErr == nil {
 		runErr = err
 	}
 	switch {
@@ -477,22 +507,20 @@ func (h *streamHeap) Pop() any {
 // in flight, and moves the checkpoint as batches are acknowledged.
 type pipeline struct {
 	r       *Replayer
-	ck      *Checkpoint
 	cur     *batch
 	free    chan *batch
 	full    chan *batch
 	done    chan error
-	lastCk  time.Time
 	ctx     context.Context // the producer's: not canceled by a signal
 	cancel  context.CancelFunc
 	stopped bool
 	err     atomic.Pointer[error]
 }
 
-func newPipeline(r *Replayer, ck *Checkpoint) *pipeline {
+func newPipeline(r *Replayer) *pipeline {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pipeline{r: r, ck: ck, free: make(chan *batch, 3), full: make(chan *batch, 1), done: make(chan error, 1),
-		ctx: ctx, cancel: cancel, lastCk: time.Now()}
+	p := &pipeline{r: r, free: make(chan *batch, 3), full: make(chan *batch, 1), done: make(chan error, 1),
+		ctx: ctx, cancel: cancel}
 	for range 3 {
 		p.free <- &batch{msgs: make([]kafka.Message, 0, r.opts.BatchRecords), arena: make([]byte, 0, 256*r.opts.BatchRecords)}
 	}
@@ -602,31 +630,44 @@ func (p *pipeline) produce() {
 	p.done <- err
 }
 
+// ckState is the checkpoint that the workers' pipelines move on.
+type ckState struct {
+	mu   sync.Mutex
+	ck   *Checkpoint
+	last time.Time // of the last save
+}
+
 // acknowledged moves the checkpoint past batch b, and saves it when the
 // interval has passed.
 func (p *pipeline) acknowledged(b *batch) {
-	p.r.stats.Records.Add(int64(len(b.msgs)))
-	p.ck.Records += int64(len(b.msgs))
+	r := p.r
+	r.stats.Records.Add(int64(len(b.msgs)))
+	st := r.ck
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ck.Records += int64(len(b.msgs))
 	for _, m := range b.marks {
-		p.ck.Partitions[m.part] = Position{Object: m.object, Row: m.row, Offset: m.offset}
+		st.ck.Partitions[m.part] = Position{Object: m.object, Row: m.row, Offset: m.offset}
 	}
-	if p.r.ckpt != nil && time.Since(p.lastCk) >= p.r.opts.CheckpointInterval {
-		if err := p.r.ckpt.save(p.ctx, p.ck); err != nil {
-			p.r.opts.Log.Warn("checkpoint not saved", "checkpoint", p.r.ckpt.String(), "err", err)
+	if r.ckpt != nil && time.Since(st.last) >= r.opts.CheckpointInterval {
+		if err := r.ckpt.save(p.ctx, st.ck); err != nil {
+			r.opts.Log.Warn("checkpoint not saved", "checkpoint", r.ckpt.String(), "err", err)
 		}
-		p.lastCk = time.Now()
+		st.last = time.Now()
 	}
 }
 
-// saveCheckpoint writes the checkpoint; the producer must have stopped.
-func (p *pipeline) saveCheckpoint(ctx context.Context) error {
-	if p.r.ckpt == nil {
+// saveCheckpoint writes the checkpoint; the producers must have stopped.
+func (r *Replayer) saveCheckpoint(ctx context.Context) error {
+	if r.ckpt == nil {
 		return nil
 	}
-	if err := p.r.ckpt.save(ctx, p.ck); err != nil {
+	r.ck.mu.Lock()
+	defer r.ck.mu.Unlock()
+	if err := r.ckpt.save(ctx, r.ck.ck); err != nil {
 		return err
 	}
-	p.r.opts.Log.Info("checkpoint saved", "checkpoint", p.r.ckpt.String(), "records", p.ck.Records, "complete", p.ck.Complete)
+	r.opts.Log.Info("checkpoint saved", "checkpoint", r.ckpt.String(), "records", r.ck.ck.Records, "complete", r.ck.ck.Complete)
 	return nil
 }
 

@@ -291,13 +291,16 @@ func TestReplayMergesChains(t *testing.T) {
 // TestReplayResume interrupts a replay, checks that the checkpoint holds
 // exactly what was produced, and resumes it: every record once.
 func TestReplayResume(t *testing.T) {
-	for _, where := range []string{"file", "store"} {
-		t.Run(where, func(t *testing.T) {
+	for _, tc := range []struct {
+		where       string
+		parallelism int
+	}{{"file", 1}, {"store", 1}, {"file", 3}, {"store", 3}} {
+		t.Run(fmt.Sprintf("%s-parallel%d", tc.where, tc.parallelism), func(t *testing.T) {
 			a := newArchive(t)
 			st := openDir(t, a.dir)
-			opts := Options{SourceTopics: []string{"events"}}
+			opts := Options{SourceTopics: []string{"events"}, Parallelism: tc.parallelism}
 			ckPath := filepath.Join(t.TempDir(), "replay.checkpoint")
-			if where == "file" {
+			if tc.where == "file" {
 				opts.Checkpoint = ckPath
 			} else {
 				opts.StoreCheckpoint = "resume-test"
@@ -313,7 +316,14 @@ func TestReplayResume(t *testing.T) {
 			if n1 < 200 || n1 >= 450 {
 				t.Fatalf("interrupted run produced %d records", n1)
 			}
-			if where == "file" {
+			// The last offset produced of each partition.
+			lastOf := map[string]int64{}
+			for _, id := range a.check(t, first.msgs) {
+				parts := strings.Split(id, "/")
+				off, _ := strconv.ParseInt(parts[2], 10, 64)
+				lastOf[parts[0]+"/"+parts[1]] = max(lastOf[parts[0]+"/"+parts[1]], off)
+			}
+			if tc.where == "file" {
 				data, err := os.ReadFile(ckPath)
 				if err != nil {
 					t.Fatal(err)
@@ -325,8 +335,14 @@ func TestReplayResume(t *testing.T) {
 				if ck.Records != int64(n1) || ck.Complete {
 					t.Errorf("checkpoint: %d records, complete %v; want %d, false", ck.Records, ck.Complete, n1)
 				}
-				if p, ok := ck.Partitions["events/0"]; !ok || p.Object == "" || p.Offset != 149 || p.Row != 49 {
-					t.Errorf("checkpoint of events/0: %+v, want the last row of its last file", p)
+				if len(ck.Partitions) != len(lastOf) {
+					t.Errorf("checkpoint holds %d partitions, %d were produced", len(ck.Partitions), len(lastOf))
+				}
+				for part, off := range lastOf {
+					p := ck.Partitions[part]
+					if p.Offset != off || p.Row != off%50 || p.Object != sinkKey("events", int32(part[len(part)-1]-'0'), off/50*50) {
+						t.Errorf("checkpoint of %s: %+v, want offset %d, row %d of its file", part, p, off, off%50)
+					}
 				}
 			}
 			second := &collector{}
@@ -344,8 +360,10 @@ func TestReplayResume(t *testing.T) {
 				}
 			}
 			// Files whose records were all produced are not opened again.
-			if n := st.opened(sinkKey("events", 0, 0)); n != 1 {
-				t.Errorf("events/0 first file opened %d times over both runs, want 1", n)
+			if tc.parallelism == 1 {
+				if n := st.opened(sinkKey("events", 0, 0)); n != 1 {
+					t.Errorf("events/0 first file opened %d times over both runs, want 1", n)
+				}
 			}
 			// A third run has nothing left to do.
 			third := &collector{}
