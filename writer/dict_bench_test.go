@@ -1,0 +1,49 @@
+package writer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// BenchmarkDictionary measures building a chunk's dictionary, the
+// writer's hot loop for columns of few distinct values.
+func BenchmarkDictionary(b *testing.B) {
+	const rows = 1 << 18
+	for _, tc := range []struct {
+		name     string
+		schema   string
+		distinct int
+	}{
+		{"strings/10", `message m { required binary v (STRING); }`, 10},
+		{"strings/1000", `message m { required binary v (STRING); }`, 1000},
+		{"int64/1000", `message m { required int64 v; }`, 1000},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := schema.MustParse(tc.schema)
+			g := rowgroup.New(s)
+			c := g.Column(0)
+			r := rand.New(rand.NewPCG(1, 2))
+			for range rows {
+				k := r.IntN(tc.distinct)
+				if c.Leaf.Physical == meta.TypeByteArray {
+					c.AppendBytes(0, fmt.Appendf(nil, "https://shop.example.com/item/%d", k))
+				} else {
+					c.AppendInt64(0, int64(k)*7919)
+				}
+				g.EndRow()
+			}
+			d := newDictionary(c.Leaf.Physical, 0)
+			var idx []int32
+			for b.Loop() {
+				d.reset()
+				idx = d.add(idx[:0], c, 0, rows)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/value")
+		})
+	}
+}
