@@ -269,7 +269,12 @@ func TestReplayRoundTrip(t *testing.T) {
 			checkpoint := filepath.Join(t.TempDir(), "replay.checkpoint")
 			log := slog.New(slog.NewTextHandler(logTail(t, "replay"), nil))
 			replay := func() *source.Replayer {
-				r, err := source.New(ctx, rcfg, source.Options{From: storeURL, Topic: target, Checkpoint: checkpoint, PathTemplate: rcfg.Path, Log: log})
+				opts := source.Options{From: storeURL, Topic: target, Checkpoint: checkpoint, PathTemplate: rcfg.Path, Log: log}
+				if c.s3 {
+					// In the bucket, beside the files.
+					opts.Checkpoint, opts.StoreCheckpoint = "", "roundtrip"
+				}
+				r, err := source.New(ctx, rcfg, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -294,6 +299,18 @@ func TestReplayRoundTrip(t *testing.T) {
 
 			if r := replay(); r.Stats().Records.Load() != 0 {
 				t.Errorf("a rerun with the completed checkpoint produced %d records", r.Stats().Records.Load())
+			}
+			if c.s3 {
+				var keys []string
+				for info, err := range store.List(ctx, "_pqsink/replay/roundtrip/") {
+					if err != nil {
+						t.Fatal(err)
+					}
+					keys = append(keys, info.Key)
+				}
+				if len(keys) != 1 {
+					t.Errorf("store checkpoint objects: %q, want the latest alone", keys)
+				}
 			}
 			if got := len(readTopic(t, broker.Brokers, target, partitions)); got != n {
 				t.Errorf("after the rerun the target holds %d records, want %d", got, n)
