@@ -112,7 +112,8 @@ type Options struct {
 
 // Producer writes messages to Kafka; *kafka.Writer is one. WriteMessages
 // must keep the order of the messages of one partition and return only
-// once they are acknowledged.
+// once they are acknowledged. It is called by several goroutines at once,
+// one per worker, each with the messages of partitions of its own.
 type Producer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 	Close() error
