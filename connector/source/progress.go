@@ -15,12 +15,13 @@ type progress struct {
 	r     *Replayer
 	total int64 // bytes of the planned files
 	start time.Time
+	now   func() time.Time
 	stop  chan struct{}
 	wg    sync.WaitGroup
 }
 
 func (r *Replayer) startProgress(ctx context.Context, total int64) *progress {
-	p := &progress{r: r, total: total, start: time.Now(), stop: make(chan struct{})}
+	p := &progress{r: r, total: total, start: time.Now(), now: time.Now, stop: make(chan struct{})}
 	o := &r.opts
 	every, show := o.ProgressInterval, p.logLine
 	if o.ProgressBar && o.Progress != nil {
@@ -60,7 +61,7 @@ func (p *progress) finish() {
 func (p *progress) state() (records int64, rate, frac float64, eta time.Duration) {
 	st := &p.r.stats
 	records = st.Records.Load()
-	elapsed := time.Since(p.start).Seconds()
+	elapsed := p.now().Sub(p.start).Seconds()
 	if elapsed > 0 {
 		rate = float64(records) / elapsed
 	}
@@ -98,7 +99,7 @@ func (p *progress) drawBar(final bool) {
 	end := ""
 	if final {
 		end = "\n"
-		etaText = fmtDuration(time.Since(p.start))
+		etaText = fmtDuration(p.now().Sub(p.start))
 	}
 	fmt.Fprintf(p.r.opts.Progress, "\r[%s] %5.1f%% %s records %s/s ETA %s \x1b[K%s",
 		bar, 100*frac, count(records), count(int64(rate)), etaText, end)

@@ -17,7 +17,8 @@ func TestProgress(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}}
 	r.stats.Records.Store(12345)
 	r.stats.BytesDone.Store(250)
-	p := &progress{r: r, total: 1000, start: time.Now().Add(-10 * time.Second)}
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	p := &progress{r: r, total: 1000, start: start, now: func() time.Time { return start.Add(10 * time.Second) }}
 	p.drawBar(false)
 	got := bar.String()
 	for _, want := range []string{"\r[", "25.0%", "12.3k records", "/s", "ETA 0:30"} {

@@ -418,7 +418,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 	case runErr != nil:
 		return runErr
 	}
-	elapsed := time.Since(prog.start)
+	elapsed := prog.now().Sub(prog.start)
 	o.Log.Info("replay finished", "records", r.stats.Records.Load(), "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
 		"records_per_s", int64(float64(r.stats.Records.Load())/max(elapsed.Seconds(), 1e-9)), "files_opened", r.stats.FilesOpened.Load(),
 		"files_skipped", r.stats.FilesSkipped.Load(), "row_groups_skipped", r.stats.RowGroupsSkipped.Load())
