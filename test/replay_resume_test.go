@@ -6,8 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
@@ -46,19 +49,19 @@ func TestReplayResume(t *testing.T) {
 	checkpoint := filepath.Join(t.TempDir(), "replay.checkpoint")
 	opts := source.Options{From: cfg.storeURL, Topic: target, Checkpoint: checkpoint, PathTemplate: rcfg.Path, BatchRecords: 100}
 
-	// First run: interrupted once about a third is produced.
+	// First run: interrupted once about a third is produced, by the
+	// producer itself, so that the interruption does not depend on timing.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, err := source.New(ctx, rcfg, opts)
+	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: target, Balancer: samePartitionBalancer{},
+		BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	first := opts
+	first.Producer = &cancelAfter{Writer: w, limit: n / 3, cancel: cancel}
+	r, err := source.New(ctx, rcfg, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for r.Stats().Records.Load() < n/3 && ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
 	err = r.Run(ctx)
 	r.Close()
 	if !errors.Is(err, source.ErrInterrupted) {
@@ -95,4 +98,31 @@ func TestReplayResume(t *testing.T) {
 		t.Errorf("the resumed run produced %d records, want the %d left", got, n-produced)
 	}
 	compareReplayed(t, truth, readTopic(t, broker.Brokers, target, partitions), 0)
+}
+
+// samePartitionBalancer sends a message to the partition it names.
+type samePartitionBalancer struct{}
+
+func (samePartitionBalancer) Balance(msg kafka.Message, _ ...int) int { return msg.Partition }
+
+// cancelAfter is a producer that cancels the replay's context once limit
+// messages are acknowledged.
+type cancelAfter struct {
+	*kafka.Writer
+	mu     sync.Mutex
+	n      int
+	limit  int
+	cancel func()
+}
+
+func (c *cancelAfter) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+	if err := c.Writer.WriteMessages(ctx, msgs...); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n += len(msgs); c.n >= c.limit {
+		c.cancel()
+	}
+	return nil
 }
