@@ -81,9 +81,31 @@ func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64) 
 	return f
 }
 
+// maxFetchPartitions bounds the partitions of one fetch request.
+// kafka-go reads each partition's records of a response into buffers of
+// their own, at least a 64 KiB page even for one small record: ten
+// thousand partitions in one response would be 640 MiB.
+const maxFetchPartitions = 512
+
+// chunk is the number of partitions of one fetch request: at most
+// maxFetchPartitions, and few enough that the pages of one request take at
+// most a sixteenth of the budget.
+func (m *fetchMux) chunk() int {
+	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/16/kafkaPage)))
+}
+
+// kafkaPage is the buffer kafka-go's fetch response decoding takes per
+// partition with records; a fetch reserves it in the budget.
+const kafkaPage = 64 << 10
+
 // run fetches until ctx ends.
 func (m *fetchMux) run(ctx context.Context) {
 	leaders := map[string]map[int32]int{} // topic → partition → leader id
+	// idle: the last round fetched nothing, so this one may wait at the
+	// broker for records (max_wait); while records flow, requests return
+	// at once, so that one partition without records does not hold up
+	// the others.
+	idle := true
 	for ctx.Err() == nil {
 		m.mu.Lock()
 		var ready []muxKey
@@ -120,18 +142,27 @@ func (m *fetchMux) run(ctx context.Context) {
 			byLeader[l] = append(byLeader[l], k)
 		}
 		var wg sync.WaitGroup
-		var failed atomic.Bool
+		var failed, got atomic.Bool
 		for _, keys := range byLeader {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := m.fetch(ctx, keys); err != nil && ctx.Err() == nil {
-					m.log.Warn("fetch failed; fetching again", "partitions", len(keys), "error", err)
-					failed.Store(true)
-				}
-			}()
+			for len(keys) > 0 {
+				chunk := keys[:min(len(keys), m.chunk())]
+				keys = keys[len(chunk):]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, err := m.fetch(ctx, chunk, idle)
+					if err != nil && ctx.Err() == nil {
+						m.log.Warn("fetch failed; fetching again", "partitions", len(chunk), "error", err)
+						failed.Store(true)
+					}
+					if n > 0 {
+						got.Store(true)
+					}
+				}()
+			}
 		}
 		wg.Wait()
+		idle = !got.Load()
 		if failed.Load() {
 			clear(leaders) // leadership may have moved
 			sleep(ctx, time.Second)
@@ -169,20 +200,25 @@ func (m *fetchMux) refreshLeaders(ctx context.Context, leaders map[string]map[in
 }
 
 // fetch sends one fetch request for keys, which share a leader, and hands
-// the records to their partitions.
-func (m *fetchMux) fetch(ctx context.Context, keys []muxKey) error {
+// the records to their partitions; it returns the bytes delivered. With
+// wait, the broker may hold the request for fetch.max_wait until it has
+// fetch.min_bytes; without, it answers at once.
+func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, error) {
 	cfg := &m.s.cfg.Kafka
 	per := m.s.fetchSize()
-	total := min(cfg.Fetch.MaxBytes, per*int64(len(keys)))
+	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)))
+	total := data + kafkaPage*int64(len(keys))
 	if err := m.s.mem.reserve(ctx, total); err != nil {
-		return err
+		return 0, err
 	}
 	held := int64(0)
 	defer func() { m.s.mem.add(held - total) }()
 
 	req := &fetchapi.Request{
-		ReplicaID: -1, MaxWaitTime: int32(cfg.Fetch.MaxWait / time.Millisecond), MinBytes: int32(cfg.Fetch.MinBytes),
-		MaxBytes: int32(total), SessionID: -1, SessionEpoch: -1,
+		ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1,
+	}
+	if wait {
+		req.MaxWaitTime, req.MinBytes = int32(cfg.Fetch.MaxWait/time.Millisecond), int32(cfg.Fetch.MinBytes)
 	}
 	m.mu.Lock()
 	for _, k := range keys {
@@ -200,18 +236,18 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey) error {
 	}
 	m.mu.Unlock()
 	if len(req.Topics) == 0 {
-		return nil
+		return 0, nil
 	}
 	msg, err := m.s.kafka.client.Transport.RoundTrip(ctx, m.s.kafka.client.Addr, req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, ok := msg.(*fetchapi.Response)
 	if !ok {
-		return fmt.Errorf("unexpected fetch response %T", msg)
+		return 0, fmt.Errorf("unexpected fetch response %T", msg)
 	}
 	if resp.ErrorCode != 0 {
-		return kafka.Error(resp.ErrorCode)
+		return 0, kafka.Error(resp.ErrorCode)
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -243,6 +279,11 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey) error {
 				continue
 			}
 			sub.lag.Store(max(0, p.HighWatermark-sub.next))
+			if size < 4*minArenaBlock {
+				// A quiet partition: let its block go with its records
+				// rather than hold it until the next ones arrive.
+				sub.arena = nil
+			}
 			if len(batch) > 0 {
 				held += size
 				m.mu.Lock()
@@ -255,5 +296,5 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey) error {
 			}
 		}
 	}
-	return nil
+	return held, nil
 }

@@ -3,7 +3,9 @@ package connector
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pqsink/pqsink/meta"
@@ -26,15 +28,19 @@ const (
 )
 
 // fileBuffers are what an open file holds in memory: the row group being
-// filled, the row builder over it and the Parquet writer. They outlive a
-// file: the next file of the same schema reuses them, buffers and
-// dictionaries already grown.
+// filled and the row builder over it. They outlive a file: the next file
+// of the same schema reuses them, buffers already grown.
 type fileBuffers struct {
 	schema *schema.Schema
 	g      *rowgroup.RowGroup
 	b      *rowgroup.Builder
-	w      *writer.Writer // nil until the first file
-	av     *avroBuffers   // avro: the reader schema and a builder per writer schema
+	av     *avroBuffers // avro: the reader schema and a builder per writer schema
+
+	// w is the Parquet writer of the file, taken from the sink's pool at
+	// the file's first row group: a file whose rows are all still
+	// buffered holds none, which is what keeps ten thousand open files
+	// cheap.
+	w *writer.Writer
 }
 
 // openFile is one file being written: a run of one path's records of one
@@ -65,25 +71,23 @@ func newFileBuffers(f *format, s *schema.Schema) (*fileBuffers, error) {
 	return &fileBuffers{schema: s, g: g, b: b}, nil
 }
 
-// start begins the Parquet file on up.
-func (fb *fileBuffers) start(up objstore.Upload, opts []writer.Option) error {
-	fb.g.Reset()
-	if fb.w == nil {
-		w, err := writer.New(up, fb.schema, opts...)
-		if err != nil {
-			return err
-		}
-		fb.w = w
-		return nil
-	}
-	return fb.w.Reset(up)
-}
-
 // flush encodes the buffered rows as the file's next row group, which
 // goes out to the upload at once.
-func (f *openFile) flush() error {
+func (f *openFile) flush(pool *writerPool) error {
+	return pool.encode(func() error { return f.flushHeld(pool) })
+}
+
+// flushHeld is flush for a caller that holds an encoding slot.
+func (f *openFile) flushHeld(pool *writerPool) error {
 	if f.buf.g.NumRows() == 0 {
 		return nil
+	}
+	if f.buf.w == nil {
+		w, err := pool.get(f.buf.schema, f.up)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.key, err)
+		}
+		f.buf.w = w
 	}
 	if err := f.buf.w.WriteRowGroup(f.buf.g); err != nil {
 		return fmt.Errorf("%s: row group: %w", f.key, err)
@@ -92,12 +96,33 @@ func (f *openFile) flush() error {
 	return nil
 }
 
-// close writes the rest of the file and its footer, with its Kafka range.
-func (f *openFile) close(topic string, partition int32) (*meta.FileMetaData, error) {
-	if err := f.flush(); err != nil {
+// written is how many bytes of the file are out.
+func (f *openFile) written() int64 {
+	if f.buf.w == nil {
+		return 0
+	}
+	return f.buf.w.Offset()
+}
+
+// close writes the rest of the file and its footer, with its Kafka range,
+// and gives the writer back to the pool.
+func (f *openFile) close(pool *writerPool, topic string, partition int32) (md *meta.FileMetaData, err error) {
+	err = pool.encode(func() error {
+		md, err = f.closeHeld(pool, topic, partition)
+		return err
+	})
+	return md, err
+}
+
+// closeHeld is close for a caller that holds an encoding slot.
+func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*meta.FileMetaData, error) {
+	if err := f.flushHeld(pool); err != nil {
 		return nil, err
 	}
 	w := f.buf.w
+	if w == nil {
+		return nil, fmt.Errorf("%s: a file without rows", f.key)
+	}
 	w.SetKeyValue(kvTopic, topic)
 	w.SetKeyValue(kvPartition, strconv.Itoa(int(partition)))
 	w.SetKeyValue(kvFirstOffset, strconv.FormatInt(f.first, 10))
@@ -111,7 +136,75 @@ func (f *openFile) close(topic string, partition int32) (*meta.FileMetaData, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: footer: %w", f.key, err)
 	}
+	f.buf.w = nil
+	pool.put(f.buf.schema, w)
 	return md, nil
+}
+
+// writerPool keeps the Parquet writers of finished files for the next
+// ones: a writer's column writers hold grown buffers and dictionary
+// tables, costly to build for every file and too large to keep one per
+// open file. It also bounds how many row groups are encoded at once: when
+// ten thousand partitions finish their files together (a shutdown), they
+// take turns, and a few writers serve them all instead of ten thousand
+// being built at once. Safe for concurrent use.
+type writerPool struct {
+	opts  []writer.Option
+	slots chan struct{} // encoding slots: a row group or a footer being written
+
+	mu   sync.Mutex
+	idle []pooledWriter // most recently put last
+}
+
+type pooledWriter struct {
+	schema *schema.Schema
+	w      *writer.Writer
+}
+
+// maxIdleWriters bounds the pool: about as many files finish at once as
+// partitions are handled at once.
+const maxIdleWriters = 16
+
+func newWriterPool(opts []writer.Option, slots int) *writerPool {
+	return &writerPool{opts: opts, slots: make(chan struct{}, slots)}
+}
+
+// encode runs fn, which encodes a row group or a footer, in an encoding
+// slot, waiting for one: encoding is CPU work of a bounded size, so the
+// wait is short. fn runs on a goroutine of its own, whose stack, grown by
+// the encoders' deep calls, goes away with it: ten thousand partition
+// goroutines that each grew one would hold hundreds of megabytes.
+func (p *writerPool) encode(fn func() error) error {
+	p.slots <- struct{}{}
+	defer func() { <-p.slots }()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	return <-done
+}
+
+// get returns a writer of schema s that starts a file on out.
+func (p *writerPool) get(s *schema.Schema, out io.Writer) (*writer.Writer, error) {
+	p.mu.Lock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if p.idle[i].schema == s {
+			w := p.idle[i].w
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.mu.Unlock()
+			return w, w.Reset(out)
+		}
+	}
+	p.mu.Unlock()
+	return writer.New(out, s, p.opts...)
+}
+
+// put gives back the writer of a closed file.
+func (p *writerPool) put(s *schema.Schema, w *writer.Writer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == maxIdleWriters {
+		p.idle = append(p.idle[:0], p.idle[1:]...)
+	}
+	p.idle = append(p.idle, pooledWriter{s, w})
 }
 
 // abort discards the upload; nothing of the file is left in the store.

@@ -121,6 +121,9 @@ const recordOverhead = 64
 // one allocation for many records, instead of one per record.
 const arenaSize = 1 << 20
 
+// minArenaBlock is the size of a partition's first arena block.
+const minArenaBlock = 2 << 10
+
 func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger) *fetcher {
 	k, cfg := s.kafka, &s.cfg.Kafka
 	ctx, cancel := context.WithCancel(ctx)
@@ -211,17 +214,19 @@ func readRecords(rs kafka.RecordReader, next *int64, arena *[]byte) ([]record, i
 			continue // a batch may start before the requested offset
 		}
 		rec := record{offset: r.Offset, time: r.Time}
-		rec.key, *arena = readBytes(r.Key, *arena)
-		rec.value, *arena = readBytes(r.Value, *arena)
+		// The batch counts every block it starts, whole: a block's unused
+		// tail is memory too.
+		rec.key = readBytes(r.Key, arena, &size)
+		rec.value = readBytes(r.Value, arena, &size)
 		if len(r.Headers) > 0 {
 			rec.headers = make([]rowgroup.Header, len(r.Headers))
 			for i, h := range r.Headers {
 				rec.headers[i].Key = h.Key
-				rec.headers[i].Value, *arena = copyBytes(h.Value, *arena)
+				rec.headers[i].Value = copyBytes(h.Value, arena, &size)
 			}
 		}
 		batch = append(batch, rec)
-		size += int64(len(rec.key) + len(rec.value) + recordOverhead)
+		size += recordOverhead
 		*next = r.Offset + 1
 	}
 }
@@ -248,40 +253,52 @@ func (f *fetcher) buffered() int64 {
 }
 
 // readBytes reads a record's key or value into the arena; a null one
-// stays nil, an empty one is empty but not nil.
-func readBytes(b kafka.Bytes, arena []byte) ([]byte, []byte) {
+// stays nil, an empty one is empty but not nil. It adds the bytes of any
+// block it allocates to *allocated.
+func readBytes(b kafka.Bytes, arena *[]byte, allocated *int64) []byte {
 	if b == nil {
-		return nil, arena
+		return nil
 	}
-	n := b.Len()
-	dst, arena := alloc(n, arena)
+	dst := alloc(b.Len(), arena, allocated)
 	io.ReadFull(b, dst)
-	return dst, arena
+	return dst
 }
 
 // copyBytes copies a header value into the arena, keeping nil apart from
 // empty.
-func copyBytes(v []byte, arena []byte) ([]byte, []byte) {
+func copyBytes(v []byte, arena *[]byte, allocated *int64) []byte {
 	if v == nil {
-		return nil, arena
+		return nil
 	}
-	dst, arena := alloc(len(v), arena)
+	dst := alloc(len(v), arena, allocated)
 	copy(dst, v)
-	return dst, arena
+	return dst
 }
 
 // alloc takes n bytes from the arena, starting a new block when it is
-// full. Earlier slices stay valid: a block is never moved.
-func alloc(n int, arena []byte) ([]byte, []byte) {
+// full, and adds the bytes of a new block to *allocated. Earlier slices
+// stay valid: a block is never moved. Blocks start small and double up to
+// arenaSize, so that a partition that receives little holds little: ten
+// thousand quiet partitions with a megabyte block each would be ten
+// gigabytes of heap to the garbage collector.
+func alloc(n int, arena *[]byte, allocated *int64) []byte {
 	if n > arenaSize/4 {
-		return make([]byte, n), arena
+		*allocated += int64(n)
+		return make([]byte, n)
 	}
-	if cap(arena)-len(arena) < n {
-		arena = make([]byte, 0, arenaSize)
+	a := *arena
+	if cap(a)-len(a) < n {
+		size := min(arenaSize, max(minArenaBlock, 2*cap(a)))
+		for size < n {
+			size *= 2
+		}
+		a = make([]byte, 0, size)
+		*allocated += int64(size)
 	}
-	start := len(arena)
-	arena = arena[:start+n]
-	return arena[start : start+n : start+n], arena
+	start := len(a)
+	a = a[:start+n]
+	*arena = a
+	return a[start : start+n : start+n]
 }
 
 func closeRecords(r kafka.RecordReader) {
@@ -296,7 +313,9 @@ func closeRecords(r kafka.RecordReader) {
 func (f *fetcher) take() ([]record, int64) {
 	f.mu.Lock()
 	b, n := f.buf, f.bytes
-	f.buf = make([]record, 0, max(64, len(b)))
+	// As long as the last batch: a quiet partition of ten thousand must
+	// not hold room for many records it does not get.
+	f.buf = make([]record, 0, len(b))
 	f.bytes = 0
 	f.mu.Unlock()
 	select {
@@ -331,34 +350,52 @@ func (s *Sink) fetchSize() int64 {
 	return max(64<<10, min(n, s.cfg.Kafka.Fetch.MaxBytes))
 }
 
-// commitOffset commits one partition's offset with metadata in generation
-// gen, as a member of it: a fenced-off member's commit is refused.
-func (k *kafkaClients) commitOffset(ctx context.Context, gen *kafka.Generation, topic string, partition int32, offset int64, md string) error {
-	err := k.commit(ctx, gen, map[string][]kafka.OffsetCommit{topic: {{Partition: int(partition), Offset: offset, Metadata: md}}})
+// commit sends one offset commit in generation gen and returns the first
+// error of the request or of a partition.
+func (k *kafkaClients) commit(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) error {
+	errs, err := k.commitMany(ctx, gen, topics)
 	if err != nil {
-		return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, err)
+		return err
+	}
+	for topic, ps := range errs {
+		for p, err := range ps {
+			return fmt.Errorf("%s[%d]: %w", topic, p, err)
+		}
 	}
 	return nil
 }
 
-// commit sends one offset commit in generation gen and returns the first
-// error of the request or of a partition; a refusal because the group
-// moved on wraps errGenerationOver.
-func (k *kafkaClients) commit(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) error {
+// commitMany sends one offset commit in generation gen, as a member of it
+// (a fenced-off member's commit is refused), and returns the error of the
+// request or, per topic and partition, those of the partitions that
+// failed. A refusal because the group moved on wraps errGenerationOver.
+func (k *kafkaClients) commitMany(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) (map[string]map[int]error, error) {
 	resp, err := k.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: topics,
 	})
-	if err == nil {
-	scan:
-		for topic, ps := range resp.Topics {
-			for _, p := range ps {
-				if p.Error != nil {
-					err = fmt.Errorf("%s[%d]: %w", topic, p.Partition, p.Error)
-					break scan
-				}
+	if err != nil {
+		return nil, generationOver(err)
+	}
+	var errs map[string]map[int]error
+	for topic, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error == nil {
+				continue
 			}
+			if errs == nil {
+				errs = map[string]map[int]error{}
+			}
+			if errs[topic] == nil {
+				errs[topic] = map[int]error{}
+			}
+			errs[topic][p.Partition] = generationOver(p.Error)
 		}
 	}
+	return errs, nil
+}
+
+// generationOver marks the errors that say the group moved on.
+func generationOver(err error) error {
 	if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.RebalanceInProgress) ||
 		errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) {
 		return fmt.Errorf("%w: %w", errGenerationOver, err)

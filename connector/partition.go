@@ -217,10 +217,10 @@ func (p *partition) write(ctx context.Context, r *record) error {
 		f.sinceCheck = 0
 		// By length: the buffers keep their capacity across row groups.
 		if int64(f.buf.g.Size()) >= p.s.rowGroupTarget() {
-			if err := f.flush(); err != nil {
+			if err := f.flush(p.s.writers); err != nil {
 				return p.uploadFailed(ctx, f, err)
 			}
-			if rot.Bytes > 0 && f.buf.w.Offset() >= rot.Bytes {
+			if rot.Bytes > 0 && f.written() >= rot.Bytes {
 				return p.finish(ctx, f, reasonBytes)
 			}
 		}
@@ -287,10 +287,8 @@ func (p *partition) open(ctx context.Context, id string, first int64, w *avroSch
 		return nil, fmt.Errorf("%s: starting upload: %w", f.key, err)
 	}
 	f.up = up
-	if err := f.buf.start(up, p.s.writerOpts); err != nil {
-		p.discard(ctx, f)
-		return nil, fmt.Errorf("%s: %w", f.key, err)
-	}
+	f.buf.g.Reset()
+	f.buf.w = nil
 	p.files[id] = f
 	p.s.stats.openFiles.Add(1)
 	return f, nil
@@ -306,6 +304,7 @@ func (p *partition) discard(ctx context.Context, f *openFile) {
 		p.s.stats.openFiles.Add(-1)
 	}
 	f.buf.g.Reset()
+	f.buf.w = nil // mid-file: not worth resetting for the pool
 	p.spare = append(p.spare, f.buf)
 }
 
@@ -332,7 +331,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 			return p.uploadFailed(ctx, f, err)
 		}
 	}
-	md, err := f.close(p.topic, p.id)
+	md, err := f.close(p.s.writers, p.topic, p.id)
 	if err != nil {
 		return p.uploadFailed(ctx, f, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -37,6 +38,7 @@ type Sink struct {
 	regex  *regexp.Regexp
 
 	writerOpts    []writer.Option
+	writers       *writerPool
 	rowGroupBytes int64
 	sampleWait    time.Duration
 	tick          time.Duration
@@ -85,6 +87,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 		return nil, err
 	}
 	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(writer.NewCodecs()))
+	s.writers = newWriterPool(s.writerOpts, runtime.GOMAXPROCS(0)+1)
 	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
 	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
 		s.rowGroupBytes = b
@@ -347,32 +350,40 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 		// every assignment (once old enough), not only at startup.
 		go s.abortStale(genCtx)
 		s.useMux.Store(len(parts) > manyPartitions)
+		// The batcher outlives the partitions: their last commits come
+		// during a shutdown.
+		commits := newCommitBatcher(s.kafka, gen)
+		commitCtx, stopCommits := context.WithCancel(genCtx)
+		committing := make(chan struct{})
+		go func() { defer close(committing); commits.run(commitCtx) }()
 		var wg sync.WaitGroup
 		for topic, ids := range assigned {
 			for _, id := range ids {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s.runPartition(ctx, genCtx, gen, topic, int32(id), committed[topic][id])
+					s.runPartition(ctx, genCtx, commits, topic, int32(id), committed[topic][id])
 				}()
 			}
 		}
 		wg.Wait()
+		stopCommits()
+		<-committing
 		s.log.Info("generation ended", "generation", gen.ID)
 	})
 	<-done
 }
 
 // runPartition consumes one partition for the length of a generation.
-func (s *Sink) runPartition(ctx, genCtx context.Context, gen *kafka.Generation, topic string, id int32, c committed) {
+func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher, topic string, id int32, c committed) {
 	log := s.log.With("topic", topic, "partition", id)
-	p, err := s.assign(genCtx, gen, topic, id, c)
+	p, err := s.assign(genCtx, commits, topic, id, c)
 	for err != nil {
 		log.Warn("taking partition", "error", err)
 		if !sleep(genCtx, time.Second) {
 			return
 		}
-		p, err = s.assign(genCtx, gen, topic, id, c)
+		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
 	key := fmt.Sprintf("%s[%d]", topic, id)
 	s.mu.Lock()
@@ -533,9 +544,9 @@ func (s *Sink) startPositions(ctx context.Context, gen *kafka.Generation, assign
 }
 
 // assign prepares a partition from its committed offset and metadata.
-func (s *Sink) assign(ctx context.Context, gen *kafka.Generation, topic string, id int32, c committed) (*partition, error) {
+func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string, id int32, c committed) (*partition, error) {
 	commit := func(ctx context.Context, offset int64, md string) error {
-		return s.kafka.commitOffset(ctx, gen, topic, id, offset, md)
+		return commits.commit(ctx, topic, id, offset, md)
 	}
 	skip, err := decodeMetadata(ctx, s.store, c.metadata)
 	if err != nil {

@@ -18,14 +18,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
@@ -212,9 +215,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			if o.Progress != nil && now.After(nextProgress) {
 				nextProgress = now.Add(time.Second)
 				st := sink.Stats().Snapshot()
-				fmt.Fprintf(o.Progress, "pqsink: %d/%d records consumed, %d uploaded in %d files (%.0f records/s)\n",
-					st.Consumed, o.Records, st.RecordsUploaded, sumFiles(st.Files), float64(st.Consumed)/time.Since(start).Seconds())
+				mem := sink.Memory()
+				fmt.Fprintf(o.Progress, "pqsink: %d/%d records consumed, %d uploaded in %d files (%.0f records/s), memory %d/%d MiB\n",
+					st.Consumed, o.Records, st.RecordsUploaded, sumFiles(st.Files), float64(st.Consumed)/time.Since(start).Seconds(), mem.Used>>20, mem.Limit>>20)
 			}
+		}
+	}
+	if path := os.Getenv("PQSINK_HEAPPROFILE"); path != "" {
+		// The heap with every file open, before the shutdown finishes them.
+		if err := writeHeapProfile(path); err != nil {
+			return rep, err
 		}
 	}
 	stop()
@@ -278,28 +288,48 @@ func StartBroker(partitions int, topic string) (*kfake.Cluster, error) {
 	return c, nil
 }
 
-// Load produces n reference events to topic, keyed by user so that the
-// partitions share them, and returns the bytes of the values.
+// Load produces n reference events to topic, spread round-robin over its
+// partitions so that every partition gets its share even when there are
+// thousands, and returns the bytes of the values. It uses franz-go's
+// producer, which sends one request per broker for all partitions; the
+// sink itself consumes with kafka-go.
 func Load(ctx context.Context, brokers []string, topic string, n int) (int64, error) {
-	w := &kafka.Writer{
-		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
-		BatchSize: 10000, BatchBytes: 16 << 20, BatchTimeout: 5 * time.Millisecond,
-		RequiredAcks: kafka.RequireOne, Compression: kafka.Lz4,
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchMaxBytes(900<<10), // under the brokers' default max.message.bytes
+		kgo.MaxBufferedRecords(200_000),
+		kgo.ProducerLinger(5*time.Millisecond),
+	)
+	if err != nil {
+		return 0, fmt.Errorf("producing: %w", err)
 	}
-	defer w.Close()
+	defer cl.Close()
 	gen := events.New(1, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	var total int64
-	batch := make([]kafka.Message, 0, 10000)
+	var first atomic.Pointer[error]
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			first.CompareAndSwap(nil, &err)
+		}
+	}
 	for i := range n {
+		if first.Load() != nil {
+			break
+		}
 		v := gen.Append(nil)
 		total += int64(len(v))
-		batch = append(batch, kafka.Message{Key: strconv.AppendInt(nil, int64(i%10007), 10), Value: v})
-		if len(batch) == cap(batch) || i == n-1 {
-			if err := w.WriteMessages(ctx, batch...); err != nil {
-				return total, fmt.Errorf("producing: %w", err)
-			}
-			batch = batch[:0]
-		}
+		cl.Produce(ctx, &kgo.Record{Key: strconv.AppendInt(nil, int64(i%10007), 10), Value: v}, done)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return total, fmt.Errorf("producing: %w", err)
+	}
+	if err := first.Load(); err != nil {
+		return total, fmt.Errorf("producing: %w", *err)
 	}
 	return total, nil
 }
@@ -407,4 +437,18 @@ func peakRSS() int64 {
 		return ru.Maxrss << 10
 	}
 	return 0
+}
+
+// writeHeapProfile writes the live heap to path (PQSINK_HEAPPROFILE).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("PQSINK_HEAPPROFILE: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("PQSINK_HEAPPROFILE: %w", err)
+	}
+	return f.Close()
 }
