@@ -6,8 +6,8 @@
 // default (one per core). DuckDB runs in node through the @duckdb/node-api
 // package of test/duckdb (run scripts/provision.sh first); the CPU time
 // node and DuckDB take to start and stop with no work is measured too and
-// shown, and so is the RSS of that idle process, which is node's share of
-// DuckDB's figure.
+// shown, and so is the peak RSS of that idle process (node's own share of
+// DuckDB's figure, which varies from run to run).
 //
 // Two data sets, both of n records: "events", the sink's reference record
 // (internal/events: id, ts, user, country, amount, tags[], payload{session,
@@ -196,9 +196,9 @@ func runSet(ds dataSet, root, bin, dir string, n, runs int, threads []int, colum
 		if threads[i] == 0 || threads[i] > 1 {
 			duck = duckN
 		}
-		fmt.Printf("pqsink(threads=%s)/duckdb(threads=%s): cpu %.2f (%.2f against duckdb less its start-up), wall %.2f, peak RSS %.2f (%.2f against duckdb less node's idle RSS), size %.3f\n",
+		fmt.Printf("pqsink(threads=%s)/duckdb(threads=%s): cpu %.2f (%.2f against duckdb less its start-up), wall %.2f, peak RSS %.2f, size %.3f\n",
 			r.threads, duckThreads(threads[i]), r.t.CPU.Seconds()/duck.CPU.Seconds(), r.t.CPU.Seconds()/(duck.CPU-idle.CPU).Seconds(),
-			r.t.Wall.Seconds()/duck.Wall.Seconds(), float64(r.t.RSS)/float64(duck.RSS), float64(r.t.RSS)/float64(duck.RSS-idle.RSS), float64(r.size)/float64(duckSize))
+			r.t.Wall.Seconds()/duck.Wall.Seconds(), float64(r.t.RSS)/float64(duck.RSS), float64(r.size)/float64(duckSize))
 	}
 	if err := sameBytes(pqOuts); err != nil {
 		return err
