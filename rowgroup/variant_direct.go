@@ -146,8 +146,9 @@ func (s *VariantShredder) directValue(p *variantPlan, k jsonscan.Kind, rep uint8
 			if err != nil {
 				return false
 			}
-			if p.shape.Match(v) {
-				sc, _ := p.shape.ScalarOf(v)
+			// For a primitive shape, ScalarOf accepts exactly what Match
+			// does; for the others it accepts nothing.
+			if sc, ok := p.shape.ScalarOf(v); ok {
 				if p.value != nil {
 					p.value.Null(rep, p.def)
 				}

@@ -244,13 +244,17 @@ func (d Decimal) Rescale(scale uint8, precision int) (Decimal, bool) {
 }
 
 // pow10 returns 10^n (0 <= n <= 38) as hi, lo.
-func pow10(n int) [2]uint64 {
+func pow10(n int) [2]uint64 { return pow10Table[n] }
+
+// pow10Table holds 10^0 … 10^38 as hi, lo.
+var pow10Table = func() (t [39][2]uint64) {
 	var hi, lo uint64 = 0, 1
-	for range n {
+	for n := range t {
+		t[n] = [2]uint64{hi, lo}
 		hi, lo = mulAdd10(hi, lo, 0)
 	}
-	return [2]uint64{hi, lo}
-}
+	return t
+}()
 
 // FieldIndex returns the index in s.Fields of the field called name, or
 // -1; the fields must be sorted (see SortFields).
