@@ -43,7 +43,7 @@ type chunkWriter struct {
 	uncompressed int64 // of the chunk being written, page headers included
 
 	out *countingWriter // of the chunk being written
-	buf appendWriter    // the chunk, encoded in parallel, until it is written
+	buf chunkBuffer     // the chunk, encoded in parallel, until it is written
 
 	// ranks orders a byte-array dictionary's entries, so that the bounds
 	// of a dictionary-encoded page come from comparing integers; nil when

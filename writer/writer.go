@@ -252,7 +252,7 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 				}
 				i := order[k]
 				cw := w.columns[i]
-				cw.buf.b = cw.buf.b[:0]
+				cw.buf.reset()
 				out := countingWriter{w: &cw.buf}
 				r := &results[i]
 				r.cc, r.ix, r.err = cw.writeChunk(&out, g.Column(i))
@@ -271,7 +271,7 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 			continue // wait for every worker before returning
 		}
 		base := w.out.n
-		if _, err := w.out.Write(cw.buf.b); err != nil {
+		if err := cw.buf.writeTo(&w.out); err != nil {
 			first = fmt.Errorf("writer: %w", err)
 			continue
 		}
@@ -381,13 +381,56 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// appendWriter is an io.Writer that appends to a slice: a column chunk
-// encoded by a Parallelism goroutine waits there for its turn.
-type appendWriter struct{ b []byte }
+// chunkBuffer is an io.Writer that keeps what it is given: a column chunk
+// encoded by a Parallelism goroutine waits there for its turn. It holds
+// segments, not one slice, so that growing never copies what it holds,
+// and keeps them for the next chunk.
+type chunkBuffer struct {
+	segs [][]byte
+	n    int // segments in use; the last of them is being filled
+}
 
-func (a *appendWriter) Write(b []byte) (int, error) {
-	a.b = append(a.b, b...)
+// The first segment of a chunk buffer holds minSegment bytes, and each
+// new one twice the one before, up to maxSegment (or the write it takes):
+// a small chunk costs little, a large one few segments.
+const (
+	minSegment = 64 << 10
+	maxSegment = 16 << 20
+)
+
+func (c *chunkBuffer) reset() {
+	for i := range c.segs[:c.n] {
+		c.segs[i] = c.segs[i][:0]
+	}
+	c.n = 0
+}
+
+func (c *chunkBuffer) Write(b []byte) (int, error) {
+	if c.n == 0 || len(c.segs[c.n-1])+len(b) > cap(c.segs[c.n-1]) {
+		size := minSegment
+		if c.n > 0 {
+			size = min(2*cap(c.segs[c.n-1]), maxSegment)
+		}
+		size = max(size, len(b))
+		if c.n == len(c.segs) {
+			c.segs = append(c.segs, make([]byte, 0, size))
+		} else if cap(c.segs[c.n]) < len(b) {
+			c.segs[c.n] = make([]byte, 0, size)
+		}
+		c.n++
+	}
+	c.segs[c.n-1] = append(c.segs[c.n-1], b...)
 	return len(b), nil
+}
+
+// writeTo writes what the buffer holds to w.
+func (c *chunkBuffer) writeTo(w io.Writer) error {
+	for _, seg := range c.segs[:c.n] {
+		if _, err := w.Write(seg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodingFor returns the implementation of a non-dictionary encoding.
