@@ -50,11 +50,13 @@ func TestHostileLongLine(t *testing.T) {
 }
 
 // TestHostileVariantLineMemory converts with --variant one line of many
-// small array items: memory grows with the line by a bounded factor. The
-// factor is large today (about 100× with --shred none, 180× with
-// shredding, from the Variant builder's 48-byte node per value and the
-// shredder's levels), which --max-record-bytes bounds; the test holds it
-// there so that it cannot grow unnoticed.
+// small array items: memory grows with the line by a bounded factor. It
+// was about 100× with --shred none and 180× with shredding (a 48-byte
+// Variant builder node per value); since the one-pass builder and the
+// direct shredding it is about 30× and 25× here (a 50 MiB line: 30× and
+// 22×), most of it the writer's buffers for the one huge value (see
+// convert's TestVariantHugeLineMemory), and --max-record-bytes bounds the
+// line. The bound holds it there so that it cannot grow unnoticed.
 func TestHostileVariantLineMemory(t *testing.T) {
 	items := bytes.Repeat([]byte(`1,`), 2*mib/2)
 	line := append(append([]byte(`{"a":[`), items...), `1]}`+"\n"...)
@@ -66,7 +68,7 @@ func TestHostileVariantLineMemory(t *testing.T) {
 		}
 		factor := float64(r.peakRSS-rssBase/2) / float64(len(line))
 		t.Logf("--shred %s: a %d MiB line of %d items: peak RSS %d MiB, %.0f× the line", shred, len(line)/mib, len(items)/2, r.peakRSS/mib, factor)
-		if r.peakRSS > rssBase+250*int64(len(line)) {
+		if r.peakRSS > rssBase+80*int64(len(line)) {
 			t.Errorf("peak RSS %d MiB for a %d MiB line", r.peakRSS/mib, len(line)/mib)
 		}
 	}
