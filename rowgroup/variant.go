@@ -271,6 +271,9 @@ func (s *VariantShredder) fill(json []byte) error {
 	if err == nil {
 		err = s.put(s.meta, s.val)
 	}
+	if cap(s.val) > maxKeptValue {
+		s.val = nil // a huge record's: not kept for the next ones
+	}
 	if err != nil {
 		return recordError(err)
 	}
@@ -294,6 +297,9 @@ func (s *VariantShredder) fillValue(json []byte) error {
 	c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 	return nil
 }
+
+// maxKeptValue bounds the Variant buffer a shredder keeps between records.
+const maxKeptValue = 4 << 20
 
 // recordError wraps an error of the Variant encoder or of shredding: its
 // message already says where the problem is.

@@ -72,8 +72,17 @@ type objOrder struct {
 	inOrder bool
 }
 
-// maxOrders bounds the objects per record whose order is remembered.
-const maxOrders = 64
+// maxOrders bounds the objects per record whose order is remembered, and
+// maxOrderFields the fields of one.
+const (
+	maxOrders      = 64
+	maxOrderFields = 1024
+)
+
+// maxKept bounds the bytes of scratch a Builder keeps between values: one
+// huge record does not leave a huge Builder behind (a sink holds one per
+// partition).
+const maxKept = 4 << 20
 
 // field is the name of an element of an open object.
 type field struct {
@@ -109,6 +118,10 @@ const (
 func (b *Builder) Reset() {
 	if b.inPlace {
 		b.data, b.own, b.inPlace = b.own, nil, false
+	}
+	if cap(b.data)+cap(b.moved)+4*(cap(b.starts)+cap(b.perm)+cap(b.newOff))+16*cap(b.fields)+12*cap(b.objs) > maxKept {
+		// A huge value: do not hold its buffers for the values after it.
+		b.data, b.moved, b.starts, b.perm, b.newOff, b.fields, b.objs = nil, nil, nil, nil, nil, nil, nil
 	}
 	b.data = b.data[:0]
 	b.base = 0
@@ -754,7 +767,7 @@ func (b *Builder) closeObject(f *frame) {
 		perm = out
 	}
 	b.perm = perm
-	if b.keys.same && !dups && k < maxOrders {
+	if b.keys.same && !dups && k < maxOrders && n <= maxOrderFields {
 		if k >= len(b.orders) {
 			b.orders = append(b.orders, make([]objOrder, k+1-len(b.orders))...)
 		}

@@ -180,3 +180,20 @@ func TestBuilderReuseAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// TestBuilderDropsHugeBuffers checks that a huge value does not leave its
+// scratch in the Encoder for the values after it.
+func TestBuilderDropsHugeBuffers(t *testing.T) {
+	e := NewEncoder()
+	huge := []byte(`[{"b":1,"a":[` + strings.Repeat(`{"y":1,"x":2},`, 1<<18) + `1]}]`)
+	if _, _, err := e.AppendJSON(nil, nil, huge); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.AppendJSON(nil, nil, []byte(`{"b":1,"a":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	b := &e.b
+	if kept := cap(b.data) + cap(b.moved) + cap(b.starts) + cap(b.fields) + cap(b.objs) + cap(b.perm) + cap(b.newOff); kept > 1<<16 {
+		t.Errorf("the Encoder keeps %d elements of scratch after a %d-byte value", kept, len(huge))
+	}
+}
