@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/compress"
@@ -42,8 +43,9 @@ type chunkWriter struct {
 
 	uncompressed int64 // of the chunk being written, page headers included
 
-	out *countingWriter // of the chunk being written
-	buf chunkBuffer     // the chunk, encoded in parallel, until it is written
+	out  *countingWriter // of the chunk being written
+	buf  chunkBuffer     // the chunk, encoded in parallel, until it is written
+	took time.Duration   // how long the last chunk took to encode in parallel, to schedule the next
 
 	// ranks orders a byte-array dictionary's entries, so that the bounds
 	// of a dictionary-encoded page come from comparing integers; nil when

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -240,7 +241,13 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 		order[i] = i
 		done[i] = make(chan struct{})
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(work(g.Column(b)), work(g.Column(a))) })
+	// Longest first, by how long each column took the last time, or by
+	// its size in the first row group.
+	key := func(i int) int64 { return work(g.Column(i)) }
+	if !slices.ContainsFunc(w.columns, func(cw *chunkWriter) bool { return cw.took == 0 }) {
+		key = func(i int) int64 { return int64(w.columns[i].took) }
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(key(b), key(a)) })
 	var next atomic.Int64
 	workers := min(w.cfg.parallelism, n)
 	for range workers {
@@ -255,7 +262,9 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 				cw.buf.reset()
 				out := countingWriter{w: &cw.buf}
 				r := &results[i]
+				start := time.Now()
 				r.cc, r.ix, r.err = cw.writeChunk(&out, g.Column(i))
+				cw.took = max(time.Since(start), 1)
 				close(done[i])
 			}
 		}()
@@ -281,9 +290,19 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 	return first
 }
 
-// work estimates the time it takes to encode a column chunk.
-func work(c *rowgroup.Column) int {
-	return len(c.Bytes) + 8*c.NumValues() + c.NumLevels()
+// work estimates the time it takes to encode a column chunk: its PLAIN
+// size, which is about what the codec compresses.
+func work(c *rowgroup.Column) int64 {
+	n := int64(c.NumValues())
+	switch c.Leaf.Physical {
+	case meta.TypeByteArray:
+		return int64(len(c.Bytes)) + 4*n
+	case meta.TypeFixedLenByteArray:
+		return int64(len(c.Bytes))
+	case meta.TypeBoolean:
+		return n / 8
+	}
+	return n * int64(valueSize(c, 0))
 }
 
 // relocate moves the offsets of a column chunk written at offset 0 by base.
