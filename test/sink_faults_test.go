@@ -29,7 +29,8 @@ const (
 	faultPartSize = 5 << 20
 	// faultPad is the incompressible filler added to each reference event,
 	// so that 9,000 records per partition make a file of more than
-	// rotate.bytes.
+	// rotate.bytes (6 MiB; the file is about 9 MB, written in row groups
+	// of about 1.3 MB, so a mid-file check sees it over).
 	faultPad = 1000
 	// faultInterval is rotate.interval: it closes the files of the
 	// records produced while S3 is down.
@@ -106,7 +107,7 @@ func TestSinkFaults(t *testing.T) {
 		path: "{topic}/{topic}+{partition}+{first_offset}.parquet"}
 	text := cfg.yaml(t)
 	text = replaceYAML(t, text, "  path_style: true\n", "  path_style: true\n  part_size: 5MiB\n  max_retries: 30\n")
-	text = replaceYAML(t, text, "  bytes: 256MiB\n", "  bytes: 8MiB\n")
+	text = replaceYAML(t, text, "  bytes: 256MiB\n", "  bytes: 6MiB\n")
 	text = replaceYAML(t, text, "  row_group_bytes: 1MiB\n", "  row_group_bytes: 2MiB\n")
 	sink, stop := startSink(t, text)
 	t.Cleanup(func() {
