@@ -20,7 +20,8 @@
 //	go run ./benchmarks/cmd/variantbench -data clicks
 //
 // -bin runs a pqsink binary built elsewhere (for before/after figures)
-// instead of building ./cmd/pqsink.
+// instead of building ./cmd/pqsink. pqsink runs with --threads 1, as
+// DuckDB does, unless -threads says otherwise.
 package main
 
 import (
@@ -50,8 +51,9 @@ func main() {
 	check := flag.Int("check", 2000, "rows of each file compared with the input, as JSON values")
 	data := flag.String("data", "events", "input records: events (the sink's reference records) or clicks (nested clickstream)")
 	bin := flag.String("bin", "", "pqsink binary to measure (default: build ./cmd/pqsink)")
+	threads := flag.Int("threads", 1, "pqsink convert --threads (DuckDB runs with threads=1); -1 passes no --threads")
 	flag.Parse()
-	if err := run(*n, *runs, *check, *dir, *data, *bin); err != nil {
+	if err := run(*n, *runs, *check, *threads, *dir, *data, *bin); err != nil {
 		fmt.Fprintln(os.Stderr, "variantbench:", err)
 		os.Exit(1)
 	}
@@ -114,7 +116,7 @@ func duckdb(duckdbDir string, runs int, sql string) (work, idle timing, err erro
 	return work, idle, nil
 }
 
-func run(n, runs, check int, dir, data, bin string) error {
+func run(n, runs, check, threads int, dir, data, bin string) error {
 	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
@@ -155,15 +157,24 @@ func run(n, runs, check int, dir, data, bin string) error {
 	duckOut := filepath.Join(dir, "duckdb.parquet")
 	copySQL := fmt.Sprintf(`COPY (SELECT json::VARIANT AS payload FROM read_json_objects('%s', format = 'newline_delimited')) TO '%s' (FORMAT parquet, COMPRESSION zstd)`, input, duckOut)
 
-	fmt.Printf("input: %d %s records, %.1f MB of JSON Lines; threads: pqsink convert 1 (it has no other setting), duckdb threads=1\n", n, data, float64(size)/1e6)
+	var threadArgs []string
+	threadText := "its default"
+	if threads >= 0 {
+		threadArgs = []string{"--threads", strconv.Itoa(threads)}
+		threadText = strconv.Itoa(threads)
+	}
+	convert := func(args ...string) *exec.Cmd {
+		return exec.Command(bin, append(append([]string{"convert", "--variant", "--quiet", "--codec", "zstd"}, threadArgs...), args...)...)
+	}
+	fmt.Printf("input: %d %s records, %.1f MB of JSON Lines; threads: pqsink convert %s, duckdb 1\n", n, data, float64(size)/1e6, threadText)
 	auto, err := best(runs, func() (timing, error) {
-		return measure(exec.Command(bin, "convert", "--variant", "--quiet", "--codec", "zstd", input, pqAuto))
+		return measure(convert(input, pqAuto))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant: %w", err)
 	}
 	none, err := best(runs, func() (timing, error) {
-		return measure(exec.Command(bin, "convert", "--variant", "--shred", "none", "--quiet", "--codec", "zstd", input, pqNone))
+		return measure(convert("--shred", "none", input, pqNone))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant --shred none: %w", err)
