@@ -151,6 +151,7 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 type writerPool struct {
 	opts  []writer.Option
 	slots chan struct{} // encoding slots: a row group or a footer being written
+	mem   *budget       // counts the idle writers' memory
 
 	mu   sync.Mutex
 	idle []pooledWriter // most recently put last
@@ -159,14 +160,15 @@ type writerPool struct {
 type pooledWriter struct {
 	schema *schema.Schema
 	w      *writer.Writer
+	held   int64 // counted in the budget while idle
 }
 
 // maxIdleWriters bounds the pool: about as many files finish at once as
 // partitions are handled at once.
 const maxIdleWriters = 16
 
-func newWriterPool(opts []writer.Option, slots int) *writerPool {
-	return &writerPool{opts: opts, slots: make(chan struct{}, slots)}
+func newWriterPool(opts []writer.Option, slots int, mem *budget) *writerPool {
+	return &writerPool{opts: opts, slots: make(chan struct{}, slots), mem: mem}
 }
 
 // encode runs fn, which encodes a row group or a footer, in an encoding
@@ -187,9 +189,10 @@ func (p *writerPool) get(s *schema.Schema, out io.Writer) (*writer.Writer, error
 	p.mu.Lock()
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		if p.idle[i].schema == s {
-			w := p.idle[i].w
+			w, held := p.idle[i].w, p.idle[i].held
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
 			p.mu.Unlock()
+			p.mem.add(-held) // the file that takes it counts it now
 			return w, w.Reset(out)
 		}
 	}
@@ -199,12 +202,35 @@ func (p *writerPool) get(s *schema.Schema, out io.Writer) (*writer.Writer, error
 
 // put gives back the writer of a closed file.
 func (p *writerPool) put(s *schema.Schema, w *writer.Writer) {
+	held := w.Held()
+	p.mem.add(held)
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	var evicted int64
 	if len(p.idle) == maxIdleWriters {
+		evicted = p.idle[0].held
 		p.idle = append(p.idle[:0], p.idle[1:]...)
 	}
-	p.idle = append(p.idle, pooledWriter{s, w})
+	p.idle = append(p.idle, pooledWriter{s, w, held})
+	p.mu.Unlock()
+	if evicted > 0 {
+		p.mem.add(-evicted)
+	}
+}
+
+// drain drops the idle writers, under memory pressure, and returns the
+// bytes it gave back.
+func (p *writerPool) drain() int64 {
+	p.mu.Lock()
+	var n int64
+	for _, e := range p.idle {
+		n += e.held
+	}
+	p.idle = nil
+	p.mu.Unlock()
+	if n > 0 {
+		p.mem.add(-n)
+	}
+	return n
 }
 
 // abort discards the upload; nothing of the file is left in the store.

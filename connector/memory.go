@@ -170,6 +170,8 @@ func (s *Sink) relieve(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		switch {
+		case s.writers.drain() > 0:
+			// Idle writers of finished files are the cheapest to give.
 		case spare > 0:
 			// Buffers kept for files not yet opened are the cheapest to give.
 			for _, p := range spares {
@@ -285,10 +287,9 @@ func (p *partition) relieveMemory(ctx context.Context, r int) error {
 // Counted in the budget, they are what makes ten thousand open files
 // rotate before they outgrow it.
 const (
-	partitionOverhead     = 3 << 10 // its state, fetch buffer, logger, ticker, field lookup
-	fileOverhead          = 2 << 10
-	fileOverheadPerLeaf   = 700
-	writerOverheadPerLeaf = 2 << 10
+	partitionOverhead   = 3 << 10 // its state, fetch buffer, logger, ticker, field lookup
+	fileOverhead        = 2 << 10
+	fileOverheadPerLeaf = 700
 )
 
 // held is what the buffers hold, by capacity, with their fixed cost.
@@ -296,7 +297,7 @@ func (fb *fileBuffers) held() int64 {
 	leaves := int64(len(fb.g.Columns()))
 	n := int64(fb.g.Capacity()) + fileOverhead + leaves*fileOverheadPerLeaf
 	if fb.w != nil {
-		n += leaves * writerOverheadPerLeaf
+		n += fb.w.Held() // its dictionaries can be megabytes per column
 	}
 	return n
 }

@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 		return nil, err
 	}
 	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(writer.NewCodecs()))
-	s.writers = newWriterPool(s.writerOpts, runtime.GOMAXPROCS(0)+1)
+	s.writers = newWriterPool(s.writerOpts, runtime.GOMAXPROCS(0)+1, s.mem)
 	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
 	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
 		s.rowGroupBytes = b
@@ -202,6 +202,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	// Helpers of the partitions, stopped (and waited for) once they are.
 	rctx, stopHelpers := context.WithCancel(context.Background())
 	var helpers sync.WaitGroup
+	defer s.writers.drain() // the partitions are done: nothing takes a writer any more
 	defer helpers.Wait()
 	defer stopHelpers()
 	helpers.Go(func() { s.relieve(rctx) })

@@ -26,6 +26,8 @@ type dictionary interface {
 	truncate(n int)
 	encode(dst []byte) ([]byte, error)
 	reset()
+	// held is the memory the dictionary keeps, by capacity.
+	held() int64
 }
 
 func newDictionary(physical meta.Type, width int) dictionary {
