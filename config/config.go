@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -482,7 +483,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parse(data, env, filepath.Dir(abs))
+	return parse(data, env, filepath.Dir(abs), nil)
 }
 
 // Parse reads a config from data, resolving relative paths against the
@@ -492,10 +493,12 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: resolving relative paths: %w", err)
 	}
-	return parse(data, env, dir)
+	return parse(data, env, dir, nil)
 }
 
-func parse(data []byte, env func(string) (string, bool), dir string) (*Config, error) {
+// parse decodes and checks a config; the required keys of optional may be
+// left out.
+func parse(data []byte, env func(string) (string, bool), dir string, optional []string) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -507,6 +510,15 @@ func parse(data []byte, env func(string) (string, bool), dir string) (*Config, e
 	c := defaults()
 	c.Dir = dir
 	d.config(root, &c)
+	if optional != nil {
+		kept := d.problems[:0]
+		for _, p := range d.problems {
+			if !slices.Contains(optional, p.key) || !strings.HasPrefix(p.msg, "required") {
+				kept = append(kept, p)
+			}
+		}
+		d.problems = kept
+	}
 	if err := d.err(); err != nil {
 		return nil, err
 	}

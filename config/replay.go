@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 )
 
 // replayOptional are the keys `pqsink run` requires and `pqsink replay`
@@ -27,7 +25,7 @@ func LoadReplay(path string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseReplay(data, env, filepath.Dir(abs))
+	return parse(data, env, filepath.Dir(abs), replayOptional)
 }
 
 // ParseReplay is LoadReplay of data, with relative paths resolved against
@@ -37,31 +35,5 @@ func ParseReplay(data []byte, env func(string) (string, bool)) (*Config, error) 
 	if err != nil {
 		return nil, fmt.Errorf("config: resolving relative paths: %w", err)
 	}
-	return parseReplay(data, env, dir)
-}
-
-func parseReplay(data []byte, env func(string) (string, bool), dir string) (*Config, error) {
-	if env == nil {
-		env = func(string) (string, bool) { return "", false }
-	}
-	root, err := document(data)
-	if err != nil {
-		return nil, err
-	}
-	d := &decoder{env: env, dir: dir}
-	c := defaults()
-	c.Dir = dir
-	d.config(root, &c)
-	kept := d.problems[:0]
-	for _, p := range d.problems {
-		if slices.Contains(replayOptional, p.key) && strings.HasPrefix(p.msg, "required") {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	d.problems = kept
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return parse(data, env, dir, replayOptional)
 }

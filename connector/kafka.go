@@ -2,21 +2,16 @@ package connector
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/pqsink/pqsink/internal/kafkaauth"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -26,49 +21,6 @@ import (
 // new generation: the partition is no longer ours to commit.
 var errGenerationOver = errors.New("consumer group generation is over")
 
-// saslMechanism builds the SASL mechanism of the config, or nil.
-func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
-	if c == nil {
-		return nil, nil
-	}
-	switch c.Mechanism {
-	case "PLAIN":
-		return plain.Mechanism{Username: c.Username, Password: c.Password.Value()}, nil
-	case "SCRAM-SHA-256":
-		return scram.Mechanism(scram.SHA256, c.Username, c.Password.Value())
-	case "SCRAM-SHA-512":
-		return scram.Mechanism(scram.SHA512, c.Username, c.Password.Value())
-	}
-	return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
-}
-
-// tlsConfig builds the TLS settings of the config, or nil.
-func tlsConfig(c *config.TLS) (*tls.Config, error) {
-	if c == nil {
-		return nil, nil
-	}
-	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify, ServerName: c.ServerName}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file %s: no PEM certificate in it", c.CAFile)
-		}
-		t.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
-	}
-	return t, nil
-}
-
 // kafkaClients are the connections to Kafka: the dialer of the consumer
 // group, and the client of fetches, offset commits and metadata.
 type kafkaClients struct {
@@ -77,11 +29,11 @@ type kafkaClients struct {
 }
 
 func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
-	mech, err := saslMechanism(c.SASL)
+	mech, err := kafkaauth.SASL(c.SASL)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := tlsConfig(c.TLS)
+	tc, err := kafkaauth.TLS(c.TLS)
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,10 @@ package source
 import (
 	"container/heap"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/pqsink/pqsink/internal/kafkaauth"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +15,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/metadata"
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
@@ -168,11 +163,11 @@ func (samePartition) Balance(msg kafka.Message, _ ...int) int { return msg.Parti
 
 // newWriter makes the kafka-go Writer of the target topic.
 func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
-	mech, err := saslMechanism(k.SASL)
+	mech, err := kafkaauth.SASL(k.SASL)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := tlsConfig(k.TLS)
+	tc, err := kafkaauth.TLS(k.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -236,49 +231,6 @@ func (c *topicMetadataCache) RoundTrip(ctx context.Context, addr net.Addr, req p
 		c.mu.Unlock()
 	}
 	return resp, err
-}
-
-// saslMechanism builds the SASL mechanism of the config, or nil.
-func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
-	if c == nil {
-		return nil, nil
-	}
-	switch c.Mechanism {
-	case "PLAIN":
-		return plain.Mechanism{Username: c.Username, Password: c.Password.Value()}, nil
-	case "SCRAM-SHA-256":
-		return scram.Mechanism(scram.SHA256, c.Username, c.Password.Value())
-	case "SCRAM-SHA-512":
-		return scram.Mechanism(scram.SHA512, c.Username, c.Password.Value())
-	}
-	return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
-}
-
-// tlsConfig builds the TLS settings of the config, or nil.
-func tlsConfig(c *config.TLS) (*tls.Config, error) {
-	if c == nil {
-		return nil, nil
-	}
-	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify, ServerName: c.ServerName}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file %s: no PEM certificate in it", c.CAFile)
-		}
-		t.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
-	}
-	return t, nil
 }
 
 // checkTarget checks that the target topic exists with the partitions the
