@@ -10,7 +10,6 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
-	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -36,22 +35,8 @@ func TestReplayFiltersOnSinkFiles(t *testing.T) {
 	const partitions, n = 3, 3000
 	topic := "filter-src"
 	targets := []string{"f-partitions", "f-offsets", "f-time", "f-topic"}
-	broker := kafkatest.Start(t, partitions, append([]string{topic}, targets...)...)
-	produceReplayEvents(t, broker.Brokers, topic, n, false)
-	truth := readTopic(t, broker.Brokers, topic, partitions)
-
-	dir := t.TempDir()
-	cfg := sinkConfig{brokers: broker.Brokers, group: "g-filters", topic: topic, format: "json", envelope: true,
-		records: 250, interval: "2s", storeURL: "file://" + dir}
-	store, err := objstore.Open(context.Background(), cfg.storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	text := cfg.yaml(t)
-	_, stop := startSink(t, text)
-	waitLanded(t, store, n, 2*time.Minute)
-	stop()
+	a := archiveTopic(t, "g-filters", topic, targets, partitions, n, 250)
+	brokers, truth, text, store := a.brokers, a.truth, a.text, a.store
 	rcfg, err := config.ParseReplay([]byte(text), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +90,7 @@ func TestReplayFiltersOnSinkFiles(t *testing.T) {
 		t.Run(tc.target, func(t *testing.T) {
 			st := &openCounter{Store: store, opens: map[string]int{}}
 			opts := tc.opts
-			opts.From, opts.Topic, opts.Store, opts.PathTemplate = cfg.storeURL, tc.target, st, rcfg.Path
+			opts.From, opts.Topic, opts.Store, opts.PathTemplate = a.storeURL, tc.target, st, rcfg.Path
 			r, err := source.New(context.Background(), rcfg, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -123,7 +108,7 @@ func TestReplayFiltersOnSinkFiles(t *testing.T) {
 			if len(want) == 0 && tc.target != "f-topic" {
 				t.Fatal("the filter keeps nothing; the test data does not exercise it")
 			}
-			compareReplayed(t, want, readTopic(t, broker.Brokers, tc.target, partitions), 0)
+			compareReplayed(t, want, readTopic(t, brokers, tc.target, partitions), 0)
 			opened := 0
 			for _, f := range files {
 				if st.opens[f.key] > 0 {

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/pqsink/pqsink/connector/source"
 	"github.com/pqsink/pqsink/internal/testutil"
-	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/objstore"
 )
 
 // TestReplayProcessSignals runs `pqsink replay` as a child process and
@@ -29,22 +26,8 @@ func TestReplayProcessSignals(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			const partitions, n = 3, 30000
 			topic, target := "proc-src", "proc-dst"
-			broker := kafkatest.Start(t, partitions, topic, target)
-			produceReplayEvents(t, broker.Brokers, topic, n, false)
-			truth := readTopic(t, broker.Brokers, topic, partitions)
-
-			dir := t.TempDir()
-			cfg := sinkConfig{brokers: broker.Brokers, group: "g-proc", topic: topic, format: "json", envelope: true,
-				records: 5000, interval: "2s", storeURL: "file://" + dir}
-			store, err := objstore.Open(context.Background(), cfg.storeURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			text := cfg.yaml(t)
-			_, stop := startSink(t, text)
-			waitLanded(t, store, n, 2*time.Minute)
-			stop()
+			a := archiveTopic(t, "g-proc", topic, []string{target}, partitions, n, 5000)
+			brokers, truth, text := a.brokers, a.truth, a.text
 
 			work := t.TempDir()
 			cfgPath := filepath.Join(work, "replay.yaml")
@@ -52,7 +35,7 @@ func TestReplayProcessSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkpoint := filepath.Join(work, "replay.checkpoint")
-			args := []string{"replay", "--config", cfgPath, "--from", cfg.storeURL, "--topic", target,
+			args := []string{"replay", "--config", cfgPath, "--from", a.storeURL, "--topic", target,
 				"--checkpoint", checkpoint, "--batch", "200", "--progress", "log"}
 
 			// First run, stopped by the signal once some records are out.
@@ -85,7 +68,7 @@ func TestReplayProcessSignals(t *testing.T) {
 			case sig == syscall.SIGTERM && (!errors.As(runErr, &exit) || exit.ExitCode() != 1 || !strings.Contains(log.String(), "replay interrupted")):
 				t.Fatalf("after SIGTERM: %v, want exit status 1 and \"replay interrupted\"\n%s", runErr, log.String())
 			}
-			produced := len(readTopic(t, broker.Brokers, target, partitions))
+			produced := len(readTopic(t, brokers, target, partitions))
 			if sig == syscall.SIGTERM && !finished {
 				data, err := os.ReadFile(checkpoint)
 				if err != nil {
@@ -105,7 +88,7 @@ func TestReplayProcessSignals(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rerun: %v\n%s", err, out)
 			}
-			got := readTopic(t, broker.Brokers, target, partitions)
+			got := readTopic(t, brokers, target, partitions)
 			if sig == syscall.SIGTERM || finished {
 				compareReplayed(t, truth, got, 0)
 				return

@@ -25,35 +25,20 @@ import (
 func TestReplayResume(t *testing.T) {
 	const partitions, n = 3, 3000
 	topic, target := "resume-src", "resume-dst"
-	broker := kafkatest.Start(t, partitions, topic, target)
-	produceReplayEvents(t, broker.Brokers, topic, n, false)
-	truth := readTopic(t, broker.Brokers, topic, partitions)
-
-	dir := t.TempDir()
-	cfg := sinkConfig{brokers: broker.Brokers, group: "g-resume", topic: topic, format: "json", envelope: true,
-		records: 400, interval: "2s", storeURL: "file://" + dir}
-	store, err := objstore.Open(context.Background(), cfg.storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	text := cfg.yaml(t)
-	_, stop := startSink(t, text)
-	waitLanded(t, store, n, 2*time.Minute)
-	stop()
-
+	a := archiveTopic(t, "g-resume", topic, []string{target}, partitions, n, 400)
+	brokers, truth, text := a.brokers, a.truth, a.text
 	rcfg, err := config.ParseReplay([]byte(text), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkpoint := filepath.Join(t.TempDir(), "replay.checkpoint")
-	opts := source.Options{From: cfg.storeURL, Topic: target, Checkpoint: checkpoint, PathTemplate: rcfg.Path, BatchRecords: 100}
+	opts := source.Options{From: a.storeURL, Topic: target, Checkpoint: checkpoint, PathTemplate: rcfg.Path, BatchRecords: 100}
 
 	// First run: interrupted once about a third is produced, by the
 	// producer itself, so that the interruption does not depend on timing.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: target, Balancer: samePartitionBalancer{},
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: target, Balancer: samePartitionBalancer{},
 		BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	first := opts
@@ -75,7 +60,7 @@ func TestReplayResume(t *testing.T) {
 	if err := json.Unmarshal(data, &ck); err != nil {
 		t.Fatal(err)
 	}
-	produced := len(readTopic(t, broker.Brokers, target, partitions))
+	produced := len(readTopic(t, brokers, target, partitions))
 	if ck.Complete || ck.Records != int64(produced) || produced < n/3 || produced >= n {
 		t.Fatalf("after the interruption the target holds %d records and the checkpoint says %d (complete %v)", produced, ck.Records, ck.Complete)
 	}
@@ -97,7 +82,7 @@ func TestReplayResume(t *testing.T) {
 	if got := r.Stats().Records.Load(); got != int64(n-produced) {
 		t.Errorf("the resumed run produced %d records, want the %d left", got, n-produced)
 	}
-	compareReplayed(t, truth, readTopic(t, broker.Brokers, target, partitions), 0)
+	compareReplayed(t, truth, readTopic(t, brokers, target, partitions), 0)
 }
 
 // samePartitionBalancer sends a message to the partition it names.
@@ -125,4 +110,36 @@ func (c *cancelAfter) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 		c.cancel()
 	}
 	return nil
+}
+
+// archived is a topic of reference events that the sink landed in a file
+// store: what the replay tests start from.
+type archived struct {
+	brokers  []string
+	truth    map[string]produced
+	text     string // the sink's config, which replay reads as it is
+	storeURL string
+	store    objstore.Store // closed when the test ends
+}
+
+// archiveTopic starts a broker with topic and targets, produces n events
+// into topic and lands them with the sink, records to a file.
+func archiveTopic(t *testing.T, group, topic string, targets []string, partitions int32, n, records int) archived {
+	t.Helper()
+	broker := kafkatest.Start(t, partitions, append([]string{topic}, targets...)...)
+	produceReplayEvents(t, broker.Brokers, topic, n, false)
+	a := archived{brokers: broker.Brokers, truth: readTopic(t, broker.Brokers, topic, int(partitions)), storeURL: "file://" + t.TempDir()}
+	cfg := sinkConfig{brokers: broker.Brokers, group: group, topic: topic, format: "json", envelope: true,
+		records: records, interval: "2s", storeURL: a.storeURL}
+	store, err := objstore.Open(context.Background(), a.storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	a.store = store
+	a.text = cfg.yaml(t)
+	_, stop := startSink(t, a.text)
+	waitLanded(t, store, int64(n), 2*time.Minute)
+	stop()
+	return a
 }
