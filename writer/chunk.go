@@ -424,6 +424,9 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 		chunkBounds.merge(cw.order, c.Leaf.Physical, b)
 	}
 
+	if cw.bounds.borrowed {
+		cw.bounds = bounds{} // points into c
+	}
 	if !cw.plan.fixed {
 		cw.last = cw.plan
 	}
@@ -475,6 +478,11 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 	cw.idx = cw.idx[:0]
 	probed := false
 	for pi, p := range cw.pages {
+		if holdsOver(c, p, cw.cfg.dictPageSize) {
+			// The page would push the dictionary over its limit; this
+			// says so without copying a huge value into it first.
+			return pi
+		}
 		before := cw.dict.len()
 		cw.idx = cw.dict.add(cw.idx, c, p.v0, p.v1)
 		if cw.dict.size() > cw.cfg.dictPageSize {
@@ -490,6 +498,26 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 		}
 	}
 	return len(cw.pages)
+}
+
+// holdsOver reports whether page p of c holds a value whose PLAIN size
+// alone is over limit bytes, which no dictionary within limit can hold.
+func holdsOver(c *rowgroup.Column, p pageRange, limit int) bool {
+	switch c.Leaf.Physical {
+	case meta.TypeByteArray:
+		if int(c.Offsets[p.v1]-c.Offsets[p.v0])+4*(p.v1-p.v0) <= limit {
+			return false
+		}
+		for i := p.v0; i < p.v1; i++ {
+			if 4+int(c.Offsets[i+1]-c.Offsets[i]) > limit {
+				return true
+			}
+		}
+		return false
+	case meta.TypeFixedLenByteArray:
+		return p.v1 > p.v0 && int(c.Leaf.Length) > limit
+	}
+	return false
 }
 
 // distinctProbe is how many leading values of a chunk decide whether it is
@@ -1064,7 +1092,7 @@ func (cw *chunkWriter) rankDictionary() {
 
 // dictPageBounds is pageBounds for a page of a ranked dictionary.
 func (cw *chunkWriter) dictPageBounds(b bounds, v0, v1 int) bounds {
-	b.min, b.max, b.ok, b.minExact, b.maxExact, b.nans = b.min[:0], b.max[:0], false, true, true, 0
+	b = b.empty()
 	if v0 == v1 {
 		return b
 	}

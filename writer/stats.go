@@ -63,6 +63,23 @@ type bounds struct {
 	ok                 bool
 	minExact, maxExact bool
 	nans               int64 // NaN values, counted for FLOAT, DOUBLE and FLOAT16
+	// borrowed: min and max are the column's own bytes, not b's storage,
+	// and must not be appended to.
+	borrowed bool
+}
+
+// borrowBounds is the combined length of a byte-array min and max above
+// which pageBounds points into the column instead of copying them: a page
+// of one 50 MB value would otherwise copy it twice, only for truncated to
+// keep 64 bytes of each.
+const borrowBounds = 64 << 10
+
+// empty resets b to no bounds, keeping its storage unless it is borrowed.
+func (b bounds) empty() bounds {
+	if b.borrowed {
+		b.min, b.max = nil, nil
+	}
+	return bounds{min: b.min[:0], max: b.max[:0], minExact: true, maxExact: true}
 }
 
 // countsNaN reports whether a column's statistics carry a nan_count.
@@ -73,9 +90,10 @@ func float64bits(f float64) uint64 { return math.Float64bits(f) }
 
 // pageBounds returns the min and max of values v0..v1 of c, or ok=false
 // when there are none to report (no values, only NaNs, or no order).
-// The returned slices reuse b's storage.
+// The returned slices reuse b's storage, or, for long byte arrays, are
+// the column's own bytes (borrowed), valid while c is.
 func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bounds {
-	b.min, b.max, b.ok, b.minExact, b.maxExact, b.nans = b.min[:0], b.max[:0], false, true, true, 0
+	b = b.empty()
 	if order == orderNone || v0 == v1 {
 		return b
 	}
@@ -188,6 +206,10 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 			}
 		}
 		if !found {
+			return b
+		}
+		if len(lo)+len(hi) > borrowBounds && order != orderFloat16 {
+			b.min, b.max, b.borrowed, b.ok = lo, hi, true, true
 			return b
 		}
 		b.min = append(b.min, lo...)
