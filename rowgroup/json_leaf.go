@@ -127,6 +127,14 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		// A Number token (or a map key taken for one) has been validated.
 		parse := parseFloat
 		if k == jsonscan.Number {
+			if p.conv == convDouble { // the common case, a direct call
+				v, err := parseNumber(b, 64)
+				if err != nil {
+					return s.convErr(p, b, k, key, err)
+				}
+				c.AppendDouble(rep, v)
+				return nil
+			}
 			parse = parseNumber
 		}
 		switch p.conv {

@@ -172,3 +172,60 @@ func mustHex(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// TestExactFloat64Long checks the 128-bit division path of exactFloat64,
+// for literals of 17 to 19 digits (what strconv's shortest formatting of
+// a random float64 gives), ties included, against strconv.ParseFloat.
+func TestExactFloat64Long(t *testing.T) {
+	check := func(lit string) {
+		t.Helper()
+		v, ok := exactFloat64([]byte(lit))
+		if !ok {
+			digits := strings.TrimPrefix(strings.TrimLeft(lit, "-"), "0.")
+			if !strings.ContainsAny(lit, "eE") && len(strings.Replace(digits, ".", "", 1)) <= 19 {
+				t.Errorf("exactFloat64(%q) fell back to strconv", lit)
+			}
+			return
+		}
+		want, err := strconv.ParseFloat(lit, 64)
+		if err != nil || math.Float64bits(v) != math.Float64bits(want) {
+			t.Errorf("exactFloat64(%q) = %v (%#x), strconv gives %v (%#x)", lit, v, math.Float64bits(v), want, math.Float64bits(want))
+		}
+	}
+	for _, lit := range []string{
+		"4503599627370496.5", "4503599627370497.5", "-4503599627370496.5", "9007199254740993", "9007199254740995",
+		"18014398509481985", "18014398509481986", "18014398509481987", "9999999999999999999", "0.9999999999999999999",
+		"0.0000000000000000001", "0.6046602879796196", "0.94050909314174", "1.0000000000000000001", "9223372036854775807",
+		"9223372036854775808", "922337203685477580.7", "1844674407370955161", "0.1000000000000000055511151231257827",
+	} {
+		check(lit)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		check(strconv.FormatFloat(r.Float64(), 'g', -1, 64))
+		check(strconv.FormatFloat(r.NormFloat64()*math.Pow(10, float64(r.IntN(19))), 'f', -1, 64))
+		check(randomDigits(r))
+	}
+}
+
+// randomDigits returns a literal of 1 to 19 digits with a point somewhere
+// or none, and maybe a sign.
+func randomDigits(r *rand.Rand) string {
+	var b strings.Builder
+	if r.IntN(2) == 0 {
+		b.WriteByte('-')
+	}
+	n := 1 + r.IntN(19)
+	point := r.IntN(n + 1) // after digit point-1; n means none
+	for i := range n {
+		d := byte('0' + r.IntN(10))
+		if i == 0 && point != 1 && d == '0' {
+			d = '1'
+		}
+		b.WriteByte(d)
+		if i+1 == point && i+1 < n {
+			b.WriteByte('.')
+		}
+	}
+	return b.String()
+}

@@ -1,6 +1,7 @@
 package rowgroup
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/big"
@@ -462,41 +463,53 @@ func parseNumber(b []byte, bitSize int) (float64, error) {
 	return v, nil
 }
 
-// exactFloat64 converts the common literals -?d+(.d+)? of at most 18
-// digits whose digits, as an integer m, are exactly representable (m <=
-// 2^53). Then m and 10^f (f < 23) are both exact float64 values and one
-// IEEE division rounds m/10^f correctly, the result strconv.ParseFloat
-// gives, at a fraction of its cost. Other literals report ok false.
+// exactFloat64 converts the common literals -?d+(.d+)? of at most 19
+// digits (not counting the 0 of 0.ddd), correctly rounded: the result strconv.ParseFloat gives, at a
+// fraction of its cost. Other literals (exponents, more digits) report ok
+// false. b must follow the JSON number grammar.
+//
+// The digits, as an integer m < 10^19, and 10^f for f fraction digits are
+// both exact uint64 values. When m <= 2^53 they are exact float64 values
+// too, and one IEEE division rounds m/10^f correctly. Otherwise a 128-bit
+// division gives the leading 63 or 64 bits of the quotient and whether
+// anything remains, which is enough to round to 53 bits by hand.
 func exactFloat64(b []byte) (v float64, ok bool) {
 	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 19 { // m < 10^19 cannot overflow
+	if len(b) == 0 || len(b) > 21 { // 0, a point and 19 digits
 		return 0, false
 	}
-	var m uint64
-	frac := -1 // digits after the point, -1 before it
-	for _, c := range b {
-		if c == '.' && frac < 0 {
-			frac = 0
-			continue
-		}
-		c -= '0'
-		if c > 9 {
+	m, i := parseDigits(b, 0, 0)
+	if i == 0 {
+		return 0, false
+	}
+	f := 0 // fraction digits
+	if i < len(b) {
+		if b[i] != '.' {
 			return 0, false
 		}
-		m = m*10 + uint64(c)
-		if frac >= 0 {
-			frac++
+		var j int
+		if m, j = parseDigits(b, i+1, m); j != len(b) || j == i+1 {
+			return 0, false
 		}
+		f = j - i - 1
 	}
-	if m > 1<<53 || frac == 0 {
-		return 0, false
+	n := i + f // digits in m
+	if i == 1 && b[0] == '0' {
+		n = f // "0.ddd": the zero is not one
 	}
-	v = float64(m)
-	if frac > 0 {
-		v /= float64Pow10[frac]
+	if n > 19 || f > 19 {
+		return 0, false // m may have wrapped, or 10^f does not fit
+	}
+	if m <= 1<<53 {
+		v = float64(m)
+		if f > 0 {
+			v /= float64Pow10[f]
+		}
+	} else {
+		v = divideRounded(m, uint64Pow10[f])
 	}
 	if neg {
 		v = -v
@@ -504,10 +517,69 @@ func exactFloat64(b []byte) (v float64, ok bool) {
 	return v, true
 }
 
+// parseDigits reads the decimal digits of b from i on into m (m*10+digit
+// each, wrapping on overflow) and returns m and the index of the first
+// byte that is not a digit. Eight digits at a time, as one word.
+func parseDigits(b []byte, i int, m uint64) (uint64, int) {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// Every byte is '0'..'9': its high nibble is 3 and adding 6 keeps it 3.
+		if x&0xf0f0f0f0f0f0f0f0 != 0x3030303030303030 || (x+0x0606060606060606)&0xf0f0f0f0f0f0f0f0 != 0x3030303030303030 {
+			break
+		}
+		x -= 0x3030303030303030
+		x = (x*10 + x>>8) & 0x00ff00ff00ff00ff   // pairs of digits
+		x = (x*100 + x>>16) & 0x0000ffff0000ffff // groups of four
+		x = (x*10000 + x>>32) & 0xffffffff
+		m = m*100000000 + x
+		i += 8
+	}
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		m = m*10 + uint64(c)
+	}
+	return m, i
+}
+
+// divideRounded returns m/d rounded to the nearest float64, ties to even,
+// for 2^53 < m < 2^64 and 1 <= d <= 10^19, where the quotient is a normal
+// number.
+func divideRounded(m, d uint64) float64 {
+	// q = floor(m·2^s / d) with 2^62 <= q < 2^64: m·2^s < 2^(63+len(d)),
+	// which is below d·2^64, so the division cannot overflow.
+	s := 63 - bits.Len64(m) + bits.Len64(d) // 0 <= s <= 63+64
+	var hi, lo uint64
+	switch {
+	case s >= 64:
+		hi = m << (s - 64)
+	case s > 0:
+		hi, lo = m>>(64-s), m<<s
+	default:
+		lo = m
+	}
+	q, r := bits.Div64(hi, lo, d)
+	k := bits.Len64(q) - 53 // bits to drop, 10 or 11
+	mant := q >> k
+	low, half := q&(1<<k-1), uint64(1)<<(k-1)
+	if low > half || low == half && (r != 0 || mant&1 == 1) {
+		mant++ // at most 2^53, still exact
+	}
+	// mant·2^(k-s), with k-s between -127 and 11: the power of two is a
+	// normal float64 and the product is exact.
+	return float64(mant) * math.Float64frombits(uint64(1023+k-s)<<52)
+}
+
 // float64Pow10 holds the powers of ten that are exact float64 values and
 // that exactFloat64 needs.
 var float64Pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
-	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// uint64Pow10 holds the powers of ten up to 10^19, the largest in a uint64.
+var uint64Pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 // specialFloat recognizes the strings that stand for the IEEE 754 values
 // JSON numbers cannot express.
