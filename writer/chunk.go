@@ -36,7 +36,6 @@ type chunkWriter struct {
 	idx    []int32
 	levels []byte
 	values []byte
-	body   []byte
 	header []byte
 	bounds bounds
 	hashes map[uint64]struct{}
@@ -592,7 +591,7 @@ func (cw *chunkWriter) start(c *rowgroup.Column) (int, error) {
 		return cw.keepDictionary(dictPages), nil
 	}
 	dictPages := -1 // not built yet
-	if last := cw.last; last.cost > 0 {
+	if last := cw.last; last.cost > 0 && !hugeValues(c, cw.pages[0]) {
 		if last.use.dict {
 			if dictPages = cw.buildDictionary(c); dictPages == 0 {
 				goto trial
@@ -623,6 +622,23 @@ trial:
 		return 0, err
 	}
 	return cw.keepDictionary(dictPages), nil
+}
+
+// hugeValue is the mean PLAIN size of a page's byte-array values from
+// which the page is written PLAIN without a trial of the other
+// encodings: what the delta encodings save there is a few bytes of
+// lengths per value, and prefixes shared between values this long are the
+// codec's to find, while each trial would encode and compress the page
+// once more, holding another copy of it (a page of one 50 MB value costs
+// 50 MB per trial).
+const hugeValue = 1 << 20
+
+// hugeValues reports whether page p's values are huge: BYTE_ARRAY values
+// of hugeValue bytes or more on average. The candidate at index 0 is
+// PLAIN (adaptiveCandidates), the only one tried for such a page.
+func hugeValues(c *rowgroup.Column, p pageRange) bool {
+	n := p.v1 - p.v0
+	return c.Leaf.Physical == meta.TypeByteArray && n > 0 && int(c.Offsets[p.v1]-c.Offsets[p.v0])/n >= hugeValue
 }
 
 // keepDictionary returns how many pages the dictionary covers under the
@@ -702,7 +718,11 @@ func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict boo
 			return err
 		}
 	}
-	for i := range cw.candidates {
+	cands := cw.candidates
+	if hugeValues(c, p) {
+		cands = cands[:1]
+	}
+	for i := range cands {
 		if err := try(option{cand: i}); err != nil {
 			return err
 		}
@@ -723,6 +743,10 @@ func (cw *chunkWriter) encodeNext(c *rowgroup.Column, pi, dictPages int) error {
 		pl.use, pl.cost, pl.wait = option{cand: pl.fallback}, 0, 1
 	}
 	p := cw.pages[pi]
+	if !pl.use.dict && hugeValues(c, p) {
+		// PLAIN, and the plan is left to the pages around it.
+		return cw.encodePage(&cw.page, c, p, option{}, dictPages)
+	}
 	if err := cw.encodePage(&cw.page, c, p, pl.use, dictPages); err != nil {
 		return err
 	}
@@ -758,6 +782,17 @@ func (cw *chunkWriter) encodeNext(c *rowgroup.Column, pi, dictPages int) error {
 func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRange, o option, dictPages int) error {
 	var err error
 	cw.values = cw.values[:0]
+	if cw.cfg.pageVersion == 1 {
+		// Data page v1 compresses levels and values together: the levels
+		// go first into the buffer the values are appended to, rather than
+		// both being copied into a third.
+		if c.MaxRep() > 0 {
+			cw.values = appendPrefixedLevels(cw.values, c.Rep[p.l0:p.l1], int(c.MaxRep()))
+		}
+		if c.MaxDef() > 0 {
+			cw.values = appendPrefixedLevels(cw.values, c.Def[p.l0:p.l1], int(c.MaxDef()))
+		}
+	}
 	if o.dict {
 		e.enc = meta.EncodingRLEDictionary
 		cw.values, err = encoding.RLEDictionary{}.EncodeInt32(cw.values, cw.idx[p.v0:p.v1])
@@ -770,8 +805,8 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 		return err
 	}
 	e.values = p.v1 - p.v0
-	cw.levels = cw.levels[:0]
 	if cw.cfg.pageVersion == 2 {
+		cw.levels = cw.levels[:0]
 		e.repLen, e.defLen = 0, 0
 		if c.MaxRep() > 0 {
 			cw.levels = encoding.AppendLevels(cw.levels, c.Rep[p.l0:p.l1], encoding.BitWidth(uint64(c.MaxRep())))
@@ -796,19 +831,8 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 		}
 		return nil
 	}
-	if c.MaxRep() > 0 {
-		cw.levels = appendPrefixedLevels(cw.levels, c.Rep[p.l0:p.l1], int(c.MaxRep()))
-	}
-	if c.MaxDef() > 0 {
-		cw.levels = appendPrefixedLevels(cw.levels, c.Def[p.l0:p.l1], int(c.MaxDef()))
-	}
-	body := cw.values
-	if len(cw.levels) > 0 {
-		cw.body = append(append(cw.body[:0], cw.levels...), cw.values...)
-		body = cw.body
-	}
-	e.uncompressed = len(body)
-	if e.data, err = cw.codec.Encode(e.data[:0], body); err != nil {
+	e.uncompressed = len(cw.values)
+	if e.data, err = cw.codec.Encode(e.data[:0], cw.values); err != nil {
 		return fmt.Errorf("compress: %w", err)
 	}
 	return nil

@@ -15,7 +15,7 @@ func (w *Writer) Held() int64 {
 }
 
 func (c *chunkWriter) held() int64 {
-	n := 4*int64(cap(c.idx)) + int64(cap(c.levels)+cap(c.values)+cap(c.body)+cap(c.header)+cap(c.dictPage)) +
+	n := 4*int64(cap(c.idx)) + int64(cap(c.levels)+cap(c.values)+cap(c.header)+cap(c.dictPage)) +
 		int64(cap(c.page.data)+cap(c.alt.data)) + 4*int64(cap(c.ranks)+cap(c.rankOrder)) + 16*int64(len(c.hashes)) +
 		24*int64(cap(c.pages))
 	for _, s := range c.buf.segs {
