@@ -170,6 +170,7 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		}
 		root.index[f.Name] = len(root.fields)
 		root.fields = append(root.fields, p)
+		root.keys = append(root.keys, p.key)
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
@@ -285,12 +286,15 @@ func (s *JSONShredder) next() (jsonscan.Kind, error) {
 // read.
 func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 	seen := p.seen
-	clear(seen)
 	next := 0  // records usually list members in schema order: try that first
 	found := 0 // fields seen
+	// While the members come in schema order, the fields seen are those
+	// before next, and seen is neither cleared nor kept: the first member
+	// out of order (or a second one for a field) fills it in.
+	ordered := true
 	for {
 		i := next
-		if next >= len(p.fields) || !s.scan.NextIs(&p.fields[next].key) {
+		if next >= len(p.keys) || !s.scan.NextIs(&p.keys[next]) {
 			k, err := s.next()
 			if err != nil {
 				return err
@@ -314,10 +318,18 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 			}
 		}
 		f := p.fields[i]
-		if seen[i] {
-			return s.at(fieldStep(f.name), s.errorf("field appears twice in the object"))
+		if ordered && i != next {
+			ordered = false
+			for j := range seen {
+				seen[j] = j < next
+			}
 		}
-		seen[i] = true
+		if !ordered {
+			if seen[i] {
+				return s.at(fieldStep(f.name), s.errorf("field appears twice in the object"))
+			}
+			seen[i] = true
+		}
 		found++
 		next = i + 1
 		k, err := s.next()
@@ -337,7 +349,7 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 		return nil
 	}
 	for i, f := range p.fields {
-		if seen[i] {
+		if ordered && i < next || !ordered && seen[i] {
 			continue
 		}
 		if f.required {

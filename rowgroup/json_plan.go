@@ -58,8 +58,9 @@ type jsonPlan struct {
 
 	// planGroup
 	fields []*jsonPlan
-	index  map[string]int // field name → position in fields
-	seen   []bool         // fields met in the current object; instances of a node never nest
+	keys   []jsonscan.MemberName // fields[i].key, side by side for the walk's NextIs
+	index  map[string]int        // field name → position in fields
+	seen   []bool                // fields met in the current object; instances of a node never nest
 
 	// planList and planMap: the levels of the repeated middle group, and
 	// elem (the list element or the map key) and value (nil for a key set).
@@ -115,6 +116,7 @@ func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
 			return nil, err
 		}
 		p.fields = append(p.fields, c)
+		p.keys = append(p.keys, c.key)
 		p.index[f.Name] = i
 	}
 	return p, nil

@@ -472,9 +472,7 @@ func (s *Scanner) scanNumber() bool {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && isDigit(d[i]):
-		for i < len(d) && isDigit(d[i]) {
-			i++
-		}
+		i = digitsEnd(d, i+1)
 	default:
 		return s.fail(i, "invalid number, expected digit")
 	}
@@ -483,9 +481,7 @@ func (s *Scanner) scanNumber() bool {
 		if i == len(d) || !isDigit(d[i]) {
 			return s.fail(i, "invalid number, expected digit after '.'")
 		}
-		for i < len(d) && isDigit(d[i]) {
-			i++
-		}
+		i = digitsEnd(d, i+1)
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		i++
@@ -502,6 +498,30 @@ func (s *Scanner) scanNumber() bool {
 	s.end = i
 	s.pos = i
 	return true
+}
+
+// digitStops flags the bytes of x that are not ASCII digits, with the
+// same exactness as stringStops: the lowest flagged byte is exact. A byte
+// below '0' borrows in x-lsbs·'0', one above '9' carries into the high bit
+// in x+lsbs·0x46, and a non-ASCII byte has it already; carries and borrows
+// only start at flagged bytes.
+func digitStops(x uint64) uint64 {
+	return ((x - lsbs*'0') | (x + lsbs*0x46) | x) & msbs
+}
+
+// digitsEnd returns the index of the first byte at or after i that is not
+// an ASCII digit, or len(d): numbers with many digits, such as shortest
+// float64 spellings, take a word at a time.
+func digitsEnd(d []byte, i int) int {
+	for ; i+8 <= len(d); i += 8 {
+		if m := digitStops(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(d) && isDigit(d[i]) {
+		i++
+	}
+	return i
 }
 
 // Word-at-a-time string scanning: eight bytes are loaded into a uint64
