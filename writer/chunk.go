@@ -426,6 +426,7 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 	if cw.bounds.borrowed {
 		cw.bounds = bounds{} // points into c
 	}
+	cw.trim()
 	if !cw.plan.fixed {
 		cw.last = cw.plan
 	}
@@ -463,6 +464,30 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 	}
 	return meta.ColumnChunk{FileOffset: start, MetaData: md}, ix, nil
 }
+
+// trim lets go of scratch buffers that a chunk of huge values grew past
+// what ordinary pages need: a sink keeps its writers pooled, and one huge
+// record must not leave each of them holding hundreds of megabytes.
+// Buffers within keepScratch stay, so that ordinary chunks allocate
+// nothing.
+func (cw *chunkWriter) trim() {
+	keep := cw.keepScratch()
+	for _, b := range []*[]byte{&cw.values, &cw.levels, &cw.header, &cw.dictPage, &cw.page.data, &cw.alt.data} {
+		if cap(*b) > keep {
+			*b = nil
+		}
+	}
+	if 4*cap(cw.idx) > keep {
+		cw.idx = nil
+	}
+	if cw.dict != nil && cw.dict.held() > int64(keep) {
+		cw.dict = newDictionary(cw.leaf.Physical, int(cw.leaf.Length)) // rebuilt by every chunk anyway
+	}
+}
+
+// keepScratch is the capacity a scratch buffer keeps between chunks: four
+// pages of the configured size, and at least 8 MiB.
+func (cw *chunkWriter) keepScratch() int { return max(4*cw.cfg.pageSize, 8<<20) }
 
 // buildDictionary fills the dictionary from the pages in order and returns
 // how many leading pages it covers. A page that pushes the dictionary past
@@ -817,7 +842,7 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 			e.defLen = len(cw.levels) - e.repLen
 		}
 		e.uncompressed = len(cw.levels) + len(cw.values)
-		e.data = append(e.data[:0], cw.levels...)
+		e.data = append(cw.roomFor(e.data[:0], len(cw.levels)+len(cw.values)), cw.levels...)
 		if e.data, err = cw.codec.Encode(e.data, cw.values); err != nil {
 			return fmt.Errorf("compress: %w", err)
 		}
@@ -832,10 +857,23 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 		return nil
 	}
 	e.uncompressed = len(cw.values)
-	if e.data, err = cw.codec.Encode(e.data[:0], cw.values); err != nil {
+	if e.data, err = cw.codec.Encode(cw.roomFor(e.data[:0], len(cw.values)), cw.values); err != nil {
 		return fmt.Errorf("compress: %w", err)
 	}
 	return nil
+}
+
+// roomFor gives dst, empty, room for a page of n bytes compressed, when
+// n is over what scratch buffers keep: a codec that appends a huge page
+// block by block would otherwise reallocate it as it grows (zstd's
+// EncodeAll allocated three times the page so), and one that sizes its
+// output first (snappy, whose bound is n+10 at these sizes) finds the
+// room there; n+n/256 is zstd's bound, and the rest its frame.
+func (cw *chunkWriter) roomFor(dst []byte, n int) []byte {
+	if n <= cw.keepScratch() {
+		return dst
+	}
+	return slices.Grow(dst, n+n>>8+4096)
 }
 
 func pageTypeFor(version int) meta.PageType {

@@ -280,7 +280,9 @@ func (w *Writer) writeChunksParallel(g *rowgroup.RowGroup, ordinal int, add func
 			continue // wait for every worker before returning
 		}
 		base := w.out.n
-		if err := cw.buf.writeTo(&w.out); err != nil {
+		err := cw.buf.writeTo(&w.out)
+		cw.buf.reset()
+		if err != nil {
 			first = fmt.Errorf("writer: %w", err)
 			continue
 		}
@@ -418,10 +420,16 @@ const (
 )
 
 func (c *chunkBuffer) reset() {
-	for i := range c.segs[:c.n] {
-		c.segs[i] = c.segs[i][:0]
+	// A segment made for one write larger than maxSegment goes: kept,
+	// every later chunk would pay for a huge value long gone.
+	kept := c.segs[:0]
+	for _, s := range c.segs {
+		if cap(s) <= maxSegment {
+			kept = append(kept, s[:0])
+		}
 	}
-	c.n = 0
+	clear(c.segs[len(kept):])
+	c.segs, c.n = kept, 0
 }
 
 func (c *chunkBuffer) Write(b []byte) (int, error) {
