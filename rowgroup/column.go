@@ -30,15 +30,16 @@ type Column struct {
 	Bytes   []byte   // BYTE_ARRAY values concatenated, or FIXED_LEN_BYTE_ARRAY values back to back
 	Offsets []uint32 // BYTE_ARRAY only: value i is Bytes[Offsets[i]:Offsets[i+1]]
 
-	maxDef uint8
-	maxRep uint8
-	levels int // level slots, valid even when Def and Rep are not stored
-	values int // non-null values
+	maxDef    uint8
+	maxRep    uint8
+	byteArray bool // Leaf.Physical == BYTE_ARRAY: values have offsets
+	levels    int  // level slots, valid even when Def and Rep are not stored
+	values    int  // non-null values
 }
 
 func newColumn(leaf *schema.Node) *Column {
-	c := &Column{Leaf: leaf, maxDef: uint8(leaf.MaxDef), maxRep: uint8(leaf.MaxRep)}
-	if leaf.Physical == meta.TypeByteArray {
+	c := &Column{Leaf: leaf, maxDef: uint8(leaf.MaxDef), maxRep: uint8(leaf.MaxRep), byteArray: leaf.Physical == meta.TypeByteArray}
+	if c.byteArray {
 		c.Offsets = []uint32{0}
 	}
 	return c
@@ -102,7 +103,7 @@ func (c *Column) AppendDouble(rep uint8, v float64) { c.value(rep); c.Double = a
 func (c *Column) AppendBytes(rep uint8, v []byte) {
 	c.value(rep)
 	c.Bytes = append(c.Bytes, v...)
-	if c.Leaf.Physical == meta.TypeByteArray {
+	if c.byteArray {
 		c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 	}
 }
@@ -111,7 +112,7 @@ func (c *Column) AppendBytes(rep uint8, v []byte) {
 func (c *Column) appendString(rep uint8, v string) {
 	c.value(rep)
 	c.Bytes = append(c.Bytes, v...)
-	if c.Leaf.Physical == meta.TypeByteArray {
+	if c.byteArray {
 		c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 	}
 }

@@ -56,6 +56,12 @@ func TestNextIs(t *testing.T) {
 		`{"abcdefghijklm":1,"abcdefghijklmn":2,"abcdefghijklmno":3,"abcdefghijklmX":4}`,
 		`{"abcdefghijklm" :1, "abcdefghijklmn":{"abcdefghijklm":[0,1,2,3,4,5,6,7,8,9]}}`,
 		`{"abcdefghijklm"1}`, `{"abcdefghijklm":`, `{"abcdefghijklmn":`,
+		// Compact members with room for a word load after the comma.
+		`{"a":1,"a":2,"bb":3,"a":4,"bb":5,"zzzzzzzzzzzzzzzzzzzz":6}`,
+		`[1,"a":2,"bb":3,"a":4,"bb":5,"zzzzzzzzzzzzzzzzzzzz",6]`,
+		`{"a":[1,"a":2],"bb":3,"zzzzzzzzzzzzzzzzzzzz":4}`,
+		`{"a":{"bb":1,"a":2,"a"}, "zzzzzzzzzzzzzzzzzzzz":3}`,
+		`{"a":1,"abcdefghijklmn":2,"abcdefghijklm":3,"zzzzzzzzzzzzzzzz":4}`,
 	}
 	names := []string{"a", "bb", "", "é", "a\"", "a\\", "a\n", "a\xff", "ab",
 		"abcdefghijklm", "abcdefghijklmn", "abcdefghijklmno", "abcdefghijkl"} // around the 16-byte `"name":` limit

@@ -228,10 +228,25 @@ func NewMemberName(name string) MemberName {
 // order, as a schema-driven decoder does, saves scanning, unescaping and
 // comparing the name.
 func (s *Scanner) NextIs(n *MemberName) bool {
+	d, i := s.data, s.pos
+	if n.short && s.state == stateCommaOrEnd && len(d)-i >= 17 && d[i] == ',' && s.err == nil &&
+		binary.LittleEndian.Uint64(d[i+1:])&n.m0 == n.w0 && binary.LittleEndian.Uint64(d[i+9:])&n.m1 == n.w1 &&
+		s.stack[len(s.stack)-1] == '{' {
+		// `,"name":` right after the previous member, the compact spelling
+		// of all but the first member: what the general path below finds,
+		// in fewer steps.
+		i++
+		j := i + len(n.quoted) // the ':'
+		s.start = i
+		s.str = d[i+1 : j-1]
+		s.pos = j + 1
+		s.state = stateValue
+		s.kind = Key
+		return true
+	}
 	if s.err != nil || n.quoted == "" {
 		return false
 	}
-	d, i := s.data, s.pos
 	switch s.state {
 	case stateCommaOrEnd:
 		if s.stack[len(s.stack)-1] != '{' {
