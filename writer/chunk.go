@@ -912,7 +912,7 @@ func (cw *chunkWriter) writeDataPage(p pageRange, nulls int64, b bounds) error {
 				Statistics:                 st,
 			},
 		}
-		return cw.writePage(&hdr, e.uncompressed, e.data)
+		return cw.writePage(&hdr, e.uncompressed, &e.data)
 	}
 	hdr := meta.PageHeader{
 		Type: meta.PageData,
@@ -924,7 +924,7 @@ func (cw *chunkWriter) writeDataPage(p pageRange, nulls int64, b bounds) error {
 			Statistics:              st,
 		},
 	}
-	return cw.writePage(&hdr, e.uncompressed, e.data)
+	return cw.writePage(&hdr, e.uncompressed, &e.data)
 }
 
 // appendLevels writes data page v1 levels: a 4-byte length, then the
@@ -945,12 +945,15 @@ func (cw *chunkWriter) writeDictionaryPage(hdr *meta.PageHeader) error {
 			return err
 		}
 	}
-	return cw.writePage(hdr, cw.dictPageSize, cw.dictPage)
+	return cw.writePage(hdr, cw.dictPageSize, &cw.dictPage)
 }
 
 // writePage fills in the header's sizes and checksum and writes the header
-// and the page's (compressed) bytes.
-func (cw *chunkWriter) writePage(hdr *meta.PageHeader, uncompressedSize int, data []byte) error {
+// and the page's (compressed) bytes. A page larger than the scratch that
+// trim keeps, which goes to a chunk buffer, is handed to it instead of
+// copied, and *page is then nil.
+func (cw *chunkWriter) writePage(hdr *meta.PageHeader, uncompressedSize int, page *[]byte) error {
+	data := *page
 	hdr.UncompressedPageSize = int32(uncompressedSize)
 	hdr.CompressedPageSize = int32(len(data))
 	if cw.cfg.checksums {
@@ -960,7 +963,11 @@ func (cw *chunkWriter) writePage(hdr *meta.PageHeader, uncompressedSize int, dat
 	if _, err := cw.out.Write(cw.header); err != nil {
 		return err
 	}
-	if _, err := cw.out.Write(data); err != nil {
+	if b, ok := cw.out.w.(*chunkBuffer); ok && len(data) > cw.keepScratch() {
+		b.adopt(data)
+		cw.out.n += int64(len(data))
+		*page = nil
+	} else if _, err := cw.out.Write(data); err != nil {
 		return err
 	}
 	cw.uncompressed += int64(len(cw.header)) + int64(uncompressedSize)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -420,11 +421,11 @@ const (
 )
 
 func (c *chunkBuffer) reset() {
-	// A segment made for one write larger than maxSegment goes: kept,
-	// every later chunk would pay for a huge value long gone.
+	// A segment made for one large write, or adopted, goes: kept, every
+	// later chunk would pay for a huge value long gone.
 	kept := c.segs[:0]
 	for _, s := range c.segs {
-		if cap(s) <= maxSegment {
+		if regularSegment(cap(s)) {
 			kept = append(kept, s[:0])
 		}
 	}
@@ -435,7 +436,8 @@ func (c *chunkBuffer) reset() {
 func (c *chunkBuffer) Write(b []byte) (int, error) {
 	if c.n == 0 || len(c.segs[c.n-1])+len(b) > cap(c.segs[c.n-1]) {
 		size := minSegment
-		if c.n > 0 {
+		if c.n > 0 && regularSegment(cap(c.segs[c.n-1])) {
+			// (after a large write's own segment, small ones again)
 			size = min(2*cap(c.segs[c.n-1]), maxSegment)
 		}
 		size = max(size, len(b))
@@ -448,6 +450,20 @@ func (c *chunkBuffer) Write(b []byte) (int, error) {
 	}
 	c.segs[c.n-1] = append(c.segs[c.n-1], b...)
 	return len(b), nil
+}
+
+// regularSegment reports whether a segment's capacity is one the doubling
+// makes (minSegment times a power of two, up to maxSegment), not one made
+// for a single large write or adopted.
+func regularSegment(n int) bool {
+	return n >= minSegment && n <= maxSegment && n%minSegment == 0 && bits.OnesCount(uint(n/minSegment)) == 1
+}
+
+// adopt appends b to the buffer as a segment of its own, without copying
+// it: b is the buffer's now. It is how a huge page joins its chunk.
+func (c *chunkBuffer) adopt(b []byte) {
+	c.segs = slices.Insert(c.segs, c.n, b)
+	c.n++
 }
 
 // writeTo writes what the buffer holds to w.
