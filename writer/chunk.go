@@ -842,7 +842,7 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 			e.defLen = len(cw.levels) - e.repLen
 		}
 		e.uncompressed = len(cw.levels) + len(cw.values)
-		e.data = append(cw.roomFor(e.data[:0], len(cw.levels)+len(cw.values)), cw.levels...)
+		e.data = append(cw.roomFor(e.data[:0], len(cw.levels)+len(cw.values), hugeValues(c, p)), cw.levels...)
 		if e.data, err = cw.codec.Encode(e.data, cw.values); err != nil {
 			return fmt.Errorf("compress: %w", err)
 		}
@@ -857,20 +857,22 @@ func (cw *chunkWriter) encodePage(e *encodedPage, c *rowgroup.Column, p pageRang
 		return nil
 	}
 	e.uncompressed = len(cw.values)
-	if e.data, err = cw.codec.Encode(cw.roomFor(e.data[:0], len(cw.values)), cw.values); err != nil {
+	if e.data, err = cw.codec.Encode(cw.roomFor(e.data[:0], len(cw.values), hugeValues(c, p)), cw.values); err != nil {
 		return fmt.Errorf("compress: %w", err)
 	}
 	return nil
 }
 
 // roomFor gives dst, empty, room for a page of n bytes compressed, when
-// n is over what scratch buffers keep: a codec that appends a huge page
-// block by block would otherwise reallocate it as it grows (zstd's
-// EncodeAll allocated three times the page so), and one that sizes its
-// output first (snappy, whose bound is n+10 at these sizes) finds the
-// room there; n+n/256 is zstd's bound, and the rest its frame.
-func (cw *chunkWriter) roomFor(dst []byte, n int) []byte {
-	if n <= cw.keepScratch() {
+// the page holds huge values (hugeValues) and n is over what scratch
+// buffers keep: a codec that appends a huge page block by block would
+// otherwise reallocate it as it grows (zstd's EncodeAll allocated three
+// times the page so), and one that sizes its output first (snappy, whose
+// bound is n+10 at these sizes) finds the room there; n+n/256 is zstd's
+// bound, and the rest its frame. A huge page of small values is left to
+// the codec: it is tried in several encodings, and compresses well.
+func (cw *chunkWriter) roomFor(dst []byte, n int, huge bool) []byte {
+	if !huge || n <= cw.keepScratch() {
 		return dst
 	}
 	return slices.Grow(dst, n+n>>8+4096)
