@@ -170,7 +170,7 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		}
 		root.index[f.Name] = len(root.fields)
 		root.fields = append(root.fields, p)
-		root.keys = append(root.keys, p.key)
+		root.members = append(root.members, newPlanMember(p))
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
@@ -294,7 +294,7 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 	ordered := true
 	for {
 		i := next
-		if next >= len(p.keys) || !s.scan.NextIs(&p.keys[next]) {
+		if next >= len(p.members) || !s.scan.NextIs(&p.members[next].key) {
 			k, err := s.next()
 			if err != nil {
 				return err
@@ -317,7 +317,8 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 				continue
 			}
 		}
-		f := p.fields[i]
+		m := &p.members[i]
+		f := m.plan
 		if ordered && i != next {
 			ordered = false
 			for j := range seen {
@@ -336,8 +337,12 @@ func (s *JSONShredder) group(p *jsonPlan, rep uint8) error {
 		if err != nil {
 			return s.at(fieldStep(f.name), err)
 		}
-		if f.kind == planLeaf && !f.repeated && k != jsonscan.Null {
-			err = s.leaf(f, rep, k, s.scan.Bytes(), false) // the common case, without the detour
+		if m.flat && k != jsonscan.Null { // the common case, without the detour
+			if m.str && k == jsonscan.String {
+				f.col.AppendBytes(rep, s.scan.Bytes()) // what leaf does for it
+			} else {
+				err = s.leaf(f, rep, k, s.scan.Bytes(), false)
+			}
 		} else {
 			err = s.field(f, rep, p.def, k)
 		}
@@ -446,12 +451,15 @@ func (s *JSONShredder) list(p *jsonPlan, rep uint8, k jsonscan.Kind) error {
 		if n > 0 {
 			r = p.innerRep
 		}
-		if p.twoLevel {
+		switch {
+		case p.twoLevel:
 			if k == jsonscan.Null {
 				return s.at(indexStep(n), s.errorf("null element in LIST field %s, whose elements are required", p.name))
 			}
 			err = s.instance(p.elem, r, k)
-		} else {
+		case p.elemFlat && k != jsonscan.Null:
+			err = s.leaf(p.elem, r, k, s.scan.Bytes(), false) // what field would do, sooner
+		default:
 			err = s.field(p.elem, r, p.innerDef, k)
 		}
 		if err != nil {

@@ -57,15 +57,16 @@ type jsonPlan struct {
 	cols     []*Column // every leaf column under the node
 
 	// planGroup
-	fields []*jsonPlan
-	keys   []jsonscan.MemberName // fields[i].key, side by side for the walk's NextIs
-	index  map[string]int        // field name → position in fields
-	seen   []bool                // fields met in the current object; instances of a node never nest
+	fields  []*jsonPlan
+	members []planMember   // fields[i] as the walk reads it, side by side
+	index   map[string]int // field name → position in fields
+	seen    []bool         // fields met in the current object; instances of a node never nest
 
 	// planList and planMap: the levels of the repeated middle group, and
 	// elem (the list element or the map key) and value (nil for a key set).
 	innerDef, innerRep uint8
 	twoLevel           bool // the repeated field is the element itself
+	elemFlat           bool // planList: elem is a leaf of one value (not repeated)
 	elem, value        *jsonPlan
 
 	// planLeaf
@@ -116,10 +117,25 @@ func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
 			return nil, err
 		}
 		p.fields = append(p.fields, c)
-		p.keys = append(p.keys, c.key)
+		p.members = append(p.members, newPlanMember(c))
 		p.index[f.Name] = i
 	}
 	return p, nil
+}
+
+// planMember is a group's field as the walk of the group reads it: the
+// name to expect, the plan and whether the plan is a leaf of one value, all
+// in one place rather than behind the pointer to the plan.
+type planMember struct {
+	key  jsonscan.MemberName
+	plan *jsonPlan
+	flat bool // plan.kind == planLeaf && !plan.repeated
+	str  bool // flat, and a STRING or ENUM: a String token is the value as is
+}
+
+func newPlanMember(p *jsonPlan) planMember {
+	flat := p.kind == planLeaf && !p.repeated
+	return planMember{key: p.key, plan: p, flat: flat, str: flat && p.conv == convString}
 }
 
 func appendLeafColumns(dst []*Column, n *schema.Node, cols []*Column) []*Column {
@@ -142,8 +158,11 @@ func (p *jsonPlan) compileList(cols []*Column) error {
 	p.innerDef, p.innerRep = uint8(middle.MaxDef), uint8(middle.MaxRep)
 	p.twoLevel = elem == middle
 	var err error
-	p.elem, err = compilePlan(elem, cols)
-	return err
+	if p.elem, err = compilePlan(elem, cols); err != nil {
+		return err
+	}
+	p.elemFlat = p.elem.kind == planLeaf && !p.elem.repeated
+	return nil
 }
 
 func (p *jsonPlan) compileMap(cols []*Column) error {

@@ -332,12 +332,21 @@ func (s *Scanner) next() {
 		}
 		s.fail(s.pos, "unexpected %s, expected ',' or '%c'", s.quote(s.pos), closer(s.top()))
 	case stateValue:
-		if s.pos < len(s.data) && s.data[s.pos] == '"' { // the most common value, one call sooner
-			if s.scanString() {
-				s.afterValue()
-				s.kind = String
+		if s.pos < len(s.data) { // the most common values, one call sooner
+			switch c := s.data[s.pos]; {
+			case c == '"':
+				if s.scanString() {
+					s.afterValue()
+					s.kind = String
+				}
+				return
+			case isDigit(c) || c == '-':
+				if s.scanNumber() {
+					s.afterValue()
+					s.kind = Number
+				}
+				return
 			}
-			return
 		}
 		s.value()
 	case stateKeyOrEnd:
