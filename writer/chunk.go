@@ -508,6 +508,9 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 			return pi
 		}
 		before := cw.dict.len()
+		// Room for the page's indices first: a page of millions of values
+		// (one huge record) would otherwise grow them by doubling.
+		cw.idx = slices.Grow(cw.idx, p.v1-p.v0)
 		cw.idx = cw.dict.add(cw.idx, c, p.v0, p.v1)
 		if cw.dict.size() > cw.cfg.dictPageSize {
 			cw.dict.truncate(before)
