@@ -101,9 +101,13 @@ type Scanner struct {
 	state    uint8  // what may come next
 	stack    []byte // '{' or '[' per open container
 	maxDepth int
-	str      []byte // current String/Key bytes
-	buf      []byte // unescaped string storage, reused
-	err      error  // sticky error
+	// The current String or Key: data[strLo:strHi], or buf[:strHi] when
+	// it had escapes. Offsets rather than a slice, so that setting them
+	// for every token stores no pointer.
+	strLo, strHi int
+	strEsc       bool
+	buf          []byte // unescaped string storage, reused
+	err          error  // sticky error
 }
 
 // Reset prepares s to scan data, keeping its buffers. data must hold a
@@ -116,7 +120,7 @@ func (s *Scanner) Reset(data []byte) {
 	s.kind = Invalid
 	s.state = stateValue
 	s.stack = s.stack[:0]
-	s.str = nil
+	s.strLo, s.strHi, s.strEsc = 0, 0, false
 	s.err = nil
 	if s.maxDepth <= 0 {
 		s.maxDepth = DefaultMaxDepth
@@ -148,7 +152,10 @@ func (s *Scanner) Bytes() []byte {
 	case Number:
 		return s.data[s.start:s.end]
 	case String, Key:
-		return s.str
+		if s.strEsc {
+			return s.buf[:s.strHi]
+		}
+		return s.data[s.strLo:s.strHi]
 	}
 	return nil
 }
@@ -238,7 +245,7 @@ func (s *Scanner) NextIs(n *MemberName) bool {
 		i++
 		j := i + len(n.quoted) // the ':'
 		s.start = i
-		s.str = d[i+1 : j-1]
+		s.strLo, s.strHi, s.strEsc = i+1, j-1, false
 		s.pos = j + 1
 		s.state = stateValue
 		s.kind = Key
@@ -278,7 +285,7 @@ func (s *Scanner) NextIs(n *MemberName) bool {
 	// The bytes are a string free of escapes and invalid UTF-8 (NewMemberName
 	// checked the name), so scanning it would give the same token.
 	s.start = i
-	s.str = d[i+1 : i+len(q)-1]
+	s.strLo, s.strHi, s.strEsc = i+1, i+len(q)-1, false
 	s.pos = j + 1
 	s.state = stateValue
 	s.kind = Key
@@ -607,7 +614,7 @@ func (s *Scanner) validUTF8(i int) (int, bool) {
 }
 
 // scanString reads the string starting at s.pos (an opening quote) and sets
-// s.str. Strings without escapes alias the input.
+// the string's bounds. Strings without escapes alias the input.
 func (s *Scanner) scanString() bool {
 	d := s.data
 	begin := s.pos + 1
@@ -630,7 +637,7 @@ func (s *Scanner) scanString() bool {
 		}
 		switch c := d[i]; {
 		case c == '"':
-			s.str = d[begin:i]
+			s.strLo, s.strHi, s.strEsc = begin, i, false
 			s.pos = i + 1
 			return true
 		case c == '\\':
@@ -654,7 +661,7 @@ func (s *Scanner) scanEscaped(begin, i int) bool {
 	for {
 		switch c := d[i]; {
 		case c == '"':
-			s.str = buf
+			s.strLo, s.strHi, s.strEsc = 0, len(buf), true
 			s.pos = i + 1
 			return true
 		case c == '\\':
