@@ -27,9 +27,9 @@ type budget struct {
 // rest is for what no holder can count: garbage the collector has not
 // reclaimed yet, heap fragmentation, goroutine stacks, and the small
 // per-partition structures of kafka-go. With ten thousand partitions that
-// is about a third of the process's memory (measured with `pqsink bench
+// is about half of the process's memory (measured with `pqsink bench
 // --partitions 10000`: live heap against peak RSS).
-const countedShare = 0.6
+const countedShare = 0.5
 
 // newBudget makes the budget of a process that must stay within limit.
 func newBudget(limit int64) *budget {
