@@ -109,7 +109,7 @@ func (p *budgetPool) Drop(buf []byte) { p.b.add(-int64(len(buf))) }
 // memStat is what a partition holds, as the pressure relief sees it.
 type memStat struct {
 	spare   int64     // bytes of buffers kept for its next files
-	held    int64     // bytes of its row groups, by capacity
+	held    int64     // bytes it counts in the budget: row groups by capacity, fixed costs, writers, spares
 	largest int64     // bytes of its largest row group
 	oldest  time.Time // when its oldest open file was opened; zero if none
 }
@@ -153,13 +153,11 @@ func (s *Sink) relieve(ctx context.Context) {
 		}
 		var owners []owner
 		var spares []*partition
-		var spare int64
 		s.mu.Lock()
 		for p := range s.parts {
 			st := p.memStat()
 			if st.spare > 0 {
 				spares = append(spares, p)
-				spare += st.spare
 			}
 			if st.largest > largestSize {
 				largest, largestSize = p, st.largest
@@ -172,7 +170,7 @@ func (s *Sink) relieve(ctx context.Context) {
 		switch {
 		case s.writers.drain() > 0:
 			// Idle writers of finished files are the cheapest to give.
-		case spare > 0:
+		case len(spares) > 0:
 			// Buffers kept for files not yet opened are the cheapest to give.
 			for _, p := range spares {
 				p.request(ctrlFlush)
@@ -222,9 +220,10 @@ func (p *partition) memStat() memStat {
 func (p *partition) account() {
 	var st memStat
 	for _, f := range p.files {
-		n := f.buf.held()
-		st.held += n
-		st.largest = max(st.largest, n)
+		st.held += f.buf.held()
+		// What a flush gives back: the row group, not the file's fixed
+		// cost or its writer.
+		st.largest = max(st.largest, int64(f.buf.g.Capacity()))
 		if st.oldest.IsZero() || f.opened.Before(st.oldest) {
 			st.oldest = f.opened
 		}
@@ -283,9 +282,8 @@ func (p *partition) relieveMemory(ctx context.Context, r int) error {
 // column buffers' and the row builder's own structures, about 13 KB for a
 // schema of 17 columns (measured with the heap profile of `pqsink bench
 // --partitions 10000`), and that of a Parquet writer while the file has
-// row groups out (its chunk metadata, page index and encoder state).
-// Counted in the budget, they are what makes ten thousand open files
-// rotate before they outgrow it.
+// row groups out, which writer.Held reports. Counted in the budget, they
+// are what makes ten thousand open files rotate before they outgrow it.
 const (
 	partitionOverhead   = 3 << 10 // its state, fetch buffer, logger, ticker, field lookup
 	fileOverhead        = 2 << 10

@@ -288,7 +288,6 @@ func (p *partition) open(ctx context.Context, id string, first int64, w *avroSch
 	}
 	f.up = up
 	f.buf.g.Reset()
-	f.buf.w = nil
 	p.files[id] = f
 	p.s.stats.openFiles.Add(1)
 	return f, nil
@@ -346,9 +345,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	delete(p.files, f.id)
 	p.s.stats.openFiles.Add(-1)
 	p.spare = append(p.spare, f.buf)
-	if last, ok := p.skip[f.id]; !ok || f.last > last {
-		p.skip[f.id] = f.last
-	}
+	p.skip.extend(f.id, f.last)
 	p.skipChanged = true
 	p.s.stats.fileUploaded(reason, info.Size, f.records)
 	p.s.stats.uploadSeconds.Observe(time.Since(start).Seconds())
@@ -388,9 +385,7 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 	}
 	p.s.stats.adopted.Add(1)
 	p.log.Info("adopted existing object", "key", f.key, "its_last_offset", rng.last, "our_last_offset", f.last)
-	if last, ok := p.skip[f.id]; !ok || rng.last > last {
-		p.skip[f.id] = rng.last
-	}
+	p.skip.extend(f.id, rng.last)
 	p.skipChanged = true
 	p.discard(ctx, f)
 	if rng.last >= f.last {
@@ -522,9 +517,7 @@ func (p *partition) sendLetters(ctx context.Context) error {
 	p.letters = p.letters[:0]
 	// The next owner must not send these letters again: what the commit
 	// does not cover, the skip set does.
-	if prev, ok := p.skip[deadLetterID]; !ok || last > prev {
-		p.skip[deadLetterID] = last
-	}
+	p.skip.extend(deadLetterID, last)
 	p.skipChanged = true
 	return nil
 }

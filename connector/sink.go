@@ -37,7 +37,6 @@ type Sink struct {
 	loc    *time.Location
 	regex  *regexp.Regexp
 
-	writerOpts    []writer.Option
 	writers       *writerPool
 	rowGroupBytes int64
 	sampleWait    time.Duration
@@ -83,11 +82,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 	if s.schema, err = s.format.fixedSchema(); err != nil {
 		return nil, err
 	}
-	if s.writerOpts, err = writerOptions(&cfg.Parquet, s.schema); err != nil {
+	writerOpts, err := writerOptions(&cfg.Parquet, s.schema)
+	if err != nil {
 		return nil, err
 	}
-	s.writerOpts = append(s.writerOpts, writer.SharedCodecs(writer.NewCodecs()))
-	s.writers = newWriterPool(s.writerOpts, runtime.GOMAXPROCS(0)+1, s.mem)
+	writerOpts = append(writerOpts, writer.SharedCodecs(writer.NewCodecs()))
+	s.writers = newWriterPool(writerOpts, runtime.GOMAXPROCS(0)+1, s.mem)
 	s.rowGroupBytes = cfg.Parquet.RowGroupBytes
 	if b := cfg.Rotate.Bytes; b > 0 && b < s.rowGroupBytes {
 		s.rowGroupBytes = b

@@ -45,6 +45,14 @@ func (s skipSet) prune(committed int64) {
 	}
 }
 
+// extend records that the records of path id up to offset last are
+// already uploaded, unless the set says so of more.
+func (s skipSet) extend(id string, last int64) {
+	if prev, ok := s[id]; !ok || last > prev {
+		s[id] = last
+	}
+}
+
 // skips says whether the record of path id at offset is already uploaded.
 func (s skipSet) skips(id []byte, offset int64) bool {
 	last, ok := s[string(id)]
