@@ -112,6 +112,14 @@ type JSONShredder struct {
 	// succeed pay nothing for it.
 	path []pathElem
 
+	// fast says every top-level field has a fast kind, so that records of
+	// the common shape can take fastRecord. After a record that could not,
+	// the next fastSkip records go straight to the walk, fastBackoff more
+	// each time in a row, so that a stream of another shape pays for few
+	// attempts.
+	fast                  bool
+	fastSkip, fastBackoff int
+
 	buf  []byte // a converted value before it is appended
 	dec  decimalScratch
 	vars variantEncoder
@@ -175,6 +183,10 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 	}
 	root.seen = make([]bool, len(root.fields))
 	s.root = root
+	s.fast = root.fastDepth() <= maxFastDepth
+	for _, m := range root.members {
+		s.fast = s.fast && m.fast != fastNone
+	}
 	s.undo.init(g)
 	var err error
 	if s.b, err = NewBuilder(g, s); err != nil {
@@ -202,6 +214,20 @@ func (s *JSONShredder) Append(value []byte) error {
 
 // fill appends the record's columns; on error the caller undoes them.
 func (s *JSONShredder) fill(line []byte) error {
+	if s.fast {
+		if s.fastSkip == 0 {
+			s.undo.begin(s.g)
+			if s.fastRecord(line) {
+				s.fastBackoff = 0
+				return nil
+			}
+			s.undo.rollback(s.g)
+			s.fastBackoff = min(2*s.fastBackoff+1, maxFastBackoff)
+			s.fastSkip = s.fastBackoff
+		} else {
+			s.fastSkip--
+		}
+	}
 	s.scan.Reset(line)
 	s.line = line
 	if err := s.record(); err != nil {
@@ -271,6 +297,170 @@ func (s *JSONShredder) record() error {
 		return s.syntax(err)
 	}
 	return nil
+}
+
+// maxFastBackoff bounds the records that skip the fast path after a miss:
+// a stream of records that all miss it spends under 2% on attempts.
+const maxFastBackoff = 63
+
+// fastRecord fills the row from line when the record has the common shape:
+// compact JSON whose members come in schema order, all present (or null
+// where the field is optional), each value of the kind and spelling its
+// field expects (strings without escapes, numbers and timestamps that
+// convert). It reads the bytes directly, without the Scanner's token by
+// token state machine, and appends what the walk would. For anything else
+// it returns false, leaving whatever it appended for the caller to undo
+// and the record to the walk, which also finds any error: the fast path
+// never decides that a record is bad.
+func (s *JSONShredder) fastRecord(d []byte) bool {
+	i := 0
+	for i < len(d) && jsonscan.IsSpace(d[i]) {
+		i++
+	}
+	if i == len(d) || d[i] != '{' {
+		return false
+	}
+	i, ok := s.fastGroup(s.root, 0, d, i+1)
+	if !ok {
+		return false
+	}
+	for i < len(d) && jsonscan.IsSpace(d[i]) {
+		i++
+	}
+	return i == len(d)
+}
+
+// fastGroup reads the members of group p after its '{', through its '}',
+// and returns the index after it.
+func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
+	for j := range p.members {
+		m := &p.members[j]
+		if j > 0 {
+			if i == len(d) || d[i] != ',' {
+				return 0, false
+			}
+			i++
+		}
+		var ok bool
+		if i, ok = m.key.Match(d, i); !ok || i == len(d) {
+			return 0, false
+		}
+		f := m.plan
+		switch {
+		case d[i] == 'n':
+			// null: what field does for an optional field.
+			if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
+				return 0, false
+			}
+			s.nulls(f, rep, p.def)
+			i += 4
+		case m.fast == fastGroup:
+			if d[i] != '{' {
+				return 0, false
+			}
+			i, ok = s.fastGroup(f, rep, d, i+1)
+		case m.fast == fastList:
+			i, ok = s.fastList(f, rep, d, i)
+		default:
+			i, ok = s.fastLeaf(f, m.fast, rep, d, i)
+		}
+		if !ok {
+			return 0, false
+		}
+	}
+	if i == len(d) || d[i] != '}' {
+		return 0, false
+	}
+	return i + 1, true
+}
+
+// fastList reads the LIST p whose '[' is at d[i], elements of one leaf.
+func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
+	if d[i] != '[' {
+		return 0, false
+	}
+	i++
+	if i < len(d) && d[i] == ']' {
+		s.nulls(p, rep, p.def) // what list does for an empty array
+		return i + 1, true
+	}
+	r := rep
+	for {
+		var ok bool
+		if i, ok = s.fastLeaf(p.elem, p.elemFast, r, d, i); !ok || i == len(d) {
+			return 0, false
+		}
+		switch d[i] {
+		case ']':
+			return i + 1, true
+		case ',':
+			i++
+			r = p.innerRep
+		default:
+			return 0, false
+		}
+	}
+}
+
+// fastLeaf converts the value at d[i] for leaf p, as leaf would from its
+// token, and returns the index after the value.
+func (s *JSONShredder) fastLeaf(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bool) {
+	if i == len(d) {
+		return 0, false
+	}
+	c := p.col
+	switch kind {
+	case fastString, fastTimestamp:
+		if d[i] != '"' {
+			return 0, false
+		}
+		end, ok := jsonscan.PlainString(d, i)
+		if !ok {
+			return 0, false
+		}
+		if kind == fastString {
+			c.AppendBytes(rep, d[i+1:end])
+			return end + 1, true
+		}
+		v, err := parseTimestamp(d[i+1:end], p.node.Logical.Unit, p.node.Logical.UTC, &p.dates)
+		if err != nil {
+			return 0, false
+		}
+		c.AppendInt64(rep, v)
+		return end + 1, true
+	case fastInt:
+		end, ok := jsonscan.NumberEnd(d, i)
+		if !ok {
+			return 0, false
+		}
+		v, err := parseInteger(d[i:end], p.rng)
+		if err != nil {
+			return 0, false
+		}
+		appendInt(c, rep, v)
+		return end, true
+	case fastDouble:
+		end, ok := jsonscan.NumberEnd(d, i)
+		if !ok {
+			return 0, false
+		}
+		v, err := parseNumber(d[i:end], 64)
+		if err != nil {
+			return 0, false
+		}
+		c.AppendDouble(rep, v)
+		return end, true
+	case fastBool:
+		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {
+			c.AppendBool(rep, true)
+			return i + 4, true
+		}
+		if len(d)-i >= 5 && string(d[i:i+5]) == "false" {
+			c.AppendBool(rep, false)
+			return i + 5, true
+		}
+	}
+	return 0, false
 }
 
 // next reads the next token, turning a syntax error into a RecordError.

@@ -65,8 +65,9 @@ type jsonPlan struct {
 	// planList and planMap: the levels of the repeated middle group, and
 	// elem (the list element or the map key) and value (nil for a key set).
 	innerDef, innerRep uint8
-	twoLevel           bool // the repeated field is the element itself
-	elemFlat           bool // planList: elem is a leaf of one value (not repeated)
+	twoLevel           bool     // the repeated field is the element itself
+	elemFlat           bool     // planList: elem is a leaf of one value (not repeated)
+	elemFast           fastKind // planList: how the fast path reads an element
 	elem, value        *jsonPlan
 
 	// planLeaf
@@ -129,13 +130,97 @@ func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
 type planMember struct {
 	key  jsonscan.MemberName
 	plan *jsonPlan
-	flat bool // plan.kind == planLeaf && !plan.repeated
-	str  bool // flat, and a STRING or ENUM: a String token is the value as is
+	flat bool     // plan.kind == planLeaf && !plan.repeated
+	str  bool     // flat, and a STRING or ENUM: a String token is the value as is
+	fast fastKind // how the fast path reads the value, fastNone if it cannot
 }
 
 func newPlanMember(p *jsonPlan) planMember {
 	flat := p.kind == planLeaf && !p.repeated
-	return planMember{key: p.key, plan: p, flat: flat, str: flat && p.conv == convString}
+	return planMember{key: p.key, plan: p, flat: flat, str: flat && p.conv == convString, fast: p.fastKind()}
+}
+
+// fastKind is how the fast path (JSONShredder.fastRecord) reads a field's
+// value straight from the record's bytes.
+type fastKind uint8
+
+const (
+	fastNone      fastKind = iota // a record with the field cannot take the fast path
+	fastString                    // STRING, ENUM
+	fastInt                       // convInt
+	fastDouble                    // DOUBLE
+	fastBool                      // BOOLEAN
+	fastTimestamp                 // TIMESTAMP from an RFC 3339 string
+	fastGroup                     // a group whose fields all have a fast kind
+	fastList                      // a 3-level LIST of single leaves with a fast kind
+)
+
+// maxFastDepth bounds the nesting the fast path takes on: far below the
+// Scanner's limit, so that the fast path never accepts a record the
+// Scanner would reject as too deep.
+const maxFastDepth = 64
+
+// fastKind returns how the fast path reads p, a field that is not the
+// root. Only shapes whose every value the walk would convert the same way
+// from the same bytes qualify; anything else keeps records on the walk.
+func (p *jsonPlan) fastKind() fastKind {
+	if p.repeated {
+		return fastNone
+	}
+	switch p.kind {
+	case planLeaf:
+		return p.leafFastKind()
+	case planGroup:
+		if p.fastDepth() > maxFastDepth {
+			return fastNone
+		}
+		for _, m := range p.members {
+			if m.fast == fastNone {
+				return fastNone
+			}
+		}
+		return fastGroup
+	case planList:
+		if p.twoLevel || !p.elemFlat || p.elem.leafFastKind() == fastNone {
+			return fastNone
+		}
+		return fastList
+	}
+	return fastNone
+}
+
+// leafFastKind is fastKind for a leaf, ignoring its repetition.
+func (p *jsonPlan) leafFastKind() fastKind {
+	if p.kind != planLeaf {
+		return fastNone
+	}
+	switch p.conv {
+	case convString:
+		return fastString
+	case convInt:
+		return fastInt
+	case convDouble:
+		return fastDouble
+	case convBool:
+		return fastBool
+	case convTimestamp:
+		return fastTimestamp
+	}
+	return fastNone
+}
+
+// fastDepth returns the nesting of objects and arrays under p, a group.
+func (p *jsonPlan) fastDepth() int {
+	d := 0
+	for _, f := range p.fields {
+		switch f.kind {
+		case planGroup:
+			d = max(d, f.fastDepth())
+		case planList:
+			d = max(d, 1)
+		}
+	}
+	return d + 1
 }
 
 func appendLeafColumns(dst []*Column, n *schema.Node, cols []*Column) []*Column {
@@ -162,6 +247,7 @@ func (p *jsonPlan) compileList(cols []*Column) error {
 		return err
 	}
 	p.elemFlat = p.elem.kind == planLeaf && !p.elem.repeated
+	p.elemFast = p.elem.leafFastKind()
 	return nil
 }
 
