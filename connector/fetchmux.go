@@ -44,7 +44,8 @@ type muxSub struct {
 	next  int64
 	lag   *atomic.Int64
 	arena []byte
-	gone  bool // removed: drop what arrives
+	batch []record // reused for each fetch's records
+	gone  bool     // removed: drop what arrives
 }
 
 func newFetchMux(s *Sink) *fetchMux {
@@ -207,7 +208,8 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, 
 	cfg := &m.s.cfg.Kafka
 	per := m.s.fetchSize()
 	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)))
-	total := data + kafkaPage*int64(len(keys))
+	// The response whole, decompressed again, and a page per partition.
+	total := 2*data + kafkaPage*int64(len(keys))
 	if err := m.s.mem.reserve(ctx, total); err != nil {
 		return 0, err
 	}
@@ -273,7 +275,8 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, 
 			if p.RecordSet.Records == nil {
 				continue
 			}
-			batch, size, err := readRecords(p.RecordSet.Records, &sub.next, &sub.arena)
+			batch, size, err := readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
+			sub.batch = batch[:0]
 			if err != nil {
 				m.log.Warn("fetch: reading records", "topic", k.topic, "partition", k.id, "error", err)
 				continue
@@ -288,8 +291,9 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, 
 				held += size
 				m.mu.Lock()
 				if !sub.gone {
-					sub.f.deliver(batch, size)
+					sub.batch, _ = sub.f.deliver(batch, size)
 				} else {
+					clear(batch)
 					held -= size
 				}
 				m.mu.Unlock()

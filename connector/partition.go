@@ -78,6 +78,11 @@ type partition struct {
 
 	letters []letter // dead letters not sent yet
 
+	// Records consumed and written, not yet added to the sink's stats:
+	// added once per batch, since an atomic add per record on counters
+	// that every partition shares costs more than the counting.
+	consumed, written int64
+
 	lag atomic.Int64 // records between the fetch position and the partition's end
 
 	ctrl  chan int   // requests of the pressure relief
@@ -116,7 +121,7 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 		return nil
 	}
 	p.next = r.offset + 1
-	p.s.stats.consumed.Add(1)
+	p.consumed++
 	if p.schema == nil && p.av == nil {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
@@ -208,7 +213,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	f.last = r.offset
 	f.records++
-	p.s.stats.written.Add(1)
+	p.written++
 	rot := &p.s.cfg.Rotate
 	if rot.Records > 0 && f.records >= rot.Records {
 		return p.finish(ctx, f, reasonRecords)
@@ -226,6 +231,18 @@ func (p *partition) write(ctx context.Context, r *record) error {
 		}
 	}
 	return nil
+}
+
+// report adds the records counted since the last report to the stats.
+func (p *partition) report() {
+	if p.consumed != 0 {
+		p.s.stats.consumed.Add(p.consumed)
+		p.consumed = 0
+	}
+	if p.written != 0 {
+		p.s.stats.written.Add(p.written)
+		p.written = 0
+	}
 }
 
 // identity renders r's path identity.
@@ -547,6 +564,7 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 // shape that waited long enough, and commits progress made without files
 // (records skipped or rejected).
 func (p *partition) tick(ctx context.Context, now time.Time) error {
+	defer p.report() // the records of a shape inferred now
 	if p.schema == nil && len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
 		if err := p.inferShape(ctx); err != nil {
 			return err
@@ -608,6 +626,7 @@ func (p *partition) inferShape(ctx context.Context) error {
 
 // shutdown finishes (or abandons) every open file.
 func (p *partition) shutdown(ctx context.Context, finish bool) error {
+	defer p.report()
 	if !finish {
 		p.dropAll(ctx)
 		return nil

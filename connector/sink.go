@@ -431,6 +431,7 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher,
 		case <-f.ready:
 			batch, bytes := f.take()
 			err = s.handleBatch(genCtx, p, batch)
+			f.giveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case r := <-p.ctrl:
@@ -492,6 +493,7 @@ func (s *Sink) fetchFrom(ctx context.Context, topic string, id int32, offset int
 // handleBatch hands a fetched batch to the partition, then checks the
 // clock-driven rotations.
 func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) error {
+	defer p.report()
 	for i := range batch {
 		if err := p.handle(ctx, &batch[i]); err != nil {
 			return err

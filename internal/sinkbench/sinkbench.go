@@ -64,13 +64,17 @@ type Options struct {
 
 // Report is what a run measured.
 type Report struct {
-	Records        int64
-	InputBytes     int64 // bytes of record values
-	Load           time.Duration
-	Seconds        float64 // sink start to the last file uploaded
-	RecordsPerSec  float64
-	InputMBPerSec  float64
-	PeakRSS        int64 // bytes, this process, measured from the sink's start
+	Records       int64
+	InputBytes    int64 // bytes of record values
+	Load          time.Duration
+	Seconds       float64 // sink start to the last file uploaded
+	RecordsPerSec float64
+	InputMBPerSec float64
+	PeakRSS       int64 // bytes, this process, measured from the sink's start
+	// CPUSeconds is the user and system time of this process from the
+	// sink's start to the last upload: unlike Seconds, it hardly depends
+	// on what else the machine runs.
+	CPUSeconds     float64
 	Files          int64
 	OutputBytes    int64
 	BytesPerRecord float64
@@ -86,6 +90,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "load           %.1fs (producing into Kafka, not measured)\n", r.Load.Seconds())
 	fmt.Fprintf(&b, "sink           %.2fs until the last file was uploaded\n", r.Seconds)
 	fmt.Fprintf(&b, "throughput     %.0f records/s, %.1f MB/s of input\n", r.RecordsPerSec, r.InputMBPerSec)
+	fmt.Fprintf(&b, "cpu            %.2fs of this process (%.0f records per CPU-second)\n", r.CPUSeconds, float64(r.Records)/max(r.CPUSeconds, 1e-9))
 	fmt.Fprintf(&b, "peak RSS       %.1f MiB\n", float64(r.PeakRSS)/(1<<20))
 	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the JSON)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)))
 	fmt.Fprintf(&b, "memory         budget %.0f MiB, %d fetches paused for it, %d row groups written early, %d files rotated for it\n",
@@ -186,7 +191,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		debug.SetMemoryLimit(cfg.Memory.Limit)
 	}
 	resetPeakRSS()
-	start := time.Now()
+	start, cpuStart := time.Now(), cpuTime()
 	sink, err := connector.New(ctx, cfg, o.Log)
 	if err != nil {
 		return rep, err
@@ -232,6 +237,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 	elapsed := time.Since(start)
+	rep.CPUSeconds = (cpuTime() - cpuStart).Seconds()
 	rep.PeakRSS = peakRSS()
 	rep.Stats = sink.Stats().Snapshot()
 	rep.Memory = sink.Memory()
@@ -437,6 +443,15 @@ func peakRSS() int64 {
 		return ru.Maxrss << 10
 	}
 	return 0
+}
+
+// cpuTime is the user and system time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // writeHeapProfile writes the live heap to path (PQSINK_HEAPPROFILE).
