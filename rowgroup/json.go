@@ -1,9 +1,11 @@
 package rowgroup
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
@@ -182,6 +184,7 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
+	root.prepareMembers()
 	s.root = root
 	s.fast = root.fastDepth() <= maxFastDepth
 	for _, m := range root.members {
@@ -335,34 +338,38 @@ func (s *JSONShredder) fastRecord(d []byte) bool {
 func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
 	for j := range p.members {
 		m := &p.members[j]
-		if j > 0 {
-			if i == len(d) || d[i] != ',' {
-				return 0, false
-			}
-			i++
-		}
-		var ok bool
-		if i, ok = m.key.Match(d, i); !ok || i == len(d) {
-			return 0, false
-		}
 		f := m.plan
-		switch {
-		case d[i] == 'n':
-			// null: what field does for an optional field.
-			if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
+		if !m.lit.at(d, i) {
+			// The member may hold null instead of the value lit expects.
+			n := len(m.lit.s) - 1
+			if m.open == 0 || f.required || len(d)-i < n+4 || string(d[i:i+n]) != m.lit.s[:n] || string(d[i+n:i+n+4]) != "null" {
 				return 0, false
 			}
-			s.nulls(f, rep, p.def)
-			i += 4
-		case m.fast == fastGroup:
-			if d[i] != '{' {
-				return 0, false
-			}
-			i, ok = s.fastGroup(f, rep, d, i+1)
-		case m.fast == fastList:
+			s.nulls(f, rep, p.def) // what field does for null
+			i += n + 4
+			continue
+		}
+		i += len(m.lit.s)
+		ok := true
+		switch m.fast {
+		case fastString:
+			i, ok = readString(f.col, rep, d, i)
+		case fastTimestamp:
+			i, ok = readTimestamp(f, rep, d, i)
+		case fastGroup:
+			i, ok = s.fastGroup(f, rep, d, i)
+		case fastList:
 			i, ok = s.fastList(f, rep, d, i)
-		default:
-			i, ok = s.fastLeaf(f, m.fast, rep, d, i)
+		default: // a number or a boolean, or null
+			if i < len(d) && d[i] == 'n' {
+				if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
+					return 0, false
+				}
+				s.nulls(f, rep, p.def)
+				i += 4
+				continue
+			}
+			i, ok = readScalar(f, m.fast, rep, d, i)
 		}
 		if !ok {
 			return 0, false
@@ -374,20 +381,32 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 	return i + 1, true
 }
 
-// fastList reads the LIST p whose '[' is at d[i], elements of one leaf.
+// fastList reads the elements of LIST p after its '[', through its ']'.
 func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
-	if d[i] != '[' {
-		return 0, false
-	}
-	i++
 	if i < len(d) && d[i] == ']' {
 		s.nulls(p, rep, p.def) // what list does for an empty array
 		return i + 1, true
 	}
 	r := rep
 	for {
+		if i == len(d) {
+			return 0, false
+		}
 		var ok bool
-		if i, ok = s.fastLeaf(p.elem, p.elemFast, r, d, i); !ok || i == len(d) {
+		switch k := p.elemFast; k {
+		case fastString, fastTimestamp:
+			if d[i] != '"' {
+				return 0, false
+			}
+			if k == fastString {
+				i, ok = readString(p.elem.col, r, d, i+1)
+			} else {
+				i, ok = readTimestamp(p.elem, r, d, i+1)
+			}
+		default:
+			i, ok = readScalar(p.elem, k, r, d, i)
+		}
+		if !ok || i == len(d) {
 			return 0, false
 		}
 		switch d[i] {
@@ -402,32 +421,47 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 	}
 }
 
-// fastLeaf converts the value at d[i] for leaf p, as leaf would from its
-// token, and returns the index after the value.
-func (s *JSONShredder) fastLeaf(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bool) {
-	if i == len(d) {
+// readString appends the string whose text starts at d[i], after its
+// quote, and returns the index after its closing quote.
+func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
+	end := -1
+	if len(d)-i >= 8 { // most strings end in their first word
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			if j := i + bits.TrailingZeros64(m)>>3; d[j] == '"' {
+				end = j
+			}
+		}
+	}
+	if end < 0 {
+		var ok bool
+		if end, ok = jsonscan.PlainString(d, i); !ok {
+			return 0, false
+		}
+	}
+	c.AppendBytes(rep, d[i:end])
+	return end + 1, true
+}
+
+// readTimestamp converts the RFC 3339 string whose text starts at d[i],
+// as leaf does.
+func readTimestamp(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
+	end, ok := jsonscan.PlainString(d, i)
+	if !ok {
 		return 0, false
 	}
+	v, err := parseTimestamp(d[i:end], p.node.Logical.Unit, p.node.Logical.UTC, &p.dates)
+	if err != nil {
+		return 0, false
+	}
+	p.col.AppendInt64(rep, v)
+	return end + 1, true
+}
+
+// readScalar converts the number or boolean at d[i] for leaf p, as leaf
+// would from its token, and returns the index after it.
+func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bool) {
 	c := p.col
 	switch kind {
-	case fastString, fastTimestamp:
-		if d[i] != '"' {
-			return 0, false
-		}
-		end, ok := jsonscan.PlainString(d, i)
-		if !ok {
-			return 0, false
-		}
-		if kind == fastString {
-			c.AppendBytes(rep, d[i+1:end])
-			return end + 1, true
-		}
-		v, err := parseTimestamp(d[i+1:end], p.node.Logical.Unit, p.node.Logical.UTC, &p.dates)
-		if err != nil {
-			return 0, false
-		}
-		c.AppendInt64(rep, v)
-		return end + 1, true
 	case fastInt:
 		end, ok := jsonscan.NumberEnd(d, i)
 		if !ok {

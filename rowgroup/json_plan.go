@@ -1,6 +1,7 @@
 package rowgroup
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -121,6 +122,7 @@ func compilePlan(n *schema.Node, cols []*Column) (*jsonPlan, error) {
 		p.members = append(p.members, newPlanMember(c))
 		p.index[f.Name] = i
 	}
+	p.prepareMembers()
 	return p, nil
 }
 
@@ -133,6 +135,73 @@ type planMember struct {
 	flat bool     // plan.kind == planLeaf && !plan.repeated
 	str  bool     // flat, and a STRING or ENUM: a String token is the value as is
 	fast fastKind // how the fast path reads the value, fastNone if it cannot
+
+	// lit is how the member starts in compact JSON, for the fast path: the
+	// ',' before all but the first member, the quoted name, ':' and, when
+	// open is not 0, the first byte of the expected value (a string's
+	// quote, '{' or '[').
+	lit  textLit
+	open byte
+}
+
+// prepareMembers sets the literals of the members of group p; a member
+// whose name JSON can only spell with escapes gets no fast kind.
+func (p *jsonPlan) prepareMembers() {
+	for j := range p.members {
+		m := &p.members[j]
+		q := m.key.Quoted()
+		if q == "" {
+			m.fast = fastNone
+			continue
+		}
+		lit := q + ":"
+		if j > 0 {
+			lit = "," + lit
+		}
+		switch m.fast {
+		case fastString, fastTimestamp:
+			m.open = '"'
+		case fastGroup:
+			m.open = '{'
+		case fastList:
+			m.open = '['
+		}
+		if m.open != 0 {
+			lit += string(m.open)
+		}
+		m.lit = newTextLit(lit)
+	}
+}
+
+// textLit is a short text the fast path expects at a position, prepared
+// for comparing it a word at a time.
+type textLit struct {
+	s string
+	// s as two little-endian words and the masks of its bytes in them,
+	// when it is at most 16 bytes long.
+	w0, w1, m0, m1 uint64
+}
+
+func newTextLit(s string) textLit {
+	l := textLit{s: s}
+	if len(s) <= 16 {
+		var w, m [16]byte
+		copy(w[:], s)
+		for i := range s {
+			m[i] = 0xff
+		}
+		l.w0, l.w1 = binary.LittleEndian.Uint64(w[:]), binary.LittleEndian.Uint64(w[8:])
+		l.m0, l.m1 = binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(m[8:])
+	}
+	return l
+}
+
+// at reports whether d[i:] begins with l.
+func (l *textLit) at(d []byte, i int) bool {
+	if len(d)-i >= 16 && len(l.s) <= 16 {
+		return binary.LittleEndian.Uint64(d[i:])&l.m0 == l.w0 && binary.LittleEndian.Uint64(d[i+8:])&l.m1 == l.w1
+	}
+	return len(d)-i >= len(l.s) && string(d[i:i+len(l.s)]) == l.s
 }
 
 func newPlanMember(p *jsonPlan) planMember {

@@ -35,13 +35,16 @@ func (n *MemberName) Match(d []byte, i int) (int, bool) {
 	return j + 1, true
 }
 
-// PlainString reads the string whose opening quote is d[i] and returns the
-// index of its closing quote, when the string has no escapes: its bytes
-// d[i+1:end] are then the string's value. It reports false for strings
-// with escapes, control characters or invalid UTF-8 and for unterminated
-// ones.
+// Quoted returns the name in quotes as compact JSON spells it, or "" when
+// JSON text can only spell it with escapes, which Match never matches.
+func (n *MemberName) Quoted() string { return n.quoted }
+
+// PlainString reads the string whose text starts at d[i], after its
+// opening quote, and returns the index of its closing quote, when the
+// string has no escapes: its bytes d[i:end] are then the string's value.
+// It reports false for strings with escapes, control characters or
+// invalid UTF-8 and for unterminated ones.
 func PlainString(d []byte, i int) (end int, ok bool) {
-	i++
 	for {
 		for i+8 <= len(d) {
 			if m := stringStops(binary.LittleEndian.Uint64(d[i:])); m != 0 {
@@ -108,6 +111,14 @@ func NumberEnd(d []byte, i int) (int, bool) {
 	}
 	return i, true
 }
+
+// StringStops flags, in the high bit of each byte, the bytes of the
+// little-endian word x that end a run of plain string text: '"', '\\',
+// control characters and non-ASCII bytes. The lowest flagged byte is
+// exact; higher ones may be false positives. Callers that expect short
+// strings use it to find the closing quote in the first word inline,
+// before calling PlainString.
+func StringStops(x uint64) uint64 { return stringStops(x) }
 
 // IsSpace reports whether c is JSON whitespace.
 func IsSpace(c byte) bool { return isSpace(c) }
