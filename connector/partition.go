@@ -69,6 +69,7 @@ type partition struct {
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
+	fixedID []byte // the identity of every record, when the path has no time or field part
 	env     rowgroup.Envelope
 	stopped error // errors: fail stopped the partition on this
 
@@ -247,6 +248,9 @@ func (p *partition) report() {
 
 // identity renders r's path identity.
 func (p *partition) identity(r *record) ([]byte, error) {
+	if p.fixedID != nil {
+		return p.fixedID, nil
+	}
 	ts := r.time
 	if len(p.lookup.paths) > 0 {
 		if err := p.lookup.lookup(r.value); err != nil {
@@ -272,6 +276,10 @@ func (p *partition) identity(r *record) ([]byte, error) {
 		}
 	}
 	p.idbuf = p.s.tmpl.identity(p.idbuf[:0], p.topic, p.id, ts, p.vals)
+	if !p.s.tmpl.perRecord() && len(p.lookup.paths) == 0 {
+		// Every record of the partition has this one: render it once.
+		p.fixedID = p.idbuf
+	}
 	return p.idbuf, nil
 }
 

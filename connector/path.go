@@ -166,6 +166,17 @@ func (t *pathTemplate) identity(dst []byte, topic string, partition int32, ts ti
 	return dst
 }
 
+// perRecord says whether the identity depends on the record (its time or
+// fields), not only on its topic and partition.
+func (t *pathTemplate) perRecord() bool {
+	for _, p := range t.parts {
+		if p.kind == partTime || p.kind == partField {
+			return true
+		}
+	}
+	return false
+}
+
 // objectKey is the key of the file of path identity id whose first record
 // has offset first.
 func objectKey(id string, first int64) string {
