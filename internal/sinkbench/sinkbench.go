@@ -74,7 +74,10 @@ type Report struct {
 	// CPUSeconds is the user and system time of this process from the
 	// sink's start to the last upload: unlike Seconds, it hardly depends
 	// on what else the machine runs.
-	CPUSeconds     float64
+	CPUSeconds float64
+	// Drain is the part of Seconds after the last record was consumed:
+	// finishing the open files (their last row groups and footers).
+	Drain          float64
 	Files          int64
 	OutputBytes    int64
 	BytesPerRecord float64
@@ -88,7 +91,7 @@ func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "records        %d (%.1f MB of JSON, %.0f bytes/record)\n", r.Records, float64(r.InputBytes)/1e6, float64(r.InputBytes)/float64(max(r.Records, 1)))
 	fmt.Fprintf(&b, "load           %.1fs (producing into Kafka, not measured)\n", r.Load.Seconds())
-	fmt.Fprintf(&b, "sink           %.2fs until the last file was uploaded\n", r.Seconds)
+	fmt.Fprintf(&b, "sink           %.2fs until the last file was uploaded (the last %.2fs finishing files)\n", r.Seconds, r.Drain)
 	fmt.Fprintf(&b, "throughput     %.0f records/s, %.1f MB/s of input\n", r.RecordsPerSec, r.InputMBPerSec)
 	fmt.Fprintf(&b, "cpu            %.2fs of this process (%.0f records per CPU-second)\n", r.CPUSeconds, float64(r.Records)/max(r.CPUSeconds, 1e-9))
 	fmt.Fprintf(&b, "peak RSS       %.1f MiB\n", float64(r.PeakRSS)/(1<<20))
@@ -232,11 +235,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, err
 		}
 	}
+	consumed := time.Now()
 	stop()
 	if err := <-done; err != nil {
 		return rep, err
 	}
 	elapsed := time.Since(start)
+	rep.Drain = time.Since(consumed).Seconds()
 	rep.CPUSeconds = (cpuTime() - cpuStart).Seconds()
 	rep.PeakRSS = peakRSS()
 	rep.Stats = sink.Stats().Snapshot()
