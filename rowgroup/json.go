@@ -426,7 +426,7 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
 	end := -1
 	if len(d)-i >= 8 { // most strings end in their first word
-		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
 			if j := i + bits.TrailingZeros64(m)>>3; d[j] == '"' {
 				end = j
 			}
@@ -463,23 +463,15 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 	c := p.col
 	switch kind {
 	case fastInt:
-		end, ok := jsonscan.NumberEnd(d, i)
+		v, end, ok := readInteger(d, i, p.rng)
 		if !ok {
-			return 0, false
-		}
-		v, err := parseInteger(d[i:end], p.rng)
-		if err != nil {
 			return 0, false
 		}
 		appendInt(c, rep, v)
 		return end, true
 	case fastDouble:
-		end, ok := jsonscan.NumberEnd(d, i)
+		v, end, ok := readDouble(d, i)
 		if !ok {
-			return 0, false
-		}
-		v, err := parseNumber(d[i:end], 64)
-		if err != nil {
 			return 0, false
 		}
 		c.AppendDouble(rep, v)
@@ -495,6 +487,66 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 		}
 	}
 	return 0, false
+}
+
+// readInteger converts the number at d[i] to an integer in r and returns
+// the index after it: parseInteger of the number's token, read in the same
+// pass that finds where the token ends for the common spelling (plainInteger's).
+func readInteger(d []byte, i int, r intRange) (int64, int, bool) {
+	j := i
+	neg := j < len(d) && d[j] == '-'
+	if neg {
+		j++
+	}
+	m, k := parseDigits(d, j, 0)
+	if n := k - j; n == 0 || n > 19 || d[j] == '0' && n > 1 || k < len(d) && (d[k] == '.' || d[k]|0x20 == 'e') {
+		end, ok := jsonscan.NumberEnd(d, i)
+		if !ok {
+			return 0, 0, false
+		}
+		v, err := parseInteger(d[i:end], r)
+		return v, end, err == nil
+	}
+	if neg && m > r.neg || !neg && m > r.pos {
+		return 0, 0, false
+	}
+	if neg {
+		return -int64(m), k, true
+	}
+	return int64(m), k, true
+}
+
+// readDouble converts the number at d[i] to a float64 and returns the
+// index after it: parseNumber of the number's token, read in the same pass
+// that finds where the token ends for the spellings exactFloat64 takes.
+func readDouble(d []byte, i int) (float64, int, bool) {
+	j := i
+	neg := j < len(d) && d[j] == '-'
+	if neg {
+		j++
+	}
+	m, k := parseDigits(d, j, 0)
+	ni, f := k-j, 0 // integer and fraction digits
+	plain := ni > 0 && (d[j] != '0' || ni == 1)
+	if plain && k < len(d) && d[k] == '.' {
+		var e int
+		m, e = parseDigits(d, k+1, m)
+		f, k = e-k-1, e
+		plain = f > 0
+	}
+	n := ni + f // digits in m
+	if ni == 1 && d[j] == '0' {
+		n = f // "0.ddd": the zero is not one
+	}
+	if !plain || n > 19 || f > 19 || k < len(d) && d[k]|0x20 == 'e' {
+		end, ok := jsonscan.NumberEnd(d, i)
+		if !ok {
+			return 0, 0, false
+		}
+		v, err := parseNumber(d[i:end], 64)
+		return v, end, err == nil
+	}
+	return decimalFloat64(m, f, neg), k, true
 }
 
 // next reads the next token, turning a syntax error into a RecordError.

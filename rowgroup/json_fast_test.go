@@ -120,6 +120,10 @@ func TestJSONFastPathEvents(t *testing.T) {
 	gb, b := newShredder(t, events.Schema)
 	gen := events.New(3, time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC))
 	for i := range 5000 {
+		if i%50 == 0 { // shredBoth compares whole columns
+			ga.Reset()
+			gb.Reset()
+		}
 		line := gen.Append(nil)
 		shredBoth(t, ga, a, gb, b, line)
 		if a.fastBackoff != 0 {
@@ -165,7 +169,7 @@ func FuzzJSONFastPath(f *testing.F) {
 	ga, a := newShredder(f, fastSchema)
 	gb, b := newShredder(f, fastSchema)
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if ga.NumRows() > 1000 {
+		if ga.NumRows() > 20 { // shredBoth compares whole columns
 			ga.Reset()
 			gb.Reset()
 		}

@@ -199,7 +199,8 @@ func newTextLit(s string) textLit {
 // at reports whether d[i:] begins with l.
 func (l *textLit) at(d []byte, i int) bool {
 	if len(d)-i >= 16 && len(l.s) <= 16 {
-		return binary.LittleEndian.Uint64(d[i:])&l.m0 == l.w0 && binary.LittleEndian.Uint64(d[i+8:])&l.m1 == l.w1
+		w := d[i : i+16] // of known length: no bounds checks below
+		return binary.LittleEndian.Uint64(w)&l.m0 == l.w0 && binary.LittleEndian.Uint64(w[8:])&l.m1 == l.w1
 	}
 	return len(d)-i >= len(l.s) && string(d[i:i+len(l.s)]) == l.s
 }

@@ -503,6 +503,14 @@ func exactFloat64(b []byte) (v float64, ok bool) {
 	if n > 19 || f > 19 {
 		return 0, false // m may have wrapped, or 10^f does not fit
 	}
+	return decimalFloat64(m, f, neg), true
+}
+
+// decimalFloat64 returns ±m/10^f correctly rounded, for m < 10^19 and
+// f <= 19: the last step of exactFloat64, shared with the shredder's fast
+// path so that both give the same bits.
+func decimalFloat64(m uint64, f int, neg bool) float64 {
+	var v float64
 	if m <= 1<<53 {
 		v = float64(m)
 		if f > 0 {
@@ -514,7 +522,7 @@ func exactFloat64(b []byte) (v float64, ok bool) {
 	if neg {
 		v = -v
 	}
-	return v, true
+	return v
 }
 
 // parseDigits reads the decimal digits of b from i on into m (m*10+digit
