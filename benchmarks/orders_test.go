@@ -25,7 +25,8 @@ func BenchmarkOrders(b *testing.B) {
 }
 
 // writeOrders stripes each order into the row group's columns by hand,
-// with its Dremel levels, as a record shredder does.
+// with its Dremel levels, as a record shredder does, checking the row
+// group's size every sizeCheckRows rows.
 func writeOrders(g *rowgroup.RowGroup, w *writer.Writer, data []Order) error {
 	c := g.Columns()
 	var keys []string
@@ -67,7 +68,7 @@ func writeOrders(g *rowgroup.RowGroup, w *writer.Writer, data []Order) error {
 			c[9].AppendBytes(rep, []byte(o.Attrs[k]))
 		}
 		g.EndRow()
-		if g.Size() >= 128<<20 {
+		if i%sizeCheckRows == sizeCheckRows-1 && g.Size() >= 128<<20 {
 			if err := w.WriteRowGroup(g); err != nil {
 				return err
 			}
