@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/schema"
 )
 
 // fastSchema has every shape the fast path reads, and around them shapes
@@ -174,5 +175,54 @@ func FuzzJSONFastPath(f *testing.F) {
 			gb.Reset()
 		}
 		shredBoth(t, ga, a, gb, b, line)
+	})
+}
+
+var timestampTexts = []string{
+	"2026-11-23T10:00:00.123456Z", "2026-11-23T10:00:00Z", "1970-01-01T00:00:00.000000001Z",
+	"2026-11-23T10:00:00.1234567891Z", "2026-11-23T10:00:00.Z", "2026-11-23T24:00:00Z", "2026-02-29T10:00:00Z",
+	"2024-02-29T23:59:59.999999999Z", "2026-11-23t10:00:00Z", "2026-11-23T10:00:00z", "2026-11-23T10:00:00+00:00",
+	"0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "1677-09-21T00:12:43.145224191Z", "2262-04-11T23:47:16.854775808Z",
+	"2026-11-23T10:00:60Z", "2026-13-23T10:00:00Z", "2026-11-23T10:0a:00Z", "2026-11-23T10:00:00.123456",
+}
+
+// checkTimestampText checks parseTimestampText against parseTimestamp on
+// text followed by a closing quote and more record.
+func checkTimestampText(t *testing.T, text string) {
+	for _, u := range []schema.TimeUnit{schema.Millis, schema.Micros, schema.Nanos} {
+		var dc dateCache
+		b := []byte(text + `","x":1}`)
+		v, n, ok := parseTimestampText(b, u, &dc)
+		if !ok {
+			continue
+		}
+		for _, utc := range []bool{true, false} {
+			want, err := parseTimestamp([]byte(text), u, utc, nil)
+			if err != nil || v != want || n != len(text) {
+				t.Errorf("parseTimestampText(%q, %v) = %d, %d; parseTimestamp (utc %v) = %d, %v", text, u, v, n, utc, want, err)
+			}
+		}
+	}
+}
+
+func TestParseTimestampText(t *testing.T) {
+	for _, text := range timestampTexts {
+		checkTimestampText(t, text)
+	}
+	var dc dateCache
+	if _, _, ok := parseTimestampText([]byte(`2026-11-23T10:00:00.123456Z"`), schema.Micros, &dc); !ok {
+		t.Error("the common spelling is not taken")
+	}
+}
+
+func FuzzParseTimestampText(f *testing.F) {
+	for _, text := range timestampTexts {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.Contains(text, `"`) {
+			return
+		}
+		checkTimestampText(t, text)
 	})
 }

@@ -267,6 +267,62 @@ func parseTimestamp(b []byte, u schema.TimeUnit, utc bool, dc *dateCache) (int64
 	return scaleSeconds(t.utcSeconds(), f, 1e9)
 }
 
+// parseTimestampText parses the common spelling of an RFC 3339 timestamp,
+// "YYYY-MM-DDTHH:MM:SS[.fraction]Z" with at most 9 fraction digits, at the
+// start of b and followed by the closing quote of its JSON string: text
+// that is a plain string, so the caller need not look for escapes. It
+// returns what parseTimestamp returns for that text, and the index of the
+// quote; ok false means anything else (another spelling, an error), which
+// the caller leaves to parseTimestamp.
+func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, end int, ok bool) {
+	if len(b) < 21 || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return 0, 0, false
+	}
+	days, ok := dc.parse(b)
+	h, ok1 := digits2(b, 11)
+	m, ok2 := digits2(b, 14)
+	sec, ok3 := digits2(b, 17)
+	if !ok || !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
+		return 0, 0, false
+	}
+	n := 19
+	var frac int64
+	if b[n] == '.' {
+		n++
+		start := n
+		for n < len(b) && n-start < 10 {
+			c := b[n] - '0'
+			if c > 9 {
+				break
+			}
+			frac = frac*10 + int64(c)
+			n++
+		}
+		k := n - start
+		if k == 0 || k > 9 {
+			return 0, 0, false
+		}
+		frac *= int64(pow10[9-k]) // nanoseconds
+	}
+	if len(b)-n < 2 || b[n] != 'Z' || b[n+1] != '"' {
+		return 0, 0, false
+	}
+	f, err := scaleNanos(frac, u)
+	if err != nil {
+		return 0, 0, false
+	}
+	utcSec := days*secondsPerDay + h*3600 + m*60 + sec
+	switch u {
+	case schema.Millis:
+		v, err = scaleSeconds(utcSec, f, 1e3)
+	case schema.Micros:
+		v, err = scaleSeconds(utcSec, f, 1e6)
+	default:
+		v, err = scaleSeconds(utcSec, f, 1e9)
+	}
+	return v, n + 1, err == nil
+}
+
 // scaleSeconds returns sec·per + f (0 <= f < per) with errRange on int64
 // overflow. Before the epoch it computes (sec+1)·per - (per-f), so that the
 // most negative value is reachable without an intermediate overflow.
