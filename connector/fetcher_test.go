@@ -1,0 +1,93 @@
+package connector
+
+import (
+	"testing"
+)
+
+func records(offsets ...int64) []record {
+	rs := make([]record, len(offsets))
+	for i, o := range offsets {
+		rs[i] = record{offset: o, value: []byte{byte(o)}}
+	}
+	return rs
+}
+
+func newTestFetcher() *fetcher {
+	return &fetcher{ready: make(chan struct{}, 1), space: make(chan struct{}, 1), mem: newBudget(1 << 30)}
+}
+
+// TestFetcherHandOver checks that batches reach the partition in order,
+// whole, and that the slices travel between fetcher and partition instead
+// of being allocated for every batch.
+func TestFetcherHandOver(t *testing.T) {
+	f := newTestFetcher()
+
+	// Into an empty buffer, the batch itself becomes the buffer.
+	first := append(make([]record, 0, 8), records(1, 2, 3)...)
+	next, n := f.deliver(first, 30)
+	if n != 30 || len(next) != 0 {
+		t.Fatalf("deliver: %d bytes buffered and a next batch of %d records, want 30 and 0", n, len(next))
+	}
+	// Into a buffer with records, it is appended, and comes back emptied.
+	second := records(4, 5)
+	next, n = f.deliver(second, 20)
+	if n != 50 || len(next) != 0 || cap(next) != cap(second) {
+		t.Fatalf("deliver: %d bytes, next batch len %d cap %d, want 50, 0, %d", n, len(next), cap(next), cap(second))
+	}
+	if second[0].value != nil {
+		t.Fatal("an appended batch keeps references to the records' bytes")
+	}
+
+	got, bytes := f.take()
+	if bytes != 50 || len(got) != 5 {
+		t.Fatalf("take: %d records, %d bytes, want 5 and 50", len(got), bytes)
+	}
+	for i, r := range got {
+		if r.offset != int64(i+1) {
+			t.Fatalf("record %d has offset %d, want %d", i, r.offset, i+1)
+		}
+	}
+	if &got[0] != &first[0] {
+		t.Fatal("the first batch was copied, not handed over")
+	}
+
+	// Given back, the slice holds the next records.
+	f.giveBack(got)
+	if got[0].value != nil {
+		t.Fatal("a slice given back keeps references to the records' bytes")
+	}
+	f.deliver(records(6), 10)
+	if again, _ := f.take(); len(again) != 1 || again[0].offset != 6 {
+		t.Fatalf("take after giveBack: %v", again)
+	}
+	// The slice given back is the buffer now; the next delivery hands it
+	// to the fetcher for the batch after.
+	next, _ = f.deliver(records(7), 10)
+	if cap(next) == 0 || &next[:1][0] != &got[0] {
+		t.Fatal("the slice given back was not reused")
+	}
+}
+
+// TestFetcherDropsOversizedSlices checks that a partition does not keep
+// the room of a burst: a slice far larger than what it held is let go.
+func TestFetcherDropsOversizedSlices(t *testing.T) {
+	tests := []struct {
+		name     string
+		len, cap int
+		kept     bool
+	}{
+		{"full", 1000, 1000, true},
+		{"small", 3, 64, true},
+		{"a quarter", 250, 1000, true},
+		{"far larger", 10, 100_000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newTestFetcher()
+			f.giveBack(make([]record, tt.len, tt.cap))
+			if kept := f.spare != nil; kept != tt.kept {
+				t.Fatalf("kept = %v, want %v", kept, tt.kept)
+			}
+		})
+	}
+}
