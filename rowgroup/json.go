@@ -425,10 +425,15 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 // quote, and returns the index after its closing quote.
 func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
 	end := -1
-	if len(d)-i >= 8 { // most strings end in their first word
-		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
-			if j := i + bits.TrailingZeros64(m)>>3; d[j] == '"' {
-				end = j
+	if len(d)-i >= 16 { // most strings end in their first two words
+		w := d[i : i+16]
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w)); m != 0 {
+			if j := bits.TrailingZeros64(m) >> 3; w[j] == '"' {
+				end = i + j
+			}
+		} else if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w[8:])); m != 0 {
+			if j := 8 + bits.TrailingZeros64(m)>>3; w[j&15] == '"' {
+				end = i + j
 			}
 		}
 	}
