@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 
 	"github.com/pqsink/pqsink/schema"
 )
@@ -290,6 +291,24 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 	if b[n] == '.' {
 		n++
 		start := n
+		if len(b)-n >= 8 {
+			// Fewer than 8 digits, the usual milli- and microseconds, are
+			// read as one word: the bytes after them are replaced by '0'
+			// and the 8 digits converted at once.
+			x := binary.LittleEndian.Uint64(b[n : n+8])
+			// The high bit of each byte that is not '0'..'9' (see
+			// parseDigits' stops); the lowest one is exact.
+			stops := ((x - 0x3030303030303030) | (x + 0x4646464646464646) | x) & 0x8080808080808080
+			if k := bits.TrailingZeros64(stops) >> 3; k > 0 && k < 8 {
+				keep := uint64(1)<<(8*k) - 1
+				x = (x&keep | 0x3030303030303030&^keep) - 0x3030303030303030
+				x = (x*10 + x>>8) & 0x00ff00ff00ff00ff
+				x = (x*100 + x>>16) & 0x0000ffff0000ffff
+				x = (x*10000 + x>>32) & 0xffffffff
+				frac, n = int64(x)*10, n+k // 8 digits of the 9 of nanoseconds
+				goto zone
+			}
+		}
 		for n < len(b) && n-start < 10 {
 			c := b[n] - '0'
 			if c > 9 {
@@ -304,6 +323,7 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 		}
 		frac *= int64(pow10[9-k]) // nanoseconds
 	}
+zone:
 	if len(b)-n < 2 || b[n] != 'Z' || b[n+1] != '"' {
 		return 0, 0, false
 	}
