@@ -361,15 +361,17 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		case fastList:
 			i, ok = s.fastList(f, rep, d, i)
 		default: // a number or a boolean, or null
-			if i < len(d) && d[i] == 'n' {
-				if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
-					return 0, false
-				}
-				s.nulls(f, rep, p.def)
-				i += 4
+			var next int
+			if next, ok = readScalar(f, m.fast, rep, d, i); ok {
+				i = next
 				continue
 			}
-			i, ok = readScalar(f, m.fast, rep, d, i)
+			if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
+				return 0, false
+			}
+			s.nulls(f, rep, p.def)
+			i += 4
+			continue
 		}
 		if !ok {
 			return 0, false
@@ -471,12 +473,19 @@ func readTimestamp(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
 func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bool) {
 	c := p.col
 	switch kind {
-	case fastInt:
+	case fastInt64:
 		v, end, ok := readInteger(d, i, p.rng)
 		if !ok {
 			return 0, false
 		}
-		appendInt(c, rep, v)
+		c.AppendInt64(rep, v)
+		return end, true
+	case fastInt32:
+		v, end, ok := readInteger(d, i, p.rng)
+		if !ok {
+			return 0, false
+		}
+		c.AppendInt32(rep, int32(v)) // the low bits, as appendInt keeps
 		return end, true
 	case fastDouble:
 		v, end, ok := readDouble(d, i)

@@ -217,7 +217,8 @@ type fastKind uint8
 const (
 	fastNone      fastKind = iota // a record with the field cannot take the fast path
 	fastString                    // STRING, ENUM
-	fastInt                       // convInt
+	fastInt32                     // convInt on INT32
+	fastInt64                     // convInt on INT64
 	fastDouble                    // DOUBLE
 	fastBool                      // BOOLEAN
 	fastTimestamp                 // TIMESTAMP from an RFC 3339 string
@@ -268,7 +269,10 @@ func (p *jsonPlan) leafFastKind() fastKind {
 	case convString:
 		return fastString
 	case convInt:
-		return fastInt
+		if p.col.Leaf.Physical == meta.TypeInt32 {
+			return fastInt32
+		}
+		return fastInt64
 	case convDouble:
 		return fastDouble
 	case convBool:
