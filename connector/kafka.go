@@ -142,10 +142,12 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			if len(batch) == 0 {
 				continue
 			}
-			// One fetch ahead of the partition, no more.
+			// One fetch ahead of the partition, no more: while it still
+			// has an earlier batch to take, fetching more would only pile
+			// up records (and regrow the slice that holds them).
 			var n int64
 			batch, n = f.deliver(batch, batchSize)
-			for ; n >= cfg.Fetch.MaxBytes; n = f.buffered() {
+			for ; n > batchSize; n = f.buffered() {
 				select {
 				case <-f.space:
 				case <-ctx.Done():
@@ -200,7 +202,12 @@ func readRecords(rs kafka.RecordReader, next *int64, arena *[]byte, batch []reco
 func (f *fetcher) deliver(batch []record, size int64) ([]record, int64) {
 	f.mu.Lock()
 	if len(f.buf) == 0 {
-		f.buf, batch = batch, f.buf[:0]
+		next := f.buf[:0]
+		if cap(next) == 0 {
+			// The partition gave its last slice back after it took.
+			next, f.spare = f.spare, nil
+		}
+		f.buf, batch = batch, next
 	} else {
 		f.buf = append(f.buf, batch...)
 		clear(batch)
