@@ -307,8 +307,9 @@ func (s *JSONShredder) record() error {
 const maxFastBackoff = 63
 
 // fastRecord fills the row from line when the record has the common shape:
-// compact JSON whose members come in schema order, all present (or null
-// where the field is optional), each value of the kind and spelling its
+// compact JSON whose members come in schema order (optional ones may be
+// null or absent, but not the first of an object), each value of the kind
+// and spelling its
 // field expects (strings without escapes, numbers and timestamps that
 // convert). It reads the bytes directly, without the Scanner's token by
 // token state machine, and appends what the walk would. For anything else
@@ -340,13 +341,19 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		m := &p.members[j]
 		f := m.plan
 		if !m.lit.at(d, i) {
-			// The member may hold null instead of the value lit expects.
-			n := len(m.lit.s) - 1
-			if m.open == 0 || f.required || len(d)-i < n+4 || string(d[i:i+n]) != m.lit.s[:n] || string(d[i+n:i+n+4]) != "null" {
+			if f.required {
 				return 0, false
 			}
-			s.nulls(f, rep, p.def) // what field does for null
-			i += n + 4
+			// An optional member may hold null instead of the value lit
+			// expects, or be absent: what the walk does for both is nulls.
+			// Taking it for absent cannot accept a record the walk would
+			// read differently: the record must then go on with the next
+			// members in schema order and end with '}', which a member out
+			// of order, twice or unknown never does.
+			s.nulls(f, rep, p.def)
+			if n := len(m.lit.s) - 1; m.open != 0 && len(d)-i >= n+4 && string(d[i:i+n]) == m.lit.s[:n] && string(d[i+n:i+n+4]) == "null" {
+				i += n + 4
+			}
 			continue
 		}
 		i += len(m.lit.s)

@@ -43,10 +43,17 @@ var (
 		`{"id":-9223372036854775808,"small":null,"big":null,"ts":"2026-11-23t10:00:00z","local":null,"ms":null,"name":null,"x":null,"ok":null,"tags":[],"nums":null,"times":[],"g":null,"r":{"a":null},"a_member_name_of_more_than_sixteen_bytes":null}` + " \n",
 		`{"id":0,"small":1,"big":0,"ts":"2026-11-23 10:00:00.5-01:30","local":"2026-11-23T10:00:00Z","ms":"2026-11-23T10:00:00.999Z","name":"x","x":1.7976931348623157e308,"ok":false,"tags":["c"],"nums":[1e-400],"times":["2026-11-23T10:00:00.1Z","2026-11-23T10:00:00.2Z"],"g":{"s":"s","h":null},"r":{"a":1},"a_member_name_of_more_than_sixteen_bytes":{"v":null}}`,
 		`{"id":12345678901234567890e-1,"small":1.0,"big":1e2,"ts":"2026-11-23T10:00:00.123456000Z","local":"2026-11-23T10:00:00+00:00","ms":"2026-11-23T10:00:00.000000000Z","name":"","x":-0.0,"ok":true,"tags":null,"nums":[],"times":null,"g":{"s":"q","h":{"level":-1,"flag":true,"score":12345678901234567890}},"r":{"a":-0},"a_member_name_of_more_than_sixteen_bytes":{"v":0}}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","r":{}}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","ok":true,"g":{"s":"x","h":{"level":1,"flag":true}},"r":{"a":1}}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","tags":["a"],"r":{"a":null}}`,
 	}
 	fastOther = []string{
 		``, ` `, `[]`, `{}`, `{"id":1}`, `{"id":1,"id":2}`,
 		`{"id":01,"ts":"2026-11-23T10:00:00Z","r":{}}`,
+		`{"ts":"2026-11-23T10:00:00Z","r":{}}`, `{"id":1,"ts":"2026-11-23T10:00:00Z"}`, `{"id":1,"ts":"2026-11-23T10:00:00Z","r":{},"id":2}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","ok":true,"name":"x","r":{}}`, `{"id":1,"ts":"2026-11-23T10:00:00Z","g":{"h":{"level":1,"flag":true}},"r":{}}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","g":{"s":"x","h":{"level":1}},"r":{}}`, `{"id":1,"ts":"2026-11-23T10:00:00Z","r":{},"r":{}}`,
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","x":"1","r":{}}`, `{"id":1,"ts":"2026-11-23T10:00:00Z","r":{"a":1,"a":2}}`,
 		`{"id":1,"ts":"2026-11-23T10:00:00Z","r":{}}x`,
 		`{"id":1 ,"ts":"2026-11-23T10:00:00Z","r":{}}`,
 		`{"id":1,"small":128,"big":null,"ts":"2026-11-23T10:00:00.123456Z","local":null,"ms":null,"name":null,"x":null,"ok":null,"tags":null,"nums":null,"times":null,"g":null,"r":{"a":null},"a_member_name_of_more_than_sixteen_bytes":null}`,
