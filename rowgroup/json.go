@@ -459,7 +459,7 @@ func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
 // readTimestamp converts the RFC 3339 string whose text starts at d[i],
 // as leaf does.
 func readTimestamp(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
-	if v, n, ok := parseTimestampText(d[i:], p.node.Logical.Unit, &p.dates); ok {
+	if v, n, ok := parseTimestampText(d[i:], p.node.Logical.Unit, &p.dates); ok && i+n < len(d) && d[i+n] == '"' {
 		p.col.AppendInt64(rep, v)
 		return i + n + 1, true
 	}

@@ -200,7 +200,10 @@ func checkTimestampText(t *testing.T, text string) {
 		var dc dateCache
 		b := []byte(text + `","x":1}`)
 		v, n, ok := parseTimestampText(b, u, &dc)
-		if !ok {
+		if v2, n2, ok2 := parseTimestampText([]byte(text), u, &dc); ok2 != ok || ok && (v2 != v || n2 != n) {
+			t.Errorf("parseTimestampText(%q, %v) alone = %d, %d, %v; followed by more = %d, %d, %v", text, u, v2, n2, ok2, v, n, ok)
+		}
+		if !ok || n != len(text) {
 			continue
 		}
 		for _, utc := range []bool{true, false} {
@@ -217,7 +220,7 @@ func TestParseTimestampText(t *testing.T) {
 		checkTimestampText(t, text)
 	}
 	var dc dateCache
-	if _, _, ok := parseTimestampText([]byte(`2026-11-23T10:00:00.123456Z"`), schema.Micros, &dc); !ok {
+	if _, n, ok := parseTimestampText([]byte(`2026-11-23T10:00:00.123456Z"`), schema.Micros, &dc); !ok || n != 27 {
 		t.Error("the common spelling is not taken")
 	}
 }
@@ -232,4 +235,26 @@ func FuzzParseTimestampText(f *testing.F) {
 		}
 		checkTimestampText(t, text)
 	})
+}
+
+// BenchmarkJSONShredEventsWalk is BenchmarkJSONShredEvents without the
+// fast path: what records of other shapes cost.
+func BenchmarkJSONShredEventsWalk(b *testing.B) {
+	g, sh := newShredder(b, events.Schema)
+	sh.fast = false
+	gen := events.New(1, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	data := make([][]byte, 4096)
+	for i := range data {
+		data[i] = gen.Append(nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%10000 == 0 {
+			g.Reset()
+		}
+		if err := sh.Shred(data[i%len(data)]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -270,13 +270,13 @@ func parseTimestamp(b []byte, u schema.TimeUnit, utc bool, dc *dateCache) (int64
 
 // parseTimestampText parses the common spelling of an RFC 3339 timestamp,
 // "YYYY-MM-DDTHH:MM:SS[.fraction]Z" with at most 9 fraction digits, at the
-// start of b and followed by the closing quote of its JSON string: text
-// that is a plain string, so the caller need not look for escapes. It
-// returns what parseTimestamp returns for that text, and the index of the
-// quote; ok false means anything else (another spelling, an error), which
-// the caller leaves to parseTimestamp.
+// start of b, and returns what parseTimestamp returns for that text and
+// its length; ok false means anything else (another spelling, an error),
+// which the caller leaves to parseTimestamp. The text holds no byte a
+// JSON string must escape, so a caller reading a JSON string whose
+// closing quote follows the text need not look for escapes.
 func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, end int, ok bool) {
-	if len(b) < 21 || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+	if len(b) < 20 || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
 		return 0, 0, false
 	}
 	days, ok := dc.parse(b)
@@ -288,7 +288,7 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 	}
 	n := 19
 	var frac int64
-	if b[n] == '.' {
+	if n < len(b) && b[n] == '.' {
 		n++
 		start := n
 		if len(b)-n >= 8 {
@@ -324,7 +324,7 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 		frac *= int64(pow10[9-k]) // nanoseconds
 	}
 zone:
-	if len(b)-n < 2 || b[n] != 'Z' || b[n+1] != '"' {
+	if n == len(b) || b[n] != 'Z' {
 		return 0, 0, false
 	}
 	f, err := scaleNanos(frac, u)
@@ -340,7 +340,7 @@ zone:
 	default:
 		v, err = scaleSeconds(utcSec, f, 1e9)
 	}
-	return v, n + 1, err == nil
+	return v, n + 1, err == nil // through the Z
 }
 
 // scaleSeconds returns sec·per + f (0 <= f < per) with errRange on int64
