@@ -189,7 +189,7 @@ type avroRun struct {
 
 func newAvroRun(out io.Writer, s *avro.Schema, opts Options, decOpts ...rowgroup.AvroOption) (*avroRun, error) {
 	if opts.RowGroupSize <= 0 {
-		opts.RowGroupSize = 128 << 20
+		opts.RowGroupSize = DefaultRowGroupSize
 	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 2 * time.Second

@@ -38,7 +38,7 @@ const (
 type Options struct {
 	Schema *schema.Schema
 	// RowGroupSize is the in-memory size at which a row group is written.
-	// Defaults to 128 MiB.
+	// Defaults to DefaultRowGroupSize.
 	RowGroupSize int64
 	// Writer options: codec, page size, encodings...
 	Writer []writer.Option
@@ -64,6 +64,14 @@ type Options struct {
 	Progress      io.Writer
 	ProgressEvery time.Duration
 }
+
+// DefaultRowGroupSize is the in-memory size of a row group when Options
+// leave it out: about 200,000 rows of the sink's reference record, near
+// DuckDB's 122,880-row row groups. Measured on one million of those records
+// (one thread), 32 MiB against 128 MiB made files 0.2% (typed) and 0.6%
+// (VARIANT) larger, and halved the peak RSS (268 → 136 MiB typed, 304 →
+// 123 MiB VARIANT) and used less CPU (fewer page faults on fresh memory).
+const DefaultRowGroupSize = 32 << 20
 
 // reserveAfter is how many rows of the first row group are read before its
 // buffers are sized for the whole row group, extrapolating from them.
@@ -109,7 +117,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats,
 		return st, errors.New("convert: no schema")
 	}
 	if opts.RowGroupSize <= 0 {
-		opts.RowGroupSize = 128 << 20
+		opts.RowGroupSize = DefaultRowGroupSize
 	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 2 * time.Second

@@ -59,7 +59,7 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 		opts.Column = "payload"
 	}
 	if opts.RowGroupSize <= 0 {
-		opts.RowGroupSize = 128 << 20
+		opts.RowGroupSize = DefaultRowGroupSize
 	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 2 * time.Second

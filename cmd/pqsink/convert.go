@@ -48,7 +48,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var (
 		schemaFile   = fs.String("schema", "", "Parquet message-syntax schema `FILE` (required)")
 		codec        = fs.String("codec", "zstd", "compression `codec[:level]`: none, snappy, gzip, zstd, lz4_raw, lz4, brotli")
-		rowGroupSize = fs.String("row-group-size", "128MiB", "in-memory `size` at which a row group is written")
+		rowGroupSize = fs.String("row-group-size", "32MiB", "in-memory `size` at which a row group is written")
 		pageSize     = fs.String("page-size", "1MiB", "target uncompressed data page `size`")
 		pageRows     = fs.Int("page-rows", 20000, "maximum rows per data page")
 		dictionary   = fs.Bool("dictionary", true, "dictionary-encode columns while the dictionary pays off")
