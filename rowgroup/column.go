@@ -1,8 +1,10 @@
 package rowgroup
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
@@ -15,6 +17,10 @@ import (
 // Levels are only stored when the leaf can have them: Rep is empty when
 // MaxRep is 0 and Def is empty when MaxDef is 0. A required, non-repeated
 // leaf therefore holds one value per row and nothing else.
+//
+// The buffers are for reading: Rep may be a view of another column's
+// equal levels (leaves under the same list share them after a huge
+// record), so only the column's methods may change them.
 type Column struct {
 	Leaf *schema.Node
 
@@ -29,6 +35,10 @@ type Column struct {
 	Double  []float64
 	Bytes   []byte   // BYTE_ARRAY values concatenated, or FIXED_LEN_BYTE_ARRAY values back to back
 	Offsets []uint32 // BYTE_ARRAY only: value i is Bytes[Offsets[i]:Offsets[i+1]]
+
+	// repOf is the column whose repetition levels Rep may be a view of
+	// (see shareRep), or nil.
+	repOf *Column
 
 	maxDef    uint8
 	maxRep    uint8
@@ -126,9 +136,14 @@ func (c *Column) size() int {
 		12*len(c.Int96) + 4*len(c.Float) + 8*len(c.Double) + len(c.Bytes) + 4*len(c.Offsets)
 }
 
-// capacity is the bytes the column's buffers hold, by capacity.
+// capacity is the bytes the column's buffers hold, by capacity; levels
+// that are a view of another column's are counted there.
 func (c *Column) capacity() int {
-	return cap(c.Rep) + cap(c.Def) + cap(c.Bool) + 4*cap(c.Int32) + 8*cap(c.Int64) +
+	rep := cap(c.Rep)
+	if c.sharesRep() {
+		rep = 0
+	}
+	return rep + cap(c.Def) + cap(c.Bool) + 4*cap(c.Int32) + 8*cap(c.Int64) +
 		12*cap(c.Int96) + 4*cap(c.Float) + 8*cap(c.Double) + cap(c.Bytes) + 4*cap(c.Offsets)
 }
 
@@ -153,6 +168,105 @@ func growBy[T any](s []T, f float64) []T {
 	return slices.Grow(s, int(float64(len(s))*f)-len(s))
 }
 
+// extrapolate grows the column's buffers for a record of which the part
+// shredded since m is 1/f: each buffer gets room for f times what the
+// record has added to it, with a little margin. A huge record of many
+// small values would otherwise grow them by append, 1.25 times at a
+// time: every step copies, holds the old and the new buffer at once,
+// leaves the old one as garbage, and the last leaves up to a quarter of
+// the buffer unused; one step to about the right size does neither.
+func (c *Column) extrapolate(m mark, f float64) {
+	want := func(start, now int) int {
+		return start + int(float64(now-start)*f)
+	}
+	if c.maxRep > 0 {
+		c.Rep = growTo(c.Rep, want(m.rep, len(c.Rep)))
+	}
+	if c.maxDef > 0 {
+		c.Def = growTo(c.Def, want(m.def, len(c.Def)))
+	}
+	switch c.Leaf.Physical {
+	case meta.TypeBoolean:
+		c.Bool = growTo(c.Bool, want(m.values, len(c.Bool)))
+	case meta.TypeInt32:
+		c.Int32 = growTo(c.Int32, want(m.values, len(c.Int32)))
+	case meta.TypeInt64:
+		c.Int64 = growTo(c.Int64, want(m.values, len(c.Int64)))
+	case meta.TypeInt96:
+		c.Int96 = growTo(c.Int96, want(m.values, len(c.Int96)))
+	case meta.TypeFloat:
+		c.Float = growTo(c.Float, want(m.values, len(c.Float)))
+	case meta.TypeDouble:
+		c.Double = growTo(c.Double, want(m.values, len(c.Double)))
+	case meta.TypeByteArray:
+		c.Offsets = growTo(c.Offsets, want(m.values+1, len(c.Offsets)))
+		c.Bytes = growTo(c.Bytes, want(m.bytes, len(c.Bytes)))
+	case meta.TypeFixedLenByteArray:
+		c.Bytes = growTo(c.Bytes, want(m.bytes, len(c.Bytes)))
+	}
+}
+
+// trim lets go of the room extrapolate reserved beyond what a record
+// used, when it is a large part of a large buffer: a record that is
+// uniform at its start and not later is reserved too much.
+func (c *Column) trim() {
+	c.Rep = trimmed(c.Rep)
+	c.Def = trimmed(c.Def)
+	c.Bool = trimmed(c.Bool)
+	c.Int32 = trimmed(c.Int32)
+	c.Int64 = trimmed(c.Int64)
+	c.Int96 = trimmed(c.Int96)
+	c.Float = trimmed(c.Float)
+	c.Double = trimmed(c.Double)
+	c.Bytes = trimmed(c.Bytes)
+	c.Offsets = trimmed(c.Offsets)
+}
+
+// shareRep makes c's repetition levels a view of src's when they are
+// equal, as they are for leaves under the same innermost list: a huge
+// record of many small values in a list then holds its repetition levels
+// once, not once per leaf. The view's capacity ends at its length, so
+// that appending to c copies it rather than writing into src's buffer,
+// and rollback copies what it keeps.
+func (c *Column) shareRep(src *Column) {
+	if c.sharesRep() || len(c.Rep) != len(src.Rep) || !bytes.Equal(c.Rep, src.Rep) {
+		return
+	}
+	n := len(src.Rep)
+	c.Rep, c.repOf = src.Rep[:n:n], src
+}
+
+// sharesRep reports whether Rep is a view of another column's buffer.
+func (c *Column) sharesRep() bool {
+	return c.repOf != nil && cap(c.Rep) > 0 && unsafe.SliceData(c.Rep) == unsafe.SliceData(c.repOf.Rep)
+}
+
+// growTo returns s with a capacity of at least n: when it must grow, to
+// n and a 32nd rather than by append's rounding (up to a quarter more for
+// large slices). The margin is for an estimate that creeps up as more of
+// the record is seen, which would otherwise copy the buffer at every
+// look; and growing by at least a quarter, as append does, bounds the
+// copies when the estimate keeps rising.
+func growTo[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(n+n/32, cap(s)+cap(s)/4))
+	copy(t, s)
+	return t
+}
+
+// trimmed returns s in a buffer of its length when over an eighth of its
+// capacity, and over 64 KiB, is unused.
+func trimmed[T any](s []T) []T {
+	var zero T
+	free := (cap(s) - len(s)) * int(unsafe.Sizeof(zero))
+	if free <= 64<<10 || cap(s)-len(s) <= cap(s)/8 {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
+
 // mark is a column's length, to roll a half-written record back.
 type mark struct{ levels, values, rep, def, bytes int }
 
@@ -162,6 +276,10 @@ func (c *Column) mark() mark {
 
 func (c *Column) rollback(m mark) {
 	c.levels, c.values = m.levels, m.values
+	if m.rep < len(c.Rep) && c.sharesRep() {
+		// The levels past m.rep would be written again, by both columns.
+		c.Rep = slices.Clone(c.Rep[:m.rep])
+	}
 	c.Rep, c.Def, c.Bytes = c.Rep[:m.rep], c.Def[:m.def], c.Bytes[:m.bytes]
 	switch c.Leaf.Physical {
 	case meta.TypeBoolean:

@@ -48,6 +48,9 @@ type VariantShredder struct {
 	column   string       // the VARIANT field's name
 	direct   *directState // the direct path; nil without a shape, or with VariantTwoPass
 	twoPass  bool
+	// The leaves under each list, up to the lists inside it: their
+	// repetition levels are always equal (see Column.shareRep).
+	repGroups [][]*Column
 }
 
 // VariantOption configures a VariantShredder.
@@ -228,6 +231,9 @@ func (s *VariantShredder) plan(g *schema.Node, shape *variant.Shape, path string
 		}
 		p.elem, p.rep = ep, uint8(elem.MaxRep)
 		p.leaves = append(p.leaves, ep.leaves...)
+		if g := ep.sameRep(nil); len(g) > 1 {
+			s.repGroups = append(s.repGroups, g)
+		}
 	default:
 		p.typed = s.g.Column(t.Column)
 		p.leaves = append(p.leaves, p.typed)
@@ -260,8 +266,14 @@ func (s *VariantShredder) Append(value []byte) error {
 // fill appends the Variant of the JSON document json; on error the caller
 // undoes what was appended.
 func (s *VariantShredder) fill(json []byte) error {
-	if s.direct != nil && s.tryDirect(json) {
-		return nil
+	if s.direct != nil {
+		ok := s.tryDirect(json)
+		if s.direct.grown {
+			defer s.trimRecord() // after the two-pass path, which may use the room
+		}
+		if ok {
+			return nil
+		}
 	}
 	if !s.twoPass && !s.root.shape.Typed() && s.root.value != nil {
 		return s.fillValue(json)
@@ -470,3 +482,19 @@ func (p *variantPlan) nullTyped(rep, def uint8) {
 }
 
 func (p *variantPlan) label() string { return p.path }
+
+// sameRep appends the leaves of p that take one level slot per element
+// of the list p is the element of: all but those of the lists inside it.
+func (p *variantPlan) sameRep(out []*Column) []*Column {
+	if p.value != nil {
+		out = append(out, p.value)
+	}
+	if p.typed != nil {
+		out = append(out, p.typed)
+	}
+	for _, f := range p.fields {
+		out = f.sameRep(out)
+	}
+	// Not p.elem's: the elements of a list inside repeat on their own.
+	return out
+}

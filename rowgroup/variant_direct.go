@@ -3,6 +3,7 @@ package rowgroup
 import (
 	"errors"
 	"io"
+	"math"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/variant"
@@ -37,6 +38,11 @@ type directState struct {
 	meta   []byte           // the record's metadata
 	serial uint32           // objects seen, to tell a field's first time
 
+	// A huge record's columns are grown by extrapolation (growRecord)
+	// when the scanner passes growAt; grown says that they were.
+	growAt int
+	grown  bool
+
 	// Give up on the direct path for a while when most records do not
 	// fit it, so that data the shape does not describe costs one path.
 	tries, misses int
@@ -56,6 +62,11 @@ type directPlan struct {
 const (
 	directWindow   = 1024 // records between looks at the miss rate
 	directPauseFor = 16 * directWindow
+
+	// A record of growFrom bytes or more has its columns grown by
+	// extrapolation, growSteps times as it is shredded.
+	growFrom  = 1 << 20
+	growSteps = 16
 )
 
 // tryDirect shreds json by the direct path, without ending the row. It
@@ -88,6 +99,10 @@ func (s *VariantShredder) directRecord(json []byte) bool {
 	d.json = json
 	d.scan.Reset(json)
 	d.dict.Reset()
+	d.growAt = math.MaxInt
+	if len(json) >= growFrom {
+		d.growAt = len(json) / growSteps
+	}
 	k, err := d.scan.Next()
 	if err != nil || !s.directValue(s.root, k, 0) {
 		return false
@@ -221,6 +236,9 @@ func (s *VariantShredder) directArray(p *variantPlan, rep uint8) bool {
 		}
 		rep = p.rep
 		n++
+		if d.scan.Offset() >= d.growAt {
+			s.growRecord()
+		}
 	}
 	if n == 0 {
 		p.elem.nulls(rep, p.def+1)
@@ -271,6 +289,9 @@ func (s *VariantShredder) directObject(p *variantPlan, rep uint8) bool {
 		if err != nil || !s.directValue(p.fields[j], k, rep) {
 			return false
 		}
+		if d.scan.Offset() >= d.growAt {
+			s.growRecord()
+		}
 	}
 	if p.value != nil {
 		p.value.Null(rep, p.def)
@@ -281,6 +302,40 @@ func (s *VariantShredder) directObject(p *variantPlan, rep uint8) bool {
 		}
 	}
 	return true
+}
+
+// growRecord grows the columns of a huge record, part of which is
+// shredded, for the whole of it: the part the scanner has passed says what
+// the rest will add, if the record is alike throughout, as one of many
+// small values is. Such a record grows its levels and values by a few
+// bytes for every byte of JSON; without this they grow by append, each
+// step a copy with the old buffer still held, and end up to a quarter too
+// large. Only the columns of lists (repeated) can take more than a slot
+// per record, and their lengths at its start are in the undo marks.
+func (s *VariantShredder) growRecord() {
+	d := s.direct
+	off := d.scan.Offset()
+	d.growAt = off + len(d.json)/growSteps
+	f := float64(len(d.json)) / float64(max(off, 1))
+	for i, c := range s.undo.repeated {
+		c.extrapolate(s.undo.marks[i], f)
+	}
+	d.grown = true
+}
+
+// trimRecord ends a huge record: it lets go of the room growRecord
+// reserved and the record did not use, and keeps the repetition levels
+// that leaves under the same list share once.
+func (s *VariantShredder) trimRecord() {
+	for _, c := range s.undo.repeated {
+		c.trim()
+	}
+	for _, g := range s.repGroups {
+		for _, c := range g[1:] {
+			c.shareRep(g[0])
+		}
+	}
+	s.direct.grown = false
 }
 
 // newDirectPlan prepares the direct path's state of an object pair.
