@@ -14,27 +14,6 @@ import (
 // for anything it does not handle, whether valid or not, leaving both the
 // error and the unusual cases to the Scanner.
 
-// Match reports whether d[i:] begins with the member name n written
-// without escapes and followed directly by ':', and returns the index
-// after the ':'. Whitespace before the ':' is left to a Scanner.
-func (n *MemberName) Match(d []byte, i int) (int, bool) {
-	if n.short {
-		if len(d)-i >= 16 {
-			if binary.LittleEndian.Uint64(d[i:])&n.m0 != n.w0 || binary.LittleEndian.Uint64(d[i+8:])&n.m1 != n.w1 {
-				return 0, false
-			}
-			return i + len(n.quoted) + 1, true
-		}
-	} else if n.quoted == "" {
-		return 0, false
-	}
-	j := i + len(n.quoted)
-	if j >= len(d) || string(d[i:j]) != n.quoted || d[j] != ':' {
-		return 0, false
-	}
-	return j + 1, true
-}
-
 // Quoted returns the name in quotes as compact JSON spells it, or "" when
 // JSON text can only spell it with escapes, which Match never matches.
 func (n *MemberName) Quoted() string { return n.quoted }

@@ -48,22 +48,3 @@ func FuzzPlain(f *testing.F) {
 	}
 	f.Fuzz(checkPlain)
 }
-
-func TestMatch(t *testing.T) {
-	for _, c := range []struct {
-		name, data string
-		end        int
-	}{
-		{"id", `"id":1`, 5}, {"id", `"id" :1`, -1}, {"id", `"idx":1`, -1}, {"a_member_name_of_many_bytes", `"a_member_name_of_many_bytes":1`, 30},
-		{"a_member_name_of_many_bytes", `"a_member_name_of_many_bytez":1`, -1}, {`a"b`, `"a"b":1`, -1}, {"x", `"x":`, 4}, {"x", `"x"`, -1},
-	} {
-		n := NewMemberName(c.name)
-		end, ok := n.Match([]byte(c.data), 0)
-		if !ok {
-			end = -1
-		}
-		if end != c.end {
-			t.Errorf("Match(%q) on %q = %d, want %d", c.name, c.data, end, c.end)
-		}
-	}
-}
