@@ -66,6 +66,7 @@ type fetcher struct {
 	done   chan struct{}
 	mem    *budget
 	detach func() // set by the fetch multiplexer: stop fetching this partition
+	wake   func() // called after ready or errc is signalled: the partition has work
 }
 
 // recordOverhead is what a fetched record costs beside its key and value:
@@ -80,12 +81,12 @@ const arenaSize = 1 << 20
 // minArenaBlock is the size of a partition's first arena block.
 const minArenaBlock = 2 << 10
 
-func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger) *fetcher {
+func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger, wake func()) *fetcher {
 	k, cfg := s.kafka, &s.cfg.Kafka
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fetcher{
 		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
-		cancel: cancel, done: make(chan struct{}), mem: s.mem,
+		cancel: cancel, done: make(chan struct{}), mem: s.mem, wake: wake,
 	}
 	go func() {
 		defer close(f.done)
@@ -123,7 +124,7 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			if err != nil {
 				settle()
 				if ctx.Err() == nil {
-					f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
+					f.fail(fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err))
 				}
 				return
 			}
@@ -131,7 +132,7 @@ func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, 
 			batch, batchSize, err = readRecords(resp.Records, &next, &arena, batch[:0])
 			if err != nil {
 				if ctx.Err() == nil {
-					f.errc <- fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err)
+					f.fail(fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err))
 				}
 				settle()
 				return
@@ -220,7 +221,18 @@ func (f *fetcher) deliver(batch []record, size int64) ([]record, int64) {
 	case f.ready <- struct{}{}:
 	default:
 	}
+	if f.wake != nil {
+		f.wake()
+	}
 	return batch, n
+}
+
+// fail reports the error that ended the fetch.
+func (f *fetcher) fail(err error) {
+	f.errc <- err
+	if f.wake != nil {
+		f.wake()
+	}
 }
 
 // buffered is the bytes the partition has not taken yet.

@@ -211,6 +211,9 @@ func (p *partition) request(r int) {
 	case p.ctrl <- r:
 	default:
 	}
+	if p.wake != nil {
+		p.wake()
+	}
 }
 
 // memStat returns what the partition last published.

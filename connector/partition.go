@@ -87,6 +87,7 @@ type partition struct {
 	lag atomic.Int64 // records between the fetch position and the partition's end
 
 	ctrl  chan int   // requests of the pressure relief
+	wake  func()     // called after a request: the partition has work
 	memMu sync.Mutex // guards mem, read by the pressure relief
 	mem   memStat
 }

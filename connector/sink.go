@@ -358,16 +358,45 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 		committing := make(chan struct{})
 		go func() { defer close(committing); commits.run(commitCtx) }()
 		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var runs []*partRun
 		for topic, ids := range assigned {
 			for _, id := range ids {
 				wg.Add(1)
 				go func() {
-					defer wg.Done()
-					s.runPartition(ctx, genCtx, commits, topic, int32(id), committed[topic][id])
+					r := s.runPartition(ctx, genCtx, commits, topic, int32(id), committed[topic][id], wg.Done)
+					if r != nil {
+						mu.Lock()
+						runs = append(runs, r)
+						mu.Unlock()
+					}
 				}()
 			}
 		}
-		wg.Wait()
+		// The partitions' clock, and their wake-up at the end: they have no
+		// goroutines of their own waiting for either.
+		ended := make(chan struct{})
+		go func() { wg.Wait(); close(ended) }()
+		ticker := time.NewTicker(s.tick)
+		sinkDone, genDone := ctx.Done(), genCtx.Done()
+	clock:
+		for {
+			select {
+			case <-ticker.C:
+			case <-sinkDone:
+				sinkDone = nil // woken once; they end by themselves
+			case <-genDone:
+				genDone = nil
+			case <-ended:
+				break clock
+			}
+			mu.Lock()
+			for _, r := range runs {
+				r.tick()
+			}
+			mu.Unlock()
+		}
+		ticker.Stop()
 		stopCommits()
 		<-committing
 		s.log.Info("generation ended", "generation", gen.ID)
@@ -375,97 +404,169 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 	<-done
 }
 
-// runPartition consumes one partition for the length of a generation.
-func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher, topic string, id int32, c committed) {
+// runPartition takes one partition for the length of a generation and
+// consumes it, calling done when the partition is given up.
+//
+// A partition has no goroutine of its own while it has nothing to do: its
+// work (records fetched, a request of the pressure relief, a tick, a fetch
+// error, the end of the generation) wakes it, and a goroutine runs until
+// the work is done. Ten thousand partitions each waiting in a goroutine of
+// their own held 60 to 85 MiB of stacks beside the budget, which left the
+// garbage collector no room under the memory limit.
+func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher, topic string, id int32, c committed, done func()) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	for err != nil {
 		log.Warn("taking partition", "error", err)
 		if !sleep(genCtx, time.Second) {
-			return
+			done()
+			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
-	key := fmt.Sprintf("%s[%d]", topic, id)
+	r := &partRun{s: s, p: p, ctx: ctx, genCtx: genCtx, log: log, key: fmt.Sprintf("%s[%d]", topic, id), done: done}
+	r.running.Store(true) // until the first run below
+	p.wake = r.wake
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.parts, p)
-		s.mu.Unlock()
-		p.release()
-	}()
-	f := s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log)
-	defer func() { f.stop() }()
-	restart := func() {
-		f.stop()
-		p.dropAll(genCtx)
-		f = s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log)
+	r.f = s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log, r.wake)
+	go r.run()
+	return r
+}
+
+// partRun is one assigned partition and the fetch that feeds it, run by
+// whichever goroutine its work woke.
+type partRun struct {
+	s           *Sink
+	p           *partition
+	f           *fetcher
+	ctx, genCtx context.Context
+	log         *slog.Logger
+	key         string
+	done        func()
+
+	running atomic.Bool  // a goroutine is running the partition (or it ended)
+	wakes   atomic.Int64 // wake calls so far: work that may have arrived
+	ticked  atomic.Bool  // a tick is due
+	held    bool         // the partition failed: it consumes no more, and waits for the generation's end
+}
+
+// wake makes sure a goroutine runs the partition's work.
+func (r *partRun) wake() {
+	r.wakes.Add(1)
+	if r.running.CompareAndSwap(false, true) {
+		go r.run()
 	}
-	ticker := time.NewTicker(s.tick)
-	defer ticker.Stop()
-	fail := func(err error) {
-		if errors.Is(err, errGenerationOver) || genCtx.Err() != nil {
+}
+
+// tick asks the partition for its clock-driven work.
+func (r *partRun) tick() {
+	r.ticked.Store(true)
+	r.wake()
+}
+
+// run does the partition's work until there is none, then lets the
+// goroutine go; work that arrives meanwhile wakes it again.
+func (r *partRun) run() {
+	for {
+		// Whoever brings work makes it visible first and wakes after: a
+		// wake counted after this load finds its work in step or runs
+		// the partition again below.
+		seen := r.wakes.Load()
+		if r.step() {
+			r.end()
+			return // running stays set: nothing wakes an ended partition
+		}
+		r.running.Store(false)
+		if r.wakes.Load() == seen || !r.running.CompareAndSwap(false, true) {
 			return
 		}
-		log.Error("partition stopped", "error", err)
-		s.setFailed(key, err)
 	}
+}
+
+// step does all the work there is and returns true when the partition
+// is given up: the generation or the sink ended.
+func (r *partRun) step() bool {
+	s, p := r.s, r.p
 	for {
-		var err error
 		select {
-		case <-genCtx.Done():
+		case <-r.genCtx.Done():
 			p.dropAll(context.Background())
-			return
-		case <-ctx.Done():
-			f.stop()
-			sctx, cancel := context.WithTimeout(genCtx, s.cfg.ShutdownTimeout)
+			return true
+		case <-r.ctx.Done():
+			if r.held {
+				return true
+			}
+			r.f.stop()
+			sctx, cancel := context.WithTimeout(r.genCtx, s.cfg.ShutdownTimeout)
 			err := p.shutdown(sctx, s.cfg.Shutdown != "abandon")
 			cancel()
 			if err != nil {
-				log.Error("shutdown: files not finished; they will be written again by the next owner", "error", err)
+				r.log.Error("shutdown: files not finished; they will be written again by the next owner", "error", err)
 				p.dropAll(context.Background())
 			}
-			return
-		case <-f.ready:
-			batch, bytes := f.take()
-			err = s.handleBatch(genCtx, p, batch)
-			f.giveBack(batch)
+			return true
+		default:
+		}
+		if r.held {
+			return false
+		}
+		var err error
+		select {
+		case <-r.f.ready:
+			batch, bytes := r.f.take()
+			err = s.handleBatch(r.genCtx, p, batch)
+			r.f.giveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
-		case r := <-p.ctrl:
-			err = p.relieveMemory(genCtx, r)
-		case <-ticker.C:
-			err = p.tick(genCtx, time.Now())
-			p.account()
-		case ferr := <-f.errc:
-			log.Warn("fetch failed; fetching again from the committed offset", "error", ferr)
-			if !sleep(genCtx, time.Second) {
+		case req := <-p.ctrl:
+			err = p.relieveMemory(r.genCtx, req)
+		case ferr := <-r.f.errc:
+			r.log.Warn("fetch failed; fetching again from the committed offset", "error", ferr)
+			if !sleep(r.genCtx, time.Second) {
 				continue
 			}
 			err = errRestart
+		default:
+			if !r.ticked.Swap(false) {
+				return false
+			}
+			err = p.tick(r.genCtx, time.Now())
+			p.account()
 		}
 		switch {
 		case err == nil:
 		case errors.Is(err, errRestart):
-			restart()
+			r.f.stop()
+			p.dropAll(r.genCtx)
+			r.f = s.fetchFrom(r.genCtx, p.topic, p.id, p.committed, &p.lag, r.log, r.wake)
 		default:
-			fail(err)
-			p.dropAll(context.Background())
-			f.stop()
-			// Hold the partition (and its generation) without consuming:
-			// returning would end the generation for every partition.
-			select {
-			case <-genCtx.Done():
-			case <-ctx.Done():
+			if !errors.Is(err, errGenerationOver) && r.genCtx.Err() == nil {
+				r.log.Error("partition stopped", "error", err)
+				s.setFailed(r.key, err)
 			}
-			return
+			p.dropAll(context.Background())
+			r.f.stop()
+			// Hold the partition (and its generation) without consuming:
+			// giving it up would end the generation for every partition.
+			r.held = true
+			return false
 		}
 		if p.stopped != nil {
-			s.setFailed(key, p.stopped)
+			s.setFailed(r.key, p.stopped)
 		}
 	}
+}
+
+// end gives the partition up.
+func (r *partRun) end() {
+	r.f.stop()
+	r.s.mu.Lock()
+	delete(r.s.parts, r.p)
+	r.s.mu.Unlock()
+	r.p.release()
+	r.done()
 }
 
 // abortStale aborts the uploads under the store's prefix that were
@@ -483,11 +584,11 @@ func (s *Sink) abortStale(ctx context.Context) {
 // fetchFrom starts fetching a partition at offset: through the fetch
 // multiplexer when the generation has many partitions, by a fetch loop of
 // its own otherwise.
-func (s *Sink) fetchFrom(ctx context.Context, topic string, id int32, offset int64, lag *atomic.Int64, log *slog.Logger) *fetcher {
+func (s *Sink) fetchFrom(ctx context.Context, topic string, id int32, offset int64, lag *atomic.Int64, log *slog.Logger, wake func()) *fetcher {
 	if s.useMux.Load() {
-		return s.mux.add(topic, id, offset, lag)
+		return s.mux.add(topic, id, offset, lag, wake)
 	}
-	return s.startFetcher(ctx, topic, id, offset, lag, log)
+	return s.startFetcher(ctx, topic, id, offset, lag, log, wake)
 }
 
 // handleBatch hands a fetched batch to the partition, then checks the
