@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/pqsink/pqsink/rowgroup"
@@ -87,7 +88,14 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 	}
 	// The sample's Variants were for the inference: do not hold the
 	// largest of them (a huge line's) for the rest of the run.
+	huge := cap(r.val) >= hugeSample
 	r.md, r.val, r.enc = nil, nil, nil
+	if huge {
+		// Nor let it set the collector's next goal: a 50 MiB line of
+		// small numbers has a Variant three times its size, and the row
+		// group it is shredded into grows on top of that garbage.
+		runtime.GC()
+	}
 	node, err := rowgroup.VariantNode(opts.Column, schema.Required, *shape)
 	if err != nil {
 		return st, fmt.Errorf("convert: %w", err)
@@ -221,6 +229,10 @@ func (r *variantRun) read(ctx context.Context) ([]byte, error) {
 	}
 	return line, nil
 }
+
+// hugeSample is the Variant size from which the sample's buffers are
+// collected at once after the inference.
+const hugeSample = 16 << 20
 
 // sample encodes the first lines for the inference, keeps their text,
 // and infers a shape.
