@@ -62,10 +62,20 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if code != 0 {
-		pprof.StopCPUProfile()
-		os.Exit(code)
+	pprof.StopCPUProfile()
+	// PQSINK_MEMPROFILE=FILE writes the heap profile at exit: what the
+	// command allocated (alloc_space) and what it still held.
+	if path := os.Getenv("PQSINK_MEMPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pqsink: PQSINK_MEMPROFILE:", err)
+			code = max(code, 1)
+		}
 	}
+	os.Exit(code)
 }
 
 // run is main without the process: it returns the exit status, 2 for a
