@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -292,22 +293,52 @@ func planFixed(pages []pageRange, n, width, pageSize, rowLimit int) []pageRange 
 }
 
 // planRequiredBytes is planPages for required BYTE_ARRAY values, whose
-// offsets are given: the same cuts, by a loop over the offsets alone.
+// offsets are given: the same cuts, found from the offsets alone. A page's
+// PLAIN size grows with every value, so its end is found by binary search
+// over the offsets rather than by a loop over every value; a page that
+// could reach maxPageBytes is cut value by value.
 func planRequiredBytes(pages []pageRange, offsets []uint32, pageSize, rowLimit int) ([]pageRange, error) {
 	n := len(offsets) - 1
-	first, size := 0, 0
-	for i := 0; i < n; i++ {
+	if n == 0 {
+		return append(pages, pageRange{}), nil
+	}
+	// size is the PLAIN size of values a..b-1.
+	size := func(a, b int) int { return int(offsets[b]-offsets[a]) + 4*(b-a) }
+	for first := 0; first < n; {
+		hi := min(n, first+max(rowLimit, 1))
+		var end int
+		if size(first, hi) <= maxPageBytes {
+			// The first i past first whose values first..i-1 fill the page.
+			end = first + 1 + sort.Search(hi-first-1, func(k int) bool { return size(first, first+1+k) >= pageSize })
+		} else {
+			var err error
+			if end, err = cutRequiredBytes(offsets, first, hi, pageSize); err != nil {
+				return pages, err
+			}
+		}
+		pages = append(pages, pageRange{l0: first, l1: end, v0: first, v1: end, first: first, rows: end - first})
+		first = end
+	}
+	return pages, nil
+}
+
+// cutRequiredBytes returns the end of the page of required BYTE_ARRAY
+// values that starts at value first and holds at most hi-first values,
+// value by value: it ends after the value that takes it to pageSize, or
+// before one that would take it over maxPageBytes.
+func cutRequiredBytes(offsets []uint32, first, hi, pageSize int) (int, error) {
+	size := 0
+	for i := first; i < hi; i++ {
 		vs := 4 + int(offsets[i+1]-offsets[i])
 		if vs > maxPageBytes {
-			return pages, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", i, vs, maxPageBytes)
+			return 0, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", i, vs, maxPageBytes)
 		}
-		if i > first && (size >= pageSize || i-first >= rowLimit || size+vs > maxPageBytes) {
-			pages = append(pages, pageRange{l0: first, l1: i, v0: first, v1: i, first: first, rows: i - first})
-			first, size = i, 0
+		if i > first && (size >= pageSize || size+vs > maxPageBytes) {
+			return i, nil
 		}
 		size += vs
 	}
-	return append(pages, pageRange{l0: first, l1: n, v0: first, v1: n, first: first, rows: n - first}), nil
+	return hi, nil
 }
 
 // writeChunk encodes column c of a row group and writes it to out.
