@@ -2,7 +2,11 @@ package writer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -63,9 +67,9 @@ func newDictionary(physical meta.Type, width int) dictionary {
 				return encoding.Plain{}.EncodeInt64(dst, int64s(v))
 			}}
 	case meta.TypeByteArray:
-		return &bytesDict{seed: maphash.MakeSeed(), offsets: []uint32{0}}
+		return newBytesDict(0)
 	case meta.TypeFixedLenByteArray:
-		return &bytesDict{seed: maphash.MakeSeed(), width: width}
+		return newBytesDict(width)
 	}
 	return nil
 }
@@ -175,10 +179,22 @@ func (d *fixedDict[T]) reset()                            { d.table.reset(); d.l
 type bytesDict struct {
 	table
 	seed    maphash.Seed
+	keys    [3]uint64 // the short-value hash's secret, random per dictionary
 	data    []byte
 	offsets []uint32 // BYTE_ARRAY only
 	hashes  []uint64 // per entry, to compare and regrow without rehashing bytes
 	width   int
+}
+
+func newBytesDict(width int) *bytesDict {
+	d := &bytesDict{seed: maphash.MakeSeed(), width: width}
+	if width == 0 {
+		d.offsets = []uint32{0}
+	}
+	for i := range d.keys {
+		d.keys[i] = rand.Uint64() | 1
+	}
+	return d
 }
 
 func (d *bytesDict) entry(i int) []byte {
@@ -192,6 +208,9 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 	if d.slots == nil {
 		d.table.reset()
 	}
+	if d.width == 0 {
+		return d.addBytes(idx, c.Bytes, c.Offsets[v0:v1+1])
+	}
 	for i := v0; i < v1; i++ {
 		var v []byte
 		if d.width > 0 {
@@ -199,22 +218,12 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 		} else {
 			v = c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
 		}
-		h := maphash.Bytes(d.seed, v)
+		h := d.hash(v)
 		s := h & d.mask
 		for {
 			j := d.slots[s]
 			if j < 0 {
-				j = int32(len(d.hashes))
-				d.slots[s] = j
-				d.hashes = append(d.hashes, h)
-				d.data = append(d.data, v...)
-				if d.width == 0 {
-					d.offsets = append(d.offsets, uint32(len(d.data)))
-				}
-				if 2*len(d.hashes) > len(d.slots) {
-					d.grow(len(d.hashes), func(i int) uint64 { return d.hashes[i] })
-				}
-				idx = append(idx, j)
+				idx = append(idx, d.insert(v, h, int(s)))
 				break
 			}
 			if d.hashes[j] == h && bytes.Equal(d.entry(int(j)), v) {
@@ -225,6 +234,125 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 		}
 	}
 	return idx
+}
+
+// maxShort is the longest BYTE_ARRAY value that addShort takes: most
+// values of a dictionary-encoded column (codes, countries, event types)
+// are this short, and for them the calls of maphash and bytes.Equal cost
+// several times the work of hashing and comparing the bytes.
+const maxShort = 16
+
+// allShort reports whether every value the offsets delimit is at most
+// maxShort bytes long.
+func allShort(offsets []uint32) bool {
+	for i := 1; i < len(offsets); i++ {
+		if offsets[i]-offsets[i-1] > maxShort {
+			return false
+		}
+	}
+	return true
+}
+
+// shortKey packs a value of at most maxShort bytes into two words which,
+// with its length, identify it: overlapping loads from both ends cover
+// every byte (the three bytes taken of a value of one to three bytes are
+// all of them).
+func shortKey(v []byte) (a, b uint64) {
+	n := len(v)
+	switch {
+	case n >= 8:
+		return binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[n-8:])
+	case n >= 4:
+		return uint64(binary.LittleEndian.Uint32(v)), uint64(binary.LittleEndian.Uint32(v[n-4:]))
+	case n > 0:
+		return uint64(v[0])<<16 | uint64(v[n>>1])<<8 | uint64(v[n-1]), 0
+	}
+	return 0, 0
+}
+
+// hash is the hash of value v: its shortHash when it is short, its maphash
+// otherwise. Whichever loop adds a value, it hashes the same.
+func (d *bytesDict) hash(v []byte) uint64 {
+	if len(v) <= maxShort {
+		a, b := shortKey(v)
+		return d.shortHash(a, b, len(v))
+	}
+	return maphash.Bytes(d.seed, v)
+}
+
+// shortHash hashes a short value's key and its length n as wyhash hashes
+// short input: two multiplications keyed by the dictionary's random
+// secret, so that which values collide cannot be chosen from outside.
+func (d *bytesDict) shortHash(a, b uint64, n int) uint64 {
+	hi, lo := bits.Mul64(a^d.keys[0], b^d.keys[1])
+	hi, lo = bits.Mul64(lo^d.keys[2]^uint64(n), hi^d.keys[1])
+	return hi ^ lo
+}
+
+// addShort is add for BYTE_ARRAY values of at most maxShort bytes, given
+// by their offsets into values: hashed by shortHash inline and compared
+// by their keys, without a call per value. The table, its mask and the
+// entries' hashes live in locals, which change only when a value is new,
+// and the indices are stored into room made first, not appended.
+func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int32 {
+	n := len(offsets) - 1
+	at := len(idx)
+	idx = slices.Grow(idx, n)[:at+n]
+	out := idx[at:]
+	slots, mask, hashes := d.slots, d.mask, d.hashes
+	k0, k1, k2, seed := d.keys[0], d.keys[1], d.keys[2], d.seed
+	for i := range out {
+		v := values[offsets[i]:offsets[i+1]]
+		short := len(v) <= maxShort
+		var h, ka, kb uint64
+		if short {
+			ka, kb = shortKey(v)
+			hi, lo := bits.Mul64(ka^k0, kb^k1) // shortHash, inline
+			hi, lo = bits.Mul64(lo^k2^uint64(len(v)), hi^k1)
+			h = hi ^ lo
+		} else {
+			h = maphash.Bytes(seed, v)
+		}
+		s := h & mask
+		for {
+			j := slots[s]
+			if j < 0 {
+				out[i] = d.insert(v, h, int(s))
+				slots, mask, hashes = d.slots, d.mask, d.hashes
+				break
+			}
+			if hashes[j] == h {
+				e := d.entry(int(j))
+				if short {
+					if ea, eb := shortKey(e); len(e) == len(v) && ea == ka && eb == kb {
+						out[i] = j
+						break
+					}
+				} else if bytes.Equal(e, v) {
+					out[i] = j
+					break
+				}
+			}
+			s = (s + 1) & mask
+		}
+	}
+	return idx
+}
+
+// insert adds v, of hash h, as a new entry at free slot s, and returns its
+// index.
+func (d *bytesDict) insert(v []byte, h uint64, s int) int32 {
+	j := int32(len(d.hashes))
+	d.slots[s] = j
+	d.hashes = append(d.hashes, h)
+	d.data = append(d.data, v...)
+	if d.width == 0 {
+		d.offsets = append(d.offsets, uint32(len(d.data)))
+	}
+	if 2*len(d.hashes) > len(d.slots) {
+		d.grow(len(d.hashes), func(i int) uint64 { return d.hashes[i] })
+	}
+	return j
 }
 
 func (d *bytesDict) len() int { return len(d.hashes) }

@@ -21,7 +21,9 @@ func BenchmarkDictionary(b *testing.B) {
 	}{
 		{"strings/10", `message m { required binary v (STRING); }`, 10},
 		{"strings/1000", `message m { required binary v (STRING); }`, 1000},
+		{"short/50", `message m { required binary v (STRING); }`, 50},
 		{"int64/1000", `message m { required int64 v; }`, 1000},
+		{"double/100000", `message m { required double v; }`, 100000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := schema.MustParse(tc.schema)
@@ -30,9 +32,14 @@ func BenchmarkDictionary(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			for range rows {
 				k := r.IntN(tc.distinct)
-				if c.Leaf.Physical == meta.TypeByteArray {
+				switch {
+				case tc.name == "short/50":
+					c.AppendBytes(0, fmt.Appendf(nil, "C%c%c", 'A'+k/26, 'A'+k%26))
+				case c.Leaf.Physical == meta.TypeByteArray:
 					c.AppendBytes(0, fmt.Appendf(nil, "https://shop.example.com/item/%d", k))
-				} else {
+				case c.Leaf.Physical == meta.TypeDouble:
+					c.AppendDouble(0, float64(k)/100)
+				default:
 					c.AppendInt64(0, int64(k)*7919)
 				}
 				g.EndRow()
