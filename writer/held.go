@@ -33,6 +33,10 @@ func (d *fixedDict[T]) held() int64 {
 	return d.table.held() + int64(d.width)*int64(cap(d.list))
 }
 
+func (d *numDict[T]) held() int64 {
+	return d.table.held() + int64(d.width)*int64(cap(d.list))
+}
+
 func (d *bytesDict) held() int64 {
 	return d.table.held() + int64(cap(d.data)) + 4*int64(cap(d.offsets)) + 8*int64(cap(d.hashes))
 }
