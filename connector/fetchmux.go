@@ -91,10 +91,15 @@ const maxFetchPartitions = 512
 
 // chunk is the number of partitions of one fetch request: at most
 // maxFetchPartitions, and few enough that the pages of one request take at
-// most a sixteenth of the budget.
+// most 1/32 of the budget. With the data of a request at most 1/64 of it
+// (held twice while decoded), the maxFetchesInFlight requests out at once
+// reserve at most a quarter of the budget.
 func (m *fetchMux) chunk() int {
-	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/16/kafkaPage)))
+	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/32/kafkaPage)))
 }
+
+// maxFetchesInFlight bounds the multiplexed fetch requests out at once.
+const maxFetchesInFlight = 4
 
 // kafkaPage is the buffer kafka-go's fetch response decoding takes per
 // partition with records; a fetch reserves it in the budget.
@@ -145,12 +150,19 @@ func (m *fetchMux) run(ctx context.Context) {
 		}
 		var wg sync.WaitGroup
 		var failed, got atomic.Bool
+		// A few requests at a time: each reserves its response, decoded,
+		// in the budget, and forty of them at once (ten thousand
+		// partitions) asked for more than the budget holds, so the relief
+		// finished open files to make room for fetches.
+		inflight := make(chan struct{}, maxFetchesInFlight)
 		for _, keys := range byLeader {
 			for len(keys) > 0 {
 				chunk := keys[:min(len(keys), m.chunk())]
 				keys = keys[len(chunk):]
 				wg.Add(1)
+				inflight <- struct{}{}
 				go func() {
+					defer func() { <-inflight }()
 					defer wg.Done()
 					n, err := m.fetch(ctx, chunk, idle)
 					if err != nil && ctx.Err() == nil {
@@ -208,7 +220,7 @@ func (m *fetchMux) refreshLeaders(ctx context.Context, leaders map[string]map[in
 func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, error) {
 	cfg := &m.s.cfg.Kafka
 	per := m.s.fetchSize()
-	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)))
+	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)), max(per, m.s.mem.limit/64))
 	// The response whole, decompressed again, and a page per partition.
 	total := 2*data + kafkaPage*int64(len(keys))
 	if err := m.s.mem.reserve(ctx, total); err != nil {
