@@ -175,15 +175,22 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 		var lo, hi []byte
 		found := false
 		if order == orderBytes && c.Leaf.Physical == meta.TypeByteArray {
-			// The common case, without the per-value dispatch below.
+			// The common case, without the per-value dispatch below, and
+			// comparing values by their first 8 bytes as integers first:
+			// only a value that shares them with a bound is compared in
+			// full, and bytes.Compare, a call per value, did most of the
+			// work here.
 			lo = c.Bytes[c.Offsets[v0]:c.Offsets[v0+1]]
 			hi = lo
+			plo := prefix8(c.Bytes, c.Offsets[v0], c.Offsets[v0+1])
+			phi := plo
 			for i := v0 + 1; i < v1; i++ {
-				v := c.Bytes[c.Offsets[i]:c.Offsets[i+1]]
-				if bytes.Compare(v, lo) < 0 {
-					lo = v
-				} else if bytes.Compare(v, hi) > 0 {
-					hi = v
+				start, end := c.Offsets[i], c.Offsets[i+1]
+				p := prefix8(c.Bytes, start, end)
+				if p < plo || p == plo && bytes.Compare(c.Bytes[start:end], lo) < 0 {
+					lo, plo = c.Bytes[start:end], p
+				} else if p > phi || p == phi && bytes.Compare(c.Bytes[start:end], hi) > 0 {
+					hi, phi = c.Bytes[start:end], p
 				}
 			}
 			v0, found = v1, true
@@ -227,6 +234,27 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 	}
 	b.ok = true
 	return b
+}
+
+// prefix8 is the first 8 bytes of value buf[start:end] as a big-endian
+// integer, padded with zeros: when the prefixes of two values differ, they
+// order the values as bytes.Compare does (a value that is padded is, up to
+// there, a prefix of the other, and so the lesser). A shorter value is
+// read as 8 bytes and masked, while the buffer holds 8.
+func prefix8(buf []byte, start, end uint32) uint64 {
+	n := end - start
+	if int(start)+8 <= len(buf) {
+		p := binary.BigEndian.Uint64(buf[start:])
+		if n < 8 {
+			p &^= ^uint64(0) >> (8 * n)
+		}
+		return p
+	}
+	var p uint64
+	for i, b := range buf[start:min(end, start+8)] {
+		p |= uint64(b) << (56 - 8*i)
+	}
+	return p
 }
 
 // intBounds returns the least and greatest of vs (not empty), compared as
