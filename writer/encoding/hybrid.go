@@ -112,6 +112,13 @@ func appendHybrid[T hybridValue](dst []byte, values []T, width int) []byte {
 	for i := 0; i < n; {
 		start := i
 		for k := i; ; {
+			// A value that differs from the next is a run of one, never
+			// a repeat: skip such values in a tight loop, not one run at
+			// a time (on dictionary indices of many distinct values,
+			// nearly every value).
+			for k+1 < n && values[k] != values[k+1] {
+				k++
+			}
 			r := runLength(values[k:])
 			boundary := start + (k-start+7)&^7
 			if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
