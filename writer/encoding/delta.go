@@ -35,10 +35,7 @@ func (DeltaBinaryPacked) EncodeInt32(dst []byte, src []int32) ([]byte, error) {
 		return w.begin(dst, 0, 0, true), nil
 	}
 	dst = w.begin(dst, len(src), int64(src[0]), true)
-	for _, v := range src[1:] {
-		dst = w.add(dst, int64(v))
-	}
-	return w.finish(dst), nil
+	return w.finish(addDeltas(&w, dst, src[1:])), nil
 }
 
 // EncodeInt64 appends src delta-encoded with 64-bit wrapping deltas.
@@ -48,10 +45,7 @@ func (DeltaBinaryPacked) EncodeInt64(dst []byte, src []int64) ([]byte, error) {
 		return w.begin(dst, 0, 0, false), nil
 	}
 	dst = w.begin(dst, len(src), src[0], false)
-	for _, v := range src[1:] {
-		dst = w.add(dst, v)
-	}
-	return w.finish(dst), nil
+	return w.finish(addDeltas(&w, dst, src[1:])), nil
 }
 
 // DecodeInt32 appends n values decoded from src.
@@ -127,6 +121,35 @@ func (w *deltaWriter) add(dst []byte, v int64) []byte {
 }
 
 // finish writes the last, partial block.
+// addDeltas is add for each of vs, a block at a time: the deltas are
+// taken in a loop of their own rather than by a call per value, and
+// wrapped to 32 bits when the stream is of INT32 data.
+func addDeltas[T int32 | int64](w *deltaWriter, dst []byte, vs []T) []byte {
+	prev := w.prev
+	for len(vs) > 0 {
+		k := min(deltaBlockSize-w.n, len(vs))
+		block := w.deltas[w.n : w.n+k]
+		if w.wrap32 {
+			for i, v := range vs[:k] {
+				block[i] = int64(int32(int64(v) - prev))
+				prev = int64(v)
+			}
+		} else {
+			for i, v := range vs[:k] {
+				block[i] = int64(v) - prev
+				prev = int64(v)
+			}
+		}
+		w.n += k
+		vs = vs[k:]
+		if w.n == deltaBlockSize {
+			dst = w.flush(dst)
+		}
+	}
+	w.prev = prev
+	return dst
+}
+
 func (w *deltaWriter) finish(dst []byte) []byte {
 	if w.n > 0 {
 		dst = w.flush(dst)
