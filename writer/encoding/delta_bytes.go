@@ -328,13 +328,21 @@ func appendFrontCoded(dst []byte, values byteValues) []byte {
 	sc.lengths = suffixes.begin(sc.lengths[:0], values.n, int64(len(first)), true)
 	sc.suffixes = append(sc.suffixes[:0], first...)
 	prev := first
-	for i := 1; i < values.n; i++ {
-		cur := values.at(i)
-		p := commonPrefix(prev, cur)
-		dst = prefixes.add(dst, int64(p))
-		sc.lengths = suffixes.add(sc.lengths, int64(len(cur)-p))
-		sc.suffixes = append(sc.suffixes, cur[p:]...)
-		prev = cur
+	// The prefix and suffix lengths of a block of values are gathered
+	// first and added a block at a time, without a call per value.
+	var pre, suf [deltaBlockSize]int32
+	for i := 1; i < values.n; {
+		k := min(deltaBlockSize, values.n-i)
+		for j := range k {
+			cur := values.at(i + j)
+			p := commonPrefix(prev, cur)
+			pre[j], suf[j] = int32(p), int32(len(cur)-p)
+			sc.suffixes = append(sc.suffixes, cur[p:]...)
+			prev = cur
+		}
+		dst = addDeltas(&prefixes, dst, pre[:k])
+		sc.lengths = addDeltas(&suffixes, sc.lengths, suf[:k])
+		i += k
 	}
 	dst = prefixes.finish(dst)
 	sc.lengths = suffixes.finish(sc.lengths)
