@@ -290,22 +290,11 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 	return idx
 }
 
-// maxShort is the longest BYTE_ARRAY value that addShort takes: most
-// values of a dictionary-encoded column (codes, countries, event types)
-// are this short, and for them the calls of maphash and bytes.Equal cost
-// several times the work of hashing and comparing the bytes.
+// maxShort is the longest value hashed by shortHash and compared through
+// shortKey: most values of a dictionary-encoded column (codes, countries,
+// event types) are this short, and the calls of maphash and bytes.Equal
+// cost several times the work of hashing and comparing their bytes.
 const maxShort = 16
-
-// allShort reports whether every value the offsets delimit is at most
-// maxShort bytes long.
-func allShort(offsets []uint32) bool {
-	for i := 1; i < len(offsets); i++ {
-		if offsets[i]-offsets[i-1] > maxShort {
-			return false
-		}
-	}
-	return true
-}
 
 // shortKey packs a value of at most maxShort bytes into two words which,
 // with its length, identify it: overlapping loads from both ends cover
@@ -343,11 +332,11 @@ func (d *bytesDict) shortHash(a, b uint64, n int) uint64 {
 	return hi ^ lo
 }
 
-// addShort is add for BYTE_ARRAY values of at most maxShort bytes, given
-// by their offsets into values: hashed by shortHash inline and compared
-// by their keys, without a call per value. The table, its mask and the
-// entries' hashes live in locals, which change only when a value is new,
-// and the indices are stored into room made first, not appended.
+// addBytes is add for BYTE_ARRAY values, given by their offsets into
+// values: those of up to maxShort bytes are hashed inline and compared by
+// their keys, without a call. The table, its mask and the entries' hashes
+// live in locals, which change only when a value is new, and the indices
+// are stored into room made first, not appended.
 func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int32 {
 	n := len(offsets) - 1
 	at := len(idx)
