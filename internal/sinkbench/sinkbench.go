@@ -247,7 +247,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	rep.Stats = sink.Stats().Snapshot()
 	rep.Memory = sink.Memory()
 	if rep.Stats.RecordsUploaded != int64(o.Records) {
-		return rep, fmt.Errorf("%d records uploaded, want %d (%d rejected)", rep.Stats.RecordsUploaded, o.Records, rep.Stats.Rejected)
+		msg := fmt.Sprintf("%d records uploaded, want %d (%d rejected, %d uploads failed, %d S3 requests retried)",
+			rep.Stats.RecordsUploaded, o.Records, rep.Stats.Rejected, rep.Stats.UploadErrors, rep.Stats.S3Retries)
+		if rep.Stats.UploadErrors > 0 {
+			msg += "; `pqsink bench --verbose` shows the sink's log"
+		}
+		return rep, errors.New(msg)
 	}
 	rep.Records = rep.Stats.RecordsUploaded
 	rep.Seconds = elapsed.Seconds()
