@@ -117,7 +117,9 @@ func pqsinkWriter(schemaText string, fill func(*rowgroup.RowGroup, *writer.Write
 	return func(out io.Writer) error {
 		var err error
 		if w == nil {
-			w, err = writer.New(out, s, writer.Compression(meta.CodecZstd, 0))
+			// Level 3, parquet-go's SpeedDefault, not pqsink's default (1):
+			// the same codec work on both sides.
+			w, err = writer.New(out, s, writer.Compression(meta.CodecZstd, 3))
 		} else {
 			err = w.Reset(out)
 		}

@@ -72,7 +72,7 @@ func BenchmarkVariantConvert(b *testing.B) {
 			for b.Loop() {
 				var out countingDiscard
 				opts := convert.VariantOptions{Shape: shape}
-				opts.Writer = []writer.Option{writer.Compression(meta.CodecZstd, 0)}
+				opts.Writer = []writer.Option{writer.Compression(meta.CodecZstd, 3)}
 				st, err := convert.RunVariant(context.Background(), bytes.NewReader(input), &out, opts)
 				if err != nil {
 					b.Fatal(err)
