@@ -13,7 +13,7 @@ func records(offsets ...int64) []record {
 }
 
 func newTestFetcher() *fetcher {
-	return &fetcher{ready: make(chan struct{}, 1), space: make(chan struct{}, 1), mem: newBudget(1 << 30)}
+	return newFetcher(newBudget(1<<30), func() {}, nil)
 }
 
 // TestFetcherHandOver checks that batches reach the partition in order,

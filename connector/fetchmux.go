@@ -55,10 +55,7 @@ func newFetchMux(s *Sink) *fetchMux {
 // add starts fetching a partition at offset into a new fetcher buffer;
 // wake is called when records arrive.
 func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, wake func()) *fetcher {
-	f := &fetcher{
-		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
-		cancel: func() {}, done: make(chan struct{}), mem: m.s.mem, wake: wake,
-	}
+	f := newFetcher(m.s.mem, func() {}, wake)
 	close(f.done) // no goroutine of its own
 	k := muxKey{topic, id}
 	m.mu.Lock()

@@ -69,6 +69,15 @@ type fetcher struct {
 	wake   func() // called after ready or errc is signalled: the partition has work
 }
 
+// newFetcher returns an empty fetcher buffer; cancel stops what fills it,
+// and wake tells its partition that it has work.
+func newFetcher(mem *budget, cancel context.CancelFunc, wake func()) *fetcher {
+	return &fetcher{
+		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
+		cancel: cancel, done: make(chan struct{}), mem: mem, wake: wake,
+	}
+}
+
 // recordOverhead is what a fetched record costs beside its key and value:
 // its entry in the fetcher's buffer and in the slice that takes over from
 // it.
@@ -84,10 +93,7 @@ const minArenaBlock = 2 << 10
 func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger, wake func()) *fetcher {
 	k, cfg := s.kafka, &s.cfg.Kafka
 	ctx, cancel := context.WithCancel(ctx)
-	f := &fetcher{
-		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
-		cancel: cancel, done: make(chan struct{}), mem: s.mem, wake: wake,
-	}
+	f := newFetcher(s.mem, cancel, wake)
 	go func() {
 		defer close(f.done)
 		var arena []byte
@@ -349,13 +355,14 @@ func (f *fetcher) stop() {
 // batch larger than that, so a partition always makes progress).
 //
 // Small fetches cost less than large ones, not more: while a response is
-// decoded, kafka-go holds it whole, compressed and again decompressed, so
-// a 16 MiB fetch of compressed JSON is transiently well over 100 MiB; with
-// four partitions that pushed the heap against the memory limit, where the
-// garbage collector runs without pause. Measured with `pqsink bench` (four
-// partitions, lz4 batches): 8 MiB fetches took 5.4 to 6.7 CPU-seconds per
-// million records, 512 KiB fetches 3.3 to 4.0, and peaked 70 to 100 MiB
-// lower. So a fetch takes at most 1/128 of the budget per partition.
+// decoded, kafka-go holds it whole, compressed and again decompressed, and
+// with four partitions 8 MiB fetches pushed the heap against the memory
+// limit, where the garbage collector runs without pause. Measured with
+// `pqsink bench` (four partitions, lz4 batches): 8 MiB fetches took 5.9 to
+// 7.1 CPU-seconds per million records, 512 KiB fetches (with the record
+// slices handed over, not copied) 3.0 to 4.2, and peaked at 430 to 466
+// MiB instead of 489 to 581. So a fetch takes at most 1/128 of the budget
+// per partition.
 func (s *Sink) fetchSize() int64 {
 	s.mu.Lock()
 	running := int64(len(s.parts))

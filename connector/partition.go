@@ -69,7 +69,8 @@ type partition struct {
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
-	fixedID []byte // the identity of every record, when the path has no time or field part
+	idFixed bool   // every record has the same identity: the path reads no time or field
+	fixedID []byte // that identity, once rendered
 	env     rowgroup.Envelope
 	stopped error // errors: fail stopped the partition on this
 
@@ -106,6 +107,7 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
+	p.idFixed = len(paths) == 0 && !s.tmpl.perRecord()
 	if s.format.registry != nil {
 		p.av = newAvroState()
 	}
@@ -277,8 +279,7 @@ func (p *partition) identity(r *record) ([]byte, error) {
 		}
 	}
 	p.idbuf = p.s.tmpl.identity(p.idbuf[:0], p.topic, p.id, ts, p.vals)
-	if !p.s.tmpl.perRecord() && len(p.lookup.paths) == 0 {
-		// Every record of the partition has this one: render it once.
+	if p.idFixed {
 		p.fixedID = p.idbuf
 	}
 	return p.idbuf, nil
