@@ -37,31 +37,32 @@ type dictionary interface {
 func newDictionary(physical meta.Type, width int) dictionary {
 	switch physical {
 	case meta.TypeInt32:
-		return &numDict[int32]{width: 4, values: func(c *rowgroup.Column) []int32 { return c.Int32 },
-			enc: func(dst []byte, v []int32) ([]byte, error) { return encoding.Plain{}.EncodeInt32(dst, v) }}
+		return &numDict[int32]{valueList[int32]{width: 4, values: func(c *rowgroup.Column) []int32 { return c.Int32 },
+			enc: func(dst []byte, v []int32) ([]byte, error) { return encoding.Plain{}.EncodeInt32(dst, v) }}}
 	case meta.TypeInt64:
-		return &numDict[int64]{width: 8, values: func(c *rowgroup.Column) []int64 { return c.Int64 },
-			enc: func(dst []byte, v []int64) ([]byte, error) { return encoding.Plain{}.EncodeInt64(dst, v) }}
+		return &numDict[int64]{valueList[int64]{width: 8, values: func(c *rowgroup.Column) []int64 { return c.Int64 },
+			enc: func(dst []byte, v []int64) ([]byte, error) { return encoding.Plain{}.EncodeInt64(dst, v) }}}
 	case meta.TypeInt96:
-		return &fixedDict[[12]byte]{width: 12, values: func(c *rowgroup.Column) [][12]byte { return c.Int96 },
+		return &fixedDict[[12]byte]{
+			valueList: valueList[[12]byte]{width: 12, values: func(c *rowgroup.Column) [][12]byte { return c.Int96 },
+				enc: func(dst []byte, v [][12]byte) ([]byte, error) { return encoding.Plain{}.EncodeInt96(dst, v) }},
 			hash: func(v [12]byte) uint64 {
 				lo := uint64(v[0]) | uint64(v[1])<<8 | uint64(v[2])<<16 | uint64(v[3])<<24 | uint64(v[4])<<32 | uint64(v[5])<<40 | uint64(v[6])<<48 | uint64(v[7])<<56
 				hi := uint64(v[8]) | uint64(v[9])<<8 | uint64(v[10])<<16 | uint64(v[11])<<24
 				return mix(lo ^ mix(hi))
-			},
-			enc: func(dst []byte, v [][12]byte) ([]byte, error) { return encoding.Plain{}.EncodeInt96(dst, v) }}
+			}}
 	case meta.TypeFloat:
 		// Keyed by bit pattern: -0 and +0, and distinct NaNs, stay distinct,
 		// and a NaN finds itself.
-		return &numDict[uint32]{width: 4, values: func(c *rowgroup.Column) []uint32 { return float32Bits(c.Float) },
+		return &numDict[uint32]{valueList[uint32]{width: 4, values: func(c *rowgroup.Column) []uint32 { return float32Bits(c.Float) },
 			enc: func(dst []byte, v []uint32) ([]byte, error) {
 				return encoding.Plain{}.EncodeInt32(dst, int32s(v))
-			}}
+			}}}
 	case meta.TypeDouble:
-		return &numDict[uint64]{width: 8, values: func(c *rowgroup.Column) []uint64 { return float64Bits(c.Double) },
+		return &numDict[uint64]{valueList[uint64]{width: 8, values: func(c *rowgroup.Column) []uint64 { return float64Bits(c.Double) },
 			enc: func(dst []byte, v []uint64) ([]byte, error) {
 				return encoding.Plain{}.EncodeInt64(dst, int64s(v))
-			}}
+			}}}
 	case meta.TypeByteArray:
 		return newBytesDict(0)
 	case meta.TypeFixedLenByteArray:
@@ -123,14 +124,29 @@ func (t *table) rebuild(n int, hash func(i int) uint64) {
 	}
 }
 
-// fixedDict is the dictionary of INT96 values, hashed by a function.
-type fixedDict[T comparable] struct {
+// valueList is the table and the entries of a dictionary of fixed-width
+// values held in a slice: what fixedDict and numDict share.
+type valueList[T comparable] struct {
 	table
 	list   []T
 	width  int
 	values func(*rowgroup.Column) []T
-	hash   func(T) uint64
 	enc    func([]byte, []T) ([]byte, error)
+}
+
+func (d *valueList[T]) len() int                          { return len(d.list) }
+func (d *valueList[T]) size() int                         { return len(d.list) * d.width }
+func (d *valueList[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
+func (d *valueList[T]) reset()                            { d.table.reset(); d.list = d.list[:0] }
+func (d *valueList[T]) truncateBy(n int, hash func(T) uint64) {
+	d.list = d.list[:n]
+	d.rebuild(n, func(i int) uint64 { return hash(d.list[i]) })
+}
+
+// fixedDict is the dictionary of INT96 values, hashed by a function.
+type fixedDict[T comparable] struct {
+	valueList[T]
+	hash func(T) uint64
 }
 
 func (d *fixedDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
@@ -166,11 +182,7 @@ func (d *fixedDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 
 // mix, not through a function value, and keeps the table in locals: a
 // call per value was half of its work.
 type numDict[T ~int32 | ~int64 | ~uint32 | ~uint64] struct {
-	table
-	list   []T
-	width  int
-	values func(*rowgroup.Column) []T
-	enc    func([]byte, []T) ([]byte, error)
+	valueList[T]
 }
 
 func (d *numDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
@@ -207,27 +219,8 @@ func (d *numDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 	return idx
 }
 
-func (d *numDict[T]) len() int  { return len(d.list) }
-func (d *numDict[T]) size() int { return len(d.list) * d.width }
-
-func (d *numDict[T]) truncate(n int) {
-	d.list = d.list[:n]
-	d.rebuild(n, func(i int) uint64 { return mix(uint64(d.list[i])) })
-}
-
-func (d *numDict[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
-func (d *numDict[T]) reset()                            { d.table.reset(); d.list = d.list[:0] }
-
-func (d *fixedDict[T]) len() int  { return len(d.list) }
-func (d *fixedDict[T]) size() int { return len(d.list) * d.width }
-
-func (d *fixedDict[T]) truncate(n int) {
-	d.list = d.list[:n]
-	d.rebuild(n, func(i int) uint64 { return d.hash(d.list[i]) })
-}
-
-func (d *fixedDict[T]) encode(dst []byte) ([]byte, error) { return d.enc(dst, d.list) }
-func (d *fixedDict[T]) reset()                            { d.table.reset(); d.list = d.list[:0] }
+func (d *numDict[T]) truncate(n int)   { d.truncateBy(n, func(v T) uint64 { return mix(uint64(v)) }) }
+func (d *fixedDict[T]) truncate(n int) { d.truncateBy(n, d.hash) }
 
 // bytesDict serves BYTE_ARRAY (width 0) and FIXED_LEN_BYTE_ARRAY values.
 type bytesDict struct {

@@ -29,11 +29,7 @@ func (c *chunkWriter) held() int64 {
 
 func (t *table) held() int64 { return 4 * int64(cap(t.slots)) }
 
-func (d *fixedDict[T]) held() int64 {
-	return d.table.held() + int64(d.width)*int64(cap(d.list))
-}
-
-func (d *numDict[T]) held() int64 {
+func (d *valueList[T]) held() int64 {
 	return d.table.held() + int64(d.width)*int64(cap(d.list))
 }
 
