@@ -340,7 +340,7 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 	for j := range p.members {
 		m := &p.members[j]
 		f := m.plan
-		if !m.lit.at(d, i) {
+		if !m.lit.At(d, i) {
 			if f.required {
 				return 0, false
 			}
@@ -351,12 +351,13 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 			// members in schema order and end with '}', which a member out
 			// of order, twice or unknown never does.
 			s.nulls(f, rep, p.def)
-			if n := len(m.lit.s) - 1; m.open != 0 && len(d)-i >= n+4 && string(d[i:i+n]) == m.lit.s[:n] && string(d[i+n:i+n+4]) == "null" {
+			lit := m.lit.String()
+			if n := len(lit) - 1; m.open != 0 && len(d)-i >= n+4 && string(d[i:i+n]) == lit[:n] && string(d[i+n:i+n+4]) == "null" {
 				i += n + 4
 			}
 			continue
 		}
-		i += len(m.lit.s)
+		i += len(m.lit.String())
 		ok := true
 		switch m.fast {
 		case fastString:

@@ -1,7 +1,6 @@
 package rowgroup
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -140,7 +139,7 @@ type planMember struct {
 	// ',' before all but the first member, the quoted name, ':' and, when
 	// open is not 0, the first byte of the expected value (a string's
 	// quote, '{' or '[').
-	lit  textLit
+	lit  jsonscan.Literal
 	open byte
 }
 
@@ -169,40 +168,8 @@ func (p *jsonPlan) prepareMembers() {
 		if m.open != 0 {
 			lit += string(m.open)
 		}
-		m.lit = newTextLit(lit)
+		m.lit = jsonscan.NewLiteral(lit)
 	}
-}
-
-// textLit is a short text the fast path expects at a position, prepared
-// for comparing it a word at a time.
-type textLit struct {
-	s string
-	// s as two little-endian words and the masks of its bytes in them,
-	// when it is at most 16 bytes long.
-	w0, w1, m0, m1 uint64
-}
-
-func newTextLit(s string) textLit {
-	l := textLit{s: s}
-	if len(s) <= 16 {
-		var w, m [16]byte
-		copy(w[:], s)
-		for i := range s {
-			m[i] = 0xff
-		}
-		l.w0, l.w1 = binary.LittleEndian.Uint64(w[:]), binary.LittleEndian.Uint64(w[8:])
-		l.m0, l.m1 = binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(m[8:])
-	}
-	return l
-}
-
-// at reports whether d[i:] begins with l.
-func (l *textLit) at(d []byte, i int) bool {
-	if len(d)-i >= 16 && len(l.s) <= 16 {
-		w := d[i : i+16] // of known length: no bounds checks below
-		return binary.LittleEndian.Uint64(w)&l.m0 == l.w0 && binary.LittleEndian.Uint64(w[8:])&l.m1 == l.w1
-	}
-	return len(d)-i >= len(l.s) && string(d[i:i+len(l.s)]) == l.s
 }
 
 func newPlanMember(p *jsonPlan) planMember {

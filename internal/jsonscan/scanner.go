@@ -195,12 +195,46 @@ func (s *Scanner) Skip() error {
 
 // MemberName is an object member name prepared for Scanner.NextIs.
 type MemberName struct {
-	quoted string // the name in quotes, or "" if it cannot be written without escapes
-	// The compact spelling `"name":` as two little-endian words and the
-	// masks of its bytes in them, when it is at most 16 bytes long.
-	w0, w1, m0, m1 uint64
-	short          bool
+	quoted  string  // the name in quotes, or "" if it cannot be written without escapes
+	compact Literal // `"name":`, its compact spelling
 }
+
+// Literal is a short text expected at a position in JSON text, prepared
+// for comparing it a word at a time.
+type Literal struct {
+	s string
+	// s as two little-endian words and the masks of its bytes in them,
+	// when it is at most 16 bytes long.
+	w0, w1, m0, m1 uint64
+}
+
+// NewLiteral prepares s for At.
+func NewLiteral(s string) Literal {
+	l := Literal{s: s}
+	if len(s) <= 16 {
+		var w, m [16]byte
+		copy(w[:], s)
+		for i := range s {
+			m[i] = 0xff
+		}
+		l.w0, l.w1 = binary.LittleEndian.Uint64(w[:]), binary.LittleEndian.Uint64(w[8:])
+		l.m0, l.m1 = binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(m[8:])
+	}
+	return l
+}
+
+// At reports whether d[i:] begins with the literal: in two compares when
+// it is at most 16 bytes long and d holds 16 bytes from i.
+func (l *Literal) At(d []byte, i int) bool {
+	if len(d)-i >= 16 && len(l.s) <= 16 {
+		w := d[i : i+16] // of known length: no bounds checks below
+		return binary.LittleEndian.Uint64(w)&l.m0 == l.w0 && binary.LittleEndian.Uint64(w[8:])&l.m1 == l.w1
+	}
+	return len(d)-i >= len(l.s) && string(d[i:i+len(l.s)]) == l.s
+}
+
+// String returns the literal's text.
+func (l *Literal) String() string { return l.s }
 
 // NewMemberName prepares name for NextIs. A name that JSON text can only
 // spell with escapes (one holding '"', '\\', control characters or
@@ -214,18 +248,8 @@ func NewMemberName(name string) MemberName {
 	if !utf8.ValidString(name) {
 		return MemberName{}
 	}
-	n := MemberName{quoted: `"` + name + `"`}
-	if lit := n.quoted + ":"; len(lit) <= 16 {
-		var w, m [16]byte
-		copy(w[:], lit)
-		for i := range lit {
-			m[i] = 0xff
-		}
-		n.w0, n.w1 = binary.LittleEndian.Uint64(w[:]), binary.LittleEndian.Uint64(w[8:])
-		n.m0, n.m1 = binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(m[8:])
-		n.short = true
-	}
-	return n
+	quoted := `"` + name + `"`
+	return MemberName{quoted: quoted, compact: NewLiteral(quoted + ":")}
 }
 
 // NextIs reports whether the next token is the member name n, written
@@ -236,9 +260,8 @@ func NewMemberName(name string) MemberName {
 // comparing the name.
 func (s *Scanner) NextIs(n *MemberName) bool {
 	d, i := s.data, s.pos
-	if n.short && s.state == stateCommaOrEnd && len(d)-i >= 17 && d[i] == ',' && s.err == nil &&
-		binary.LittleEndian.Uint64(d[i+1:])&n.m0 == n.w0 && binary.LittleEndian.Uint64(d[i+9:])&n.m1 == n.w1 &&
-		s.stack[len(s.stack)-1] == '{' {
+	if n.quoted != "" && s.state == stateCommaOrEnd && i < len(d) && d[i] == ',' && s.err == nil &&
+		n.compact.At(d, i+1) && s.stack[len(s.stack)-1] == '{' {
 		// `,"name":` right after the previous member, the compact spelling
 		// of all but the first member: what the general path below finds,
 		// in fewer steps.
@@ -271,9 +294,8 @@ func (s *Scanner) NextIs(n *MemberName) bool {
 	}
 	q := n.quoted
 	j := i + len(q) // after the closing quote
-	if n.short && len(d)-i >= 16 &&
-		binary.LittleEndian.Uint64(d[i:])&n.m0 == n.w0 && binary.LittleEndian.Uint64(d[i+8:])&n.m1 == n.w1 {
-		// `"name":` in two compares, the compact spelling.
+	if n.compact.At(d, i) {
+		// `"name":`, the compact spelling, in two compares when short.
 	} else {
 		if len(d)-i < len(q) || string(d[i:j]) != q {
 			return false
