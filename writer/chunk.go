@@ -540,8 +540,13 @@ func (cw *chunkWriter) buildDictionary(c *rowgroup.Column) int {
 		}
 		before := cw.dict.len()
 		// Room for the page's indices first: a page of millions of values
-		// (one huge record) would otherwise grow them by doubling.
-		cw.idx = slices.Grow(cw.idx, p.v1-p.v0)
+		// (one huge record) would otherwise grow them by doubling. Room
+		// for the pages to come is made by doubling, which a chunk of
+		// many ordinary pages would otherwise regrow (and copy) page by
+		// page, a quarter at a time.
+		if n := p.v1 - p.v0; cap(cw.idx)-len(cw.idx) < n {
+			cw.idx = slices.Grow(cw.idx, max(n, len(cw.idx)))
+		}
 		cw.idx = cw.dict.add(cw.idx, c, p.v0, p.v1)
 		if cw.dict.size() > cw.cfg.dictPageSize {
 			cw.dict.truncate(before)

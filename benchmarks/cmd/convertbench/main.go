@@ -42,6 +42,7 @@ import (
 )
 
 func main() {
+	proc.Main()
 	n := flag.Int("n", 1_000_000, "records to convert")
 	runs := flag.Int("runs", 3, "runs of each command; the one with the least CPU is reported")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")

@@ -45,6 +45,7 @@ import (
 )
 
 func main() {
+	proc.Main()
 	n := flag.Int("n", 1_000_000, "records to convert")
 	runs := flag.Int("runs", 3, "runs of each command; the fastest is reported")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed at exit)")

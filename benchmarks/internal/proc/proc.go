@@ -5,7 +5,9 @@ package proc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,20 +38,85 @@ func Best(runs int, f func() (Timing, error)) (Timing, error) {
 	return b, nil
 }
 
-// Measure runs cmd and returns its CPU and wall time; a failure carries the
-// command's stderr.
-func Measure(cmd *exec.Cmd) (Timing, error) {
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+// helperEnv marks a process started by Measure to run one command and
+// report what it used.
+const helperEnv = "PQSINK_BENCH_MEASURE_HELPER"
+
+// Main makes the process the measuring helper when Measure started it as
+// one: it runs the command, reports, and exits with the command's status.
+// A benchmark command calls it first thing in main.
+//
+// The helper is there for the peak RSS. Go starts a child with vfork, and
+// on Linux the child's ru_maxrss starts from the high-water mark of the
+// memory it was forked from: a benchmark that holds a million generated
+// records would otherwise report its own peak for every command it runs.
+// The helper is small, so the commands it starts report their own.
+func Main() {
+	if os.Getenv(helperEnv) == "" {
+		return
+	}
+	os.Exit(helper())
+}
+
+func helper() int {
+	report := os.NewFile(3, "report")
+	if report == nil || len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "proc: helper started without a command or a report pipe")
+		return 2
+	}
+	os.Unsetenv(helperEnv)
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return Timing{}, fmt.Errorf("%v: %s", err, stderr.String())
+	err := cmd.Run()
+	wall := time.Since(start)
+	if cmd.ProcessState == nil {
+		fmt.Fprintf(os.Stderr, "proc: %v\n", err)
+		return 2
 	}
-	t := Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}
+	var rss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		t.RSS = ru.Maxrss << 10 // Linux reports kilobytes
+		rss = ru.Maxrss << 10 // Linux reports kilobytes
 	}
-	return t, nil
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Fprintf(report, "%d %d %d\n", cpu, wall, rss)
+	report.Close()
+	return cmd.ProcessState.ExitCode()
+}
+
+// Measure runs cmd through a helper process (see Main) and returns its CPU
+// and wall time and its peak RSS; a failure carries the command's stderr.
+func Measure(cmd *exec.Cmd) (Timing, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Timing{}, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return Timing{}, err
+	}
+	defer r.Close()
+	h := exec.Command(exe, append([]string{cmd.Path}, cmd.Args[1:]...)...)
+	h.Dir = cmd.Dir
+	h.Env = append(cmd.Environ(), helperEnv+"=1")
+	h.Stdin, h.Stdout = cmd.Stdin, cmd.Stdout
+	var stderr strings.Builder
+	h.Stderr = &stderr
+	h.ExtraFiles = []*os.File{w}
+	err = h.Start()
+	w.Close()
+	if err != nil {
+		return Timing{}, err
+	}
+	out, readErr := io.ReadAll(r)
+	if err := h.Wait(); err != nil {
+		return Timing{}, fmt.Errorf("%s: %v: %s", cmd.Path, err, stderr.String())
+	}
+	var cpu, wall, rss int64
+	if _, err := fmt.Sscan(string(out), &cpu, &wall, &rss); err != nil || readErr != nil {
+		return Timing{}, fmt.Errorf("%s: no report from the measuring helper (%q): %v", cmd.Path, out, errors.Join(err, readErr))
+	}
+	return Timing{CPU: time.Duration(cpu), Wall: time.Duration(wall), RSS: rss}, nil
 }
 
 // WriteLines writes n lines made by line(dst, i) to path and returns the
