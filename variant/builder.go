@@ -391,9 +391,9 @@ func (b *Builder) decimal16(d Decimal) {
 }
 
 // Decimal adds d as the narrowest of decimal4, decimal8 and decimal16
-// that holds its precision.
+// whose precision holds both d's digits and its scale.
 func (b *Builder) Decimal(d Decimal) {
-	switch p := d.Precision(); {
+	switch p := max(d.Precision(), int(d.Scale)); {
 	case p <= 9:
 		b.Decimal4(int32(d.Lo), d.Scale)
 	case p <= 18:

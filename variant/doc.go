@@ -30,8 +30,9 @@
 //     38 significant digits and 0 <= scale <= 38, where scale is the
 //     number of digits written after the point minus the exponent (a
 //     negative scale is folded into the unscaled value, so 1.5e3 is 1500
-//     with scale 0, and 1.50 keeps scale 2): decimal4 for up to 9 digits,
-//     decimal8 up to 18, decimal16 up to 38;
+//     with scale 0, and 1.50 keeps scale 2): decimal4 when both the
+//     digits and the scale are at most 9, decimal8 up to 18, decimal16 up
+//     to 38 (so that a reader mapping it to DECIMAL(p, s) gets s <= p);
 //   - a negative zero with a fraction or exponent (-0.0, -0e5): the
 //     double -0.0, the only type that keeps its sign (the integer -0 is
 //     int8 0);

@@ -235,11 +235,15 @@ func appendNumber(dst, lit []byte, lossy bool) ([]byte, error) {
 		if neg {
 			d = d.neg()
 		}
-		switch {
-		case digits <= 9:
+		// The narrowest type whose precision holds the scale too: a
+		// decimal4 of scale 12 is valid Variant, but it is a DECIMAL(9,12)
+		// to a reader that maps it to its decimal type, and DuckDB 1.5
+		// dies of SIGFPE reading a decimal8 of scale 19 or more.
+		switch p := max(digits, scale); {
+		case p <= 9:
 			dst = append(dst, primitiveHeader(primDecimal4), d.Scale)
 			return binary.LittleEndian.AppendUint32(dst, uint32(d.Lo)), nil
-		case digits <= 18:
+		case p <= 18:
 			dst = append(dst, primitiveHeader(primDecimal8), d.Scale)
 			return binary.LittleEndian.AppendUint64(dst, d.Lo), nil
 		default:
