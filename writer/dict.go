@@ -230,8 +230,16 @@ type bytesDict struct {
 	data    []byte
 	offsets []uint32 // BYTE_ARRAY only
 	hashes  []uint64 // per entry, to compare and regrow without rehashing bytes
-	width   int
+	// short holds each BYTE_ARRAY entry's shortKey (zero for an entry
+	// longer than maxShort): addBytes compares a short value with an
+	// entry by it, without slicing the entry out of data and packing it
+	// again, which was most of its work on a column of short codes.
+	short []shortEntry
+	width int
 }
+
+// shortEntry is an entry's shortKey and its length.
+type shortEntry struct{ a, b, n uint64 }
 
 func newBytesDict(width int) *bytesDict {
 	d := &bytesDict{seed: maphash.MakeSeed(), width: width}
@@ -335,10 +343,12 @@ func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int
 	at := len(idx)
 	idx = slices.Grow(idx, n)[:at+n]
 	out := idx[at:]
-	slots, mask, hashes := d.slots, d.mask, d.hashes
+	slots, mask, hashes, shortKeys := d.slots, d.mask, d.hashes, d.short
 	k0, k1, k2, seed := d.keys[0], d.keys[1], d.keys[2], d.seed
-	for i := range out {
-		v := values[offsets[i]:offsets[i+1]]
+	lo := offsets[0]
+	for i, hi := range offsets[1:] {
+		v := values[lo:hi]
+		lo = hi
 		short := len(v) <= maxShort
 		var h, ka, kb uint64
 		if short {
@@ -354,20 +364,18 @@ func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int
 			j := slots[s]
 			if j < 0 {
 				out[i] = d.insert(v, h, int(s))
-				slots, mask, hashes = d.slots, d.mask, d.hashes
+				slots, mask, hashes, shortKeys = d.slots, d.mask, d.hashes, d.short
 				break
 			}
-			if hashes[j] == h {
-				e := d.entry(int(j))
-				if short {
-					if ea, eb := shortKey(e); len(e) == len(v) && ea == ka && eb == kb {
-						out[i] = j
-						break
-					}
-				} else if bytes.Equal(e, v) {
+			if short {
+				// The key and length are the value: no hash to check.
+				if k := &shortKeys[j]; k.a == ka && k.b == kb && k.n == uint64(len(v)) {
 					out[i] = j
 					break
 				}
+			} else if hashes[j] == h && bytes.Equal(d.entry(int(j)), v) {
+				out[i] = j
+				break
 			}
 			s = (s + 1) & mask
 		}
@@ -384,6 +392,11 @@ func (d *bytesDict) insert(v []byte, h uint64, s int) int32 {
 	d.data = append(d.data, v...)
 	if d.width == 0 {
 		d.offsets = append(d.offsets, uint32(len(d.data)))
+		var a, b uint64
+		if len(v) <= maxShort {
+			a, b = shortKey(v)
+		}
+		d.short = append(d.short, shortEntry{a, b, uint64(len(v))})
 	}
 	if 2*len(d.hashes) > len(d.slots) {
 		d.grow(len(d.hashes), func(i int) uint64 { return d.hashes[i] })
@@ -406,6 +419,7 @@ func (d *bytesDict) truncate(n int) {
 	} else {
 		d.data = d.data[:d.offsets[n]]
 		d.offsets = d.offsets[:n+1]
+		d.short = d.short[:n]
 	}
 	d.hashes = d.hashes[:n]
 	d.rebuild(n, func(i int) uint64 { return d.hashes[i] })
@@ -424,6 +438,7 @@ func (d *bytesDict) reset() {
 	d.hashes = d.hashes[:0]
 	if d.width == 0 {
 		d.offsets = d.offsets[:1]
+		d.short = d.short[:0]
 	}
 }
 

@@ -34,5 +34,5 @@ func (d *valueList[T]) held() int64 {
 }
 
 func (d *bytesDict) held() int64 {
-	return d.table.held() + int64(cap(d.data)) + 4*int64(cap(d.offsets)) + 8*int64(cap(d.hashes))
+	return d.table.held() + int64(cap(d.data)) + 4*int64(cap(d.offsets)) + 8*int64(cap(d.hashes)) + 24*int64(cap(d.short))
 }

@@ -33,6 +33,9 @@ func pack[T word](dst []byte, src []T, width int) []byte {
 	if size == 0 {
 		return dst
 	}
+	if width <= 16 {
+		return packNarrow(dst, src, width, size)
+	}
 	start := len(dst)
 	dst = slices.Grow(dst, size)[:start+size]
 	out := dst[start:]
@@ -57,6 +60,42 @@ func pack[T word](dst []byte, src []T, width int) []byte {
 		out[pos] = byte(acc)
 		acc >>= 8
 		pos++
+	}
+	return dst
+}
+
+// packNarrow is pack for widths of 1 to 16, the widths of levels and of
+// most dictionary indices: eight values at a time, packed into two words
+// of four without a branch, and stored by two 8-byte writes, the last few
+// groups through a scratch array (a branch per word and a byte a value
+// stored, before).
+func packNarrow[T word](dst []byte, src []T, width, size int) []byte {
+	start := len(dst)
+	dst = slices.Grow(dst, size)[:start+size]
+	out := dst[start:]
+	mask := widthMask(width)
+	w := uint(width)
+	w2, w3, w4 := 2*w, 3*w, 4*w
+	group := func(s []T) (uint64, uint64) {
+		s = s[:8:8]
+		lo := uint64(s[0])&mask | (uint64(s[1])&mask)<<w | (uint64(s[2])&mask)<<w2 | (uint64(s[3])&mask)<<w3
+		hi := uint64(s[4])&mask | (uint64(s[5])&mask)<<w | (uint64(s[6])&mask)<<w2 | (uint64(s[7])&mask)<<w3
+		// 8w bits: lo's 4w, then hi's, the part past 64 in the second
+		// word (a shift by 64 is 0 in Go, which width 16 relies on).
+		return lo | hi<<w4, hi >> (64 - w4)
+	}
+	i, pos := 0, 0
+	for ; pos+16 <= size; i, pos = i+8, pos+width {
+		a, b := group(src[i:])
+		binary.LittleEndian.PutUint64(out[pos:], a)
+		binary.LittleEndian.PutUint64(out[pos+8:], b)
+	}
+	for ; pos < size; i, pos = i+8, pos+width {
+		var tail [16]byte
+		a, b := group(src[i:])
+		binary.LittleEndian.PutUint64(tail[:], a)
+		binary.LittleEndian.PutUint64(tail[8:], b)
+		copy(out[pos:pos+width], tail[:])
 	}
 	return dst
 }
