@@ -36,7 +36,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pqsink/pqsink/benchmarks"
@@ -58,63 +57,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "variantbench:", err)
 		os.Exit(1)
 	}
-}
-
-// timing is one run: CPU, wall time and peak RSS.
-type timing struct {
-	proc.Timing
-	RSS int64 // bytes
-}
-
-// measure runs cmd and returns its CPU, wall time and peak RSS.
-func measure(cmd *exec.Cmd) (timing, error) {
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return timing{}, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	t := timing{Timing: proc.Timing{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: time.Since(start)}}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		t.RSS = ru.Maxrss * 1024
-	}
-	return t, nil
-}
-
-// best runs f runs times and returns the run with the least CPU time,
-// with the highest peak RSS of all runs.
-func best(runs int, f func() (timing, error)) (timing, error) {
-	var b timing
-	var rss int64
-	for i := 0; i < runs; i++ {
-		t, err := f()
-		if err != nil {
-			return b, err
-		}
-		rss = max(rss, t.RSS)
-		if i == 0 || t.CPU < b.CPU {
-			b = t
-		}
-	}
-	b.RSS = rss
-	return b, nil
-}
-
-func duckdb(duckdbDir string, runs int, sql string) (work, idle timing, err error) {
-	run := func(stmt string) func() (timing, error) {
-		return func() (timing, error) {
-			cmd := exec.Command("node", "exec.mjs", "SET threads = 1", stmt)
-			cmd.Dir = duckdbDir
-			return measure(cmd)
-		}
-	}
-	if work, err = best(runs, run(sql)); err != nil {
-		return work, idle, fmt.Errorf("duckdb: %w", err)
-	}
-	if idle, err = best(runs, run("SELECT 1")); err != nil {
-		return work, idle, fmt.Errorf("duckdb idle: %w", err)
-	}
-	return work, idle, nil
 }
 
 func run(n, runs, check, threads int, dir, data, bin string) error {
@@ -168,19 +110,19 @@ func run(n, runs, check, threads int, dir, data, bin string) error {
 		return exec.Command(bin, append(append([]string{"convert", "--variant", "--quiet", "--codec", "zstd"}, threadArgs...), args...)...)
 	}
 	fmt.Printf("input: %d %s records, %.1f MB of JSON Lines; threads: pqsink convert %s, duckdb 1\n", n, data, float64(size)/1e6, threadText)
-	auto, err := best(runs, func() (timing, error) {
-		return measure(convert(input, pqAuto))
+	auto, err := proc.Best(runs, func() (proc.Timing, error) {
+		return proc.Measure(convert(input, pqAuto))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant: %w", err)
 	}
-	none, err := best(runs, func() (timing, error) {
-		return measure(convert("--shred", "none", input, pqNone))
+	none, err := proc.Best(runs, func() (proc.Timing, error) {
+		return proc.Measure(convert("--shred", "none", input, pqNone))
 	})
 	if err != nil {
 		return fmt.Errorf("pqsink convert --variant --shred none: %w", err)
 	}
-	duck, idle, err := duckdb(duckdbDir, runs, copySQL)
+	duck, idle, err := proc.DuckDB(duckdbDir, runs, copySQL)
 	if err != nil {
 		return err
 	}
@@ -189,7 +131,7 @@ func run(n, runs, check, threads int, dir, data, bin string) error {
 	fmt.Printf("%-36s %8s %8s %10s %10s %14s %8s\n", "", "cpu s", "wall s", "MB/s (cpu)", "RSS MiB", "file bytes", "columns")
 	for _, r := range []struct {
 		name string
-		t    timing
+		t    proc.Timing
 		path string
 	}{
 		{"pqsink --variant (shred auto)", auto, pqAuto},
