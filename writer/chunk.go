@@ -83,12 +83,15 @@ type plan struct {
 	// indices only) on the page that last chose or confirmed it; 0 when
 	// there is no plan yet.
 	cost float64
-	// first is the cost of the chunk's first page, while use is still what
-	// that page chose: the cost the next chunk's first page is held to.
-	// Later pages are no measure for it, as a dictionary's indices widen
-	// while it fills (doubles of 100,000 distinct values: 1.88 bytes a
-	// value on a chunk's first page, 2.13 on its sixth), and every chunk
-	// would run a trial.
+	// first is the cost of the chunk's first page, a dictionary's page
+	// shared out over the values it covers included, while use is still
+	// what that page chose: the cost the next chunk's first page is held
+	// to. Later pages are no measure for it, as a dictionary's indices
+	// widen while it fills (doubles of 100,000 distinct values: 1.88
+	// bytes a value on a chunk's first page, 2.13 on its sixth), and
+	// every chunk would run a trial; and without its dictionary's share,
+	// a short chunk whose dictionary costs several times as much a value
+	// would keep it.
 	first float64
 	// wait is how many pages pass before the next check may run a trial,
 	// and backoff what wait becomes after a trial that changes nothing.
@@ -677,8 +680,8 @@ func (cw *chunkWriter) start(c *rowgroup.Column) (int, error) {
 		if err := cw.encodePage(&cw.page, c, cw.pages[0], last.use, dictPages); err != nil {
 			return 0, err
 		}
-		if cost := cw.pageCost(&cw.page, 0); cw.page.values > 0 && within(cost, last.cost) {
-			cw.plan = plan{use: last.use, fallback: last.fallback, cost: cost, first: cost, wait: 1, backoff: 1}
+		if first := cw.pageCost(&cw.page, covered(cw.pages, dictPages)); cw.page.values > 0 && within(first, last.cost) {
+			cw.plan = plan{use: last.use, fallback: last.fallback, cost: cw.pageCost(&cw.page, 0), first: first, wait: 1, backoff: 1}
 			return cw.keepDictionary(dictPages), nil
 		}
 	}
@@ -695,8 +698,17 @@ trial:
 	if err := cw.trial(c, 0, dictPages, true); err != nil {
 		return 0, err
 	}
-	cw.plan.first = cw.plan.cost
+	cw.plan.first = cw.pageCost(&cw.page, covered(cw.pages, dictPages))
 	return cw.keepDictionary(dictPages), nil
+}
+
+// covered is how many values the first dictPages pages hold: those a
+// dictionary of that many pages covers.
+func covered(pages []pageRange, dictPages int) int {
+	if dictPages <= 0 {
+		return 0
+	}
+	return pages[dictPages-1].v1
 }
 
 // hugeValue is the mean PLAIN size of a page's byte-array values from
@@ -781,9 +793,9 @@ func (cw *chunkWriter) pageCost(e *encodedPage, covered int) float64 {
 // count.
 func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict bool) error {
 	p := cw.pages[pi]
-	covered := 0
-	if dictPages > 0 && pi == 0 {
-		covered = cw.pages[dictPages-1].v1
+	share := 0
+	if pi == 0 {
+		share = covered(cw.pages, dictPages)
 	}
 	best, bestCost := option{}, -1.0
 	bestCand, bestCandCost := 0, -1.0
@@ -791,7 +803,7 @@ func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict boo
 		if err := cw.encodePage(&cw.alt, c, p, o, dictPages); err != nil {
 			return err
 		}
-		cost := cw.pageCost(&cw.alt, covered)
+		cost := cw.pageCost(&cw.alt, share)
 		if !o.dict && (bestCandCost < 0 || cost < bestCandCost) {
 			bestCand, bestCandCost = o.cand, cost
 		}
