@@ -124,7 +124,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		// with a core left idle, the collector's idle mark worker takes
 		// it, and spends most of it waiting for the converting goroutine
 		// to stop for its stack scan (7-10% more CPU on one thread).
-		runtime.GOMAXPROCS(*threads)
+		// Restored on return, for a caller (a test) that goes on.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*threads))
 	}
 	if *pageRows <= 0 || *pageRows > maxPageRows {
 		return usagef("--page-rows %d: want 1 to %d", *pageRows, maxPageRows)
