@@ -680,7 +680,7 @@ func (cw *chunkWriter) start(c *rowgroup.Column) (int, error) {
 		if err := cw.encodePage(&cw.page, c, cw.pages[0], last.use, dictPages); err != nil {
 			return 0, err
 		}
-		if first := cw.pageCost(&cw.page, covered(cw.pages, dictPages)); cw.page.values > 0 && within(first, last.cost) {
+		if first := cw.pageCost(&cw.page, dictCovers(cw.pages, dictPages)); cw.page.values > 0 && within(first, last.cost) {
 			cw.plan = plan{use: last.use, fallback: last.fallback, cost: cw.pageCost(&cw.page, 0), first: first, wait: 1, backoff: 1}
 			return cw.keepDictionary(dictPages), nil
 		}
@@ -698,13 +698,13 @@ trial:
 	if err := cw.trial(c, 0, dictPages, true); err != nil {
 		return 0, err
 	}
-	cw.plan.first = cw.pageCost(&cw.page, covered(cw.pages, dictPages))
+	cw.plan.first = cw.pageCost(&cw.page, dictCovers(cw.pages, dictPages))
 	return cw.keepDictionary(dictPages), nil
 }
 
-// covered is how many values the first dictPages pages hold: those a
+// dictCovers is how many values the first dictPages pages hold: those a
 // dictionary of that many pages covers.
-func covered(pages []pageRange, dictPages int) int {
+func dictCovers(pages []pageRange, dictPages int) int {
 	if dictPages <= 0 {
 		return 0
 	}
@@ -793,9 +793,9 @@ func (cw *chunkWriter) pageCost(e *encodedPage, covered int) float64 {
 // count.
 func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict bool) error {
 	p := cw.pages[pi]
-	share := 0
+	covered := 0
 	if pi == 0 {
-		share = covered(cw.pages, dictPages)
+		covered = dictCovers(cw.pages, dictPages)
 	}
 	best, bestCost := option{}, -1.0
 	bestCand, bestCandCost := 0, -1.0
@@ -803,7 +803,7 @@ func (cw *chunkWriter) trial(c *rowgroup.Column, pi, dictPages int, withDict boo
 		if err := cw.encodePage(&cw.alt, c, p, o, dictPages); err != nil {
 			return err
 		}
-		cost := cw.pageCost(&cw.alt, share)
+		cost := cw.pageCost(&cw.alt, covered)
 		if !o.dict && (bestCandCost < 0 || cost < bestCandCost) {
 			bestCand, bestCandCost = o.cand, cost
 		}
