@@ -1,7 +1,10 @@
 package connector
 
 import (
+	"bytes"
 	"testing"
+
+	"github.com/segmentio/kafka-go"
 )
 
 func records(offsets ...int64) []record {
@@ -88,5 +91,51 @@ func TestFetcherDropsOversizedSlices(t *testing.T) {
 				t.Fatalf("kept = %v, want %v", kept, tt.kept)
 			}
 		})
+	}
+}
+
+// TestReadRecordsKeepsEmptyApartFromNull checks that an empty key, value
+// or header value stays empty and a null one stays null, wherever the
+// record falls: first of a fetch (an empty arena), at a block's end, and
+// in a block of its own.
+func TestReadRecordsKeepsEmptyApartFromNull(t *testing.T) {
+	big := bytes.Repeat([]byte{'x'}, minArenaBlock-1) // leaves one byte of the first block
+	huge := bytes.Repeat([]byte{'y'}, arenaSize/4+1)  // a block of its own
+	type want struct{ key, value, header []byte }
+	cases := []want{
+		{key: []byte{}, value: []byte{}, header: []byte{}}, // first record: the arena is empty
+		{key: nil, value: nil, header: nil},
+		{key: []byte{}, value: big, header: []byte{}},
+		{key: []byte{}, value: []byte{}, header: nil}, // the first block is full
+		{key: nil, value: huge, header: []byte{}},
+		{key: []byte{}, value: nil, header: []byte{}},
+	}
+	for _, arenaFull := range []bool{false, true} {
+		var in []kafka.Record // read once: a Bytes is a reader
+		for i, c := range cases {
+			in = append(in, kafka.Record{Offset: int64(i), Key: kafka.NewBytes(c.key), Value: kafka.NewBytes(c.value),
+				Headers: []kafka.Header{{Key: "", Value: c.header}}})
+		}
+		var arena []byte
+		if arenaFull {
+			arena = make([]byte, 16, 16) // growth: the next block starts on the first record
+		}
+		next := int64(0)
+		got, _, err := readRecords(kafka.NewRecordReader(in...), &next, &arena, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(cases) || next != int64(len(cases)) {
+			t.Fatalf("read %d records up to %d, want %d", len(got), next, len(cases))
+		}
+		same := func(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+		for i, c := range cases {
+			r := got[i]
+			if !same(r.key, c.key) || !same(r.value, c.value) || len(r.headers) != 1 || !same(r.headers[0].Value, c.header) {
+				t.Errorf("arena full %v, record %d: key nil=%v len=%d, value nil=%v len=%d, header %+v; want key nil=%v, value nil=%v, header nil=%v",
+					arenaFull, i, r.key == nil, len(r.key), r.value == nil, len(r.value), r.headers,
+					c.key == nil, c.value == nil, c.header == nil)
+			}
+		}
 	}
 }

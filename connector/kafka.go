@@ -278,6 +278,11 @@ func copyBytes(v []byte, arena *[]byte, allocated *int64) []byte {
 // thousand quiet partitions with a megabyte block each would be ten
 // gigabytes of heap to the garbage collector.
 func alloc(n int, arena *[]byte, allocated *int64) []byte {
+	if n == 0 {
+		// Not a slice of the arena: before its first block, that would be
+		// nil, and an empty key would read as a null one.
+		return []byte{}
+	}
 	if n > arenaSize/4 {
 		*allocated += int64(n)
 		return make([]byte, n)
