@@ -152,10 +152,12 @@ type DeadLetter struct {
 	// Defaults to none.
 	Topic string
 	// URL is an object prefix (s3://bucket/prefix or file:///dir) that
-	// receives the rejected records as JSON Lines objects instead, one
-	// object per batch, written create-if-absent like the Parquet files
-	// (url). An s3:// URL uses the store section's endpoint and
-	// credentials. Defaults to none; at most one of Topic and URL is set.
+	// receives the rejected records as JSON Lines objects, one object per
+	// batch, written create-if-absent like the Parquet files (url). With
+	// Topic, it receives only the records too large for the topic's
+	// max.message.bytes, which are otherwise sent with their value cut to
+	// fit. An s3:// URL uses the store section's endpoint and credentials.
+	// Defaults to none.
 	URL string
 }
 

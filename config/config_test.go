@@ -529,7 +529,6 @@ func TestInvalid(t *testing.T) {
 		{"dead letter topic", base + "dead_letter: {topic: 'a b'}\n", []string{`dead_letter.topic: "a b" is not a valid topic name`}},
 		{"dead letter key", base + "dead_letter: {uri: 's3://x'}\n", []string{`dead_letter.uri: unknown key`}},
 		{"dead letter url scheme", base + "dead_letter: {url: 'http://x'}\n", []string{`dead_letter.url: "http://x" is not an s3:// or file:// URL`}},
-		{"dead letter both", base + "dead_letter: {topic: dlq, url: 's3://b/dlq'}\n", []string{`dead_letter.url: set dead_letter.topic or dead_letter.url, not both`}},
 		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
 
 		// Expansion.
@@ -642,6 +641,18 @@ func TestPathWithoutTopic(t *testing.T) {
 	c, err := Parse([]byte(base+"path: 'p{partition}/{first_offset}.parquet'\n"), nil)
 	if err != nil || c.Path != "p{partition}/{first_offset}.parquet" {
 		t.Errorf("one topic, path without {topic}: %v", err)
+	}
+}
+
+// TestDeadLetterTopicAndURL: with both, the topic takes the dead letters
+// and the URL those too large for the topic.
+func TestDeadLetterTopicAndURL(t *testing.T) {
+	c, err := Parse([]byte(base+"dead_letter: {topic: dlq, url: 's3://b/dlq'}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DeadLetter.Topic != "dlq" || c.DeadLetter.URL != "s3://b/dlq" || c.Errors != "dead_letter" {
+		t.Errorf("dead_letter %+v, errors %q", c.DeadLetter, c.Errors)
 	}
 }
 

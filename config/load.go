@@ -134,10 +134,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		dl.fail("topic", "%s is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", quote(c.DeadLetter.Topic))
 	}
 	if dl.str("url", &c.DeadLetter.URL) {
-		switch {
-		case c.DeadLetter.Topic != "":
-			dl.fail("url", "set dead_letter.topic or dead_letter.url, not both")
-		case !strings.HasPrefix(c.DeadLetter.URL, "s3://") && !strings.HasPrefix(c.DeadLetter.URL, "file://"):
+		if !strings.HasPrefix(c.DeadLetter.URL, "s3://") && !strings.HasPrefix(c.DeadLetter.URL, "file://") {
 			dl.fail("url", "%s is not an s3:// or file:// URL", quote(c.DeadLetter.URL))
 		}
 	}

@@ -115,6 +115,8 @@ func (s *Sink) collector() prometheus.Collector {
 		"skipped":  d("records_skipped_uploaded_total", "Records passed over because an uploaded file already holds them."),
 		"rejected": d("records_rejected_total", "Records that could not be written, by reason and by what was done (errors: fail, skip, dead_letter).", "reason", "action"),
 		"dead":     d("records_dead_lettered_total", "Records sent to the dead-letter topic, by reason.", "reason"),
+		"dlerrors": d("dead_letter_errors_total", "Sends of dead letters that failed; each is tried again with backoff, and the partition waits."),
+		"dlsize":   d("dead_letters_oversized_total", "Dead letters larger than the dead-letter topic takes, by what was done: cut (value cut to fit) or url (written to dead_letter.url).", "action"),
 		"memused":  d("memory_used_bytes", "Bytes held against the memory budget: fetched records, row groups, upload parts."),
 		"memlimit": d("memory_limit_bytes", "The memory budget (memory.limit)."),
 		"pauses":   d("fetch_pauses_total", "Fetches that waited for the memory budget."),
@@ -153,6 +155,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		if k[1] == "dead_letter" {
 			ch <- prometheus.MustNewConstMetric(c.descs["dead"], prometheus.CounterValue, float64(n), k[0])
 		}
+	}
+	counter("dlerrors", st.DeadLetterErrors)
+	for _, action := range []string{"cut", "url"} { // at 0 from the start, for alerts
+		ch <- prometheus.MustNewConstMetric(c.descs["dlsize"], prometheus.CounterValue, float64(st.DeadLettersOversized[action]), action)
 	}
 	mem := c.s.Memory()
 	ch <- prometheus.MustNewConstMetric(c.descs["memused"], prometheus.GaugeValue, float64(mem.Used))

@@ -78,7 +78,8 @@ type partition struct {
 	// is not committed yet.
 	skipChanged bool
 
-	letters []letter // dead letters not sent yet
+	letters    []letter // dead letters not sent yet
+	rejectedTo int64    // the offset of the last rejected record counted in the stats
 
 	// Records consumed and written, not yet added to the sink's stats:
 	// added once per batch, since an atomic add per record on counters
@@ -97,7 +98,7 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 	p := &partition{
 		s: s, topic: topic, id: id, commit: commit,
 		log:       s.log.With("topic", topic, "partition", id),
-		committed: committed, next: committed, skip: skip,
+		committed: committed, next: committed, skip: skip, rejectedTo: -1,
 		files:  map[string]*openFile{},
 		schema: s.schema,
 		ctrl:   make(chan int, 1),
@@ -210,7 +211,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 			p.discard(ctx, f)
 		}
 		reason := classify(err)
-		if w != nil {
+		if w != nil && reason != rejectEnvelope {
 			reason = rejectDecode // Avro binary that its writer schema does not read
 		}
 		return p.reject(ctx, r, &rejection{reason, err})
@@ -501,7 +502,12 @@ func (p *partition) reject(ctx context.Context, r *record, err *rejection) error
 		p.s.stats.skippedUploaded.Add(1)
 		return nil
 	}
-	p.s.stats.reject(err.reason, p.s.cfg.Errors)
+	if r.offset > p.rejectedTo {
+		// Counted once: after a restart from the committed offset, the
+		// same record is rejected again.
+		p.rejectedTo = r.offset
+		p.s.stats.reject(err.reason, p.s.cfg.Errors)
+	}
 	switch p.s.cfg.Errors {
 	case "skip":
 		p.log.Warn("record skipped", "offset", r.offset, "reason", err.reason, "error", err)
@@ -527,19 +533,33 @@ func (p *partition) reject(ctx context.Context, r *record, err *rejection) error
 
 // sendLetters makes the queued dead letters durable. It must run before
 // any commit: a commit covers the offsets of the records they stand for.
+// A failed send is tried again with backoff until it succeeds or ctx
+// ends: the letters are at hand, and reading the records again would only
+// make the same letters (a tight loop of fetches when the destination
+// refuses them for a while).
 func (p *partition) sendLetters(ctx context.Context) error {
 	if len(p.letters) == 0 {
 		return nil
 	}
-	last, err := p.s.deadLetters.send(ctx, p.topic, p.id, p.letters)
-	if err != nil {
-		// Nothing was committed past these records: read them again.
-		p.log.Error("sending dead letters failed; consuming again from the committed offset", "error", err)
-		p.dropAll(ctx)
+	var last int64
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		var err error
+		if last, err = p.s.deadLetters.send(ctx, p.topic, p.id, p.letters); err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return errRestart
+		p.s.stats.deadLetterErrors.Add(1)
+		p.log.Error("sending dead letters failed; retrying", "letters", len(p.letters),
+			"first_offset", p.letters[0].offset, "attempt", attempt, "retry_in", backoff, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
 	}
 	p.letters = p.letters[:0]
 	// The next owner must not send these letters again: what the commit

@@ -10,21 +10,23 @@ import (
 
 // Stats counts what a sink did. All methods are safe for concurrent use.
 type Stats struct {
-	consumed        atomic.Int64 // records fetched and handled
-	written         atomic.Int64 // records appended to files
-	skippedUploaded atomic.Int64 // records passed over: already in an uploaded file
-	adopted         atomic.Int64 // existing objects adopted
-	uploadErrors    atomic.Int64
-	openFiles       atomic.Int64
-	bytesUploaded   atomic.Int64
-	recordsUploaded atomic.Int64
-	memoryFlushes   atomic.Int64 // row groups written early under memory pressure
-	s3Retries       atomic.Int64 // S3 requests retried
+	consumed         atomic.Int64 // records fetched and handled
+	written          atomic.Int64 // records appended to files
+	skippedUploaded  atomic.Int64 // records passed over: already in an uploaded file
+	adopted          atomic.Int64 // existing objects adopted
+	uploadErrors     atomic.Int64
+	openFiles        atomic.Int64
+	bytesUploaded    atomic.Int64
+	recordsUploaded  atomic.Int64
+	memoryFlushes    atomic.Int64 // row groups written early under memory pressure
+	s3Retries        atomic.Int64 // S3 requests retried
+	deadLetterErrors atomic.Int64 // sends of dead letters that failed (and are tried again)
 
 	uploadSeconds, commitSeconds prometheus.Histogram
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
+	oversized   map[string]int64    // dead letters too large for the topic, by what was done (cut, url)
 	files       map[string]int64    // by rotation reason
 	commits     int64
 	commitTotal time.Duration
@@ -33,7 +35,7 @@ type Stats struct {
 func newStats() *Stats {
 	buckets := prometheus.ExponentialBuckets(0.005, 2, 14) // 5 ms to 41 s
 	return &Stats{
-		files: map[string]int64{}, rejects: map[[2]string]int64{},
+		files: map[string]int64{}, rejects: map[[2]string]int64{}, oversized: map[string]int64{},
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_upload_seconds", Help: "Time to finish a file: last row group, footer and upload completion.", Buckets: buckets}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -45,6 +47,14 @@ func newStats() *Stats {
 func (s *Stats) reject(reason, action string) {
 	s.mu.Lock()
 	s.rejects[[2]string{reason, action}]++
+	s.mu.Unlock()
+}
+
+// deadLettersOversized counts n durable dead letters that the topic could
+// not take whole: cut to fit, or written to dead_letter.url.
+func (s *Stats) deadLettersOversized(action string, n int64) {
+	s.mu.Lock()
+	s.oversized[action] += n
 	s.mu.Unlock()
 }
 
@@ -66,20 +76,25 @@ func (s *Stats) commitLatency(d time.Duration) {
 
 // Snapshot is a copy of the counters at one moment.
 type Snapshot struct {
-	Consumed        int64               // records fetched
-	Written         int64               // records appended to files (some may be dropped and read again)
-	RecordsUploaded int64               // records in uploaded files
-	SkippedUploaded int64               // records passed over because an uploaded file holds them
-	Rejected        int64               // records that did not fit
-	Adopted         int64               // objects of an earlier owner adopted
-	UploadErrors    int64               // uploads that failed after the store's retries
-	OpenFiles       int64               // files being written now
-	BytesUploaded   int64               // bytes of uploaded files
-	Files           map[string]int64    // uploaded files by rotation reason
-	Commits         int64               // offset commits
-	MemoryFlushes   int64               // row groups written early under memory pressure
-	Rejects         map[[2]string]int64 // rejected records by reason and action (fail, skip, dead_letter)
-	S3Retries       int64               // S3 requests retried
+	Consumed         int64               // records fetched
+	Written          int64               // records appended to files (some may be dropped and read again)
+	RecordsUploaded  int64               // records in uploaded files
+	SkippedUploaded  int64               // records passed over because an uploaded file holds them
+	Rejected         int64               // records that did not fit
+	Adopted          int64               // objects of an earlier owner adopted
+	UploadErrors     int64               // uploads that failed after the store's retries
+	OpenFiles        int64               // files being written now
+	BytesUploaded    int64               // bytes of uploaded files
+	Files            map[string]int64    // uploaded files by rotation reason
+	Commits          int64               // offset commits
+	MemoryFlushes    int64               // row groups written early under memory pressure
+	Rejects          map[[2]string]int64 // rejected records by reason and action (fail, skip, dead_letter)
+	S3Retries        int64               // S3 requests retried
+	DeadLetterErrors int64               // failed sends of dead letters, each tried again
+	// DeadLettersOversized counts dead letters larger than the dead-letter
+	// topic takes, by what was done: "cut" (sent with the value cut to
+	// fit) or "url" (written to dead_letter.url instead).
+	DeadLettersOversized map[string]int64
 }
 
 // Snapshot returns the current counts.
@@ -96,21 +111,28 @@ func (s *Stats) Snapshot() Snapshot {
 		rejects[k] = v
 		rejected += v
 	}
+	oversized := make(map[string]int64, len(s.oversized))
+	for k, v := range s.oversized {
+		oversized[k] = v
+	}
 	s.mu.Unlock()
 	return Snapshot{
-		Consumed:        s.consumed.Load(),
-		Written:         s.written.Load(),
-		RecordsUploaded: s.recordsUploaded.Load(),
-		SkippedUploaded: s.skippedUploaded.Load(),
-		Rejected:        rejected,
-		Adopted:         s.adopted.Load(),
-		UploadErrors:    s.uploadErrors.Load(),
-		OpenFiles:       s.openFiles.Load(),
-		BytesUploaded:   s.bytesUploaded.Load(),
-		Files:           files,
-		Commits:         commits,
-		MemoryFlushes:   s.memoryFlushes.Load(),
-		Rejects:         rejects,
-		S3Retries:       s.s3Retries.Load(),
+		Consumed:         s.consumed.Load(),
+		Written:          s.written.Load(),
+		RecordsUploaded:  s.recordsUploaded.Load(),
+		SkippedUploaded:  s.skippedUploaded.Load(),
+		Rejected:         rejected,
+		Adopted:          s.adopted.Load(),
+		UploadErrors:     s.uploadErrors.Load(),
+		OpenFiles:        s.openFiles.Load(),
+		BytesUploaded:    s.bytesUploaded.Load(),
+		Files:            files,
+		Commits:          commits,
+		MemoryFlushes:    s.memoryFlushes.Load(),
+		Rejects:          rejects,
+		S3Retries:        s.s3Retries.Load(),
+		DeadLetterErrors: s.deadLetterErrors.Load(),
+
+		DeadLettersOversized: oversized,
 	}
 }

@@ -105,12 +105,17 @@ func (b *Builder) HasEnvelope() bool { return b.env != nil }
 // On any error the row group is exactly as before: the row is undone
 // whole. The error says which part failed: the payload's is a *RecordError
 // (the record's value does not fit; a sink dead-letters the record), the
-// envelope's wraps ErrEnvelope (the caller gave an Envelope where the
-// schema has none, or none where it has one). The envelope cannot fail
-// otherwise: its columns were checked by NewBuilder.
+// envelope's wraps ErrEnvelopeText (a header key or topic that is not
+// UTF-8; the record's fault too) or ErrEnvelope (the caller gave an
+// Envelope where the schema has none, or none where it has one).
 func (b *Builder) Append(value []byte, env *Envelope) error {
 	if (env != nil) != (b.env != nil) {
 		return b.envelopeError(env != nil)
+	}
+	if env != nil {
+		if err := b.env.check(env); err != nil {
+			return err
+		}
 	}
 	b.undo.begin(b.g)
 	var err error

@@ -702,3 +702,82 @@ func FuzzBuilderEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// TestBuilderRefusesEnvelopeText: a header key or topic that is not UTF-8
+// is the record's fault: Append refuses the row whole with ErrEnvelopeText,
+// and the STRING columns never hold the bytes.
+func TestBuilderRefusesEnvelopeText(t *testing.T) {
+	cases := []struct {
+		name string
+		env  Envelope
+	}{
+		{"header key", Envelope{Topic: "t", Headers: []Header{{Key: "ok", Value: []byte{1}}, {Key: "bad\xff", Value: []byte{2}}}}},
+		{"lone continuation byte", Envelope{Topic: "t", Headers: []Header{{Key: "\x80"}}}},
+		{"cut sequence", Envelope{Topic: "t", Headers: []Header{{Key: "\xe2\x82"}}}},
+		{"topic", Envelope{Topic: "t\xc0\xaf"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := New(withEnvelope(t, `message m { required int64 id; }`))
+			b, err := NewBuilder(g, halfPayload{g.Column(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Append([]byte("good"), testEnvelope(1)); err != nil {
+				t.Fatal(err)
+			}
+			before := takeSnapshot(g)
+			err = b.Append([]byte("good"), &c.env)
+			if !errors.Is(err, ErrEnvelopeText) {
+				t.Fatalf("Append: %v, want ErrEnvelopeText", err)
+			}
+			if after := takeSnapshot(g); !reflect.DeepEqual(before, after) || after.check != nil {
+				t.Errorf("row group changed: %v", after.check)
+			}
+			// A valid key with the same bytes elsewhere in the record is fine.
+			ok := Envelope{Topic: "t", Key: []byte("\xff"), Headers: []Header{{Key: "k", Value: []byte("\xff")}}}
+			if err := b.Append([]byte("good"), &ok); err != nil {
+				t.Fatalf("binary key and header value: %v", err)
+			}
+		})
+	}
+}
+
+// TestCheckRefusesInvalidText: whatever appends to a STRING, JSON or ENUM
+// column, the row group's check (which the writer runs before it encodes
+// a row group) refuses bytes that are not UTF-8; BINARY takes any bytes.
+func TestCheckRefusesInvalidText(t *testing.T) {
+	cases := []struct {
+		leaf   string
+		values []string
+		bad    int // index of the first invalid value, or -1
+	}{
+		{"required binary s (STRING)", []string{"plain", "日本語", "é"}, -1},
+		{"required binary s (STRING)", []string{"plain", "x\xff"}, 1},
+		{"required binary s (STRING)", []string{"\xe2\x82", "\xac"}, 0}, // valid only when joined
+		{"required binary s (JSON)", []string{"{\"a\":\"\xed\xa0\x80\"}"}, 0}, // a surrogate
+		{"required binary s (ENUM)", []string{"A", "B\xfe"}, 1},
+		{"required binary s", []string{"\xff\xfe", "\x80"}, -1},
+		{"optional binary s (STRING)", []string{"aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbb\x81"}, 1},
+	}
+	for _, c := range cases {
+		s, err := schema.Parse("message m { " + c.leaf + "; }")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := New(s)
+		col := g.Column(0)
+		for _, v := range c.values {
+			col.AppendBytes(0, []byte(v))
+			g.EndRow()
+		}
+		err = g.Check()
+		want := ""
+		if c.bad >= 0 {
+			want = fmt.Sprintf("value %d is not valid UTF-8", c.bad)
+		}
+		if (err == nil) != (want == "") || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s %q: Check() = %v, want an error with %q", c.leaf, c.values, err, want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package rowgroup
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/pqsink/pqsink/meta"
@@ -346,5 +348,50 @@ func (c *Column) check() error {
 	if n != c.values {
 		return fmt.Errorf("column %s: %d values stored, %d counted", c.Leaf.PathString(), n, c.values)
 	}
+	if c.byteArray && isText(c.Leaf.Logical.Kind) {
+		if i := invalidUTF8(c.Bytes, c.Offsets); i >= 0 {
+			return fmt.Errorf("column %s: value %d is not valid UTF-8, which a %s column must hold", c.Leaf.PathString(), i, c.Leaf.Logical.Kind)
+		}
+	}
 	return nil
+}
+
+// isText reports whether a BYTE_ARRAY of logical type k holds UTF-8 text.
+// Readers refuse a file (arrow) or every query on the column (DuckDB) when
+// such a column holds anything else, so no shredder may put it there.
+func isText(k schema.Kind) bool {
+	return k == schema.String || k == schema.JSON || k == schema.Enum
+}
+
+// invalidUTF8 returns the index of the first value of data (cut at
+// offsets) that is not valid UTF-8, or -1. Most text is ASCII, so the
+// values are first checked together for a byte above 0x7f, eight bytes at
+// a time; only then value by value, since a sequence cut by a value's end
+// is valid when two values are read as one.
+func invalidUTF8(data []byte, offsets []uint32) int {
+	if isASCII(data) {
+		return -1
+	}
+	for i := 0; i+1 < len(offsets); i++ {
+		if !utf8.Valid(data[offsets[i]:offsets[i+1]]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isASCII(b []byte) bool {
+	const high = 0x8080808080808080
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&high != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -1,8 +1,10 @@
 package rowgroup
 
 import (
+	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
@@ -137,8 +139,29 @@ func envelopeText() string {
 	return s.String()
 }
 
-// append adds e to the envelope columns. It cannot fail: the columns were
-// checked when the writer was made.
+// ErrEnvelopeText is wrapped by the error of Builder.Append for a record
+// whose envelope has text that its STRING column cannot hold: a topic or a
+// header key that is not valid UTF-8. Kafka allows any bytes in a header
+// key; such a record is rejected whole (a sink dead-letters it with its
+// headers intact) rather than stored with its key altered.
+var ErrEnvelopeText = errors.New("rowgroup: envelope text is not valid UTF-8")
+
+// check returns an error wrapping ErrEnvelopeText when e has text that
+// is not UTF-8.
+func (w *envelopeWriter) check(e *Envelope) error {
+	if !utf8.ValidString(e.Topic) {
+		return fmt.Errorf("%w: topic %q", ErrEnvelopeText, e.Topic)
+	}
+	for i := range e.Headers {
+		if k := e.Headers[i].Key; !utf8.ValidString(k) {
+			return fmt.Errorf("%w: the key of header %d is %q", ErrEnvelopeText, i, k)
+		}
+	}
+	return nil
+}
+
+// append adds e, checked by check, to the envelope columns. It cannot
+// fail: the columns were checked when the writer was made.
 func (w *envelopeWriter) append(e *Envelope) {
 	w.topic.appendString(0, e.Topic)
 	w.partition.AppendInt32(0, e.Partition)
