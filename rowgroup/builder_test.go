@@ -754,7 +754,7 @@ func TestCheckRefusesInvalidText(t *testing.T) {
 	}{
 		{"required binary s (STRING)", []string{"plain", "日本語", "é"}, -1},
 		{"required binary s (STRING)", []string{"plain", "x\xff"}, 1},
-		{"required binary s (STRING)", []string{"\xe2\x82", "\xac"}, 0}, // valid only when joined
+		{"required binary s (STRING)", []string{"\xe2\x82", "\xac"}, 0},       // valid only when joined
 		{"required binary s (JSON)", []string{"{\"a\":\"\xed\xa0\x80\"}"}, 0}, // a surrogate
 		{"required binary s (ENUM)", []string{"A", "B\xfe"}, 1},
 		{"required binary s", []string{"\xff\xfe", "\x80"}, -1},
