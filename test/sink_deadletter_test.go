@@ -37,10 +37,17 @@ func testSinkDeadLetters(t *testing.T, dest string) {
 		"schema":    []byte(`{"id":"one","ts":"2026-11-23T10:00:00Z","user":"u","country":"DE","amount":1}`),
 		"too_large": []byte(`{"id":2,"user":"` + strings.Repeat("x", 3000) + `"}`),
 		"path":      []byte(`{"id":3,"ts":"2026-11-23T10:00:00Z","user":"u","country":{"nested":true},"amount":1}`),
+		// A good value with a header key that is not UTF-8: the record is
+		// refused whole rather than written with its key altered.
+		"envelope": []byte(`{"id":4,"ts":"2026-11-23T10:00:00Z","user":"u","country":"DE","amount":1}`),
 	}
+	const badHeaderKey = "bin\xff\xfekey"
 	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	for reason, v := range poison {
 		m := kafka.Message{Key: []byte("poison-" + reason), Value: v, Headers: []kafka.Header{{Key: "origin", Value: []byte(reason)}}}
+		if reason == "envelope" {
+			m.Headers = append(m.Headers, kafka.Header{Key: badHeaderKey, Value: []byte{0xff}})
+		}
 		if err := w.WriteMessages(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
@@ -90,6 +97,9 @@ func testSinkDeadLetters(t *testing.T, dest string) {
 			h["pqsink.topic"] != topic || h["pqsink.partition"] != fmt.Sprint(orig.Partition) || h["pqsink.offset"] != fmt.Sprint(orig.Offset) || h["pqsink.error"] == "" {
 			t.Errorf("dead letter %s: headers %v, value %.60q", l.Key, h, l.Value)
 		}
+		if reason == "envelope" && (h[badHeaderKey] != "\xff" || len(h) != 7) {
+			t.Errorf("dead letter %s: the header whose key is not UTF-8 is not there byte for byte: %q", l.Key, h)
+		}
 		if l.TimeMs != orig.TimeMs {
 			t.Errorf("dead letter %s: time %d, want %d", l.Key, l.TimeMs, orig.TimeMs)
 		}
@@ -136,8 +146,9 @@ func readLetterObjects(t *testing.T, url string) map[string]produced {
 				Key       []byte    `json:"key"`
 				Value     []byte    `json:"value"`
 				Headers   []struct {
-					Key   string `json:"key"`
-					Value []byte `json:"value"`
+					Key      string `json:"key"`
+					KeyBytes []byte `json:"key_bytes"`
+					Value    []byte `json:"value"`
 				} `json:"headers"`
 				Reason string `json:"reason"`
 				Error  string `json:"error"`
@@ -151,6 +162,9 @@ func readLetterObjects(t *testing.T, url string) map[string]produced {
 				"pqsink.partition": enc([]byte(fmt.Sprint(l.Partition))), "pqsink.offset": enc([]byte(fmt.Sprint(l.Offset))),
 			}}
 			for _, h := range l.Headers {
+				if h.KeyBytes != nil {
+					h.Key = string(h.KeyBytes)
+				}
 				p.Headers[h.Key] = enc(h.Value)
 			}
 			if _, dup := out[p.id()]; dup {
