@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"time"
@@ -75,21 +76,35 @@ type avroSchema struct {
 	err     error // the schema cannot be the files' schema
 }
 
-// avroState is a partition's view of the Avro schemas: those its records
-// were written with, and which resolve onto which.
-type avroState struct {
+// avroFormat is a partition's side of the Avro format: the writer schemas
+// its records were written with, and which resolve onto which.
+type avroFormat struct {
+	f       *format
+	log     *slog.Logger
 	schemas map[uint32]*avroSchema
 	ids     []uint32            // of schemas, ascending: ids grow with registration
 	compat  map[[2]uint32]error // avro.Resolve(writer, reader) by (writer id, reader id)
 }
 
-func newAvroState() *avroState {
-	return &avroState{schemas: map[uint32]*avroSchema{}, compat: map[[2]uint32]error{}}
+func newAvroFormat(f *format, log *slog.Logger) *avroFormat {
+	return &avroFormat{f: f, log: log, schemas: map[uint32]*avroSchema{}, compat: map[[2]uint32]error{}}
+}
+
+func (a *avroFormat) sample() int               { return 0 }
+func (a *avroFormat) learn(held []record) error { return nil }
+
+// reason is decode for a record that its builder refused, unless the
+// envelope did: Avro binary that its writer schema does not read.
+func (a *avroFormat) reason(err error) string {
+	if r := classify(err); r == rejectEnvelope {
+		return r
+	}
+	return rejectDecode
 }
 
 // resolves reports whether records of w can be read as records of r, by
 // Avro's resolution rules; computed once per pair.
-func (a *avroState) resolves(w, r *avroSchema) error {
+func (a *avroFormat) resolves(w, r *avroSchema) error {
 	if w.id == r.id {
 		return nil
 	}
@@ -144,119 +159,123 @@ func newAvroBuffers(r *avroSchema) (*fileBuffers, error) {
 	return fb, nil
 }
 
-// avroWriter splits r's value and finds its writer schema. A value not in
-// the wire format, or of a schema id the registry does not know, is a
+// decode splits r's value and finds its writer schema. A value not in the
+// wire format, or of a schema id the registry does not know, is a
 // rejection; a registry that cannot be reached is an error (errRestart
 // after a pause): the record is read again, never rejected for it.
-func (p *partition) avroWriter(ctx context.Context, r *record) (*avroSchema, []byte, *rejection, error) {
+func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection, error) {
 	id, body, err := avro.SplitWire(r.value)
 	if err != nil {
-		return nil, nil, &rejection{rejectDecode, err}, nil
+		return decoded{}, &rejection{rejectDecode, err}, nil
 	}
-	if s := p.av.schemas[id]; s != nil {
+	if s := a.schemas[id]; s != nil {
 		if s.err != nil {
-			return nil, nil, &rejection{rejectSchema, s.err}, nil
+			return decoded{}, &rejection{rejectSchema, s.err}, nil
 		}
-		return s, body, nil, nil
+		return decoded{payload: body, writer: s}, nil, nil
 	}
-	as, err := p.s.format.registry.SchemaByID(ctx, id)
+	as, err := a.f.registry.SchemaByID(ctx, id)
 	switch {
 	case err == nil:
 	case errors.Is(err, avro.ErrNotFound):
-		return nil, nil, &rejection{rejectDecode, fmt.Errorf("avro schema id %d: %w", id, err)}, nil
+		return decoded{}, &rejection{rejectDecode, fmt.Errorf("avro schema id %d: %w", id, err)}, nil
 	case errors.Is(err, avro.ErrUnusable):
 		s := &avroSchema{id: id, err: fmt.Errorf("avro schema id %d: %w", id, err)}
-		p.av.schemas[id] = s
-		return nil, nil, &rejection{rejectSchema, s.err}, nil
+		a.schemas[id] = s
+		return decoded{}, &rejection{rejectSchema, s.err}, nil
 	case ctx.Err() != nil:
-		return nil, nil, nil, ctx.Err()
+		return decoded{}, nil, ctx.Err()
 	default:
-		p.log.Error("schema registry unreachable; consuming again from the committed offset after a pause",
-			"schema_id", id, "offset", r.offset, "committed", p.committed, "pause", registryPause, "error", err)
+		a.log.Error("schema registry unreachable; consuming again from the committed offset after a pause",
+			"schema_id", id, "offset", r.offset, "pause", registryPause, "error", err)
 		if !sleep(ctx, registryPause) {
-			return nil, nil, nil, ctx.Err()
+			return decoded{}, nil, ctx.Err()
 		}
-		return nil, nil, nil, errRestart
+		return decoded{}, nil, errRestart
 	}
 	s := &avroSchema{id: id, avro: as}
 	var extra []*schema.Node
-	if p.s.format.envelope {
+	if a.f.envelope {
 		extra = append(extra, rowgroup.EnvelopeNode())
 	}
 	if s.parquet, err = as.Parquet(extra...); err != nil {
 		s.err = fmt.Errorf("avro schema id %d: %w", id, err)
 	}
-	p.av.schemas[id] = s
-	i := sort.Search(len(p.av.ids), func(i int) bool { return p.av.ids[i] >= id })
-	p.av.ids = append(p.av.ids, 0)
-	copy(p.av.ids[i+1:], p.av.ids[i:])
-	p.av.ids[i] = id
-	p.log.Info("avro schema", "schema_id", id, "usable", s.err == nil)
+	a.schemas[id] = s
+	i := sort.Search(len(a.ids), func(i int) bool { return a.ids[i] >= id })
+	a.ids = append(a.ids, 0)
+	copy(a.ids[i+1:], a.ids[i:])
+	a.ids[i] = id
+	a.log.Info("avro schema", "schema_id", id, "usable", s.err == nil)
 	if s.err != nil {
-		return nil, nil, &rejection{rejectSchema, s.err}, nil
+		return decoded{}, &rejection{rejectSchema, s.err}, nil
 	}
-	return s, body, nil, nil
+	return decoded{payload: body, writer: s}, nil, nil
 }
 
-// avroFits returns the builder of f for records of w, or nil when f must
-// be finished first: its schema is another, and with backward, w is
-// newer than f's schema or does not resolve onto it.
-func (p *partition) avroFits(f *openFile, w *avroSchema) *rowgroup.Builder {
-	if b := f.buf.av.builders[w.id]; b != nil {
+// fits returns the builder of fb for records of d's writer schema, or nil
+// when fb's file must be finished first: its schema is another, and with
+// backward, the writer schema is newer than the file's or does not
+// resolve onto it.
+func (a *avroFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
+	w := d.writer
+	if b := fb.av.builders[w.id]; b != nil {
 		return b
 	}
-	rd := f.buf.av.reader
-	if !p.s.format.backward {
-		p.log.Info("schema changed: finishing the file", "key", f.key, "file_schema_id", rd.id, "record_schema_id", w.id)
+	rd := fb.av.reader
+	if !a.f.backward {
+		a.log.Info("schema changed: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id)
 		return nil
 	}
 	if w.id > rd.id {
-		if err := p.av.resolves(rd, w); err != nil {
-			p.log.Warn("incompatible schema change: finishing the file", "key", f.key, "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
+		if err := a.resolves(rd, w); err != nil {
+			a.log.Warn("incompatible schema change: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
 		} else {
-			p.log.Info("newer schema: finishing the file", "key", f.key, "file_schema_id", rd.id, "record_schema_id", w.id)
+			a.log.Info("newer schema: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id)
 		}
 		return nil
 	}
-	if err := p.av.resolves(w, rd); err != nil {
-		p.log.Warn("incompatible schema: finishing the file", "key", f.key, "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
+	if err := a.resolves(w, rd); err != nil {
+		a.log.Warn("incompatible schema: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
 		return nil
 	}
-	b, err := f.buf.builder(w)
+	b, err := fb.builder(w)
 	if err != nil {
-		p.log.Warn("incompatible schema: finishing the file", "key", f.key, "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
+		a.log.Warn("incompatible schema: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
 		return nil
 	}
 	return b
 }
 
-// avroReader picks the reader schema of a new file whose first record was
+// reader picks the reader schema of a new file whose first record was
 // written with w: w itself, or with backward the newest schema seen that
 // w resolves onto.
-func (p *partition) avroReader(w *avroSchema) *avroSchema {
-	if !p.s.format.backward {
+func (a *avroFormat) reader(w *avroSchema) *avroSchema {
+	if !a.f.backward {
 		return w
 	}
-	for i := len(p.av.ids) - 1; i >= 0 && p.av.ids[i] > w.id; i-- {
-		r := p.av.schemas[p.av.ids[i]]
-		if r.err == nil && p.av.resolves(w, r) == nil {
+	for i := len(a.ids) - 1; i >= 0 && a.ids[i] > w.id; i-- {
+		r := a.schemas[a.ids[i]]
+		if r.err == nil && a.resolves(w, r) == nil {
 			return r
 		}
 	}
 	return w
 }
 
-// avroBuffersFor takes idle buffers of reader schema r, or makes them.
-func (p *partition) avroBuffersFor(r *avroSchema) (*fileBuffers, error) {
-	for i := len(p.spare) - 1; i >= 0; i-- {
-		if fb := p.spare[i]; fb.av != nil && fb.av.reader.id == r.id {
-			p.spare = append(p.spare[:i], p.spare[i+1:]...)
+// buffers takes idle buffers of the reader schema of d, or makes them.
+func (a *avroFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, error) {
+	r := a.reader(d.writer)
+	sp := *spare
+	for i := len(sp) - 1; i >= 0; i-- {
+		if fb := sp[i]; fb.av != nil && fb.av.reader.id == r.id {
+			*spare = append(sp[:i], sp[i+1:]...)
 			return fb, nil
 		}
 	}
-	if n := len(p.spare); n >= maxAvroSpares {
+	if n := len(sp); n >= maxAvroSpares {
 		// Buffers of other schemas: let the oldest go.
-		p.spare = append(p.spare[:0], p.spare[n-maxAvroSpares+1:]...)
+		*spare = append(sp[:0], sp[n-maxAvroSpares+1:]...)
 	}
 	return newAvroBuffers(r)
 }

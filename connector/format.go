@@ -1,7 +1,9 @@
 package connector
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +131,120 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
 	return rowgroup.NewVariantShredder(g)
+}
+
+// forPartition returns the format's state for one partition: fixed is
+// the sink's fixedSchema, log the partition's logger.
+func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordFormat {
+	switch {
+	case f.registry != nil:
+		return newAvroFormat(f, log)
+	case fixed == nil:
+		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log}
+	}
+	return &fixedFormat{f: f, schema: fixed}
+}
+
+// recordFormat is a partition's side of its format: how a record becomes
+// a row, and which open file can take it. Each partition has its own,
+// since what a format learns from records (the Avro schemas they were
+// written with, a Variant shape inferred from the first of them) is the
+// partition's.
+type recordFormat interface {
+	// sample is how many records the format wants to see before any is
+	// written (a Variant shape is inferred from them), or 0.
+	sample() int
+	// learn takes what the format needs from the records held back for
+	// the sample; the partition then writes them.
+	learn(held []record) error
+	// decode readies r for a builder. A record that cannot be read is a
+	// *rejection; an error is a failure of what the format depends on (a
+	// Schema Registry that cannot be reached), after which the partition
+	// reads again from its committed offset.
+	decode(ctx context.Context, r *record) (decoded, *rejection, error)
+	// fits returns the builder of fb for d, or nil when fb cannot take d
+	// (another schema): its file must be finished first.
+	fits(fb *fileBuffers, d decoded) *rowgroup.Builder
+	// buffers returns empty buffers for a file whose first record is d:
+	// taken from *spare when one fits, else new.
+	buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, error)
+	// reason names the rejection of a record that its builder refused.
+	reason(err error) string
+}
+
+// decoded is a record ready for a builder: the payload to shred and, for
+// formats whose files' schema follows the records, the schema the record
+// was written with.
+type decoded struct {
+	payload []byte
+	writer  *avroSchema // avro; nil for the others
+}
+
+// fixedFormat is a format whose files all have one schema: JSON with a
+// schema file, and VARIANT with a given shredding.
+type fixedFormat struct {
+	f      *format
+	schema *schema.Schema
+}
+
+func (x *fixedFormat) sample() int               { return 0 }
+func (x *fixedFormat) learn(held []record) error { return nil }
+func (x *fixedFormat) reason(err error) string   { return classify(err) }
+
+func (x *fixedFormat) decode(_ context.Context, r *record) (decoded, *rejection, error) {
+	return decoded{payload: r.value}, nil, nil
+}
+
+func (x *fixedFormat) fits(fb *fileBuffers, _ decoded) *rowgroup.Builder { return fb.b }
+
+func (x *fixedFormat) buffers(_ decoded, spare *[]*fileBuffers) (*fileBuffers, error) {
+	if n := len(*spare); n > 0 {
+		fb := (*spare)[n-1]
+		*spare = (*spare)[:n-1]
+		return fb, nil
+	}
+	return newFileBuffers(x.f, x.schema)
+}
+
+// inferredFormat is VARIANT with shred: auto. Its shredding is inferred
+// from the partition's first records (format.shred_sample of them, or
+// those that came within the sample wait), after which it is a
+// fixedFormat.
+type inferredFormat struct {
+	fixedFormat
+	log *slog.Logger
+}
+
+func (x *inferredFormat) sample() int {
+	if x.schema != nil {
+		return 0
+	}
+	return x.f.sample
+}
+
+func (x *inferredFormat) learn(held []record) error {
+	if x.schema != nil {
+		return nil
+	}
+	inf := variant.NewInferrer(variant.InferOptions{})
+	enc := variant.NewEncoder()
+	var md, val []byte
+	for i := range held {
+		var err error
+		md, val, err = enc.AppendJSON(md[:0], val[:0], held[i].value)
+		if err != nil {
+			continue // rejected when written
+		}
+		if v, err := variant.New(md, val); err == nil {
+			_ = inf.Add(v)
+		}
+	}
+	shape := inf.Shape()
+	s, err := x.f.variantSchema(shape)
+	if err != nil {
+		return fmt.Errorf("inferred variant shape %s: %w", shape.String(), err)
+	}
+	x.schema = s
+	x.log.Info("variant shredding inferred", "records", len(held), "shape", shape.String())
+	return nil
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
-	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/variant"
 )
 
 // Rotation reasons, as logged and counted.
@@ -60,12 +58,11 @@ type partition struct {
 	next      int64 // the offset after the last record handled
 	skip      skipSet
 	files     map[string]*openFile
-	spare     []*fileBuffers
-	schema    *schema.Schema // nil while a variant shape is being inferred
-	pending   []record       // records held until the shape is inferred
+	spare     []*fileBuffers // buffers of finished files, for the next ones
+	format    recordFormat
+	pending   []record // records held back for the format's sample
 	pendingAt time.Time
 
-	av      *avroState // avro only: the writer schemas seen
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
@@ -99,19 +96,16 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		s: s, topic: topic, id: id, commit: commit,
 		log:       s.log.With("topic", topic, "partition", id),
 		committed: committed, next: committed, skip: skip, rejectedTo: -1,
-		files:  map[string]*openFile{},
-		schema: s.schema,
-		ctrl:   make(chan int, 1),
+		files: map[string]*openFile{},
+		ctrl:  make(chan int, 1),
 	}
+	p.format = s.format.forPartition(s.schema, p.log)
 	paths := s.tmpl.fields
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
 	p.idFixed = len(paths) == 0 && !s.tmpl.perRecord()
-	if s.format.registry != nil {
-		p.av = newAvroState()
-	}
 	p.vals = make([]string, len(s.tmpl.fields))
 	return p
 }
@@ -127,13 +121,13 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	}
 	p.next = r.offset + 1
 	p.consumed++
-	if p.schema == nil && p.av == nil {
+	if n := p.format.sample(); n > 0 {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
 		}
 		p.pending = append(p.pending, *r) // the fetcher never reuses a record's bytes
-		if len(p.pending) >= p.s.format.sample {
-			return p.inferShape(ctx)
+		if len(p.pending) >= n {
+			return p.learn(ctx)
 		}
 		return nil
 	}
@@ -145,16 +139,11 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
 		return p.reject(ctx, r, &rejection{rejectTooLarge, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
 	}
-	value := r.value
-	var w *avroSchema // avro: the record's writer schema
-	if p.av != nil {
-		var rej *rejection
-		var err error
-		if w, value, rej, err = p.avroWriter(ctx, r); err != nil {
-			return err
-		} else if rej != nil {
-			return p.reject(ctx, r, rej)
-		}
+	d, rej, err := p.format.decode(ctx, r)
+	if err != nil {
+		return err
+	} else if rej != nil {
+		return p.reject(ctx, r, rej)
 	}
 	id, err := p.identity(r)
 	if err != nil {
@@ -170,8 +159,8 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	f := p.files[string(id)]
 	var b *rowgroup.Builder
-	if f != nil && w != nil {
-		if b = p.avroFits(f, w); b == nil {
+	if f != nil {
+		if b = p.format.fits(f.buf, d); b == nil {
 			// Another schema: the file ends here, and the next one, with
 			// this record's schema, starts at this record.
 			if err := p.finish(ctx, f, reasonSchema); err != nil {
@@ -186,18 +175,13 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	opened := f == nil
 	if opened {
-		if f, err = p.open(ctx, string(id), r.offset, w); err != nil {
+		if f, err = p.open(ctx, string(id), r.offset, d); err != nil {
 			return err
 		}
-	}
-	if b == nil {
-		if b = f.buf.b; w != nil {
-			if b, err = f.buf.builder(w); err != nil {
-				// Cannot happen: the reader schema was chosen because w
-				// resolves onto it.
-				p.discard(ctx, f)
-				return p.reject(ctx, r, &rejection{rejectSchema, err})
-			}
+		if b = p.format.fits(f.buf, d); b == nil {
+			// Cannot happen: the buffers were made for d.
+			p.discard(ctx, f)
+			return p.reject(ctx, r, &rejection{rejectSchema, fmt.Errorf("no builder for the record in its new file %s", f.key)})
 		}
 	}
 	p.env = rowgroup.Envelope{Topic: p.topic, Partition: p.id, Offset: r.offset, Timestamp: r.time, Key: r.key, Headers: r.headers}
@@ -205,16 +189,12 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if p.s.format.envelope {
 		env = &p.env
 	}
-	if err := b.Append(value, env); err != nil {
+	if err := b.Append(d.payload, env); err != nil {
 		if opened {
 			// The file's first offset must be that of its first record.
 			p.discard(ctx, f)
 		}
-		reason := classify(err)
-		if w != nil && reason != rejectEnvelope {
-			reason = rejectDecode // Avro binary that its writer schema does not read
-		}
-		return p.reject(ctx, r, &rejection{reason, err})
+		return p.reject(ctx, r, &rejection{p.format.reason(err), err})
 	}
 	f.last = r.offset
 	f.records++
@@ -286,29 +266,18 @@ func (p *partition) identity(r *record) ([]byte, error) {
 	return p.idbuf, nil
 }
 
-// open starts the file of path id whose first record is at offset first.
-// For avro, w is the first record's writer schema, which decides the
-// file's schema; nil otherwise.
-func (p *partition) open(ctx context.Context, id string, first int64, w *avroSchema) (*openFile, error) {
+// open starts the file of path id whose first record, d, is at offset
+// first. The format decides the file's schema from d.
+func (p *partition) open(ctx context.Context, id string, first int64, d decoded) (*openFile, error) {
 	f := &openFile{id: id, key: objectKey(id, first), first: first, last: first - 1, opened: time.Now()}
 	if sched := p.s.cfg.Rotate.Schedule; sched > 0 {
 		f.deadline = nextBoundary(f.opened, sched, p.s.loc)
 	}
-	if w != nil {
-		buf, err := p.avroBuffersFor(p.avroReader(w))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.key, err)
-		}
-		f.buf = buf
-	} else if n := len(p.spare); n > 0 {
-		f.buf, p.spare = p.spare[n-1], p.spare[:n-1]
-	} else {
-		buf, err := newFileBuffers(p.s.format, p.schema)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.key, err)
-		}
-		f.buf = buf
+	buf, err := p.format.buffers(d, &p.spare)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.key, err)
 	}
+	f.buf = buf
 	up, err := p.s.store.Create(ctx, f.key, objstore.ContentType("application/vnd.apache.parquet"))
 	if err != nil {
 		p.spare = append(p.spare, f.buf)
@@ -571,8 +540,8 @@ func (p *partition) sendLetters(ctx context.Context) error {
 
 // finishAll uploads every open file.
 func (p *partition) finishAll(ctx context.Context, reason string) error {
-	if p.schema == nil && len(p.pending) > 0 {
-		if err := p.inferShape(ctx); err != nil {
+	if len(p.pending) > 0 {
+		if err := p.learn(ctx); err != nil {
 			return err
 		}
 	}
@@ -590,13 +559,13 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 	return p.commitNow(ctx)
 }
 
-// tick rotates the files whose age or schedule says so, infers a pending
-// shape that waited long enough, and commits progress made without files
+// tick rotates the files whose age or schedule says so, ends a format's
+// sample that waited long enough, and commits progress made without files
 // (records skipped or rejected).
 func (p *partition) tick(ctx context.Context, now time.Time) error {
-	defer p.report() // the records of a shape inferred now
-	if p.schema == nil && len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
-		if err := p.inferShape(ctx); err != nil {
+	defer p.report() // the records of a sample ended now
+	if len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
+		if err := p.learn(ctx); err != nil {
 			return err
 		}
 	}
@@ -621,29 +590,12 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// inferShape picks the shredding of a variant format from the records
-// held so far, then writes them.
-func (p *partition) inferShape(ctx context.Context) error {
-	inf := variant.NewInferrer(variant.InferOptions{})
-	enc := variant.NewEncoder()
-	var md, val []byte
-	for i := range p.pending {
-		var err error
-		md, val, err = enc.AppendJSON(md[:0], val[:0], p.pending[i].value)
-		if err != nil {
-			continue // rejected when written
-		}
-		if v, err := variant.New(md, val); err == nil {
-			_ = inf.Add(v)
-		}
+// learn ends the format's sample with the records held so far (a
+// Variant shape is inferred from them), then writes them.
+func (p *partition) learn(ctx context.Context) error {
+	if err := p.format.learn(p.pending); err != nil {
+		return err
 	}
-	shape := inf.Shape()
-	s, err := p.s.format.variantSchema(shape)
-	if err != nil {
-		return fmt.Errorf("inferred variant shape %s: %w", shape.String(), err)
-	}
-	p.schema = s
-	p.log.Info("variant shredding inferred", "records", len(p.pending), "shape", shape.String())
 	held := p.pending
 	p.pending = nil
 	for i := range held {
