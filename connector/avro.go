@@ -90,8 +90,9 @@ func newAvroFormat(f *format, log *slog.Logger) *avroFormat {
 	return &avroFormat{f: f, log: log, schemas: map[uint32]*avroSchema{}, compat: map[[2]uint32]error{}}
 }
 
-func (a *avroFormat) sample() int               { return 0 }
-func (a *avroFormat) learn(held []record) error { return nil }
+func (a *avroFormat) sampling() bool      { return false }
+func (a *avroFormat) sample(*record) bool { return true }
+func (a *avroFormat) learn() error        { return nil }
 
 // reason is decode for a record that its builder refused, unless the
 // envelope did: Avro binary that its writer schema does not read.

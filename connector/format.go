@@ -26,9 +26,10 @@ type format struct {
 	jsonOpts []rowgroup.JSONOption
 
 	// variant
-	column string
-	shape  *variant.Shape // nil: inferred from each partition's first records
-	sample int
+	column      string
+	shape       *variant.Shape // nil: inferred from each partition's first records
+	sample      int            // records in the sample at most
+	sampleBytes int64          // bytes of the sample at most: a row group's
 
 	// avro: writer schemas by the id in each record's header; the files'
 	// schema follows the records (see avro.go)
@@ -58,7 +59,7 @@ func newFormat(cfg *config.Config) (*format, error) {
 			f.jsonOpts = append(f.jsonOpts, rowgroup.IgnoreUnknownFields())
 		}
 	case "variant":
-		f.column, f.sample = cfg.Format.Column, cfg.Format.ShredSample
+		f.column, f.sample, f.sampleBytes = cfg.Format.Column, cfg.Format.ShredSample, cfg.Parquet.RowGroupBytes
 		switch cfg.Format.Shred {
 		case "auto":
 		case "none":
@@ -151,12 +152,16 @@ func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordForm
 // written with, a Variant shape inferred from the first of them) is the
 // partition's.
 type recordFormat interface {
-	// sample is how many records the format wants to see before any is
-	// written (a Variant shape is inferred from them), or 0.
-	sample() int
-	// learn takes what the format needs from the records held back for
-	// the sample; the partition then writes them.
-	learn(held []record) error
+	// sampling reports whether the format learns from the first records
+	// before any is written (a Variant shape is inferred from them): the
+	// partition holds them back and shows each to sample.
+	sampling() bool
+	// sample shows the format a record held back, and reports whether
+	// the sample is complete.
+	sample(r *record) bool
+	// learn ends the sample; the partition then writes the records it
+	// held back.
+	learn() error
 	// decode readies r for a builder. A record that cannot be read is a
 	// *rejection; an error is a failure of what the format depends on (a
 	// Schema Registry that cannot be reached), after which the partition
@@ -187,9 +192,10 @@ type fixedFormat struct {
 	schema *schema.Schema
 }
 
-func (x *fixedFormat) sample() int               { return 0 }
-func (x *fixedFormat) learn(held []record) error { return nil }
-func (x *fixedFormat) reason(err error) string   { return classify(err) }
+func (x *fixedFormat) sampling() bool          { return false }
+func (x *fixedFormat) sample(*record) bool     { return true }
+func (x *fixedFormat) learn() error            { return nil }
+func (x *fixedFormat) reason(err error) string { return classify(err) }
 
 func (x *fixedFormat) decode(_ context.Context, r *record) (decoded, *rejection, error) {
 	return decoded{payload: r.value}, nil, nil
@@ -207,44 +213,40 @@ func (x *fixedFormat) buffers(_ decoded, spare *[]*fileBuffers) (*fileBuffers, e
 }
 
 // inferredFormat is VARIANT with shred: auto. Its shredding is inferred
-// from the partition's first records (format.shred_sample of them, or
-// those that came within the sample wait), after which it is a
-// fixedFormat.
+// from the partition's first records (at most format.shred_sample of them
+// and a row group's bytes, or those that came within the sample wait),
+// with convert's sampler; after that it is a fixedFormat.
 type inferredFormat struct {
 	fixedFormat
-	log *slog.Logger
+	log     *slog.Logger
+	sampler *variant.Sampler
 }
 
-func (x *inferredFormat) sample() int {
-	if x.schema != nil {
-		return 0
+func (x *inferredFormat) sampling() bool { return x.schema == nil }
+
+func (x *inferredFormat) sample(r *record) bool {
+	if x.sampler == nil {
+		x.sampler = variant.NewSampler(variant.SampleOptions{Count: x.f.sample, Bytes: x.f.sampleBytes})
 	}
-	return x.f.sample
+	// A bad value is left out of the sample, and rejected when written.
+	_ = x.sampler.Add(r.value)
+	return x.sampler.Full()
 }
 
-func (x *inferredFormat) learn(held []record) error {
+func (x *inferredFormat) learn() error {
 	if x.schema != nil {
 		return nil
 	}
-	inf := variant.NewInferrer(variant.InferOptions{})
-	enc := variant.NewEncoder()
-	var md, val []byte
-	for i := range held {
-		var err error
-		md, val, err = enc.AppendJSON(md[:0], val[:0], held[i].value)
-		if err != nil {
-			continue // rejected when written
-		}
-		if v, err := variant.New(md, val); err == nil {
-			_ = inf.Add(v)
-		}
+	if x.sampler == nil { // no record came: the zero sample
+		x.sampler = variant.NewSampler(variant.SampleOptions{})
 	}
-	shape := inf.Shape()
+	n, shape := x.sampler.Len(), x.sampler.Shape()
+	x.sampler = nil
 	s, err := x.f.variantSchema(shape)
 	if err != nil {
 		return fmt.Errorf("inferred variant shape %s: %w", shape.String(), err)
 	}
 	x.schema = s
-	x.log.Info("variant shredding inferred", "records", len(held), "shape", shape.String())
+	x.log.Info("variant shredding inferred", "records", n, "shape", shape.String())
 	return nil
 }

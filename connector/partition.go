@@ -121,12 +121,12 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	}
 	p.next = r.offset + 1
 	p.consumed++
-	if n := p.format.sample(); n > 0 {
+	if p.format.sampling() {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
 		}
 		p.pending = append(p.pending, *r) // the fetcher never reuses a record's bytes
-		if len(p.pending) >= n {
+		if p.format.sample(r) {
 			return p.learn(ctx)
 		}
 		return nil
@@ -593,7 +593,7 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 // learn ends the format's sample with the records held so far (a
 // Variant shape is inferred from them), then writes them.
 func (p *partition) learn(ctx context.Context) error {
-	if err := p.format.learn(p.pending); err != nil {
+	if err := p.format.learn(); err != nil {
 		return err
 	}
 	held := p.pending
