@@ -12,6 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -117,11 +118,11 @@ func (fb *fileBuffers) builder(w *avroSchema) (*rowgroup.Builder, error) {
 	if b := fb.av.builders[w.id]; b != nil {
 		return b, nil
 	}
-	var opts []rowgroup.AvroOption
+	var opts []avrorow.Option
 	if w.id != fb.av.reader.id {
-		opts = append(opts, rowgroup.AvroReaderSchema(fb.av.reader.avro))
+		opts = append(opts, avrorow.ReaderSchema(fb.av.reader.avro))
 	}
-	dec, err := rowgroup.NewAvroDecoder(fb.g, w.avro, opts...)
+	dec, err := avrorow.NewDecoder(fb.g, w.avro, opts...)
 	if err != nil {
 		return nil, err
 	}
