@@ -73,6 +73,9 @@ type Decoder struct {
 	n    int // bytes the last record took
 }
 
+// A Decoder is a Filler, so that a Builder undoes a failed row once.
+var _ rowgroup.Filler = (*Decoder)(nil)
+
 // NewDecoder compiles a decoder of records written with writer into
 // g. g's schema must have, beside any other top-level fields such as the
 // Kafka envelope, the fields of the Parquet schema of the reader schema
