@@ -2,17 +2,14 @@ package connector
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"time"
 
-	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -33,39 +30,6 @@ var registryPause = 5 * time.Second
 // maxAvroSpares bounds the idle file buffers a partition keeps: with
 // several schemas, buffers of another schema cannot be reused.
 const maxAvroSpares = 4
-
-// newRegistry makes the Schema Registry client of format.registry.
-func newRegistry(c *config.Registry) (*avro.Registry, error) {
-	if c == nil || c.URL == "" {
-		return nil, errors.New("format.registry.url: required when format.type is avro")
-	}
-	opts := []avro.RegistryOption{avro.CacheSize(c.CacheSize), avro.RegistryTimeout(c.Timeout)}
-	if c.CacheSize == 0 {
-		opts[0] = avro.CacheSize(1000)
-	}
-	if c.Timeout == 0 {
-		opts[1] = avro.RegistryTimeout(10 * time.Second)
-	}
-	if c.Username != "" || c.Password.Value() != "" {
-		opts = append(opts, avro.BasicAuth(c.Username, c.Password.Value()))
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("format.registry.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("format.registry.ca_file %s: no PEM certificate in it", c.CAFile)
-		}
-		opts = append(opts, avro.RegistryTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
-	}
-	reg, err := avro.NewRegistry(c.URL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("format.registry: %w", err)
-	}
-	return reg, nil
-}
 
 // avroSchema is a writer schema seen by a partition, with its Parquet
 // schema (or why there is none).
@@ -133,11 +97,11 @@ func (fb *fileBuffers) builder(w *avroSchema) (*rowgroup.Builder, error) {
 	if b := fb.av.builders[w.id]; b != nil {
 		return b, nil
 	}
-	var opts []rowgroup.AvroOption
+	var opts []avrorow.Option
 	if w.id != fb.av.reader.id {
-		opts = append(opts, rowgroup.AvroReaderSchema(fb.av.reader.avro))
+		opts = append(opts, avrorow.ReaderSchema(fb.av.reader.avro))
 	}
-	dec, err := rowgroup.NewAvroDecoder(fb.g, w.avro, opts...)
+	dec, err := avrorow.NewDecoder(fb.g, w.avro, opts...)
 	if err != nil {
 		return nil, err
 	}

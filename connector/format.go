@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -83,7 +84,7 @@ func newFormat(cfg *config.Config) (*format, error) {
 		if cfg.Path != "" && strings.Contains(cfg.Path, "{field:") || cfg.TimeField != "" {
 			return nil, fmt.Errorf("format.type avro: {field:...} in path and time_field are not supported yet")
 		}
-		reg, err := newRegistry(cfg.Format.Registry)
+		reg, err := schemaregistry.New(cfg.Format.Registry)
 		if err != nil {
 			return nil, err
 		}

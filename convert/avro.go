@@ -10,6 +10,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -51,7 +52,7 @@ func RunAvro(ctx context.Context, in io.Reader, out io.Writer, opts Options) (St
 		return st, err
 	}
 	opts.Schema = ps
-	c, err := newAvroRun(out, cr.Schema(), opts, rowgroup.AvroPrefix())
+	c, err := newAvroRun(out, cr.Schema(), opts, avrorow.Prefix())
 	if err != nil {
 		return st, err
 	}
@@ -180,14 +181,14 @@ type avroRun struct {
 	st           Stats
 	w            *writer.Writer
 	g            *rowgroup.RowGroup
-	dec          *rowgroup.AvroDecoder
+	dec          *avrorow.Decoder
 	rows         *rowgroup.Builder
 	start        time.Time
 	nextProgress time.Time
 	n            int64
 }
 
-func newAvroRun(out io.Writer, s *avro.Schema, opts Options, decOpts ...rowgroup.AvroOption) (*avroRun, error) {
+func newAvroRun(out io.Writer, s *avro.Schema, opts Options, decOpts ...avrorow.Option) (*avroRun, error) {
 	if opts.RowGroupSize <= 0 {
 		opts.RowGroupSize = DefaultRowGroupSize
 	}
@@ -201,7 +202,7 @@ func newAvroRun(out io.Writer, s *avro.Schema, opts Options, decOpts ...rowgroup
 	}
 	c := &avroRun{opts: opts, w: w, g: rowgroup.New(opts.Schema), start: time.Now()}
 	c.nextProgress = c.start.Add(opts.ProgressEvery)
-	if c.dec, err = rowgroup.NewAvroDecoder(c.g, s, decOpts...); err != nil {
+	if c.dec, err = avrorow.NewDecoder(c.g, s, decOpts...); err != nil {
 		return nil, fmt.Errorf("convert: %w", err)
 	}
 	if c.rows, err = rowgroup.NewBuilder(c.g, c.dec); err != nil {

@@ -8,8 +8,9 @@ import (
 )
 
 // Payload fills the payload part of a row from one record's value bytes,
-// without ending the row. JSONShredder (JSON into a declared schema) and
-// VariantShredder (JSON into a VARIANT column) are Payloads.
+// without ending the row. JSONShredder (JSON into a declared schema),
+// VariantShredder (JSON into a VARIANT column) and avrorow.Decoder (Avro
+// binary) are Payloads.
 type Payload interface {
 	// Append adds the value's columns to the row being built. On error the
 	// row group is left as if Append had not been called (the Builder
@@ -58,13 +59,18 @@ type Builder struct {
 // Payloads of this package leave the envelope to the Builder, except a
 // JSONShredder made with EnvelopeFromJSON, which fills a _kafka field from
 // the JSON like any other. A Payload of another package must fill every
-// top-level field except EnvelopeField.
+// top-level field except EnvelopeField; when it is a Filler, the Builder
+// calls Fill and undoes a failed row itself.
 func NewBuilder(g *RowGroup, payload Payload) (*Builder, error) {
 	if payload == nil {
 		return nil, errors.New("rowgroup: builder without a payload")
 	}
 	b := &Builder{g: g, payload: payload}
-	if in, ok := payload.(filler); ok {
+	in, ok := payload.(filler)
+	if f, isFiller := payload.(Filler); !ok && isFiller {
+		in, ok = outsideFiller{f}, true
+	}
+	if ok {
 		if in.rowGroup() != g {
 			return nil, errors.New("rowgroup: builder: the payload appends to another row group")
 		}

@@ -24,11 +24,12 @@ import (
 
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/internal/testutil"
-	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/test/crossread"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -310,7 +311,7 @@ func TestAvroAllTypesReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := rowgroup.New(ps)
-	dec, err := rowgroup.NewAvroDecoder(g, s)
+	dec, err := avrorow.NewDecoder(g, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/pqsink/pqsink/convert"
-	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/test/crossread"
 	"github.com/pqsink/pqsink/variant"
 	"github.com/pqsink/pqsink/writer"
 )

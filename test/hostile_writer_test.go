@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	"github.com/pqsink/pqsink/test/crossread"
 )
 
 // TestHostileWriterExtremes writes what once made files pqsink's own

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/convert"
-	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/test/crossread"
 	"github.com/pqsink/pqsink/writer"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	pqgo "github.com/parquet-go/parquet-go"
 
-	"github.com/pqsink/pqsink/internal/testutil/crossread"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/test/crossread"
 	"github.com/pqsink/pqsink/writer"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pqsink/pqsink/internal/sinkbench"
+	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
 )
 
 const benchUsage = `usage: pqsink bench [flags]

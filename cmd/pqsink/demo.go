@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pqsink/pqsink/internal/sinkbench"
+	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
 )
 
 const demoUsage = `usage: pqsink demo [flags]

@@ -1,23 +1,12 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
-	"os"
-	"strings"
-	"time"
 
-	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -246,97 +235,4 @@ func fieldPath(path string) string {
 		return "(root)"
 	}
 	return path
-}
-
-// httpRegistrar registers schemas with a Confluent Schema Registry.
-type httpRegistrar struct {
-	base     *url.URL
-	client   *http.Client
-	user     string
-	password string
-}
-
-// newRegistrar builds the registrar of format.registry, or nil when the
-// config has none.
-func newRegistrar(c *config.Registry) (*httpRegistrar, error) {
-	if c == nil || c.URL == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(strings.TrimSuffix(c.URL, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("format.registry.url: %w", err)
-	}
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("format.registry.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("format.registry.ca_file %s: no PEM certificate in it", c.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	return &httpRegistrar{base: u, client: &http.Client{Transport: tr, Timeout: timeout}, user: c.Username, password: c.Password.Value()}, nil
-}
-
-// Register registers schema under subject (POST
-// /subjects/{subject}/versions) and returns its id; registering a schema
-// the subject already has returns the existing id.
-func (h *httpRegistrar) Register(ctx context.Context, subject, schema string) (uint32, error) {
-	body, err := json.Marshal(map[string]string{"schema": schema})
-	if err != nil {
-		return 0, err
-	}
-	u := h.base.JoinPath("subjects", subject, "versions")
-	var lastErr error
-	for attempt := range 4 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
-			}
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-		req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json")
-		if h.user != "" || h.password != "" {
-			req.SetBasicAuth(h.user, h.password)
-		}
-		resp, err := h.client.Do(req)
-		if err != nil {
-			lastErr = fmt.Errorf("schema registry: %w", err)
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if err != nil {
-			lastErr = fmt.Errorf("POST %s: reading the answer: %w", u.Redacted(), err)
-			continue
-		}
-		if resp.StatusCode >= 500 {
-			lastErr = fmt.Errorf("POST %s: %s: %s", u.Redacted(), resp.Status, strings.TrimSpace(string(data)))
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("POST %s: %s: %s", u.Redacted(), resp.Status, strings.TrimSpace(string(data)))
-		}
-		var answer struct {
-			ID *int64 `json:"id"`
-		}
-		if err := json.Unmarshal(data, &answer); err != nil || answer.ID == nil || *answer.ID < 0 || *answer.ID > math.MaxUint32 {
-			return 0, fmt.Errorf("POST %s: an answer without a schema id: %.200s", u.Redacted(), data)
-		}
-		return uint32(*answer.ID), nil
-	}
-	return 0, lastErr
 }

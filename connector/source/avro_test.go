@@ -13,6 +13,7 @@ import (
 
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -103,7 +104,7 @@ func TestReplayAvro(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := rowgroup.New(ps)
-	dec, err := rowgroup.NewAvroDecoder(g, s)
+	dec, err := avrorow.NewDecoder(g, s)
 	if err != nil {
 		t.Fatal(err)
 	}

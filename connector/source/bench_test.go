@@ -19,6 +19,7 @@ import (
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -115,7 +116,7 @@ func writeAvroFile(b testing.TB, dir, key string, recs []srcRecord) {
 		b.Fatal(err)
 	}
 	g := rowgroup.New(ps)
-	dec, err := rowgroup.NewAvroDecoder(g, s)
+	dec, err := avrorow.NewDecoder(g, s)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/metadata"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -89,15 +90,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		r.ownStore = true
 	}
 	r.registry = o.Registry
-	if r.registry == nil {
-		reg, err := newRegistrar(cfg.Format.Registry)
+	if r.registry == nil && cfg.Format.Registry != nil && cfg.Format.Registry.URL != "" {
+		reg, err := schemaregistry.New(cfg.Format.Registry)
 		if err != nil {
 			r.Close()
 			return nil, err
 		}
-		if reg != nil {
-			r.registry = reg
-		}
+		r.registry = reg
 	}
 	switch {
 	case o.Checkpoint != "":

@@ -1,6 +1,7 @@
 package avro
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -131,8 +133,10 @@ func RegistryTimeout(d time.Duration) RegistryOption {
 }
 
 // Registry is a client of a Confluent Schema Registry: schemas by id
-// (cached, bounded), subjects and their versions. It is safe for
-// concurrent use.
+// (cached, bounded), subjects and their versions, and the registration of
+// a schema under a subject. It is pqsink's one registry client: the sink
+// reads writer schemas with it, replay registers the schemas of Avro files.
+// It is safe for concurrent use.
 type Registry struct {
 	base   *url.URL // without user info
 	opts   registryOptions
@@ -325,12 +329,40 @@ func (r *Registry) SubjectSchema(ctx context.Context, subject, version string) (
 // enormous.
 const maxAnswer = 16 << 20
 
+// Register registers schema, an Avro schema's text, under subject (POST
+// /subjects/{subject}/versions) and returns its id; a schema the subject
+// already has keeps its id, so a call that failed half-way is retried like
+// the others.
+func (r *Registry) Register(ctx context.Context, subject, schema string) (uint32, error) {
+	body, err := json.Marshal(map[string]string{"schema": schema})
+	if err != nil {
+		return 0, fmt.Errorf("schema registry: %w", err)
+	}
+	path := "/subjects/" + url.PathEscape(subject) + "/versions"
+	var a struct {
+		ID *int64 `json:"id"`
+	}
+	if err := r.do(ctx, http.MethodPost, path, body, &a); err != nil {
+		return 0, err
+	}
+	if a.ID == nil || *a.ID < 0 || *a.ID > math.MaxUint32 {
+		return 0, fmt.Errorf("schema registry: POST %s: an answer without a schema id", path)
+	}
+	return uint32(*a.ID), nil
+}
+
 // get does GET path with retries and decodes the JSON answer into out.
 func (r *Registry) get(ctx context.Context, path string, out any) error {
-	call := "GET " + path
+	return r.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// do sends method path with body (JSON, or nil for none), with retries,
+// and decodes the JSON answer into out.
+func (r *Registry) do(ctx context.Context, method, path string, body []byte, out any) error {
+	call := method + " " + path
 	wait := r.opts.backoff
 	for try := 0; ; try++ {
-		err, retry := r.try(ctx, path, call, out)
+		err, retry := r.try(ctx, method, path, call, body, out)
 		if err == nil || !retry || try >= r.opts.retries {
 			return err
 		}
@@ -344,18 +376,26 @@ func (r *Registry) get(ctx context.Context, path string, out any) error {
 	}
 }
 
-func (r *Registry) try(ctx context.Context, path, call string, out any) (err error, retry bool) {
+func (r *Registry) try(ctx context.Context, method, path, call string, body []byte, out any) (err error, retry bool) {
+	// path is escaped (a subject may hold '/' or '%'): it extends the
+	// escaped path, and Path is what that unescapes to.
 	u := *r.base
-	u.Path += path
-	u.RawPath = ""
-	if strings.Contains(path, "%") {
-		u.RawPath = r.base.EscapedPath() + path
+	u.RawPath = r.base.EscapedPath() + path
+	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
+		return fmt.Errorf("schema registry: %s: %w", call, err), false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	var content io.Reader
+	if body != nil {
+		content = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), content)
 	if err != nil {
 		return fmt.Errorf("schema registry: %s: %w", call, redactURLError(err)), false
 	}
 	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	}
 	if r.opts.user != "" || r.opts.password != "" {
 		req.SetBasicAuth(r.opts.user, r.opts.password)
 	}
@@ -369,11 +409,11 @@ func (r *Registry) try(ctx context.Context, path, call string, out any) (err err
 		return fmt.Errorf("schema registry: %s: %w", call, redactURLError(err)), true
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return fmt.Errorf("schema registry: %s: reading the answer: %w", call, err), true
 	}
-	if len(body) > maxAnswer {
+	if len(answer) > maxAnswer {
 		return fmt.Errorf("schema registry: %s: answer larger than %d bytes", call, maxAnswer), false
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -382,7 +422,7 @@ func (r *Registry) try(ctx context.Context, path, call string, out any) (err err
 			Code    int    `json:"error_code"`
 			Message string `json:"message"`
 		}
-		if json.Unmarshal(body, &eb) == nil {
+		if json.Unmarshal(answer, &eb) == nil {
 			e.Code, e.Message = eb.Code, eb.Message
 		}
 		if e.Message == "" {
@@ -390,7 +430,7 @@ func (r *Registry) try(ctx context.Context, path, call string, out any) (err err
 		}
 		return e, resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("schema registry: %s: bad answer: %w", call, err), false
 	}
 	return nil, false

@@ -7,7 +7,7 @@ import (
 
 // Resolution says how data written with one Avro type is read as another,
 // by the schema resolution rules of the Avro specification. Resolve builds
-// it once per writer and reader schema; rowgroup.AvroDecoder compiles it.
+// it once per writer and reader schema; avrorow.Decoder compiles it.
 //
 // The writer type says what the bytes hold; the reader type what the
 // values become. Where the writer has a union, Branches resolves each

@@ -6,7 +6,7 @@
 // reads object container files block by block, splits the Confluent wire
 // format and talks to a Confluent Schema Registry.
 //
-// It holds no column buffers: rowgroup.AvroDecoder compiles a Resolution
+// It holds no column buffers: avrorow.Decoder compiles a Resolution
 // into a decoder that reads Avro binary straight into a row group.
 package avro
 

@@ -2,7 +2,9 @@
 // parquet-go/parquet-go and apache/arrow-go — and with pqsink's own reader,
 // and reports each column chunk
 // as repetition levels, definition levels and values, so tests can compare
-// what those readers see with the row group pqsink wrote. Test-only.
+// what those readers see with the row group pqsink wrote. Test-only: it
+// lives under test/ rather than internal/ because it needs reader and
+// rowgroup, and internal/ holds leaves that production code may import.
 package crossread
 
 import (

@@ -1,4 +1,4 @@
-package rowgroup
+package avrorow
 
 import (
 	"errors"
@@ -6,19 +6,20 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
+	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
-// FuzzAvroDecoder feeds arbitrary bytes to compiled decoders of the
+// FuzzDecoder feeds arbitrary bytes to compiled decoders of the
 // reference record and of the all-types schema (every type and logical
 // type), read as written and, for the reference record, resolved onto a
 // reader schema that promotes, drops and adds fields. A value is either
 // appended, leaving a consistent row group, or rejected with a
-// *RecordError, leaving it unchanged; it never panics. The seed corpus is
-// in testdata/fuzz/FuzzAvroDecoder and the records added below.
-func FuzzAvroDecoder(f *testing.F) {
+// *rowgroup.RecordError, leaving it unchanged; it never panics. The seed corpus is
+// in testdata/fuzz/FuzzDecoder and the records added below.
+func FuzzDecoder(f *testing.F) {
 	events := avro.MustParse(avroevents.Schema)
-	text, err := os.ReadFile("../schema/avro/testdata/all_types.avsc")
+	text, err := os.ReadFile("../../schema/avro/testdata/all_types.avsc")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -35,15 +36,15 @@ func FuzzAvroDecoder(f *testing.F) {
 	f.Add(make([]byte, 64))
 
 	type target struct {
-		g *RowGroup
-		b *Builder
+		g *rowgroup.RowGroup
+		b *rowgroup.Builder
 	}
 	var targets []target
 	for _, c := range []struct {
 		w    *avro.Schema
-		opts []AvroOption
-	}{{events, nil}, {all, nil}, {events, []AvroOption{AvroReaderSchema(reader)}}} {
-		g, _, b := newAvroDecoder(f, c.w, c.opts...)
+		opts []Option
+	}{{events, nil}, {all, nil}, {events, []Option{ReaderSchema(reader)}}} {
+		g, _, b := newDecoder(f, c.w, c.opts...)
 		targets = append(targets, target{g, b})
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -54,9 +55,9 @@ func FuzzAvroDecoder(f *testing.F) {
 			size, rows := tg.g.Size(), tg.g.NumRows()
 			err := tg.b.Append(data, nil)
 			if err != nil {
-				var re *RecordError
+				var re *rowgroup.RecordError
 				if !errors.As(err, &re) {
-					t.Fatalf("error %v is a %T, want *RecordError", err, err)
+					t.Fatalf("error %v is a %T, want *rowgroup.RecordError", err, err)
 				}
 				if tg.g.Size() != size || tg.g.NumRows() != rows {
 					t.Fatalf("rejected record changed the row group")

@@ -1,4 +1,4 @@
-package rowgroup
+package avrorow
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"github.com/pqsink/pqsink/rowgroup"
 )
 
 // maxEmptyItems bounds the items of one array or map whose items take no
@@ -256,7 +258,7 @@ func (r *avroReader) decode(op *avroOp, rep uint8) error {
 		if err != nil {
 			return err
 		}
-		u, err := appendUUID(r.uuid[:0], b)
+		u, err := rowgroup.AppendUUID(r.uuid[:0], b)
 		if err != nil {
 			return r.fail(op, fmt.Errorf("%q is not a UUID (8-4-4-4-12 hex digits)", b))
 		}

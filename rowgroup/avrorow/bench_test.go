@@ -1,4 +1,4 @@
-package rowgroup
+package avrorow
 
 import (
 	"testing"
@@ -12,12 +12,12 @@ import (
 // goavro's NativeFromBinary into native values (a map per record, which
 // is all it does: no columns).
 //
-//	go test ./rowgroup -run '^$' -bench 'Avro' -benchmem
+//	go test ./rowgroup/avrorow -run '^$' -bench . -benchmem
 
-func BenchmarkAvroDecoder(b *testing.B) {
+func BenchmarkDecoder(b *testing.B) {
 	s := avro.MustParse(avroevents.Schema)
 	_, recs := eventRecords(b, 4096)
-	g, _, bl := newAvroDecoder(b, s)
+	g, _, bl := newDecoder(b, s)
 	n := 0
 	for _, r := range recs {
 		n += len(r)
@@ -35,7 +35,7 @@ func BenchmarkAvroDecoder(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
-func BenchmarkAvroGoavroNativeFromBinary(b *testing.B) {
+func BenchmarkGoavroNativeFromBinary(b *testing.B) {
 	s := avro.MustParse(avroevents.Schema)
 	_, recs := eventRecords(b, 4096)
 	codec := s.Codec()

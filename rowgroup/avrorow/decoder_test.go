@@ -1,4 +1,4 @@
-package rowgroup
+package avrorow
 
 import (
 	"errors"
@@ -11,15 +11,16 @@ import (
 
 	"github.com/pqsink/pqsink/internal/events"
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
+	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
-func newAvroDecoder(t testing.TB, writer *avro.Schema, opts ...AvroOption) (*RowGroup, *AvroDecoder, *Builder) {
+func newDecoder(t testing.TB, writer *avro.Schema, opts ...Option) (*rowgroup.RowGroup, *Decoder, *rowgroup.Builder) {
 	t.Helper()
 	reader := writer
 	for _, o := range opts {
-		var ao avroOptions
+		var ao options
 		o(&ao)
 		if ao.reader != nil {
 			reader = ao.reader
@@ -29,12 +30,12 @@ func newAvroDecoder(t testing.TB, writer *avro.Schema, opts ...AvroOption) (*Row
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(ps)
-	d, err := NewAvroDecoder(g, writer, opts...)
+	g := rowgroup.New(ps)
+	d, err := NewDecoder(g, writer, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBuilder(g, d)
+	b, err := rowgroup.NewBuilder(g, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +70,13 @@ func TestAvroEventsMatchJSON(t *testing.T) {
 		t.Fatalf("Avro schema's Parquet schema\n%s\nwant\n%s", ps, js)
 	}
 	jsonRecs, avroRecs := eventRecords(t, 500)
-	ga, _, ba := newAvroDecoder(t, s)
-	gj := New(js)
-	sj, err := NewJSONShredder(gj)
+	ga, _, ba := newDecoder(t, s)
+	gj := rowgroup.New(js)
+	sj, err := rowgroup.NewJSONShredder(gj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bj, _ := NewBuilder(gj, sj)
+	bj, _ := rowgroup.NewBuilder(gj, sj)
 	for i := range avroRecs {
 		if err := ba.Append(avroRecs[i], nil); err != nil {
 			t.Fatalf("record %d: %v", i, err)
@@ -97,12 +98,12 @@ func TestAvroEventsMatchJSON(t *testing.T) {
 	}
 }
 
-// TestAvroTruncated: every prefix of a record is a clean RecordError, and
+// TestAvroTruncated: every prefix of a record is a clean rowgroup.RecordError, and
 // the row group is as before.
 func TestAvroTruncated(t *testing.T) {
 	s := avro.MustParse(avroevents.Schema)
 	_, avroRecs := eventRecords(t, 20)
-	g, _, b := newAvroDecoder(t, s)
+	g, _, b := newDecoder(t, s)
 	for i, rec := range avroRecs {
 		if err := b.Append(rec, nil); err != nil {
 			t.Fatal(err)
@@ -110,9 +111,9 @@ func TestAvroTruncated(t *testing.T) {
 		size, rows := g.Size(), g.NumRows()
 		for cut := range len(rec) {
 			err := b.Append(rec[:cut], nil)
-			var re *RecordError
+			var re *rowgroup.RecordError
 			if !errors.As(err, &re) {
-				t.Fatalf("record %d cut at %d: %v, want a *RecordError", i, cut, err)
+				t.Fatalf("record %d cut at %d: %v, want a *rowgroup.RecordError", i, cut, err)
 			}
 			if g.Size() != size || g.NumRows() != rows {
 				t.Fatalf("record %d cut at %d: the row group changed", i, cut)
@@ -161,15 +162,15 @@ func TestAvroBadValues(t *testing.T) {
 		{"int range", "32-bit range", avro.AppendLong(str(avro.AppendLong(append(avro.AppendLong(nil, 0), 1), 0), "123e4567-e89b-12d3-a456-426614174000"), math.MaxInt32+1)},
 		{"null items", "take no bytes", avro.AppendLong(avro.AppendLong(str(avro.AppendLong(append(avro.AppendLong(nil, 0), 1), 0), "123e4567-e89b-12d3-a456-426614174000"), 1), 1<<40)},
 	}
-	g, _, b := newAvroDecoder(t, s)
+	g, _, b := newDecoder(t, s)
 	if err := b.Append(good(), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
 		err := b.Append(c.rec, nil)
-		var re *RecordError
+		var re *rowgroup.RecordError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "avro record") {
-			t.Errorf("%s: got %v, want a RecordError with %q", c.name, err, c.want)
+			t.Errorf("%s: got %v, want a rowgroup.RecordError with %q", c.name, err, c.want)
 		}
 	}
 	if g.NumRows() != 1 {
@@ -223,14 +224,14 @@ func TestAvroResolution(t *testing.T) {
 	rec = str(rec, "alias")
 	rec = avro.AppendLong(rec, -9)
 
-	g, _, b := newAvroDecoder(t, w, AvroReaderSchema(r))
+	g, _, b := newDecoder(t, w, ReaderSchema(r))
 	if err := b.Append(rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Check(); err != nil {
 		t.Fatal(err)
 	}
-	col := func(path string) *Column {
+	col := func(path string) *rowgroup.Column {
 		n := g.Schema().Leaf(path)
 		if n == nil {
 			t.Fatalf("no column %s", path)
@@ -266,7 +267,7 @@ func TestAvroResolution(t *testing.T) {
 	} {
 		rs := avro.MustParse(bad)
 		ps, _ := rs.Parquet()
-		_, err := NewAvroDecoder(New(ps), w, AvroReaderSchema(rs))
+		_, err := NewDecoder(rowgroup.New(ps), w, ReaderSchema(rs))
 		var re *avro.ResolutionError
 		if !errors.As(err, &re) {
 			t.Errorf("reader %s: got %v, want a ResolutionError", bad, err)
@@ -278,27 +279,27 @@ func TestAvroResolution(t *testing.T) {
 // schema's is refused at construction.
 func TestAvroSchemaMismatch(t *testing.T) {
 	s := avro.MustParse(avroevents.Schema)
-	g := New(schema.MustParse(`message m { required int32 id; }`))
-	if _, err := NewAvroDecoder(g, s); err == nil {
+	g := rowgroup.New(schema.MustParse(`message m { required int32 id; }`))
+	if _, err := NewDecoder(g, s); err == nil {
 		t.Fatal("no error for a row group of another schema")
 	}
 	// With the envelope beside it, it is accepted.
-	ps, err := s.Parquet(EnvelopeNode())
+	ps, err := s.Parquet(rowgroup.EnvelopeNode())
 	if err != nil {
 		t.Fatal(err)
 	}
-	g = New(ps)
-	d, err := NewAvroDecoder(g, s)
+	g = rowgroup.New(ps)
+	d, err := NewDecoder(g, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBuilder(g, d)
+	b, err := rowgroup.NewBuilder(g, d)
 	if err != nil || !b.HasEnvelope() {
 		t.Fatalf("builder: %v, envelope %v", err, b.HasEnvelope())
 	}
 	_, recs := eventRecords(t, 3)
 	for i, r := range recs {
-		if err := b.Append(r, &Envelope{Topic: "t", Offset: int64(i)}); err != nil {
+		if err := b.Append(r, &rowgroup.Envelope{Topic: "t", Offset: int64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,9 +1,10 @@
-package rowgroup
+package avrorow
 
 import (
 	"fmt"
 
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -47,34 +48,34 @@ const (
 	avroSkipMap
 )
 
-// avroOp is one compiled step of an AvroDecoder.
+// avroOp is one compiled step of a Decoder.
 type avroOp struct {
 	code avroCode
-	col  *Column
+	col  *rowgroup.Column
 	def  uint8 // avroNull: the level of the nulls; avroArray, avroMap: of an empty collection
 	rep  uint8 // avroArray, avroMap: the repetition level of items after the first
 	size int   // fixed, skipped fixed-size values
 	path string
 
-	fields   []*avroOp // record
-	branches []*avroOp // union
-	items    *avroOp   // array items, map values, toUnion's member, default
-	key      *Column   // map keys
-	cols     []*Column // avroNull
-	others   []nullRun // avroToUnion
-	symbols  [][]byte  // enum: reader symbol of each writer index
-	value    []byte    // avroDefault
-	minSize  int       // fewest bytes a value takes (0 for null and empty records)
+	fields   []*avroOp          // record
+	branches []*avroOp          // union
+	items    *avroOp            // array items, map values, toUnion's member, default
+	key      *rowgroup.Column   // map keys
+	cols     []*rowgroup.Column // avroNull
+	others   []nullRun          // avroToUnion
+	symbols  [][]byte           // enum: reader symbol of each writer index
+	value    []byte             // avroDefault
+	minSize  int                // fewest bytes a value takes (0 for null and empty records)
 }
 
 // nullRun is a set of columns that take a null at one level.
 type nullRun struct {
-	cols []*Column
+	cols []*rowgroup.Column
 	def  uint8
 }
 
 type avroCompiler struct {
-	g *RowGroup
+	g *rowgroup.RowGroup
 }
 
 // compileRoot matches the reader schema's Parquet fields with the row
@@ -104,7 +105,7 @@ func (c *avroCompiler) compileRoot(res *avro.Resolution) (*avroOp, error) {
 	return c.record(res, func(name string) *schema.Node { return top.Lookup(name) }, "")
 }
 
-func (c *avroCompiler) leaves(n *schema.Node, out []*Column) []*Column {
+func (c *avroCompiler) leaves(n *schema.Node, out []*rowgroup.Column) []*rowgroup.Column {
 	if n.IsLeaf() {
 		return append(out, c.g.Column(n.Column))
 	}

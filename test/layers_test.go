@@ -1,0 +1,156 @@
+package test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pqsink/pqsink/internal/testutil"
+)
+
+// The layering of issue 18, checked on the import graph that `go list`
+// reports (non-test imports only): the writer depends on column buffers,
+// not on Avro or HTTP; internal/ holds leaves; and no production package
+// imports the test helpers under test/.
+
+const module = "github.com/pqsink/pqsink/"
+
+// listedPackage is one package of `go list -deps -json`.
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+	Standard   bool
+}
+
+// listPackages returns every package of the module and of its dependencies
+// by import path.
+func listPackages(t *testing.T) map[string]*listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Deps,Standard", "./...")
+	cmd.Dir = testutil.RepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]*listedPackage{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		p := new(listedPackage)
+		if err := dec.Decode(p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	if pkgs[module+"writer"] == nil || pkgs[module+"rowgroup"] == nil {
+		t.Fatalf("go list found %d packages, without writer or rowgroup", len(pkgs))
+	}
+	return pkgs
+}
+
+// under reports whether path is the module's package at one of dirs, or a
+// package below one of them.
+func under(path string, dirs ...string) bool {
+	for _, d := range dirs {
+		if path == module+d || strings.HasPrefix(path, module+d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// importers returns the packages among paths that import target directly.
+func importers(pkgs map[string]*listedPackage, paths []string, target string) []string {
+	var out []string
+	for _, p := range paths {
+		if q := pkgs[p]; q != nil && slices.Contains(q.Imports, target) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	var ours []string
+	for p := range pkgs {
+		if strings.HasPrefix(p, module) {
+			ours = append(ours, p)
+		}
+	}
+	slices.Sort(ours)
+	writer := pkgs[module+"writer"]
+	writerDeps := append([]string{writer.ImportPath}, writer.Deps...)
+
+	cases := []struct {
+		name string
+		bad  func() []string // what breaks the rule, described
+	}{
+		{"the writer depends on no Avro package", func() []string {
+			var bad []string
+			for _, d := range writerDeps {
+				if under(d, "schema/avro", "rowgroup/avrorow") || strings.HasPrefix(d, "github.com/linkedin/goavro") {
+					bad = append(bad, "writer depends on "+d)
+				}
+			}
+			return bad
+		}},
+		// The brotli codec (compress/) imports net/http for its
+		// HTTPCompressor; that import is the one way to it the writer
+		// may have, since dropping it means dropping the codec.
+		{"the writer reaches net/http only through the brotli library", func() []string {
+			var bad []string
+			for _, p := range importers(pkgs, writerDeps, "net/http") {
+				if p != "github.com/andybalholm/brotli" {
+					bad = append(bad, p+" imports net/http, and the writer depends on it")
+				}
+			}
+			return bad
+		}},
+		{"internal/ packages import no connector, reader, rowgroup, writer or convert", func() []string {
+			var bad []string
+			for _, p := range ours {
+				if !under(p, "internal") {
+					continue
+				}
+				for _, imp := range pkgs[p].Imports {
+					if under(imp, "connector", "reader", "rowgroup", "writer", "convert") {
+						bad = append(bad, p+" imports "+imp)
+					}
+				}
+			}
+			return bad
+		}},
+		{"no production package imports the test helpers under test/", func() []string {
+			var bad []string
+			for _, p := range ours {
+				if under(p, "test") {
+					continue
+				}
+				for _, imp := range pkgs[p].Imports {
+					if under(imp, "test") {
+						bad = append(bad, p+" imports "+imp)
+					}
+				}
+			}
+			return bad
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, b := range c.bad() {
+				t.Error(b)
+			}
+		})
+	}
+}
