@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +154,29 @@ func TestLayers(t *testing.T) {
 				t.Error(b)
 			}
 		})
+	}
+}
+
+// TestArchitectureNamesEveryPackage: docs/architecture.md describes the
+// packages; a package it does not name (as `dir/` or `dir`) is one the
+// next reader cannot place. Test helpers under test/ are left out.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for path := range listPackages(t) {
+		rel, ok := strings.CutPrefix(path, module)
+		if !ok || rel == "test" || strings.HasPrefix(rel, "test/") {
+			continue
+		}
+		if !strings.Contains(string(doc), "`"+rel+"/`") && !strings.Contains(string(doc), "`"+rel+"`") {
+			missing = append(missing, rel)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("docs/architecture.md does not name these packages: %s", strings.Join(missing, ", "))
 	}
 }
