@@ -147,11 +147,14 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	id, err := p.identity(r)
 	if err != nil {
-		reason := rejectPath
-		if classify(err) == rejectDecode {
-			reason = rejectDecode
+		var rej *rejection
+		if !errors.As(err, &rej) {
+			rej = &rejection{rejectPath, err}
+			if classify(err) == rejectDecode {
+				rej.reason = rejectDecode
+			}
 		}
-		return p.reject(ctx, r, &rejection{reason, err})
+		return p.reject(ctx, r, rej)
 	}
 	if p.skip.skips(id, r.offset) {
 		p.s.stats.skippedUploaded.Add(1)
@@ -237,7 +240,13 @@ func (p *partition) identity(r *record) ([]byte, error) {
 	}
 	ts := r.time
 	if len(p.lookup.paths) > 0 {
-		if err := p.lookup.lookup(r.value); err != nil {
+		switch err := p.lookup.lookup(r.value); {
+		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
+			return nil, &rejection{rejectSchema, fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
+		case errors.Is(err, errNotObject):
+			// None of the fields is there (their values are null), and
+			// the payload's shredder says whether the format takes it.
+		case err != nil:
 			return nil, fmt.Errorf("path fields: %w", err)
 		}
 		n := len(p.vals)

@@ -426,3 +426,39 @@ func TestRowGroupSize(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectionReasons: with a {field:} in the path, a record is rejected
+// for what is wrong with it, not for the path it cannot have: bad JSON is
+// decode, valid JSON that is not an object is the format's to judge
+// (schema for a message schema), and only a field that is there but is no
+// value is path. A record is counted once, even when read again.
+func TestRejectionReasons(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		value, reason string
+	}{
+		{`[1,2`, rejectDecode},
+		{`[1,2]`, rejectSchema},
+		{`"a string"`, rejectSchema},
+		{`{"n":1,"p":`, rejectDecode},
+		{`{"n":1,"p":{"x":1}}`, rejectPath},
+		{`{"n":"one","p":"a"}`, rejectSchema},
+	}
+	for _, c := range cases {
+		s := protoSinkWith(t, t.TempDir(), "rotate: {records: 100}\nerrors: skip\n")
+		var log commitLog
+		p := newPartition(s, "t", 0, 0, skipSet{}, log.commit)
+		r := record{offset: 0, value: []byte(c.value)}
+		if err := p.handle(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		p.dropAll(ctx) // read again from the committed offset: not counted twice
+		if err := p.handle(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		st := s.stats.Snapshot()
+		if st.Rejected != 1 || st.Rejects[[2]string{c.reason, "skip"}] != 1 {
+			t.Errorf("%s: rejects %v, want one %s", c.value, st.Rejects, c.reason)
+		}
+	}
+}

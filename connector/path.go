@@ -3,6 +3,7 @@ package connector
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -212,6 +213,11 @@ func appendEscaped(dst []byte, s string) []byte {
 // errNotScalar is a path field whose value is an object or an array.
 var errNotScalar = errors.New("is an object or array, not a value a path can hold")
 
+// errNotObject says that a record is valid JSON but not an object: it has
+// none of the path's fields, and whether it is a record at all is the
+// format's to say.
+var errNotObject = errors.New("the record is not a JSON object")
+
 // fieldLookup finds the scalar values of a few dotted paths in one JSON
 // object without decoding the rest, reusing its buffers across records.
 type fieldLookup struct {
@@ -241,7 +247,15 @@ func (l *fieldLookup) lookup(doc []byte) error {
 		return err
 	}
 	if k != jsonscan.BeginObject {
-		return fmt.Errorf("record is not a JSON object")
+		// Read it to the end, so that bad JSON is a syntax error (reason
+		// decode) rather than a record without the path's fields.
+		for err == nil {
+			_, err = l.scan.Next()
+		}
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+		return errNotObject
 	}
 	return l.object(0, nil)
 }
