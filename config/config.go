@@ -279,6 +279,14 @@ type Format struct {
 	// failing the record (ignore_unknown_fields); json only.
 	// Defaults to false.
 	IgnoreUnknownFields bool
+	// LossyNumbers stores a JSON number that its column cannot hold
+	// exactly as the nearest value instead of rejecting the record
+	// (lossy_numbers): one that underflows a FLOAT or DOUBLE column
+	// (1e-400) becomes 0 or a subnormal; in a VARIANT, one that underflows
+	// a double or has more digits than a decimal keeps becomes the nearest
+	// double. json and variant only.
+	// Defaults to false.
+	LossyNumbers bool
 	// Column is the name of the VARIANT column (column); variant only.
 	// Defaults to "payload".
 	Column string

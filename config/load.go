@@ -31,7 +31,7 @@ var (
 	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
 		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries"}
 	formatKeys = []string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
-		"registry", "schema_compatibility"}
+		"registry", "schema_compatibility", "lossy_numbers"}
 	registryKeys = []string{"url", "username", "password", "ca_file", "cache_size", "timeout"}
 	rotateKeys   = []string{"records", "bytes", "interval", "schedule"}
 	parquetKeys  = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
@@ -369,7 +369,10 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 	case "variant":
 		only = []string{"schema_file", "ignore_unknown_fields", "registry", "schema_compatibility"}
 	case "avro":
-		only = []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample"}
+		only = []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample", "lossy_numbers"}
+	}
+	if f.Type != "avro" {
+		s.boolean("lossy_numbers", &f.LossyNumbers)
 	}
 	for _, k := range only {
 		if s.given(k) {

@@ -75,9 +75,9 @@ func (c *Config) Redacted() string {
 	format := yMap("type", yStr(f.Type))
 	switch f.Type {
 	case "json":
-		format.add("schema_file", yStr(f.SchemaFile), "ignore_unknown_fields", yBool(f.IgnoreUnknownFields))
+		format.add("schema_file", yStr(f.SchemaFile), "ignore_unknown_fields", yBool(f.IgnoreUnknownFields), "lossy_numbers", yBool(f.LossyNumbers))
 	case "variant":
-		format.add("column", yStr(f.Column), "shred", yStr(f.Shred), "shred_sample", yInt(int64(f.ShredSample)))
+		format.add("column", yStr(f.Column), "shred", yStr(f.Shred), "shred_sample", yInt(int64(f.ShredSample)), "lossy_numbers", yBool(f.LossyNumbers))
 	case "avro":
 		if r := f.Registry; r != nil {
 			format.add("registry", yMap(

@@ -31,6 +31,7 @@ type format struct {
 	shape       *variant.Shape // nil: inferred from each partition's first records
 	sample      int            // records in the sample at most
 	sampleBytes int64          // bytes of the sample at most: a row group's
+	variantOpts []variant.Option
 
 	// avro: writer schemas by the id in each record's header; the files'
 	// schema follows the records (see avro.go)
@@ -59,8 +60,14 @@ func newFormat(cfg *config.Config) (*format, error) {
 		if cfg.Format.IgnoreUnknownFields {
 			f.jsonOpts = append(f.jsonOpts, rowgroup.IgnoreUnknownFields())
 		}
+		if cfg.Format.LossyNumbers {
+			f.jsonOpts = append(f.jsonOpts, rowgroup.LossyNumbers())
+		}
 	case "variant":
 		f.column, f.sample, f.sampleBytes = cfg.Format.Column, cfg.Format.ShredSample, cfg.Parquet.RowGroupBytes
+		if cfg.Format.LossyNumbers {
+			f.variantOpts = append(f.variantOpts, variant.LossyNumbers())
+		}
 		switch cfg.Format.Shred {
 		case "auto":
 		case "none":
@@ -132,7 +139,7 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 	if f.kind == "json" {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
-	return rowgroup.NewVariantShredder(g)
+	return rowgroup.NewVariantShredder(g, rowgroup.VariantColumn(f.column), rowgroup.VariantEncoding(f.variantOpts...))
 }
 
 // forPartition returns the format's state for one partition: fixed is
@@ -227,7 +234,7 @@ func (x *inferredFormat) sampling() bool { return x.schema == nil }
 
 func (x *inferredFormat) sample(r *record) bool {
 	if x.sampler == nil {
-		x.sampler = variant.NewSampler(variant.SampleOptions{Count: x.f.sample, Bytes: x.f.sampleBytes})
+		x.sampler = variant.NewSampler(variant.SampleOptions{Count: x.f.sample, Bytes: x.f.sampleBytes, Encoding: x.f.variantOpts})
 	}
 	// A bad value is left out of the sample, and rejected when written.
 	_ = x.sampler.Add(r.value)

@@ -45,6 +45,18 @@ type JSONOption func(*jsonOptions) error
 type jsonOptions struct {
 	ignoreUnknown    bool
 	envelopeFromJSON bool
+	lossyNumbers     bool
+}
+
+// LossyNumbers makes a number that underflows a FLOAT or DOUBLE column
+// (1e-400: not zero, but below what the type holds) become the value IEEE
+// 754 rounding gives, 0 or a subnormal, instead of failing the record, as
+// variant.LossyNumbers does for a VARIANT. Defaults to off.
+func LossyNumbers() JSONOption {
+	return func(o *jsonOptions) error {
+		o.lossyNumbers = true
+		return nil
+	}
 }
 
 // IgnoreUnknownFields makes object members that the schema does not declare
@@ -255,7 +267,9 @@ func (s *JSONShredder) fill(line []byte) error {
 //     the physical and the logical type; unsigned values are stored as
 //     their bit pattern;
 //   - FLOAT and DOUBLE from numbers and the strings "NaN", "Infinity" and
-//     "-Infinity"; overflow is an error, underflow rounds to zero;
+//     "-Infinity"; overflow is an error, and so is underflow (a number
+//     that is not zero but rounds to 0, or to a subnormal it is not)
+//     unless LossyNumbers;
 //   - FLOAT16 likewise, rounded to nearest even from the exact decimal
 //     value; a finite number beyond ±65504 after rounding is an error;
 //   - STRING and ENUM from strings; JSON from a string holding JSON text

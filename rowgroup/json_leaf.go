@@ -133,7 +133,7 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		if k == jsonscan.Number {
 			if p.conv == convDouble { // the common case, a direct call
 				v, err := parseNumber(b, 64)
-				if err != nil {
+				if err != nil && !s.lossyUnderflow(err) {
 					return s.convErr(p, b, k, key, err)
 				}
 				c.AppendDouble(rep, v)
@@ -150,13 +150,13 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 			c.AppendBytes(rep, append(s.buf[:0], byte(v), byte(v>>8)))
 		case convFloat:
 			v, err := parse(b, 32)
-			if err != nil {
+			if err != nil && !s.lossyUnderflow(err) {
 				return s.convErr(p, b, k, key, err)
 			}
 			c.AppendFloat(rep, float32(v))
 		default:
 			v, err := parse(b, 64)
-			if err != nil {
+			if err != nil && !s.lossyUnderflow(err) {
 				return s.convErr(p, b, k, key, err)
 			}
 			c.AppendDouble(rep, v)
@@ -340,6 +340,12 @@ func (s *JSONShredder) mismatch(p *jsonPlan, k jsonscan.Kind, key bool, want str
 	return s.valueErr(key, "expected %s for %s, got %s", want, p.typeName, describe(k))
 }
 
+// lossyUnderflow reports whether err is an underflow that the shredder
+// takes, as IEEE 754 rounds it, under LossyNumbers.
+func (s *JSONShredder) lossyUnderflow(err error) bool {
+	return s.opts.lossyNumbers && errors.Is(err, errUnderflow)
+}
+
 // convErr reports a value of the right kind that does not convert.
 func (s *JSONShredder) convErr(p *jsonPlan, b []byte, k jsonscan.Kind, key bool, err error) error {
 	v := quoteValue(b, k == jsonscan.String || key)
@@ -350,6 +356,8 @@ func (s *JSONShredder) convErr(p *jsonPlan, b []byte, k jsonscan.Kind, key bool,
 		return s.valueErr(key, "value %s is not an integer, as %s requires", v, p.typeName)
 	case errors.Is(err, errFraction):
 		return s.valueErr(key, "value %s has more than %d fractional digits for %s", v, p.node.Logical.Scale, p.typeName)
+	case errors.Is(err, errUnderflow):
+		return s.valueErr(key, "value %s is too small for %s, which would store it as 0 or a nearby subnormal (lossy numbers allow that)", v, p.typeName)
 	case errors.Is(err, errPrecision):
 		return s.valueErr(key, "value %s has more precision than %s keeps", v, p.typeName)
 	case errors.Is(err, errNotNumber), errors.Is(err, errSyntax), errors.Is(err, errBase64), errors.Is(err, errUUID):

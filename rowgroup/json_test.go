@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -505,6 +506,12 @@ func TestJSONShredLeafConversions(t *testing.T) {
 		{"float v", `"nan"`, `error: expected number`},
 		{"double v", `1e308`, `V[1e+308]`},
 		{"double v", `-1e309`, `error: out of range for DOUBLE`},
+		{"double v", `1e-400`, `error: value 1e-400 is too small for DOUBLE`},
+		{"double v", `-0.0000e-400`, `V[-0]`},
+		{"double v", `5e-324`, `V[5e-324]`},
+		{"double v", `4.9e-324`, `error: is too small for DOUBLE`},
+		{"float v", `1e-50`, `error: is too small for FLOAT`},
+		{"float v", `1e-45`, `V[1e-45]`},
 		{"double v", `"Infinity"`, `V[+Inf]`},
 		{"double v", `123456789012345678`, `V[1.2345678901234568e+17]`},
 		// FLOAT16, little-endian binary16.
@@ -730,4 +737,16 @@ func TestJSONShredVariant(t *testing.T) {
 func dumpLevels(c *Column) string {
 	s := dumpColumn(c)
 	return strings.TrimSpace(s[:strings.Index(s, "V[")])
+}
+
+// TestJSONLossyNumbers: with LossyNumbers, a number that underflows its
+// float column is stored as IEEE 754 rounds it.
+func TestJSONLossyNumbers(t *testing.T) {
+	g, sh := newShredder(t, "message m { required double d; required float f; }", LossyNumbers())
+	if err := sh.Append([]byte(`{"d":1e-400,"f":-1e-50}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d, f := g.Column(0).Double, g.Column(1).Float; len(d) != 1 || d[0] != 0 || len(f) != 1 || f[0] != 0 || !math.Signbit(float64(f[0])) {
+		t.Errorf("stored %v and %v, want 0 and -0", d, f)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"math/big"
 	"math/bits"
 	"strconv"
+
+	"github.com/pqsink/pqsink/internal/jsonscan"
 )
 
 // Reasons a number literal cannot become a column value. The shredder wraps
@@ -16,6 +18,9 @@ var (
 	errNotInteger = errors.New("not an integer")
 	errRange      = errors.New("out of range")
 	errFraction   = errors.New("too many fractional digits")
+	// errUnderflow comes with the float it rounds to: the literal is not
+	// zero but lies below what the float type holds (jsonscan.Underflows).
+	errUnderflow = errors.New("underflows")
 )
 
 // maxExponent bounds the exponent kept while parsing a literal. Anything
@@ -436,8 +441,8 @@ func appendBigTwos(dst []byte, v *big.Int, size int, fixed bool, t *big.Int) []b
 
 // parseFloat converts a JSON number literal, or one of the strings "NaN",
 // "Infinity" and "-Infinity", to a float of bitSize 32 or 64. Overflow is an
-// error; values below the smallest subnormal round to zero as IEEE 754
-// rounding does.
+// error; a value that underflows (1e-400 for a double) is errUnderflow, with
+// the float IEEE 754 rounding gives, for callers that take lossy numbers.
 func parseFloat(b []byte, bitSize int) (float64, error) {
 	if v, ok := specialFloat(b); ok {
 		return v, nil
@@ -457,8 +462,15 @@ func parseNumber(b []byte, bitSize int) (float64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(string(b), bitSize)
-	if err != nil {
+	if err != nil && math.IsInf(v, 0) {
 		return 0, errRange
+	}
+	minNormal := 0x1p-1022
+	if bitSize == 32 {
+		minNormal = 0x1p-126
+	}
+	if math.Abs(v) < minNormal && jsonscan.Underflows(b, v, bitSize) {
+		return v, errUnderflow
 	}
 	return v, nil
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
-	"strings"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 )
@@ -263,53 +262,13 @@ func appendNumber(dst, lit []byte, lossy bool) ([]byte, error) {
 		// Below the smallest normal double, digits are lost, down to 0;
 		// a subnormal written as its shortest form (5e-324, as Go and
 		// JavaScript print it) loses nothing the producer had.
-		under := digits > 0 && (f == 0 || math.Abs(f) < 0x1p-1022 && !sameLiteral(lit, strconv.AppendFloat(nil, f, 'e', -1, 64)))
+		under := digits > 0 && jsonscan.Underflows(lit, f, 64)
 		if (tooMany && plain) || under {
 			return dst, ErrInexactNumber
 		}
 	}
 	dst = append(dst, primitiveHeader(primDouble))
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
-}
-
-// sameLiteral reports whether two JSON number literals denote the same
-// value, comparing their significant digits and decimal exponents.
-func sameLiteral(a, b []byte) bool {
-	da, ea, na := normalizeLiteral(a)
-	db, eb, nb := normalizeLiteral(b)
-	return na == nb && ea == eb && bytes.Equal(da, db)
-}
-
-// normalizeLiteral returns the significant digits of a number literal without
-// leading or trailing zeros, the decimal exponent of its first digit, and
-// its sign.
-func normalizeLiteral(lit []byte) (digits []byte, exp int, neg bool) {
-	i := 0
-	if i < len(lit) && lit[i] == '-' {
-		neg = true
-		i++
-	}
-	point := -1
-	for ; i < len(lit) && lit[i] != 'e' && lit[i] != 'E'; i++ {
-		if lit[i] == '.' {
-			point = len(digits)
-			continue
-		}
-		digits = append(digits, lit[i])
-	}
-	if point < 0 {
-		point = len(digits)
-	}
-	if i < len(lit) {
-		e, _ := strconv.Atoi(strings.TrimPrefix(string(lit[i+1:]), "+"))
-		point += e
-	}
-	lead := 0
-	for lead < len(digits) && digits[lead] == '0' {
-		lead++
-	}
-	digits = bytes.TrimRight(digits[lead:], "0")
-	return digits, point - lead, neg
 }
 
 // mulAdd10 returns hi:lo × 10 + d; the caller keeps it below 10^38.
