@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pqsink/pqsink/archive"
 )
 
 // Config is everything `pqsink run` needs, as read from a YAML file by Load
@@ -453,7 +455,7 @@ func defaults() Config {
 			ShredSample: 10000,
 		},
 		Envelope:     true,
-		Path:         "{topic}/{topic}+{partition}+{first_offset}.parquet",
+		Path:         archive.DefaultPath,
 		Timezone:     time.UTC,
 		TimezoneName: "UTC",
 		Rotate: Rotate{

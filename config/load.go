@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pqsink/pqsink/archive"
 )
 
 // The keys of each section, in the order docs/configuration.md and Redacted list
@@ -81,9 +83,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	top.str("path", &c.Path)
 	if !top.bad["path"] {
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
-		if err := checkPath(c.Path, needTopic); err != nil {
+		if tmpl, err := archive.Parse(c.Path, needTopic); err != nil {
 			top.fail("path", "%v", err)
-		} else if c.Format.Type == "avro" && strings.Contains(c.Path, "{field:") {
+		} else if c.Format.Type == "avro" && len(tmpl.Fields()) > 0 {
 			top.fail("path", "{field:...} is not supported with format.type avro yet; use {topic}, {partition} and {record_time:...}")
 		}
 	}
@@ -545,62 +547,4 @@ func checkBloom(b string) (string, error) {
 		}
 	}
 	return col, nil
-}
-
-// checkPath checks an object key template. Each key must hold the
-// partition and the first offset, and the topic when there can be more
-// than one: the exactly-once protocol relies on two files of different
-// partitions never sharing a key.
-func checkPath(p string, needTopic bool) error {
-	seen := map[string]bool{}
-	for rest := p; rest != ""; {
-		open := strings.IndexAny(rest, "{}")
-		if open < 0 {
-			break
-		}
-		if rest[open] == '}' {
-			return fmt.Errorf("%s: a '}' without its '{'", quote(p))
-		}
-		end := strings.IndexAny(rest[open+1:], "{}")
-		if end < 0 || rest[open+1+end] == '{' {
-			return fmt.Errorf("%s: a '{' without its '}'", quote(p))
-		}
-		field := rest[open+1 : open+1+end]
-		name, layout, hasLayout := strings.Cut(field, ":")
-		switch {
-		case name == "topic" || name == "partition" || name == "first_offset":
-			if hasLayout {
-				return fmt.Errorf("%s: {%s} takes no format", quote(p), name)
-			}
-		case name == "record_time":
-			if !hasLayout || layout == "" {
-				return fmt.Errorf("%s: {record_time} needs a Go time layout, like {record_time:2006-01-02}", quote(p))
-			}
-		case name == "field":
-			if !hasLayout || slices.Contains(strings.Split(layout, "."), "") {
-				return fmt.Errorf("%s: {field} needs a dotted payload field, like {field:user.country}", quote(p))
-			}
-		default:
-			return fmt.Errorf("%s: unknown placeholder {%s}; allowed: {topic}, {partition}, {first_offset}, {record_time:LAYOUT}, {field:a.b}", quote(p), field)
-		}
-		seen[name] = true
-		rest = rest[open+1+end+1:]
-	}
-	for _, need := range []string{"partition", "first_offset"} {
-		if !seen[need] {
-			return fmt.Errorf("%s lacks {%s}: every key needs {partition} and {first_offset}, so that no two files can share a key", quote(p), need)
-		}
-	}
-	if needTopic && !seen["topic"] {
-		return fmt.Errorf("%s lacks {topic}: with more than one topic, every key needs {topic}, {partition} and {first_offset}, so that no two files can share a key", quote(p))
-	}
-	if strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
-		return fmt.Errorf("%s: must not start or end with '/' or contain '//'", quote(p))
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
-			return fmt.Errorf("%s: must not contain \".\" or \"..\" segments", quote(p))
-		}
-	}
-	return nil
 }

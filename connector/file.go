@@ -4,27 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
-)
-
-// Footer key-value entries that record a file's Kafka range (ARCHITECTURE:
-// every file's footer says where its records came from), so that the
-// adoption of an existing object and replay need nothing but the file.
-const (
-	kvTopic       = "pqsink.kafka.topic"
-	kvPartition   = "pqsink.kafka.partition"
-	kvFirstOffset = "pqsink.kafka.first_offset"
-	kvLastOffset  = "pqsink.kafka.last_offset"
-	kvRecords     = "pqsink.kafka.records"
 )
 
 // fileBuffers are what an open file holds in memory: the row group being
@@ -123,11 +112,7 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 	if w == nil {
 		return nil, fmt.Errorf("%s: a file without rows", f.key)
 	}
-	w.SetKeyValue(kvTopic, topic)
-	w.SetKeyValue(kvPartition, strconv.Itoa(int(partition)))
-	w.SetKeyValue(kvFirstOffset, strconv.FormatInt(f.first, 10))
-	w.SetKeyValue(kvLastOffset, strconv.FormatInt(f.last, 10))
-	w.SetKeyValue(kvRecords, strconv.FormatInt(f.records, 10))
+	archive.Range{Topic: topic, Partition: partition, First: f.first, Last: f.last, Records: f.records}.Footer(w.SetKeyValue)
 	if f.buf.av != nil {
 		// As parquet-java does: the Avro schema the rows follow.
 		w.SetKeyValue(avro.MetadataKey, f.buf.av.reader.avro.String())
@@ -241,44 +226,4 @@ func (f *openFile) abort(ctx context.Context) error {
 	err := f.up.Abort(ctx)
 	f.up = nil
 	return err
-}
-
-// fileRange is the Kafka range a file's footer records.
-type fileRange struct {
-	topic       string
-	partition   int32
-	first, last int64
-	records     int64
-}
-
-// rangeOf reads the Kafka range of a file from its footer's key-value
-// metadata.
-func rangeOf(md *meta.FileMetaData) (fileRange, error) {
-	kv := map[string]string{}
-	for _, e := range md.KeyValueMetadata {
-		if e.Value != nil {
-			kv[e.Key] = *e.Value
-		}
-	}
-	var r fileRange
-	r.topic = kv[kvTopic]
-	if r.topic == "" {
-		return r, fmt.Errorf("footer has no %s: not a pqsink file", kvTopic)
-	}
-	for _, f := range []struct {
-		key string
-		dst *int64
-	}{{kvFirstOffset, &r.first}, {kvLastOffset, &r.last}, {kvRecords, &r.records}} {
-		v, err := strconv.ParseInt(kv[f.key], 10, 64)
-		if err != nil {
-			return r, fmt.Errorf("footer %s: %w", f.key, err)
-		}
-		*f.dst = v
-	}
-	p, err := strconv.ParseInt(kv[kvPartition], 10, 32)
-	if err != nil {
-		return r, fmt.Errorf("footer %s: %w", kvPartition, err)
-	}
-	r.partition = int32(p)
-	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -82,7 +83,7 @@ func (s *Sink) Ready() error {
 func (s *Sink) probeStore(ctx context.Context) {
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := s.store.Head(pctx, "_pqsink/probe")
+		_, err := s.store.Head(pctx, archive.ProbeKey)
 		cancel()
 		if ctx.Err() != nil {
 			return

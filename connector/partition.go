@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
@@ -100,13 +101,13 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		ctrl:  make(chan int, 1),
 	}
 	p.format = s.format.forPartition(s.schema, p.log)
-	paths := s.tmpl.fields
+	paths := s.tmpl.Fields()
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !s.tmpl.perRecord()
-	p.vals = make([]string, len(s.tmpl.fields))
+	p.idFixed = len(paths) == 0 && !s.tmpl.PerRecord()
+	p.vals = make([]string, len(s.tmpl.Fields()))
 	return p
 }
 
@@ -252,9 +253,9 @@ func (p *partition) identity(r *record) ([]byte, error) {
 		n := len(p.vals)
 		for i := range n {
 			if p.lookup.found[i] && p.lookup.vals[i] != "" {
-				p.vals[i] = string(appendEscaped(p.idbuf[:0], p.lookup.vals[i]))
+				p.vals[i] = string(archive.AppendEscaped(p.idbuf[:0], p.lookup.vals[i]))
 			} else {
-				p.vals[i] = hiveNull
+				p.vals[i] = archive.HiveNull
 			}
 		}
 		if p.s.cfg.TimeField != "" {
@@ -268,7 +269,7 @@ func (p *partition) identity(r *record) ([]byte, error) {
 			ts = t
 		}
 	}
-	p.idbuf = p.s.tmpl.identity(p.idbuf[:0], p.topic, p.id, ts, p.vals)
+	p.idbuf = p.s.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, ts.In(p.s.loc), p.vals)
 	if p.idFixed {
 		p.fixedID = p.idbuf
 	}
@@ -278,7 +279,7 @@ func (p *partition) identity(r *record) ([]byte, error) {
 // open starts the file of path id whose first record, d, is at offset
 // first. The format decides the file's schema from d.
 func (p *partition) open(ctx context.Context, id string, first int64, d decoded) (*openFile, error) {
-	f := &openFile{id: id, key: objectKey(id, first), first: first, last: first - 1, opened: time.Now()}
+	f := &openFile{id: id, key: archive.ObjectKey(id, first), first: first, last: first - 1, opened: time.Now()}
 	if sched := p.s.cfg.Rotate.Schedule; sched > 0 {
 		f.deadline = nextBoundary(f.opened, sched, p.s.loc)
 	}
@@ -384,17 +385,17 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 		p.discard(ctx, f)
 		return fmt.Errorf("adopting existing object %s: %w", f.key, err)
 	}
-	if rng.topic != p.topic || rng.partition != p.id || rng.first != f.first {
+	if rng.Topic != p.topic || rng.Partition != p.id || rng.First != f.first {
 		p.discard(ctx, f)
 		return fmt.Errorf("object %s exists but holds %s[%d] from offset %d, not this file: is another sink writing to the same path?",
-			f.key, rng.topic, rng.partition, rng.first)
+			f.key, rng.Topic, rng.Partition, rng.First)
 	}
 	p.s.stats.adopted.Add(1)
-	p.log.Info("adopted existing object", "key", f.key, "its_last_offset", rng.last, "our_last_offset", f.last)
-	p.skip.extend(f.id, rng.last)
+	p.log.Info("adopted existing object", "key", f.key, "its_last_offset", rng.Last, "our_last_offset", f.last)
+	p.skip.extend(f.id, rng.Last)
 	p.skipChanged = true
 	p.discard(ctx, f)
-	if rng.last >= f.last {
+	if rng.Last >= f.last {
 		// The object holds every record of this path that f held, and
 		// perhaps more, which the skip set now passes over: nothing to read
 		// again.
@@ -407,17 +408,17 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 }
 
 // readRange reads the Kafka range from the footer of the object at key.
-func (p *partition) readRange(ctx context.Context, key string) (fileRange, error) {
+func (p *partition) readRange(ctx context.Context, key string) (archive.Range, error) {
 	ra, err := p.s.store.NewReaderAt(ctx, key)
 	if err != nil {
-		return fileRange{}, err
+		return archive.Range{}, err
 	}
 	defer ra.Close()
 	file, err := reader.Open(ra, ra.Size())
 	if err != nil {
-		return fileRange{}, err
+		return archive.Range{}, err
 	}
-	return rangeOf(file.Metadata())
+	return archive.ReadRange(file.Metadata().KeyValueMetadata)
 }
 
 // commitNow commits the smallest first offset among the open files (or

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
@@ -214,7 +215,7 @@ func TestCommitMetadataState(t *testing.T) {
 	ctx := context.Background()
 	small := skipSet{"a/\x00.parquet": 10}
 	md, err := encodeMetadata(ctx, store, "g", "t", 1, 5, small)
-	if err != nil || !strings.HasPrefix(md, metadataPrefix) {
+	if err != nil || !strings.HasPrefix(md, archive.CommitInline) {
 		t.Fatalf("small set: %q, %v", md, err)
 	}
 	big := skipSet{}
@@ -225,7 +226,7 @@ func TestCommitMetadataState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(md, metadataStatePrefix) || len(md) > 300 {
+	if !strings.HasPrefix(md, archive.CommitState) || len(md) > 300 {
 		t.Fatalf("big set: metadata %q", md)
 	}
 	// Writing the same state twice is harmless.
@@ -249,7 +250,7 @@ func TestCommitMetadataState(t *testing.T) {
 			}
 		}
 	}
-	if _, err := decodeMetadata(ctx, store, metadataPrefix+"{not json"); err == nil {
+	if _, err := decodeMetadata(ctx, store, archive.CommitInline+"{not json"); err == nil {
 		t.Error("corrupt metadata: no error")
 	}
 }

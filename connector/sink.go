@@ -16,6 +16,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
@@ -33,7 +34,7 @@ type Sink struct {
 	kafka  *kafkaClients
 	format *format
 	schema *schema.Schema // nil when each partition infers its own
-	tmpl   *pathTemplate
+	tmpl   *archive.Template
 	loc    *time.Location
 	regex  *regexp.Regexp
 
@@ -73,8 +74,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 		}
 	}
 	needTopic := s.regex != nil || len(cfg.Kafka.Topics) > 1
-	if s.tmpl, err = parsePathTemplate(cfg.Path, s.loc, needTopic); err != nil {
-		return nil, err
+	if s.tmpl, err = archive.Parse(cfg.Path, needTopic); err != nil {
+		return nil, fmt.Errorf("path: %w", err)
 	}
 	if s.format, err = newFormat(cfg); err != nil {
 		return nil, err

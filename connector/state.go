@@ -3,15 +3,12 @@ package connector
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -19,17 +16,8 @@ import (
 // beyond the committed offset are already in uploaded files: for each path
 // identity with such a file, the offset of the last record uploaded. The
 // next owner consumes again from the committed offset and skips, per path,
-// the records up to that offset (the skip set).
-//
-// Brokers cap commit metadata (offset.metadata.max.bytes, 4096 bytes by
-// default), so a skip set too long for it is written as a small object of
-// its own and the metadata names that object.
-const (
-	metadataPrefix      = "pqsink1:"
-	metadataStatePrefix = "pqsink1@"
-	maxInlineMetadata   = 4000
-	stateDir            = "_pqsink/state"
-)
+// the records up to that offset (the skip set). Its format, inline or in a
+// state object when too long for the broker, is archive's (EncodeCommit).
 
 // skipSet maps a path identity to the offset of the last record of that
 // path already uploaded.
@@ -59,68 +47,48 @@ func (s skipSet) skips(id []byte, offset int64) bool {
 	return ok && offset <= last
 }
 
-// stateDoc is the JSON form of a skip set.
-type stateDoc struct {
-	Paths map[string]int64 `json:"paths"`
-}
-
 // encodeMetadata renders the skip set of a partition as commit metadata,
 // storing it as an object when it is too long to commit inline. The object
 // key is a function of its content, so writing it twice is harmless.
 func encodeMetadata(ctx context.Context, store objstore.Store, group, topic string, partition int32, committed int64, s skipSet) (string, error) {
-	if len(s) == 0 {
-		return "", nil
+	md, key, doc, err := archive.EncodeCommit(group, topic, partition, committed, s)
+	if err != nil || key == "" {
+		return md, err
 	}
-	doc, err := json.Marshal(stateDoc{Paths: s})
-	if err != nil {
-		return "", err
-	}
-	if len(metadataPrefix)+len(doc) <= maxInlineMetadata {
-		return metadataPrefix + string(doc), nil
-	}
-	sum := sha256.Sum256(doc)
-	key := fmt.Sprintf("%s/%s/%s/%d/%020d-%s.json", stateDir, escapeSegment(group), escapeSegment(topic), partition, committed, hex.EncodeToString(sum[:8]))
 	_, err = objstore.Put(ctx, store, key, bytes.NewReader(doc), objstore.ContentType("application/json"))
 	if err != nil && !errors.Is(err, objstore.ErrExists) {
 		return "", fmt.Errorf("writing commit state %s: %w", key, err)
 	}
-	return metadataStatePrefix + key, nil
+	return md, nil
 }
 
 // decodeMetadata reads back what encodeMetadata wrote. Metadata that some
 // other tool committed (not ours) yields an empty skip set.
 func decodeMetadata(ctx context.Context, store objstore.Store, md string) (skipSet, error) {
-	var doc []byte
-	switch {
-	case strings.HasPrefix(md, metadataPrefix):
-		doc = []byte(md[len(metadataPrefix):])
-	case strings.HasPrefix(md, metadataStatePrefix):
-		key := md[len(metadataStatePrefix):]
-		r, _, err := store.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("reading commit state %s: %w", key, err)
-		}
-		doc, err = io.ReadAll(io.LimitReader(r, 64<<20))
-		r.Close()
-		if err != nil {
-			return nil, fmt.Errorf("reading commit state %s: %w", key, err)
-		}
-	default:
-		return skipSet{}, nil
+	s, key, err := archive.DecodeCommit(md)
+	if err != nil {
+		return nil, err
 	}
-	var d stateDoc
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, fmt.Errorf("commit metadata is not pqsink's: %w", err)
+	if key == "" {
+		return skipSet(s), nil
 	}
-	s := skipSet(d.Paths)
-	if s == nil {
-		s = skipSet{}
+	r, _, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit state %s: %w", key, err)
 	}
-	return s, nil
+	doc, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	r.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading commit state %s: %w", key, err)
+	}
+	if s, err = archive.DecodeState(doc); err != nil {
+		return nil, err
+	}
+	return skipSet(s), nil
 }
 
 // escapeSegment makes a group or topic name one safe key segment.
-func escapeSegment(s string) string { return string(appendEscaped(nil, s)) }
+func escapeSegment(s string) string { return archive.Escape(s) }
 
 // sortedIDs returns the skip set's identities in order, for logs.
 func (s skipSet) sortedIDs() []string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
@@ -133,8 +134,8 @@ func TestReplayAvro(t *testing.T) {
 	if err := w.WriteRowGroup(g); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{kvTopic: "avro", kvPartition: "0", kvFirstOffset: "0", kvLastOffset: strconv.Itoa(n - 1),
-		kvRecords: strconv.Itoa(n), avro.MetadataKey: s.String()} {
+	for k, v := range map[string]string{archive.FooterTopic: "avro", archive.FooterPartition: "0", archive.FooterFirstOffset: "0", archive.FooterLastOffset: strconv.Itoa(n - 1),
+		archive.FooterRecords: strconv.Itoa(n), avro.MetadataKey: s.String()} {
 		w.SetKeyValue(k, v)
 	}
 	if _, err := w.Close(); err != nil {
@@ -151,7 +152,7 @@ func TestReplayAvro(t *testing.T) {
 
 	reg := &memRegistry{ids: map[string]uint32{}}
 	c := &collector{}
-	a := &archive{dir: dir}
+	a := &archiveDir{dir: dir}
 	r, err := a.run(t, context.Background(), Options{Topic: "avro-target", Registry: reg}, openDir(t, dir), c)
 	if err != nil {
 		t.Fatal(err)

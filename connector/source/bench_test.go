@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/events"
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
@@ -145,9 +146,9 @@ func writeAvroFile(b testing.TB, dir, key string, recs []srcRecord) {
 	if err := w.WriteRowGroup(g); err != nil {
 		b.Fatal(err)
 	}
-	for k, v := range map[string]string{kvTopic: recs[0].topic, kvPartition: strconv.Itoa(int(recs[0].partition)),
-		kvFirstOffset: strconv.FormatInt(recs[0].offset, 10), kvLastOffset: strconv.FormatInt(recs[len(recs)-1].offset, 10),
-		kvRecords: strconv.Itoa(len(recs)), avro.MetadataKey: s.String()} {
+	for k, v := range map[string]string{archive.FooterTopic: recs[0].topic, archive.FooterPartition: strconv.Itoa(int(recs[0].partition)),
+		archive.FooterFirstOffset: strconv.FormatInt(recs[0].offset, 10), archive.FooterLastOffset: strconv.FormatInt(recs[len(recs)-1].offset, 10),
+		archive.FooterRecords: strconv.Itoa(len(recs)), avro.MetadataKey: s.String()} {
 		w.SetKeyValue(k, v)
 	}
 	if _, err := w.Close(); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/internal/events"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -100,11 +101,11 @@ func writeFileWith(t testing.TB, dir, key, schemaText string, recs []srcRecord, 
 			g.Reset()
 		}
 	}
-	w.SetKeyValue(kvTopic, recs[0].topic)
-	w.SetKeyValue(kvPartition, strconv.Itoa(int(recs[0].partition)))
-	w.SetKeyValue(kvFirstOffset, strconv.FormatInt(recs[0].offset, 10))
-	w.SetKeyValue(kvLastOffset, strconv.FormatInt(recs[len(recs)-1].offset, 10))
-	w.SetKeyValue(kvRecords, strconv.Itoa(len(recs)))
+	w.SetKeyValue(archive.FooterTopic, recs[0].topic)
+	w.SetKeyValue(archive.FooterPartition, strconv.Itoa(int(recs[0].partition)))
+	w.SetKeyValue(archive.FooterFirstOffset, strconv.FormatInt(recs[0].offset, 10))
+	w.SetKeyValue(archive.FooterLastOffset, strconv.FormatInt(recs[len(recs)-1].offset, 10))
+	w.SetKeyValue(archive.FooterRecords, strconv.Itoa(len(recs)))
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -152,7 +153,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Subject = o.Topic + "-value"
 	}
 	if o.PathTemplate == "" {
-		o.PathTemplate = "{topic}/{topic}+{partition}+{first_offset}.parquet"
+		o.PathTemplate = archive.DefaultPath
 	}
 	if o.Suffix == "" {
 		o.Suffix = ".parquet"

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/objstore"
@@ -61,7 +62,7 @@ type Replayer struct {
 	producer    Producer
 	ownProducer bool
 	registry    SchemaRegistrar
-	keys        *keyTemplate
+	keys        *archive.Template
 	ckpt        checkpointer
 	ck          *ckState // while Run runs
 	avroMu      sync.Mutex
@@ -79,8 +80,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		return nil, err
 	}
 	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}}
-	if r.keys, err = parseKeyTemplate(o.PathTemplate); err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+	if r.keys, err = archive.Parse(o.PathTemplate, false); err != nil {
+		return nil, fmt.Errorf("replay: path: %w", err)
 	}
 	r.store = o.Store
 	if r.store == nil {
@@ -102,7 +103,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	case o.Checkpoint != "":
 		r.ckpt = fileCheckpoint{path: o.Checkpoint}
 	case o.StoreCheckpoint != "":
-		r.ckpt = &storeCheckpoint{store: r.store, dir: internalPrefix + "replay/" + o.StoreCheckpoint + "/"}
+		r.ckpt = &storeCheckpoint{store: r.store, dir: archive.ReplayPrefix + o.StoreCheckpoint + "/"}
 	}
 	r.producer = o.Producer
 	if r.producer == nil {

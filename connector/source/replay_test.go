@@ -17,6 +17,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/internal/events"
@@ -24,8 +25,8 @@ import (
 	"github.com/pqsink/pqsink/writer"
 )
 
-// archive is a directory of sink files and the records they hold.
-type archive struct {
+// archiveDir is a directory of sink files and the records they hold.
+type archiveDir struct {
 	dir  string
 	recs map[string]srcRecord // by "topic/partition/offset"
 	keys []string             // object keys
@@ -38,9 +39,9 @@ func recID(topic string, partition int32, offset int64) string {
 // newArchive writes, for topic events, partitions 0 to 2 with three files
 // of 50 records each (offsets 0-49, 50-99, 100-149, row groups of 20), and
 // one file of topic other.
-func newArchive(t testing.TB) *archive {
+func newArchive(t testing.TB) *archiveDir {
 	t.Helper()
-	a := &archive{dir: t.TempDir(), recs: map[string]srcRecord{}}
+	a := &archiveDir{dir: t.TempDir(), recs: map[string]srcRecord{}}
 	gen := events.New(1, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 	add := func(topic string, p int32, first int64, n int) {
 		var recs []srcRecord
@@ -64,7 +65,7 @@ func newArchive(t testing.TB) *archive {
 }
 
 // run replays with opts into a collector and returns it with the error.
-func (a *archive) run(t *testing.T, ctx context.Context, opts Options, st *countingStore, c *collector) (*Replayer, error) {
+func (a *archiveDir) run(t *testing.T, ctx context.Context, opts Options, st *countingStore, c *collector) (*Replayer, error) {
 	t.Helper()
 	opts.From = "file://" + a.dir
 	if opts.Topic == "" {
@@ -85,7 +86,7 @@ func (a *archive) run(t *testing.T, ctx context.Context, opts Options, st *count
 // check compares the produced messages with the source records: every
 // field equal, values as JSON, and per partition in offset order. It
 // returns the ids produced.
-func (a *archive) check(t *testing.T, msgs []kafka.Message) []string {
+func (a *archiveDir) check(t *testing.T, msgs []kafka.Message) []string {
 	t.Helper()
 	var ids []string
 	lastOffset := map[int]int64{}
@@ -277,7 +278,7 @@ func TestReplayMergesChains(t *testing.T) {
 	}
 	writeFile(t, dir, "events/hr=10/events+0+00000000000000000000.parquet", even, 7)
 	writeFile(t, dir, "events/hr=11/events+0+00000000000000000001.parquet", odd, 7)
-	a := &archive{dir: dir, recs: recs}
+	a := &archiveDir{dir: dir, recs: recs}
 	st := openDir(t, dir)
 	c := &collector{}
 	if _, err := a.run(t, context.Background(), Options{PathTemplate: "{topic}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"}, st, c); err != nil {
@@ -430,7 +431,7 @@ func TestReplayOriginalBytes(t *testing.T) {
 	writeFileWith(t, dir, sinkKey("raw", 0, 0), "message m { optional binary value; }", recs, 3)
 	st := openDir(t, dir)
 	c := &collector{}
-	a := &archive{dir: dir}
+	a := &archiveDir{dir: dir}
 	if _, err := a.run(t, context.Background(), Options{}, st, c); err != nil {
 		t.Fatal(err)
 	}
@@ -469,40 +470,6 @@ func TestPartitioning(t *testing.T) {
 	}
 }
 
-// TestKeyTemplate places keys by the sink's path templates.
-func TestKeyTemplate(t *testing.T) {
-	tests := []struct {
-		template, key string
-		ok            bool
-		topic         string
-		partition     int32
-		first         int64
-	}{
-		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/events+3+00000000000000000042.parquet", true, "events", 3, 42},
-		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/other+3+00000000000000000042.parquet", false, "", 0, 0},
-		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "events/events+3+42.parquet", false, "", 0, 0},
-		{"{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet",
-			"a.b/dt=2026-11-23/hr=10/a.b+0+00000000000000001000.parquet", true, "a.b", 0, 1000},
-		{"x/{field:user.country}/{partition}-{first_offset}.parquet", "x/DE/7-00000000000000000009.parquet", true, "", 7, 9},
-	}
-	for _, tc := range tests {
-		kt, err := parseKeyTemplate(tc.template)
-		if err != nil {
-			t.Fatal(err)
-		}
-		topic, p, first, chain, ok := kt.match(tc.key)
-		if ok != tc.ok || topic != tc.topic || p != tc.partition || first != tc.first {
-			t.Errorf("%s in %s: %q %d %d %v, want %q %d %d %v", tc.key, tc.template, topic, p, first, ok, tc.topic, tc.partition, tc.first, tc.ok)
-		}
-		if ok && strings.Contains(chain, strconv.FormatInt(first, 10)+".parquet") {
-			t.Errorf("%s: chain %q still holds the offset", tc.key, chain)
-		}
-	}
-	if _, err := parseKeyTemplate("{topic}/{partition}.parquet"); err == nil {
-		t.Error("a template without {first_offset}: no error")
-	}
-}
-
 // TestReplayMistypedEnvelope: a file with the footer metadata but an
 // envelope of other types is refused, never read as if it were one.
 func TestReplayMistypedEnvelope(t *testing.T) {
@@ -516,15 +483,15 @@ func TestReplayMistypedEnvelope(t *testing.T) {
 	}
 	var out bytes.Buffer
 	in := `{"id":1,"_kafka":{"topic":"t","partition":0,"offset":"AAAA","timestamp":1,"headers":{}}}` + "\n"
-	kv := []writer.Option{writer.KeyValue(kvTopic, "t"), writer.KeyValue(kvPartition, "0"), writer.KeyValue(kvFirstOffset, "0"),
-		writer.KeyValue(kvLastOffset, "0"), writer.KeyValue(kvRecords, "1")}
+	kv := []writer.Option{writer.KeyValue(archive.FooterTopic, "t"), writer.KeyValue(archive.FooterPartition, "0"), writer.KeyValue(archive.FooterFirstOffset, "0"),
+		writer.KeyValue(archive.FooterLastOffset, "0"), writer.KeyValue(archive.FooterRecords, "1")}
 	if _, err := convert.Run(context.Background(), strings.NewReader(in), &out, convert.Options{Schema: sch, Writer: kv}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "mistyped.parquet"), out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &archive{dir: dir}
+	a := &archiveDir{dir: dir}
 	c := &collector{}
 	_, err = a.run(t, context.Background(), Options{}, openDir(t, dir), c)
 	if !errors.Is(err, ErrNotPqsink) || !strings.Contains(err.Error(), "_kafka.offset") {
@@ -532,43 +499,5 @@ func TestReplayMistypedEnvelope(t *testing.T) {
 	}
 	if len(c.msgs) != 0 {
 		t.Errorf("%d records produced", len(c.msgs))
-	}
-}
-
-// TestTimeBucket reads the time interval of a key back from its
-// {record_time} parts.
-func TestTimeBucket(t *testing.T) {
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		template, key string
-		loc           *time.Location
-		ok            bool
-		from, to      time.Time
-	}{
-		{"{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet",
-			"e/dt=2026-11-23/hr=10/e+0+00000000000000000000.parquet", time.UTC, true,
-			time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)},
-		{"{record_time:2006/01/02}/{partition}-{first_offset}",
-			"2026/11/23/0-00000000000000000000", berlin, true,
-			time.Date(2026, 11, 23, 0, 0, 0, 0, berlin), time.Date(2026, 11, 24, 0, 0, 0, 0, berlin)},
-		{"{record_time:2006-01}/{partition}-{first_offset}", "2026-02/0-00000000000000000000", time.UTC, true,
-			time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
-		{"hr={record_time:15}/{partition}-{first_offset}", "hr=10/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
-		{"{record_time:2006}/{record_time:15}/{partition}-{first_offset}", "2026/10/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
-		{"{record_time:2006-01-02T15:04:05.000}/{partition}-{first_offset}", "2026-11-23T10:00:00.000/0-00000000000000000000", time.UTC, false, time.Time{}, time.Time{}},
-		{"{topic}/{topic}+{partition}+{first_offset}.parquet", "e/e+0+00000000000000000000.parquet", time.UTC, false, time.Time{}, time.Time{}},
-	}
-	for _, tc := range tests {
-		kt, err := parseKeyTemplate(tc.template)
-		if err != nil {
-			t.Fatal(err)
-		}
-		from, to, ok := kt.timeBucket(tc.key, tc.loc)
-		if ok != tc.ok || ok && (!from.Equal(tc.from) || !to.Equal(tc.to)) {
-			t.Errorf("%s: [%v, %v) %v, want [%v, %v) %v", tc.key, from, to, ok, tc.from, tc.to, tc.ok)
-		}
 	}
 }

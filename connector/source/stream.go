@@ -128,12 +128,12 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref.key, err)
 	}
-	if kr.topic != ref.topic || kr.partition != ref.partition {
-		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, kr.topic, kr.partition, ref.topic, ref.partition)
+	if kr.Topic != ref.topic || kr.Partition != ref.partition {
+		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, kr.Topic, kr.Partition, ref.topic, ref.partition)
 	}
 	o := &r.opts
 	from := max(o.FromOffset, done+1)
-	if kr.last < from || kr.first >= o.EndOffset {
+	if kr.Last < from || kr.First >= o.EndOffset {
 		r.stats.FilesSkipped.Add(1)
 		return nil, nil
 	}
