@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/events"
@@ -122,7 +123,7 @@ func (o *Options) defaults() error {
 		o.Codec = "zstd"
 	}
 	if o.Path == "" {
-		o.Path = "{topic}/{topic}+{partition}+{first_offset}.parquet"
+		o.Path = archive.DefaultPath
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
