@@ -116,7 +116,32 @@ func Open(r io.ReaderAt, size int64, opts ...Option) (*File, error) {
 	if err := f.validate(); err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
 	}
+	if err := checkShreddedTypes(s.Fields(), false); err != nil {
+		return nil, fmt.Errorf("reader: %w", err)
+	}
 	return f, nil
+}
+
+// checkShreddedTypes refuses a file whose shredded VARIANT columns have a
+// typed_value of a type that VariantShredding.md does not allow: the
+// file is not valid, even where every value of that column is null, and
+// saying so when it is opened beats failing at the first non-null value.
+func checkShreddedTypes(nodes []*schema.Node, inVariant bool) error {
+	for _, n := range nodes {
+		in := inVariant || n.Logical.Kind == schema.Variant
+		if n.IsLeaf() {
+			if in && n.Name == "typed_value" {
+				if err := checkShreddedType(n); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := checkShreddedTypes(n.Fields, in); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // validate checks what the rest of the package relies on: every row group

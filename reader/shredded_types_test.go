@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -43,6 +44,16 @@ func TestShreddedTypedValueTypes(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "VariantShredding.md does not allow") {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			// The file is refused when opened, even where every value of
+			// the column is null, so no reader of it gets half way.
+			nulls := buildFile(t, s, 1, []testChunk{
+				{vals: byteArrays("\x01\x00\x00")},
+				{def: []uint8{1}, vals: byteArrays("\x0c\x05")}, // int8 5 in value
+				{def: []uint8{0}, vals: Values{Type: tc.vals.Type, Size: tc.vals.Size}},
+			}, nil, nil)
+			if _, err := Open(bytes.NewReader(nulls), int64(len(nulls))); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open of a file whose typed_value is all null: %v, want an error with %q", err, tc.want)
 			}
 		})
 	}
