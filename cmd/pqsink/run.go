@@ -45,6 +45,9 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	if err := checkMemoryLimit(cfg.Memory.Limit); err != nil {
+		return err
+	}
 	log, err := newLogger(cfg.Log, stderr)
 	if err != nil {
 		return err

@@ -85,3 +85,19 @@ format:
 		t.Errorf("no --config: exit %d: %s", code, stderr)
 	}
 }
+
+// TestRunMemoryBeyondMachine: a memory.limit above the machine's memory
+// bounds nothing and is refused, by --check too.
+func TestRunMemoryBeyondMachine(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "events.schema", testSchema)
+	cfg := writeFile(t, dir, "pqsink.yaml", fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [events]}
+store: {url: "file://%s/out"}
+format: {type: json, schema_file: %s}
+memory: {limit: 100TiB}
+`, dir, schemaFile))
+	code, _, stderr := pqsink(t, "", "run", "--config", cfg, "--check")
+	if code == 0 || !strings.Contains(stderr, "memory.limit: 100TiB is more than") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
