@@ -407,6 +407,12 @@ type Metrics struct {
 	// (listen); "" turns it off.
 	// Defaults to "".
 	Listen string
+	// StallTimeout is how long a partition with records to read may go
+	// without reaching a new offset before /readyz says the sink is not
+	// ready (stall_timeout). It should exceed the longest a healthy
+	// partition waits: for memory, for an upload, for a commit.
+	// Defaults to 2m.
+	StallTimeout time.Duration
 }
 
 // Log is the log section.
@@ -474,6 +480,7 @@ func defaults() Config {
 			StatsTruncate: 64,
 		},
 		Memory:          Memory{Limit: 512 * mib},
+		Metrics:         Metrics{StallTimeout: 2 * time.Minute},
 		Log:             Log{Format: "text", Level: "info"},
 		Shutdown:        "finish",
 		ShutdownTimeout: 30 * time.Second,

@@ -115,7 +115,7 @@ func TestLoadExample(t *testing.T) {
 			Dictionary: true, PageIndex: true, Checksums: true, StatsTruncate: 64,
 		},
 		Memory:          Memory{Limit: 512 << 20},
-		Metrics:         Metrics{Listen: "127.0.0.1:9102"},
+		Metrics:         Metrics{Listen: "127.0.0.1:9102", StallTimeout: 2 * time.Minute},
 		Log:             Log{Format: "text", Level: "info"},
 		Shutdown:        "finish",
 		ShutdownTimeout: 30 * time.Second,
@@ -190,6 +190,7 @@ format: {type: variant}
 			StatsTruncate: 64,
 		},
 		Memory:          Memory{Limit: 512 << 20},
+		Metrics:         Metrics{StallTimeout: 2 * time.Minute},
 		Log:             Log{Format: "text", Level: "info"},
 		Shutdown:        "finish",
 		ShutdownTimeout: 30 * time.Second,
@@ -255,7 +256,7 @@ parquet:
   bloom_filters: [user_id, "user.email:0.001"]
   stats_truncate: 0
 memory: {limit: 1GiB}
-metrics: {listen: ":9102"}
+metrics: {listen: ":9102", stall_timeout: 90s}
 log: {format: json, level: debug}
 shutdown: abandon
 shutdown_timeout: 1m
@@ -305,7 +306,7 @@ errors: skip
 			BloomFilters: []string{"user_id", "user.email:0.001"},
 		},
 		Memory:          Memory{Limit: 1 << 30},
-		Metrics:         Metrics{Listen: ":9102"},
+		Metrics:         Metrics{Listen: ":9102", StallTimeout: 90 * time.Second},
 		Log:             Log{Format: "json", Level: "debug"},
 		Shutdown:        "abandon",
 		ShutdownTimeout: time.Minute,

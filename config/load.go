@@ -39,7 +39,7 @@ var (
 	parquetKeys  = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
 		"checksums", "bloom_filters", "stats_truncate"}
 	memoryKeys  = []string{"limit"}
-	metricsKeys = []string{"listen"}
+	metricsKeys = []string{"listen", "stall_timeout"}
 	logKeys     = []string{"format", "level"}
 )
 
@@ -125,6 +125,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			met.fail("listen", "%s: %v", quote(c.Metrics.Listen), err)
 		}
 	}
+	met.duration("stall_timeout", &c.Metrics.StallTimeout, time.Second, maxInt)
 	log := top.sub("log", logKeys)
 	log.oneOf("format", &c.Log.Format, logFormatValues, nil)
 	log.oneOf("level", &c.Log.Level, logLevelValues, nil)

@@ -119,7 +119,7 @@ func (c *Config) Redacted() string {
 			"stats_truncate", yInt(int64(p.StatsTruncate)),
 		),
 		"memory", yMap("limit", ySize(c.Memory.Limit)),
-		"metrics", yMap("listen", yStr(c.Metrics.Listen)),
+		"metrics", yMap("listen", yStr(c.Metrics.Listen), "stall_timeout", yDuration(c.Metrics.StallTimeout)),
 		"log", yMap("format", yStr(c.Log.Format), "level", yStr(c.Log.Level)),
 		"shutdown", yStr(c.Shutdown),
 		"shutdown_timeout", yDuration(c.ShutdownTimeout),

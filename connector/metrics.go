@@ -66,6 +66,19 @@ func (s *Sink) Ready() error {
 	if err := s.storeErr.Load(); err != nil {
 		return fmt.Errorf("store unreachable: %v", *err)
 	}
+	now := time.Now()
+	if since := s.uploadFailingSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= uploadFailingFor {
+		msg := "uploads have failed"
+		if err := s.uploadErr.Load(); err != nil {
+			msg = fmt.Sprintf("uploads have failed: %v", *err)
+		}
+		return fmt.Errorf("%s, every one for %s", msg, now.Sub(time.Unix(0, since)).Round(time.Second))
+	}
+	if stalled := s.stalled(now); len(stalled) > 0 {
+		p := stalled[0]
+		return fmt.Errorf("partition %s[%d] has %d records of lag and has not reached a new offset for %s (metrics.stall_timeout); %d partitions stalled",
+			p.topic, p.id, p.lag.Load(), now.Sub(time.Unix(0, p.advancedAt.Load())).Round(time.Second), len(stalled))
+	}
 	failed := s.Failed()
 	if len(failed) > 0 {
 		keys := make([]string, 0, len(failed))
@@ -78,11 +91,42 @@ func (s *Sink) Ready() error {
 	return nil
 }
 
-// probeStore checks every few seconds that the store answers, for
-// /readyz: a HEAD of a key that need not exist.
+// uploadFailingFor is how long uploads must fail, every one, before
+// /readyz says not ready: one failure is retried, a run of them is an
+// outage.
+const uploadFailingFor = 30 * time.Second
+
+// uploadFailed notes a failed upload for /readyz.
+func (s *Sink) uploadFailed(err error) {
+	s.uploadErr.Store(&err)
+	s.uploadFailingSince.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// stalled returns the partitions with lag that have not reached a new
+// offset for metrics.stall_timeout, longest stalled first.
+func (s *Sink) stalled(now time.Time) []*partition {
+	limit := s.cfg.Metrics.StallTimeout
+	if limit <= 0 {
+		return nil
+	}
+	var out []*partition
+	s.mu.Lock()
+	for p := range s.parts {
+		if p.lag.Load() > 0 && now.Sub(time.Unix(0, p.advancedAt.Load())) >= limit {
+			out = append(out, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].advancedAt.Load() < out[j].advancedAt.Load() })
+	return out
+}
+
+// probeStore checks every two seconds that the store answers, for
+// /readyz: a HEAD of a key that need not exist. With the failed requests
+// of the sink itself, an outage shows within a few seconds.
 func (s *Sink) probeStore(ctx context.Context) {
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err := s.store.Head(pctx, archive.ProbeKey)
 		cancel()
 		if ctx.Err() != nil {
@@ -93,7 +137,7 @@ func (s *Sink) probeStore(ctx context.Context) {
 		} else {
 			s.storeErr.Store(&err)
 		}
-		if !sleep(ctx, 5*time.Second) {
+		if !sleep(ctx, 2*time.Second) {
 			return
 		}
 	}
@@ -131,6 +175,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"files":    d("files_uploaded_total", "Uploaded files by rotation reason.", "reason"),
 		"commits":  d("offset_commits_total", "Offset commits."),
 		"failed":   d("partitions_stopped", "Partitions stopped by a record error (errors: fail)."),
+		"stalled":  d("partitions_stalled", "Partitions with lag that have not reached a new offset for metrics.stall_timeout."),
 	}}
 }
 
@@ -180,6 +225,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("commits", st.Commits)
 	ch <- prometheus.MustNewConstMetric(c.descs["open"], prometheus.GaugeValue, float64(st.OpenFiles))
 	ch <- prometheus.MustNewConstMetric(c.descs["failed"], prometheus.GaugeValue, float64(len(c.s.Failed())))
+	ch <- prometheus.MustNewConstMetric(c.descs["stalled"], prometheus.GaugeValue, float64(len(c.s.stalled(time.Now()))))
 	for reason, n := range st.Files {
 		ch <- prometheus.MustNewConstMetric(c.descs["files"], prometheus.CounterValue, float64(n), reason)
 	}

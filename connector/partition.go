@@ -86,6 +86,16 @@ type partition struct {
 
 	lag atomic.Int64 // records between the fetch position and the partition's end
 
+	// highest is the highest offset the partition has reached (next),
+	// across restarts from the committed offset; advancedAt is when it
+	// last grew (Unix nanoseconds), for /readyz: a partition with lag
+	// whose highest offset stands still is stalled, even while it reads
+	// the same records again and again.
+	highest    int64
+	advancedAt atomic.Int64
+
+	uploadFailures int // uploads failed in a row: the backoff before reading again
+
 	ctrl  chan int   // requests of the pressure relief
 	wake  func()     // called after a request: the partition has work
 	memMu sync.Mutex // guards mem, read by the pressure relief
@@ -101,6 +111,8 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 		ctrl:  make(chan int, 1),
 	}
 	p.format = s.format.forPartition(s.schema, p.log)
+	p.highest = committed
+	p.advancedAt.Store(time.Now().UnixNano())
 	paths := s.tmpl.Fields()
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
@@ -222,8 +234,13 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	return nil
 }
 
-// report adds the records counted since the last report to the stats.
+// report adds the records counted since the last report to the stats,
+// and notes the partition's progress.
 func (p *partition) report() {
+	if p.next > p.highest {
+		p.highest = p.next
+		p.advancedAt.Store(time.Now().UnixNano())
+	}
 	if p.consumed != 0 {
 		p.s.stats.consumed.Add(p.consumed)
 		p.consumed = 0
@@ -354,6 +371,8 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	p.spare = append(p.spare, f.buf)
 	p.skip.extend(f.id, f.last)
 	p.skipChanged = true
+	p.uploadFailures = 0
+	p.s.uploadFailingSince.Store(0)
 	p.s.stats.fileUploaded(reason, info.Size, f.records)
 	p.s.stats.uploadSeconds.Observe(time.Since(start).Seconds())
 	p.log.Info("uploaded", "key", f.key, "records", f.records, "bytes", info.Size,
@@ -365,12 +384,20 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 // uploadFailed handles a file that could not be written or uploaded: the
 // store already retried, so drop everything and read again from the
 // committed offset; nothing is lost, and nothing was committed past it.
+// It waits first, longer after each failure in a row (up to 30 s): a store
+// that refuses every upload (full, or denying writes) must not turn into
+// a loop of reading the same records and failing again many times a
+// second.
 func (p *partition) uploadFailed(ctx context.Context, f *openFile, err error) error {
-	p.log.Error("upload failed; consuming again from the committed offset", "key", f.key, "committed", p.committed, "error", err)
+	p.uploadFailures++
+	wait := min(30*time.Second, 500*time.Millisecond<<min(p.uploadFailures-1, 6))
+	p.log.Error("upload failed; consuming again from the committed offset", "key", f.key, "committed", p.committed,
+		"failures_in_a_row", p.uploadFailures, "retry_in", wait, "error", err)
 	p.s.stats.uploadErrors.Add(1)
+	p.s.uploadFailed(err)
 	p.discard(ctx, f)
 	p.dropAll(ctx)
-	if ctx.Err() != nil {
+	if !sleep(ctx, wait) {
 		return ctx.Err()
 	}
 	return errRestart

@@ -463,3 +463,56 @@ func TestRejectionReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyStalls: /readyz says not ready when a partition with lag has
+// not reached a new offset for stall_timeout, even while it reads the
+// same records again (its position moves, its highest offset does not),
+// and when uploads have failed, every one, for 30 seconds.
+func TestReadyStalls(t *testing.T) {
+	ctx := context.Background()
+	s := protoSinkWith(t, t.TempDir(), "rotate: {records: 100}\nmetrics: {stall_timeout: 1m}\n")
+	s.joined.Store(true)
+	var c commitLog
+	p := newPartition(s, "t", 3, 0, skipSet{}, c.commit)
+	s.mu.Lock()
+	s.parts[p] = struct{}{}
+	s.mu.Unlock()
+	if err := s.Ready(); err != nil {
+		t.Fatalf("a new partition: %v", err)
+	}
+	p.lag.Store(10)
+	p.advancedAt.Store(time.Now().Add(-2 * time.Minute).UnixNano())
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "t[3] has 10 records of lag") {
+		t.Fatalf("a stalled partition: %v", err)
+	}
+	// Reading records it had read before is no progress.
+	feed(t, p, 0, 5)
+	p.report()
+	p.dropAll(ctx)
+	old := time.Now().Add(-2 * time.Minute).UnixNano()
+	p.advancedAt.Store(old)
+	feed(t, p, 0, 5)
+	p.report()
+	if p.advancedAt.Load() != old || s.Ready() == nil {
+		t.Fatal("reading the same records again counted as progress")
+	}
+	feed(t, p, 5, 6) // a new offset
+	p.report()
+	if err := s.Ready(); err != nil {
+		t.Fatalf("after progress: %v", err)
+	}
+	p.lag.Store(0)
+	p.advancedAt.Store(old)
+	if err := s.Ready(); err != nil {
+		t.Fatalf("no lag, no stall: %v", err)
+	}
+
+	s.uploadFailed(errors.New("507 insufficient storage"))
+	if err := s.Ready(); err != nil {
+		t.Fatalf("one failed upload: %v", err)
+	}
+	s.uploadFailingSince.Store(time.Now().Add(-31 * time.Second).UnixNano())
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "507 insufficient storage") {
+		t.Fatalf("uploads failing for 31s: %v", err)
+	}
+}

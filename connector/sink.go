@@ -51,7 +51,13 @@ type Sink struct {
 	mux         *fetchMux   // fetches all partitions when there are many
 	useMux      atomic.Bool // this generation has many partitions
 
-	storeErr atomic.Pointer[error] // the last store probe's failure, nil when reachable
+	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
+
+	// uploadFailingSince is when uploads started to fail (Unix
+	// nanoseconds), 0 while the last one succeeded; uploadErr is the last
+	// failure. For /readyz.
+	uploadFailingSince atomic.Int64
+	uploadErr          atomic.Pointer[error]
 
 	mu     sync.Mutex
 	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
@@ -107,6 +113,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 		return nil, err
 	}
 	onRetry := func(op string, attempt int, err error) {
+		// Readiness shows a store failure from its first failed request,
+		// not only from the next probe; a probe that succeeds clears it.
+		s.storeErr.Store(&err)
 		s.stats.s3Retries.Add(1)
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
