@@ -434,7 +434,7 @@ func settingUsage(err error) error {
 	case "ColumnCodecs":
 		return usagef("--column-codec %q: want COLUMN=codec[:level]: %v", se.Column+"="+se.Value, se.Err)
 	case "BloomFilters":
-		return usagef("--bloom-filter %q: want COLUMN[:fpp], e.g. user_id:0.01: %v", se.Value, se.Err)
+		return usagef("--bloom-filter %q: %v", se.Value, se.Err)
 	case "Encodings":
 		return usagef("--encoding %q: want COLUMN=ENCODING with ENCODING one of %s", se.Column+"="+se.Value, encodingList)
 	}
