@@ -89,6 +89,7 @@ type SettingError struct {
 	Err     error
 }
 
+// Error names the setting, the column if any, and the value.
 func (e *SettingError) Error() string {
 	if e.Column != "" {
 		return fmt.Sprintf("%s %s=%q: %v", e.Setting, e.Column, e.Value, e.Err)
@@ -96,6 +97,7 @@ func (e *SettingError) Error() string {
 	return fmt.Sprintf("%s %q: %v", e.Setting, e.Value, e.Err)
 }
 
+// Unwrap returns what is wrong with the value.
 func (e *SettingError) Unwrap() error { return e.Err }
 
 // Options translates the settings into Options. A value that does not
