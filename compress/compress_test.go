@@ -428,3 +428,32 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestParseError: the fields of Parse's error tell what is wrong.
+func TestParseError(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ParseError
+	}{
+		{"zstdd", ParseError{Setting: "zstdd", Name: "zstdd"}},
+		{"LZ4", ParseError{Setting: "LZ4", Name: "lz4", Hint: "the Hadoop-framed LZ4 codec is deprecated; use lz4_raw"}},
+		{"zstd:23", ParseError{Setting: "zstd:23", Name: "zstd", Level: "23", Known: true, MinLevel: 1, MaxLevel: 22}},
+		{"snappy:1", ParseError{Setting: "snappy:1", Name: "snappy", Level: "1", Known: true}},
+		{"lz4raw:x", ParseError{Setting: "lz4raw:x", Name: "lz4raw", Level: "x", Known: true, MinLevel: 1, MaxLevel: 9}},
+	} {
+		_, _, err := Parse(tc.in)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q): %v, want a *ParseError", tc.in, err)
+			continue
+		}
+		got := *pe
+		got.msg = ""
+		if got != tc.want {
+			t.Errorf("Parse(%q): %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+	if got := strings.Join(Names(), ","); got != "none,snappy,gzip,zstd,lz4_raw,brotli" {
+		t.Errorf("Names() = %s", got)
+	}
+}

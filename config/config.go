@@ -359,8 +359,9 @@ type Rotate struct {
 
 // Parquet is the parquet section.
 type Parquet struct {
-	// Codec is none, snappy, gzip, zstd, lz4_raw or brotli, with an
-	// optional ":LEVEL" (codec), stored in lower case.
+	// Codec is none (or uncompressed), snappy, gzip, zstd, lz4_raw (or
+	// lz4raw) or brotli, with an optional ":LEVEL" (codec), as
+	// compress.Parse reads it, stored in lower case.
 	// Defaults to "zstd".
 	Codec string
 	// RowGroupBytes is the target size of a row group in memory

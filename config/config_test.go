@@ -825,3 +825,38 @@ format:
 		t.Errorf("round trip changed the config:\n got %+v %+v\nwant %+v %+v", c2.Format, c2.Format.Registry, c.Format, c.Format.Registry)
 	}
 }
+
+// TestCodecs: parquet.codec takes what compress.Parse takes, convert's
+// --codec grammar, aliases included, stored in lower case.
+func TestCodecs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"none", "none"},
+		{"uncompressed", "uncompressed"},
+		{"UNCOMPRESSED", "uncompressed"},
+		{"lz4_raw", "lz4_raw"},
+		{"lz4raw", "lz4raw"},
+		{"'lz4raw:9'", "lz4raw:9"},
+		{"'Brotli:11'", "brotli:11"},
+		{"'gzip:1'", "gzip:1"},
+	} {
+		c, err := Parse([]byte(base+"parquet: {codec: "+tc.in+"}\n"), nil)
+		if err != nil {
+			t.Errorf("codec %s: %v", tc.in, err)
+			continue
+		}
+		if c.Parquet.Codec != tc.want {
+			t.Errorf("codec %s = %q, want %q", tc.in, c.Parquet.Codec, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"'lz4raw:10'", `parquet.codec: lz4raw level "10" is not a number from 1 to 9`},
+		{"'uncompressed:1'", "parquet.codec: uncompressed takes no level"},
+		{"'zstd:x'", `parquet.codec: zstd level "x" is not a number from 1 to 22`},
+		{"'zstd:0'", `parquet.codec: zstd level "0" is not a number from 1 to 22`},
+	} {
+		_, err := Parse([]byte(base+"parquet: {codec: "+tc.in+"}\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("codec %s: error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}

@@ -50,7 +50,6 @@ var (
 	sseValues       = []string{"AES256", "aws:kms"}
 	formatValues    = []string{"json", "variant", "avro"}
 	compatValues    = []string{"none", "backward"}
-	codecValues     = []string{"none", "snappy", "gzip", "zstd", "lz4_raw", "brotli"}
 	logFormatValues = []string{"text", "json"}
 	logLevelValues  = []string{"debug", "info", "warn", "error"}
 	shutdownValues  = []string{"finish", "abandon"}
@@ -60,14 +59,6 @@ var (
 // notYet explains values that are planned but not supported yet (none
 // at the moment).
 var notYet = map[string]string{}
-
-// codecLevels are the level ranges of the codecs that take a level.
-var codecLevels = map[string][2]int{
-	"gzip":    {1, 9},
-	"zstd":    {1, 22},
-	"lz4_raw": {1, 9},
-	"brotli":  {1, 11},
-}
 
 const maxInt = math.MaxInt64
 
@@ -508,44 +499,4 @@ func (d *decoder) parquet(s *section, p *Parquet) {
 		}
 	}
 	s.intValue("stats_truncate", &p.StatsTruncate, 0, math.MaxInt32)
-}
-
-// checkCodec checks "name[:level]" and returns it in lower case.
-func checkCodec(s string) (string, error) {
-	lower := strings.ToLower(s)
-	name, level, hasLevel := strings.Cut(lower, ":")
-	if !slices.Contains(codecValues, name) {
-		hint := ""
-		if name == "lz4" {
-			hint = " (the Hadoop-framed lz4 codec is deprecated; use lz4_raw)"
-		}
-		return "", fmt.Errorf("%s is not one of %s%s", quote(name), strings.Join(codecValues, ", "), hint)
-	}
-	if !hasLevel {
-		return lower, nil
-	}
-	r, ok := codecLevels[name]
-	if !ok {
-		return "", fmt.Errorf("%s takes no level", name)
-	}
-	n, err := strconv.Atoi(level)
-	if err != nil || n < r[0] || n > r[1] {
-		return "", fmt.Errorf("%s level %s is not a number from %d to %d", name, quote(level), r[0], r[1])
-	}
-	return lower, nil
-}
-
-// checkBloom checks "column[:fpp]" and returns the column.
-func checkBloom(b string) (string, error) {
-	col, fpp, hasFPP := strings.Cut(b, ":")
-	if col == "" || slices.Contains(strings.Split(col, "."), "") {
-		return "", fmt.Errorf("want column[:fpp], the column a dotted path like user_id or user.id")
-	}
-	if hasFPP {
-		f, err := strconv.ParseFloat(fpp, 64)
-		if err != nil || !(f > 0 && f < 1) {
-			return "", fmt.Errorf("the false-positive probability %s is not a number between 0 and 1 (exclusive), e.g. 0.01", quote(fpp))
-		}
-	}
-	return col, nil
 }

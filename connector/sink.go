@@ -17,7 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
-	"github.com/pqsink/pqsink/compress"
+	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
@@ -130,33 +130,35 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 	return s, nil
 }
 
-// writerOptions turns the parquet section into writer options.
+// writerOptions turns the parquet section into writer options, through
+// writer.Settings as pqsink convert does.
 func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, error) {
-	codec, level, err := compress.Parse(c.Codec)
+	set := writer.DefaultSettings()
+	set.Codec = c.Codec
+	set.PageBytes = c.PageBytes
+	set.PageVersion = c.PageVersion
+	set.Dictionary = c.Dictionary
+	set.PageIndex = c.PageIndex
+	set.Checksums = c.Checksums
+	set.StatsTruncate = c.StatsTruncate
+	set.BloomFilters = c.BloomFilters
+	opts, err := set.Options()
 	if err != nil {
-		return nil, fmt.Errorf("parquet.codec: %w", err)
+		var se *writer.SettingError
+		if errors.As(err, &se) && se.Setting == "BloomFilters" {
+			return nil, fmt.Errorf("parquet.bloom_filters: %q: %w", se.Value, se.Err)
+		}
+		if errors.As(err, &se) && se.Setting == "Codec" {
+			return nil, fmt.Errorf("parquet.codec: %w", se.Err)
+		}
+		return nil, err
 	}
-	opts := []writer.Option{
-		writer.Compression(codec, level),
-		writer.PageSize(int(c.PageBytes)),
-		writer.DataPageVersion(c.PageVersion),
-		writer.Dictionary(c.Dictionary),
-		writer.PageIndex(c.PageIndex),
-		writer.PageChecksums(c.Checksums),
-		writer.StatisticsTruncate(c.StatsTruncate),
-	}
-	for _, b := range c.BloomFilters {
-		col, fpp := b, 0.01
-		if i := strings.LastIndexByte(b, ':'); i >= 0 {
-			col = b[:i]
-			if _, err := fmt.Sscan(b[i+1:], &fpp); err != nil {
-				return nil, fmt.Errorf("parquet.bloom_filters: %q: want COLUMN[:FPP]", b)
+	if sch != nil {
+		for _, b := range c.BloomFilters {
+			if col, _, _ := bloom.ParseSetting(b); sch.Leaf(col) == nil {
+				return nil, fmt.Errorf("parquet.bloom_filters: the schema has no column %q", col)
 			}
 		}
-		if sch != nil && sch.Leaf(col) == nil {
-			return nil, fmt.Errorf("parquet.bloom_filters: the schema has no column %q", col)
-		}
-		opts = append(opts, writer.BloomFilter(col, fpp))
 	}
 	return opts, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/linkedin/goavro/v2"
 
@@ -39,50 +38,22 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // error naming the block and its offset, whatever opts.Errors says: a
 // record that does not decode leaves no way to find the next.
 func RunAvro(ctx context.Context, in io.Reader, out io.Writer, opts Options) (Stats, error) {
-	var st Stats
 	if opts.Schema != nil {
-		return st, errors.New("convert: an Avro container file brings its own schema")
+		return Stats{}, errors.New("convert: an Avro container file brings its own schema")
 	}
 	cr, err := avro.NewContainerReader(in)
 	if err != nil {
-		return st, err
+		return Stats{}, err
 	}
-	ps, err := cr.Schema().Parquet()
+	r, dec, err := openAvro(out, cr.Schema(), &opts, avrorow.Prefix())
 	if err != nil {
-		return st, err
+		return Stats{}, err
 	}
-	opts.Schema = ps
-	c, err := newAvroRun(out, cr.Schema(), opts, avrorow.Prefix())
-	if err != nil {
-		return st, err
+	if err := r.convert(ctx, &containerSource{cr: cr, dec: dec, st: &r.st}); err != nil {
+		return r.st, err
 	}
-	for {
-		blk, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return c.st, err
-		}
-		data := blk.Data
-		for i := range blk.Count {
-			if err := c.rows.Append(data, nil); err != nil {
-				return c.st, &RecordError{Block: blk.Index, Offset: blk.Offset, Record: i, Err: err}
-			}
-			data = data[c.dec.Consumed():]
-			c.st.Lines++
-			if err := c.afterRow(ctx); err != nil {
-				return c.st, err
-			}
-		}
-		if len(data) > 0 {
-			return c.st, &avro.ContainerError{Block: blk.Index, Offset: blk.Offset,
-				Err: fmt.Errorf("%d bytes left after its %d records", len(data), blk.Count)}
-		}
-		c.st.InBytes = cr.Offset()
-	}
-	c.st.InBytes = cr.Offset()
-	return c.finish()
+	r.st.InBytes = cr.Offset()
+	return r.finish()
 }
 
 // RunAvroJSON converts JSON Lines in Avro's JSON encoding of records of s
@@ -92,65 +63,103 @@ func RunAvro(ctx context.Context, in io.Reader, out io.Writer, opts Options) (St
 // decoder fills the columns from its binary encoding. Bad lines follow
 // opts.Errors as in Run. opts.Schema must be nil.
 func RunAvroJSON(ctx context.Context, in io.Reader, out io.Writer, s *avro.Schema, opts Options) (Stats, error) {
-	var st Stats
 	if opts.Schema != nil {
-		return st, errors.New("convert: the Avro schema decides the Parquet schema")
+		return Stats{}, errors.New("convert: the Avro schema decides the Parquet schema")
 	}
+	r, _, err := openAvro(out, s, &opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	src := &avroJSONSource{lineSource: newLineSource(in, opts.MaxRecordBytes, &r.st), codec: s.Codec()}
+	if err := r.convert(ctx, src); err != nil {
+		return r.st, err
+	}
+	return r.finish()
+}
+
+// openAvro starts a run whose rows are Avro records of s, binary encoded,
+// in a file of s's Parquet schema with s in its metadata.
+func openAvro(out io.Writer, s *avro.Schema, opts *Options, decOpts ...avrorow.Option) (*run, *avrorow.Decoder, error) {
 	ps, err := s.Parquet()
 	if err != nil {
-		return st, err
+		return nil, nil, err
 	}
-	opts.Schema = ps
-	c, err := newAvroRun(out, s, opts)
+	r := newRun(opts)
+	wopts := append([]writer.Option{writer.KeyValue(avro.MetadataKey, s.String())}, opts.Writer...)
+	var dec *avrorow.Decoder
+	err = r.open(out, ps, wopts, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
+		var err error
+		dec, err = avrorow.NewDecoder(g, s, decOpts...)
+		return dec, err
+	})
 	if err != nil {
-		return st, err
+		return nil, nil, err
 	}
-	codec := s.Codec()
-	if opts.MaxRecordBytes <= 0 {
-		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	return r, dec, nil
+}
+
+// containerSource reads the records of an Avro container file, block by
+// block; each is a record for the row builder's Avro decoder, which reads
+// it from the start of the rest of its block.
+type containerSource struct {
+	cr  *avro.ContainerReader
+	dec *avrorow.Decoder
+	st  *Stats
+
+	blk    avro.Block
+	loaded bool   // blk is a block read
+	data   []byte // the rest of the block, from the record next returned
+	i      int64  // index in the block of the record next returned
+	read   bool   // next returned data: the decoder consumed its start
+}
+
+func (s *containerSource) next() ([]byte, error) {
+	if s.read {
+		s.data = s.data[s.dec.Consumed():]
+		s.i++
+		s.read = false
 	}
-	var bin []byte
-	lines := newLineReaderMax(in, opts.MaxRecordBytes)
-	for {
-		if err := ctx.Err(); err != nil {
-			return c.st, err
+	for !s.loaded || s.i == s.blk.Count {
+		if s.loaded {
+			if len(s.data) > 0 {
+				return nil, &avro.ContainerError{Block: s.blk.Index, Offset: s.blk.Offset,
+					Err: fmt.Errorf("%d bytes left after its %d records", len(s.data), s.blk.Count)}
+			}
+			s.st.InBytes = s.cr.Offset()
 		}
-		line, err := lines.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil && !errors.Is(err, ErrRecordTooLong) {
-			return c.st, fmt.Errorf("convert: read line %d: %w", c.st.Lines+1, err)
-		}
-		c.st.Lines++
-		c.st.InBytes += int64(len(line)) + lines.skipped
-		if err == nil && isBlank(line) {
-			continue
-		}
-		if err == nil {
-			bin, err = avroFromJSON(codec, line, bin[:0])
-		}
-		if err == nil {
-			err = c.rows.Append(bin, nil)
-		}
+		blk, err := s.cr.Next()
 		if err != nil {
-			lerr := &LineError{Line: c.st.Lines, Err: err}
-			if opts.Errors == Fail {
-				return c.st, lerr
-			}
-			c.st.Skipped++
-			if opts.Rejects != nil {
-				if err := writeRejectN(opts.Rejects, lerr, line, lines.skipped); err != nil {
-					return c.st, fmt.Errorf("convert: write rejected line %d: %w", c.st.Lines, err)
-				}
-			}
-			continue
+			return nil, err // io.EOF at the end
 		}
-		if err := c.afterRow(ctx); err != nil {
-			return c.st, err
-		}
+		s.blk, s.loaded, s.data, s.i = blk, true, blk.Data, 0
 	}
-	return c.finish()
+	s.st.Lines++
+	s.read = true
+	return s.data, nil
+}
+
+// fail ends the run: a record that does not decode is a corrupt file.
+func (s *containerSource) fail(err error) error {
+	return &RecordError{Block: s.blk.Index, Offset: s.blk.Offset, Record: s.i, Err: err}
+}
+
+// avroJSONSource reads lines of Avro's JSON encoding, and returns each as
+// its binary encoding.
+type avroJSONSource struct {
+	*lineSource
+	codec *goavro.Codec
+	bin   []byte
+}
+
+func (s *avroJSONSource) next() ([]byte, error) {
+	line, err := s.lineSource.next()
+	if err != nil || line == nil {
+		return nil, err
+	}
+	if s.bin, err = avroFromJSON(s.codec, line, s.bin[:0]); err != nil {
+		return nil, s.bad(err)
+	}
+	return s.bin, nil
 }
 
 // avroFromJSON turns one record in Avro's JSON encoding into its binary
@@ -173,95 +182,4 @@ func avroFromJSON(codec *goavro.Codec, line, bin []byte) (out []byte, err error)
 		return nil, fmt.Errorf("avro json: %w", err)
 	}
 	return bin, nil
-}
-
-// avroRun is the row group loop shared by both Avro inputs.
-type avroRun struct {
-	opts         Options
-	st           Stats
-	w            *writer.Writer
-	g            *rowgroup.RowGroup
-	dec          *avrorow.Decoder
-	rows         *rowgroup.Builder
-	start        time.Time
-	nextProgress time.Time
-	n            int64
-}
-
-func newAvroRun(out io.Writer, s *avro.Schema, opts Options, decOpts ...avrorow.Option) (*avroRun, error) {
-	if opts.RowGroupSize <= 0 {
-		opts.RowGroupSize = DefaultRowGroupSize
-	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = 2 * time.Second
-	}
-	wopts := append([]writer.Option{writer.KeyValue(avro.MetadataKey, s.String())}, opts.Writer...)
-	w, err := writer.New(out, opts.Schema, wopts...)
-	if err != nil {
-		return nil, err
-	}
-	c := &avroRun{opts: opts, w: w, g: rowgroup.New(opts.Schema), start: time.Now()}
-	c.nextProgress = c.start.Add(opts.ProgressEvery)
-	if c.dec, err = avrorow.NewDecoder(c.g, s, decOpts...); err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
-	}
-	if c.rows, err = rowgroup.NewBuilder(c.g, c.dec); err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
-	}
-	return c, nil
-}
-
-func (c *avroRun) flush() error {
-	if c.g.NumRows() == 0 {
-		return nil
-	}
-	if err := c.w.WriteRowGroup(c.g); err != nil {
-		return err
-	}
-	c.st.Rows += int64(c.g.NumRows())
-	c.st.RowGroups++
-	c.g.Reset()
-	return nil
-}
-
-// afterRow flushes a full row group, and now and then checks ctx and
-// reports progress.
-func (c *avroRun) afterRow(ctx context.Context) error {
-	c.n++
-	if c.g.NumRows()&15 == 0 {
-		size := int64(c.g.Size())
-		if size >= c.opts.RowGroupSize {
-			if err := c.flush(); err != nil {
-				return err
-			}
-		} else if c.st.RowGroups == 0 && c.g.NumRows() == reserveAfter && size > 0 {
-			c.g.Reserve(int(c.opts.RowGroupSize * reserveAfter / size))
-		}
-	}
-	if c.n&1023 == 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if c.opts.Progress != nil && time.Now().After(c.nextProgress) {
-			c.nextProgress = time.Now().Add(c.opts.ProgressEvery)
-			progress(c.opts.Progress, &c.st, int64(c.g.NumRows()), c.w.Offset(), c.start)
-		}
-	}
-	return nil
-}
-
-func (c *avroRun) finish() (Stats, error) {
-	if err := c.flush(); err != nil {
-		return c.st, err
-	}
-	md, err := c.w.Close()
-	if err != nil {
-		return c.st, err
-	}
-	c.st.Metadata = md
-	c.st.OutBytes = c.w.Offset()
-	if c.opts.Progress != nil {
-		progress(c.opts.Progress, &c.st, 0, c.w.Offset(), c.start)
-	}
-	return c.st, nil
 }

@@ -2,16 +2,13 @@ package convert
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"time"
 
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
-	"github.com/pqsink/pqsink/writer"
 )
 
 // VariantOptions configure RunVariant. The embedded Options give the row
@@ -55,140 +52,76 @@ type VariantOptions struct {
 // their Variants reach a row group's size, so memory holds at most about
 // one row group.
 func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOptions) (Stats, error) {
-	var st Stats
 	if opts.Column == "" {
 		opts.Column = "payload"
-	}
-	if opts.RowGroupSize <= 0 {
-		opts.RowGroupSize = DefaultRowGroupSize
-	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = 2 * time.Second
 	}
 	if opts.Sample <= 0 {
 		opts.Sample = 10_000
 	}
-	if opts.MaxRecordBytes <= 0 {
-		opts.MaxRecordBytes = DefaultMaxRecordBytes
-	}
+	r := newRun(&opts.Options)
+	// A Variant row can hold a huge line: weigh the row group at every row,
+	// and let it grow by doubling rather than reserve for the target.
+	r.weighEvery, r.reserve = 0, false
 	var encOpts []variant.Option
 	if opts.LossyNumbers {
 		encOpts = append(encOpts, variant.LossyNumbers())
 	}
-	r := &variantRun{opts: &opts, st: &st, lines: newLineReaderMax(in, opts.MaxRecordBytes), enc: variant.NewEncoder(encOpts...), start: time.Now()}
-	r.nextProgress = r.start.Add(opts.ProgressEvery)
-
+	src := &variantSource{lineSource: newLineSource(in, opts.MaxRecordBytes, &r.st)}
 	shape := opts.Shape
 	if shape == nil {
-		s, err := r.sample(ctx)
+		s, huge, err := src.sample(ctx, r, &opts, variant.NewEncoder(encOpts...))
 		if err != nil {
-			return st, err
+			return r.st, err
 		}
 		shape = &s
-	}
-	// The sample's Variants were for the inference: do not hold the
-	// largest of them (a huge line's) for the rest of the run.
-	huge := cap(r.val) >= hugeSample
-	r.md, r.val, r.enc = nil, nil, nil
-	if huge {
-		// Nor let it set the collector's next goal: a 50 MiB line of
-		// small numbers has a Variant three times its size, and the row
-		// group it is shredded into grows on top of that garbage.
-		runtime.GC()
+		if huge {
+			// The sample's Variants were for the inference and are gone;
+			// do not let the largest of them (a huge line's) set the
+			// collector's next goal either: a 50 MiB line of small
+			// numbers has a Variant three times its size, and the row
+			// group it is shredded into grows on top of that garbage.
+			runtime.GC()
+		}
 	}
 	node, err := rowgroup.VariantNode(opts.Column, schema.Required, *shape)
 	if err != nil {
-		return st, fmt.Errorf("convert: %w", err)
+		return r.st, fmt.Errorf("convert: %w", err)
 	}
 	sch, err := schema.New("schema", node)
 	if err != nil {
-		return st, fmt.Errorf("convert: variant schema: %w", err)
+		return r.st, fmt.Errorf("convert: variant schema: %w", err)
 	}
 	if opts.Verbose != nil {
 		fmt.Fprintf(opts.Verbose, "pqsink convert: VARIANT column %s shredded as %s\n%s\n", opts.Column, shape, sch)
 	}
-	if r.w, err = writer.New(out, sch, opts.Writer...); err != nil {
-		return st, err
-	}
-	r.g = rowgroup.New(sch)
 	shredOpts := []rowgroup.VariantOption{rowgroup.VariantColumn(opts.Column), rowgroup.VariantEncoding(encOpts...)}
 	if opts.twoPass {
 		shredOpts = append(shredOpts, rowgroup.VariantTwoPass())
 	}
-	shred, err := rowgroup.NewVariantShredder(r.g, shredOpts...)
+	err = r.open(out, sch, opts.Writer, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
+		return rowgroup.NewVariantShredder(g, shredOpts...)
+	})
 	if err != nil {
-		return st, fmt.Errorf("convert: %w", err)
+		return r.st, err
 	}
-	if r.rows, err = rowgroup.NewBuilder(r.g, shred); err != nil {
-		return st, fmt.Errorf("convert: %w", err)
+	if err := r.convert(ctx, src); err != nil {
+		return r.st, err
 	}
-	for _, sl := range r.sampled {
-		line := r.arena[sl.start:sl.end]
-		if err := r.rows.Append(line, nil); err != nil {
-			if err := r.reject(sl.line, err, line); err != nil {
-				return st, err
-			}
-			continue
-		}
-		if err := r.maybeFlush(); err != nil {
-			return st, err
-		}
-	}
-	r.sampled, r.arena = nil, nil
-	for {
-		line, err := r.read(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return st, err
-		}
-		if line == nil {
-			continue
-		}
-		if err := r.rows.Append(line, nil); err != nil {
-			if err := r.reject(st.Lines, err, line); err != nil {
-				return st, err
-			}
-			continue
-		}
-		if err := r.maybeFlush(); err != nil {
-			return st, err
-		}
-	}
-	if err := r.flush(); err != nil {
-		return st, err
-	}
-	md, err := r.w.Close()
-	if err != nil {
-		return st, err
-	}
-	st.Metadata = md
-	st.OutBytes = r.w.Offset()
-	if opts.Progress != nil {
-		progress(opts.Progress, &st, 0, r.w.Offset(), r.start)
-	}
-	return st, nil
+	return r.finish()
 }
 
-// variantRun is the state of one RunVariant.
-type variantRun struct {
-	opts  *VariantOptions
-	st    *Stats
-	lines *lineReader
-	enc   *variant.Encoder
-	w     *writer.Writer
-	g     *rowgroup.RowGroup
-	rows  *rowgroup.Builder
+// variantSource is the lines of a VARIANT conversion: first the lines of
+// the sample, kept as text while the shape was inferred, then the lines
+// after them.
+type variantSource struct {
+	*lineSource
 
-	// The sample: the valid lines, back to back in arena, and the bytes
-	// they and their Variants take, which bounds the sample.
-	arena       []byte
-	sampled     []sampledLine
-	sampleBytes int64
-	md, val     []byte // a sample line's Variant, for the inference
-
-	start, nextProgress time.Time
+	// The sample: the valid lines, back to back in arena, and the next to
+	// return.
+	arena   []byte
+	sampled []sampledLine
+	replay  int
+	cur     *sampledLine // the sample line next returned, nil after the sample
 }
 
 type sampledLine struct {
@@ -196,112 +129,76 @@ type sampledLine struct {
 	start, end int
 }
 
-// read returns the next non-blank line, nil for a blank one or one
-// rejected as too long, or io.EOF.
-func (r *variantRun) read(ctx context.Context) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	line, err := r.lines.next()
-	if err == io.EOF {
-		return nil, err
-	}
-	if err != nil && !errors.Is(err, ErrRecordTooLong) {
-		return nil, fmt.Errorf("convert: read line %d: %w", r.st.Lines+1, err)
-	}
-	r.st.Lines++
-	r.st.InBytes += int64(len(line)) + r.lines.skipped
-	if err != nil {
-		return nil, r.reject(r.st.Lines, err, nil)
-	}
-	if r.st.Lines&1023 == 0 {
-		if r.opts.Progress != nil && time.Now().After(r.nextProgress) {
-			r.nextProgress = time.Now().Add(r.opts.ProgressEvery)
-			var buffered, written int64
-			if r.g != nil {
-				buffered, written = int64(r.g.NumRows()), r.w.Offset()
-			}
-			progress(r.opts.Progress, r.st, buffered, written, r.start)
-		}
-	}
-	if isBlank(line) {
-		return nil, nil
-	}
-	return line, nil
-}
-
 // hugeSample is the Variant size from which the sample's buffers are
 // collected at once after the inference.
 const hugeSample = 16 << 20
 
-// sample encodes the first lines for the inference, keeps their text,
-// and infers a shape.
-func (r *variantRun) sample(ctx context.Context) (variant.Shape, error) {
-	inf := variant.NewInferrer(r.opts.Infer)
-	for len(r.sampled) < r.opts.Sample && r.sampleBytes < r.opts.RowGroupSize {
-		line, err := r.read(ctx)
+// sample reads the first lines, encodes them for the inference and keeps
+// their text, and infers a shape. The sample ends after opts.Sample
+// valid lines, or when the lines and their Variants reach a row group's
+// size. Lines that are too long or not JSON go to the error policy as
+// they are read. huge reports that a sample line's Variant reached
+// hugeSample bytes.
+func (s *variantSource) sample(ctx context.Context, r *run, opts *VariantOptions, enc *variant.Encoder) (shape variant.Shape, huge bool, err error) {
+	inf := variant.NewInferrer(opts.Infer)
+	var md, val []byte
+	var size int64
+	for len(s.sampled) < opts.Sample && size < opts.RowGroupSize {
+		if err := ctx.Err(); err != nil {
+			return variant.Shape{}, false, err
+		}
+		line, err := s.lineSource.next()
 		if err == io.EOF {
 			break
 		}
+		r.tick()
 		if err != nil {
-			return variant.Shape{}, err
+			if err := r.bad(err); err != nil {
+				return variant.Shape{}, false, err
+			}
+			continue
 		}
 		if line == nil {
 			continue
 		}
-		r.md, r.val, err = r.enc.AppendJSON(r.md[:0], r.val[:0], line)
+		md, val, err = enc.AppendJSON(md[:0], val[:0], line)
 		if err != nil {
-			if err := r.reject(r.st.Lines, err, line); err != nil {
-				return variant.Shape{}, err
+			if err := r.bad(s.bad(err)); err != nil {
+				return variant.Shape{}, false, err
 			}
 			continue
 		}
-		sl := sampledLine{line: r.st.Lines, start: len(r.arena)}
-		r.arena = append(r.arena, line...)
-		sl.end = len(r.arena)
-		r.sampled = append(r.sampled, sl)
-		r.sampleBytes += int64(len(r.md) + len(r.val) + len(line))
-		v, err := variant.New(r.md, r.val)
+		sl := sampledLine{line: s.st.Lines, start: len(s.arena)}
+		s.arena = append(s.arena, line...)
+		sl.end = len(s.arena)
+		s.sampled = append(s.sampled, sl)
+		size += int64(len(md) + len(val) + len(line))
+		v, err := variant.New(md, val)
 		if err == nil {
 			err = inf.Add(v)
 		}
 		if err != nil {
-			return variant.Shape{}, fmt.Errorf("convert: line %d: %w", sl.line, err)
+			return variant.Shape{}, false, fmt.Errorf("convert: line %d: %w", sl.line, err)
 		}
 	}
-	return inf.Shape(), nil
+	return inf.Shape(), cap(val) >= hugeSample, nil
 }
 
-func (r *variantRun) reject(line int64, err error, input []byte) error {
-	lerr := &LineError{Line: line, Err: err}
-	if r.opts.Errors == Fail {
-		return lerr
+func (s *variantSource) next() ([]byte, error) {
+	if s.replay < len(s.sampled) {
+		s.cur = &s.sampled[s.replay]
+		s.replay++
+		return s.arena[s.cur.start:s.cur.end], nil
 	}
-	r.st.Skipped++
-	if r.opts.Rejects != nil {
-		if err := writeRejectN(r.opts.Rejects, lerr, input, r.lines.skipped); err != nil {
-			return fmt.Errorf("convert: write rejected line %d: %w", line, err)
-		}
+	if s.sampled != nil {
+		s.arena, s.sampled, s.cur = nil, nil, nil
 	}
-	return nil
+	return s.lineSource.next()
 }
 
-func (r *variantRun) maybeFlush() error {
-	if int64(r.g.Size()) >= r.opts.RowGroupSize {
-		return r.flush()
+func (s *variantSource) fail(err error) error {
+	if s.cur != nil {
+		return &badRecord{line: s.cur.line, err: err, input: s.arena[s.cur.start:s.cur.end]}
 	}
-	return nil
-}
-
-func (r *variantRun) flush() error {
-	if r.g.NumRows() == 0 {
-		return nil
-	}
-	if err := r.w.WriteRowGroup(r.g); err != nil {
-		return err
-	}
-	r.st.Rows += int64(r.g.NumRows())
-	r.st.RowGroups++
-	r.g.Reset()
-	return nil
+	return s.lineSource.fail(err)
 }

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/pqsink/pqsink/internal/jsontext"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
@@ -317,7 +317,7 @@ func collectLeaves(n *schema.Node, cols *[]int) error {
 
 func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
 	j := &jnode{node: n, def: uint8(n.MaxDef), rep: uint8(n.MaxRep), optional: n.Repetition == schema.Optional}
-	j.name = appendString(nil, n.Name)
+	j.name = jsontext.AppendString(nil, n.Name)
 	j.name = append(j.name, ':')
 	var leaves []int
 	if err := collectLeaves(n, &leaves); err != nil {
@@ -513,13 +513,13 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			dst = strconv.AppendInt(dst, vals.Int64[i], 10)
 			return dst, c.Advance()
 		case renderDouble:
-			dst = appendFloat(dst, vals.Double[i], 64)
+			dst = jsontext.AppendFloat(dst, vals.Double[i], 64)
 			return dst, c.Advance()
 		case renderBool:
 			dst = strconv.AppendBool(dst, vals.Bool[i])
 			return dst, c.Advance()
 		case renderString:
-			dst = appendStringBytes(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
+			dst = jsontext.AppendStringBytes(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
 			return dst, c.Advance()
 		case renderTimestamp:
 			l := c.leaf.Logical
@@ -598,7 +598,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			if !k.HasValue() {
 				return dst, fmt.Errorf("%w: map %s: null key", ErrCorrupt, n.node.PathString())
 			}
-			dst = appendString(dst, string(k.Bytes()))
+			dst = jsontext.AppendString(dst, string(k.Bytes()))
 			dst = append(dst, ':')
 			if err := k.Advance(); err != nil {
 				return dst, err
@@ -644,48 +644,4 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 		return append(dst, ']'), nil
 	}
 	return dst, fmt.Errorf("reader: %s: unknown node kind", strings.Join(n.node.Path, "."))
-}
-
-// AppendJSONString appends s as a JSON string, as AppendJSON renders a
-// STRING value (invalid UTF-8 replaced by U+FFFD).
-func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
-
-// appendStringBytes is appendString of a byte slice, without converting it:
-// runs of bytes that need no escaping are copied at once.
-func appendStringBytes(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-		}
-		dst = append(dst, s[start:i]...)
-		switch {
-		case c >= utf8.RuneSelf:
-			dst = append(dst, `\ufffd`...)
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

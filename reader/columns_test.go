@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pqsink/pqsink/internal/jsontext"
 	"github.com/pqsink/pqsink/schema"
 )
 
@@ -27,7 +28,7 @@ func compactJSON(dst []byte, v Value) []byte {
 				dst = append(dst, ',')
 			}
 			comma = true
-			dst = appendString(dst, f.node.Name)
+			dst = jsontext.AppendString(dst, f.node.Name)
 			dst = append(dst, ':')
 			dst = compactJSON(dst, f)
 		}
@@ -47,7 +48,7 @@ func compactJSON(dst []byte, v Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, string(v.elems[i].bytes))
+			dst = jsontext.AppendString(dst, string(v.elems[i].bytes))
 			dst = append(dst, ':')
 			dst = compactJSON(dst, v.elems[i+1])
 		}
@@ -156,15 +157,6 @@ func TestAppendTimestampMatchesFormat(t *testing.T) {
 					t.Errorf("%v unit %v utc %v: %s, want %s", tm, u, utc, got, want)
 				}
 			}
-		}
-	}
-}
-
-func TestAppendStringBytesMatchesAppendString(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\x7f\n\r\t", "héllo wörld ☃", "bad \xff\xfe utf8", "trunc \xe2\x98",
-		"\xff", "\"", "end\n", "\x7fstart", "mix é\x00\xc3(\xf0\x9f\x98\x80ok", "\xed\xa0\x80 surrogate"} {
-		if got, want := string(appendStringBytes(nil, []byte(s))), string(appendString(nil, s)); got != want {
-			t.Errorf("%q: %s, want %s", s, got, want)
 		}
 	}
 }

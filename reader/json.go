@@ -4,12 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"math"
 	"math/big"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/pqsink/pqsink/internal/jsontext"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
 )
@@ -77,9 +76,9 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		t, _ := v.Time()
 		return appendTimestamp(dst, t, schema.Nanos, false)
 	case KindFloat:
-		return appendFloat(dst, float64(v.Float()), 32)
+		return jsontext.AppendFloat(dst, float64(v.Float()), 32)
 	case KindDouble:
-		return appendFloat(dst, v.Double(), 64)
+		return jsontext.AppendFloat(dst, v.Double(), 64)
 	case KindBytes:
 		return v.appendBytesJSON(dst, l)
 	case KindList:
@@ -97,7 +96,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, f.node.Name)
+			dst = jsontext.AppendString(dst, f.node.Name)
 			dst = append(dst, ':')
 			dst = f.AppendJSON(dst)
 		}
@@ -120,7 +119,7 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	b := v.bytes
 	switch l.Kind {
 	case schema.String, schema.Enum, schema.JSON:
-		return appendString(dst, string(b))
+		return jsontext.AppendString(dst, string(b))
 	case schema.Decimal:
 		if checkDecimal(b, l.Precision) == nil {
 			return appendDecimal(dst, signedBig(b), l.Scale)
@@ -150,7 +149,7 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 		}
 	case schema.Float16:
 		if f, ok := v.Float16(); ok {
-			return appendFloat(dst, float64(f), 32)
+			return jsontext.AppendFloat(dst, float64(f), 32)
 		}
 	}
 	dst = append(dst, '"')
@@ -177,10 +176,10 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 			}
 			k := v.elems[i]
 			if k.kind == KindBytes {
-				dst = appendString(dst, string(k.bytes))
+				dst = jsontext.AppendString(dst, string(k.bytes))
 			} else {
 				// A null key breaks the MAP rules; render it, don't hide it.
-				dst = appendString(dst, string(k.AppendJSON(nil)))
+				dst = jsontext.AppendString(dst, string(k.AppendJSON(nil)))
 			}
 			dst = append(dst, ':')
 			dst = v.elems[i+1].AppendJSON(dst)
@@ -199,34 +198,6 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
-}
-
-// appendFloat appends f as encoding/json would, with the non-finite values
-// as strings.
-func appendFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	start := len(dst)
-	dst = strconv.AppendFloat(dst, f, format, -1, bits)
-	if format == 'e' {
-		// Shorten e-07 to e-7, as JSON writers do.
-		n := len(dst)
-		if n-start >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst
 }
 
 // appendDecimal appends unscaled × 10^-scale as a quoted exact string.
@@ -351,40 +322,4 @@ func appendTimeOfDay(dst []byte, x int64, u schema.TimeUnit) []byte {
 	// rather than rejected, so that a bad value stays visible.
 	t := time.Unix(0, 0).UTC().Add(d)
 	return appendQuotedTime(dst, t, "15:04:05"+fractionLayout(u))
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, replacing invalid UTF-8.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == 0x7f:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/minio"
@@ -184,12 +185,10 @@ func compareReplayed(t *testing.T, src, dst map[string]produced, avroID int) {
 	}
 }
 
+// jsonEqualBytes compares JSON texts as values, numbers as doubles.
 func jsonEqualBytes(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	ok, err := testutil.JSONEqualFunc(a, b, testutil.DoubleNumbers)
+	return err == nil && ok
 }
 
 // TestReplayRoundTrip sinks a topic (typed JSON, VARIANT shredded and not,

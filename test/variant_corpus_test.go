@@ -1,12 +1,13 @@
 package test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
 	"sort"
 	"strings"
+
+	"github.com/pqsink/pqsink/internal/testutil"
 )
 
 // variantCorpus returns JSON lines for the VARIANT conversion tests: a
@@ -87,60 +88,9 @@ $.missing.field    date
 // significant digits or a scale beyond 38, kept as a double), by the
 // nearest double.
 func jsonEqual(want, got []byte) (bool, error) {
-	var w, g any
-	for _, x := range []struct {
-		text []byte
-		dst  *any
-	}{{want, &w}, {got, &g}} {
-		d := json.NewDecoder(bytes.NewReader(x.text))
-		d.UseNumber()
-		if err := d.Decode(x.dst); err != nil {
-			return false, fmt.Errorf("decode %.200s: %w", x.text, err)
-		}
-	}
-	return valueEqual(w, g), nil
-}
-
-func valueEqual(w, g any) bool {
-	switch w := w.(type) {
-	case map[string]any:
-		g, ok := g.(map[string]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for k, v := range w {
-			gv, ok := g[k]
-			if !ok || !valueEqual(v, gv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := g.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !valueEqual(w[i], g[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		g, ok := g.(json.Number)
-		if !ok {
-			return false
-		}
-		wr, ok1 := new(big.Rat).SetString(string(w))
-		gr, ok2 := new(big.Rat).SetString(string(g))
-		if ok1 && ok2 && wr.Cmp(gr) == 0 {
-			return true
-		}
-		wf, err1 := w.Float64()
-		gf, err2 := g.Float64()
-		return err1 == nil && err2 == nil && wf == gf && !exactDecimal(string(w))
-	}
-	return w == g
+	return testutil.JSONEqualFunc(want, got, func(w, g json.Number) bool {
+		return testutil.ExactNumbers(w, g) || testutil.DoubleNumbers(w, g) && !exactDecimal(string(w))
+	})
 }
 
 // exactDecimal reports whether the Variant encoder keeps the literal

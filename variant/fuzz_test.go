@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pqsink/pqsink/internal/testutil"
 )
 
 // corpus is a small set of realistic event records.
@@ -49,7 +51,7 @@ func compareValue(x any, v Value) error {
 		switch v.Type() {
 		case Int8, Int16, Int32, Int64:
 			i, _ := v.Int()
-			if !sameNumber(string(x), strconv.FormatInt(i, 10)) {
+			if !testutil.ExactNumbers(x, json.Number(strconv.FormatInt(i, 10))) {
 				return fmt.Errorf("%s vs int %d", x, i)
 			}
 		case Decimal4, Decimal8, Decimal16:

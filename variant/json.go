@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pqsink/pqsink/internal/jsontext"
 )
 
 // MaxDepth bounds the nesting of objects and arrays that this package
@@ -81,7 +82,7 @@ func (d *decoder) walk(dst, b []byte, depth int) ([]byte, error) {
 			return dst, fmt.Errorf("variant: short string is not valid UTF-8")
 		}
 		if d.emit {
-			dst = appendJSONString(dst, s)
+			dst = jsontext.AppendStringBytes(dst, s)
 		}
 		return dst, nil
 	case basicPrimitive:
@@ -124,7 +125,7 @@ func (d *decoder) walk(dst, b []byte, depth int) ([]byte, error) {
 			}
 			prev = name
 			if d.emit {
-				dst = appendJSONString(dst, name)
+				dst = jsontext.AppendStringBytes(dst, name)
 				dst = append(dst, ':')
 			}
 			dst, err = d.walk(dst, child, depth+1)
@@ -175,13 +176,13 @@ func (d *decoder) primitive(dst, b []byte) ([]byte, error) {
 	case primDouble:
 		f, _ := v.Double()
 		if d.emit {
-			dst = appendFloat(dst, f, 64)
+			dst = jsontext.AppendFloat(dst, f, 64)
 		}
 		return dst, nil
 	case primFloat:
 		f, _ := v.Float()
 		if d.emit {
-			dst = appendFloat(dst, float64(f), 32)
+			dst = jsontext.AppendFloat(dst, float64(f), 32)
 		}
 		return dst, nil
 	case primDecimal4, primDecimal8, primDecimal16:
@@ -252,7 +253,7 @@ func (d *decoder) primitive(dst, b []byte) ([]byte, error) {
 			return dst, fmt.Errorf("variant string: not valid UTF-8")
 		}
 		if d.emit {
-			dst = appendJSONString(dst, s)
+			dst = jsontext.AppendStringBytes(dst, s)
 		}
 		return dst, nil
 	case primUUID:
@@ -271,29 +272,6 @@ func (d *decoder) add(dst []byte, lit string) []byte {
 		dst = append(dst, lit...)
 	}
 	return dst
-}
-
-// appendFloat renders a finite float as the shortest JSON number that
-// reads back to the same value, and NaN and infinities as strings.
-func appendFloat(dst []byte, f float64, bitSize int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	if f == 0 && math.Signbit(f) {
-		// "-0" would read back as the integer 0; "-0.0" reads back as
-		// the double it is.
-		return append(dst, "-0.0"...)
-	}
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		return strconv.AppendFloat(dst, f, 'e', -1, bitSize)
-	}
-	return strconv.AppendFloat(dst, f, 'f', -1, bitSize)
 }
 
 func appendTimeOfDay(dst []byte, micros int64) []byte {
@@ -323,35 +301,6 @@ func appendUUID(dst []byte, u [16]byte) []byte {
 		}
 		dst = append(dst, hexDigits[c>>4], hexDigits[c&15])
 	}
-	return append(dst, '"')
-}
-
-// appendJSONString appends s, which is valid UTF-8, as a JSON string.
-func appendJSONString(dst, s []byte) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 

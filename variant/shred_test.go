@@ -2,10 +2,11 @@ package variant
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/big"
 	"strings"
 	"testing"
+
+	"github.com/pqsink/pqsink/internal/testutil"
 )
 
 func mustJSON(t testing.TB, s string) Value {
@@ -208,50 +209,8 @@ func shredTree(t testing.TB, s *Shape, v Value) Shredded {
 
 // equalJSON compares JSON texts as values, numbers by exact value.
 func equalJSON(a, b []byte) bool {
-	var x, y any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if da.Decode(&x) != nil || db.Decode(&y) != nil {
-		return false
-	}
-	return sameValue(x, y)
-}
-
-func sameValue(x, y any) bool {
-	switch x := x.(type) {
-	case map[string]any:
-		y, ok := y.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := y.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameValue(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := y.(json.Number)
-		if !ok {
-			return false
-		}
-		rx, ok1 := new(big.Rat).SetString(string(x))
-		ry, ok2 := new(big.Rat).SetString(string(y))
-		return ok1 && ok2 && rx.Cmp(ry) == 0 || string(x) == string(y)
-	}
-	return x == y
+	ok, err := testutil.JSONEqual(a, b)
+	return err == nil && ok
 }
 
 func TestShredUnshredRoundTrip(t *testing.T) {

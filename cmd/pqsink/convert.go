@@ -13,11 +13,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/internal/safetext"
-	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -47,7 +45,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.Usage = func() { fmt.Fprint(stderr, convertUsage); fs.PrintDefaults() }
 	var (
 		schemaFile   = fs.String("schema", "", "Parquet message-syntax schema `FILE` (required)")
-		codec        = fs.String("codec", "zstd", "compression `codec[:level]`: none, snappy, gzip, zstd, lz4_raw, lz4, brotli")
+		codec        = fs.String("codec", "zstd", "compression `codec[:level]`: none, snappy, gzip, zstd, lz4_raw, brotli (also uncompressed, lz4raw)")
 		rowGroupSize = fs.String("row-group-size", "32MiB", "in-memory `size` at which a row group is written")
 		pageSize     = fs.String("page-size", "1MiB", "target uncompressed data page `size`")
 		pageRows     = fs.Int("page-rows", 20000, "maximum rows per data page")
@@ -130,20 +128,18 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *pageRows <= 0 || *pageRows > maxPageRows {
 		return usagef("--page-rows %d: want 1 to %d", *pageRows, maxPageRows)
 	}
-	c, level, err := compress.Parse(*codec)
-	if err != nil {
-		return usagef("--codec: %v", err)
-	}
-	wopts := []writer.Option{
-		writer.Compression(c, level),
-		writer.PageRowLimit(*pageRows),
-		writer.Dictionary(*dictionary),
-		writer.DataPageVersion(*pageVersion),
-		writer.StatisticsTruncate(*truncate),
-		writer.PageChecksums(*checksums),
-		writer.PageIndex(*pageIndex),
-		writer.Statistics(*stats),
-		writer.Parallelism(*threads),
+	set := writer.Settings{
+		Codec:         *codec,
+		PageRows:      *pageRows,
+		Dictionary:    *dictionary,
+		PageVersion:   *pageVersion,
+		StatsTruncate: *truncate,
+		Checksums:     *checksums,
+		PageIndex:     *pageIndex,
+		Statistics:    *stats,
+		Parallelism:   *threads,
+		BloomFilters:  blooms,
+		NoDictionary:  noDict,
 	}
 	for flagName, v := range map[string]*string{"page-size": pageSize, "dictionary-page-size": dictSize} {
 		n, err := config.ParseSize(*v)
@@ -151,46 +147,35 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return usagef("--%s: want a size between 1B and 1GiB, got %q", flagName, *v)
 		}
 		if flagName == "page-size" {
-			wopts = append(wopts, writer.PageSize(int(n)))
+			set.PageBytes = n
 		} else {
-			wopts = append(wopts, writer.DictionaryPageSize(int(n)))
+			set.DictionaryPageBytes = n
 		}
 	}
 	for _, e := range encodings {
 		col, name, ok := strings.Cut(e, "=")
-		enc, err := parseEncoding(name)
-		if !ok || err != nil {
-			return usagef("--encoding %q: want COLUMN=ENCODING with ENCODING one of plain, rle, delta_binary_packed, delta_length_byte_array, delta_byte_array, byte_stream_split", e)
+		if !ok {
+			return usagef("--encoding %q: want COLUMN=ENCODING with ENCODING one of %s", e, encodingList)
 		}
-		wopts = append(wopts, writer.ColumnEncoding(col, enc))
+		set.Encodings = append(set.Encodings, writer.ColumnSetting{Column: col, Value: name})
 	}
 	for _, e := range codecs {
 		col, name, ok := strings.Cut(e, "=")
-		cc, lvl, err := compress.Parse(name)
-		if !ok || err != nil {
-			return usagef("--column-codec %q: want COLUMN=codec[:level]: %v", e, err)
+		if !ok {
+			return usagef("--column-codec %q: want COLUMN=codec[:level]", e)
 		}
-		wopts = append(wopts, writer.ColumnCompression(col, cc, lvl))
-	}
-	for _, b := range blooms {
-		col, fppText, hasFPP := strings.Cut(b, ":")
-		fpp := 0.01
-		if hasFPP {
-			if fpp, err = strconv.ParseFloat(fppText, 64); err != nil {
-				return usagef("--bloom-filter %q: want COLUMN[:fpp], e.g. user_id:0.01", b)
-			}
-		}
-		wopts = append(wopts, writer.BloomFilter(col, fpp))
-	}
-	for _, col := range noDict {
-		wopts = append(wopts, writer.ColumnDictionary(col, false))
+		set.ColumnCodecs = append(set.ColumnCodecs, writer.ColumnSetting{Column: col, Value: name})
 	}
 	for _, kv := range keyValues {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return usagef("--metadata %q: want KEY=VALUE", kv)
 		}
-		wopts = append(wopts, writer.KeyValue(k, v))
+		set.KeyValues = append(set.KeyValues, [2]string{k, v})
+	}
+	wopts, err := set.Options()
+	if err != nil {
+		return settingUsage(err)
 	}
 	opts.Writer = wopts
 	if *unknown {
@@ -433,20 +418,25 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-func parseEncoding(name string) (meta.Encoding, error) {
-	switch strings.ToLower(name) {
-	case "plain":
-		return meta.EncodingPlain, nil
-	case "rle":
-		return meta.EncodingRLE, nil
-	case "delta_binary_packed":
-		return meta.EncodingDeltaBinaryPacked, nil
-	case "delta_length_byte_array":
-		return meta.EncodingDeltaLengthByteArray, nil
-	case "delta_byte_array":
-		return meta.EncodingDeltaByteArray, nil
-	case "byte_stream_split":
-		return meta.EncodingByteStreamSplit, nil
+// encodingList names the encodings --encoding takes.
+const encodingList = "plain, rle, delta_binary_packed, delta_length_byte_array, delta_byte_array, byte_stream_split"
+
+// settingUsage words a writer.SettingError after the flag that gave the
+// value, as a usage error.
+func settingUsage(err error) error {
+	var se *writer.SettingError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return 0, fmt.Errorf("unknown encoding %q", name)
+	switch se.Setting {
+	case "Codec":
+		return usagef("--codec: %v", se.Err)
+	case "ColumnCodecs":
+		return usagef("--column-codec %q: want COLUMN=codec[:level]: %v", se.Column+"="+se.Value, se.Err)
+	case "BloomFilters":
+		return usagef("--bloom-filter %q: %v", se.Value, se.Err)
+	case "Encodings":
+		return usagef("--encoding %q: want COLUMN=ENCODING with ENCODING one of %s", se.Column+"="+se.Value, encodingList)
+	}
+	return usagef("%v", err)
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -131,12 +131,10 @@ func (a *archiveDir) check(t *testing.T, msgs []kafka.Message) []string {
 	return ids
 }
 
+// jsonEqual compares JSON texts as values, numbers as doubles.
 func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	ok, err := testutil.JSONEqualFunc(a, b, testutil.DoubleNumbers)
+	return err == nil && ok
 }
 
 func headersEqual(a, b []kafka.Header) bool {

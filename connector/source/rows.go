@@ -7,6 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/jsontext"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 )
@@ -127,10 +128,10 @@ func appendKey(dst []byte, name string) []byte {
 	return append(dst, ':')
 }
 
-// appendJSONString appends s as a JSON string, through the reader's
-// rendering of a STRING value.
+// appendJSONString appends s as a JSON string, as the reader renders a
+// STRING value.
 func appendJSONString(dst []byte, s string) []byte {
-	return reader.AppendJSONString(dst, s)
+	return jsontext.AppendString(dst, s)
 }
 
 // appendCompactJSON renders v as reader.Value.AppendJSON does, with the

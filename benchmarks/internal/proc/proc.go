@@ -12,8 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/pqsink/pqsink/internal/rusage"
 )
 
 // Timing is one run of a command: CPU (user+system) and wall time, and
@@ -49,13 +50,9 @@ const helperEnv = "PQSINK_BENCH_MEASURE_HELPER"
 
 // Main makes the process the measuring helper when Measure started it as
 // one: it runs the command, reports, and exits with the command's status.
-// A benchmark command calls it first thing in main.
-//
-// The helper is there for the peak RSS. Go starts a child with vfork, and
-// on Linux the child's ru_maxrss starts from the high-water mark of the
-// memory it was forked from: a benchmark that holds a million generated
-// records would otherwise report its own peak for every command it runs.
-// The helper is small, so the commands it starts report their own.
+// A benchmark command calls it first thing in main, while the process is
+// still small: the helper is there for the peak RSS (see package
+// internal/rusage).
 func Main() {
 	if os.Getenv(helperEnv) == "" {
 		return
@@ -70,23 +67,14 @@ func helper() int {
 		return 2
 	}
 	os.Unsetenv(helperEnv)
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	if cmd.ProcessState == nil {
+	code, u, err := rusage.Run(os.Args[1:])
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "proc: %v\n", err)
 		return 2
 	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10 // Linux reports kilobytes
-	}
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	fmt.Fprintf(report, "%d %d %d\n", cpu, wall, rss)
+	fmt.Fprintf(report, "%d %d %d\n", u.CPU, u.Wall, u.MaxRSS)
 	report.Close()
-	return cmd.ProcessState.ExitCode()
+	return code
 }
 
 // Measure runs cmd through a helper process (see Main) and returns its CPU
