@@ -69,7 +69,7 @@ func RunVariant(ctx context.Context, in io.Reader, out io.Writer, opts VariantOp
 	src := &variantSource{lineSource: newLineSource(in, opts.MaxRecordBytes, &r.st)}
 	shape := opts.Shape
 	if shape == nil {
-		s, huge, err := src.sample(ctx, r, &opts, variant.NewEncoder(encOpts...))
+		s, huge, err := src.sample(ctx, r, &opts, encOpts)
 		if err != nil {
 			return r.st, err
 		}
@@ -129,21 +129,15 @@ type sampledLine struct {
 	start, end int
 }
 
-// hugeSample is the Variant size from which the sample's buffers are
-// collected at once after the inference.
-const hugeSample = 16 << 20
-
-// sample reads the first lines, encodes them for the inference and keeps
-// their text, and infers a shape. The sample ends after opts.Sample
-// valid lines, or when the lines and their Variants reach a row group's
-// size. Lines that are too long or not JSON go to the error policy as
-// they are read. huge reports that a sample line's Variant reached
-// hugeSample bytes.
-func (s *variantSource) sample(ctx context.Context, r *run, opts *VariantOptions, enc *variant.Encoder) (shape variant.Shape, huge bool, err error) {
-	inf := variant.NewInferrer(opts.Infer)
-	var md, val []byte
-	var size int64
-	for len(s.sampled) < opts.Sample && size < opts.RowGroupSize {
+// sample reads the first lines into variant.Sampler, the sampler the
+// sink uses too, keeps their text, and infers a shape. The sample ends
+// after opts.Sample valid lines, or when the lines and their Variants
+// reach a row group's size. Lines that are too long or that the sampler
+// refuses (not JSON) go to the error policy as they are read. huge
+// reports that a sample line's Variant reached variant.HugeVariant bytes.
+func (s *variantSource) sample(ctx context.Context, r *run, opts *VariantOptions, encOpts []variant.Option) (shape variant.Shape, huge bool, err error) {
+	sm := variant.NewSampler(variant.SampleOptions{Count: opts.Sample, Bytes: opts.RowGroupSize, Infer: opts.Infer, Encoding: encOpts})
+	for !sm.Full() {
 		if err := ctx.Err(); err != nil {
 			return variant.Shape{}, false, err
 		}
@@ -161,8 +155,7 @@ func (s *variantSource) sample(ctx context.Context, r *run, opts *VariantOptions
 		if line == nil {
 			continue
 		}
-		md, val, err = enc.AppendJSON(md[:0], val[:0], line)
-		if err != nil {
+		if err := sm.Add(line); err != nil {
 			if err := r.bad(s.bad(err)); err != nil {
 				return variant.Shape{}, false, err
 			}
@@ -172,16 +165,9 @@ func (s *variantSource) sample(ctx context.Context, r *run, opts *VariantOptions
 		s.arena = append(s.arena, line...)
 		sl.end = len(s.arena)
 		s.sampled = append(s.sampled, sl)
-		size += int64(len(md) + len(val) + len(line))
-		v, err := variant.New(md, val)
-		if err == nil {
-			err = inf.Add(v)
-		}
-		if err != nil {
-			return variant.Shape{}, false, fmt.Errorf("convert: line %d: %w", sl.line, err)
-		}
 	}
-	return inf.Shape(), cap(val) >= hugeSample, nil
+	huge = sm.Huge()
+	return sm.Shape(), huge, nil
 }
 
 func (s *variantSource) next() ([]byte, error) {
