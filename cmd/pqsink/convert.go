@@ -63,7 +63,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		column       = fs.String("column", "payload", "with --variant: the VARIANT column's `NAME`")
 		shred        = fs.String("shred", "auto", "with --variant: shredding: auto (inferred from the first 10,000 records), none, or a `FILE` (a message with one VARIANT field, or PATH TYPE lines)")
 		verbose      = fs.Bool("verbose", false, "with --variant: print the chosen Parquet schema on stderr")
-		lossy        = fs.Bool("variant-lossy-numbers", false, "with --variant: store a JSON number that no Variant type holds exactly (over 38 digits, or underflowing a double) as the nearest double instead of rejecting the line")
+		lossy        = fs.Bool("lossy-numbers", false, "store a JSON number that its column cannot hold exactly as the nearest value instead of rejecting the line: one that underflows a FLOAT or DOUBLE (1e-400) becomes 0 or a subnormal; with --variant, one over 38 digits or underflowing a double becomes the nearest double (as format.lossy_numbers in the sink)")
+		lossyVariant = fs.Bool("variant-lossy-numbers", false, "the same as --lossy-numbers (kept for scripts that use it)")
 		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, or avro (an Avro object container file, whose writer schema gives the Parquet schema)")
 		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
 		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
@@ -181,6 +182,10 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *unknown {
 		opts.JSON = append(opts.JSON, rowgroup.IgnoreUnknownFields())
 	}
+	*lossy = *lossy || *lossyVariant
+	if *lossy {
+		opts.JSON = append(opts.JSON, rowgroup.LossyNumbers())
+	}
 	if !*quiet {
 		opts.Progress = stderr
 	}
@@ -235,6 +240,9 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if err := rejects.Close(); err != nil {
 			return err
 		}
+	}
+	if st.Skipped > 0 && st.Rows == 0 {
+		return statusError{exitAllRejected, fmt.Sprintf("every one of the %d lines that were not blank was rejected: the output has no rows (exit status %d)", st.Skipped, exitAllRejected)}
 	}
 	if st.Skipped > 0 {
 		fmt.Fprintf(stderr, "pqsink convert: skipped %d of %d lines that did not fit the schema\n", st.Skipped, st.Lines)

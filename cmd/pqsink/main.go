@@ -109,6 +109,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "pqsink %s: %v\n", c.name, err)
 			return 2
 		}
+		var st statusError
+		if errors.As(err, &st) {
+			fmt.Fprintf(stderr, "pqsink %s: %v\n", c.name, err)
+			return st.code
+		}
 		fmt.Fprintf(stderr, "pqsink %s: %v\n", c.name, err)
 		return 1
 	}
@@ -123,6 +128,19 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 }
+
+// statusError is an outcome reported with an exit status of its own, for
+// scripts to tell it apart from a failure (1) and a usage error (2).
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e statusError) Error() string { return e.msg }
+
+// exitAllRejected is convert's exit status when it rejected every line it
+// read (with --errors skip or file:), so its output holds no rows.
+const exitAllRejected = 3
 
 // usageError is a mistake in the command line, reported with exit status 2.
 type usageError struct{ msg string }

@@ -83,6 +83,25 @@ func TestConvertThenInspect(t *testing.T) {
 	}
 }
 
+// TestConvertAllRejected: a convert that rejected every line it read
+// exits with status 3, not 0, so that a script can tell an empty output
+// from a good one; the output is still a valid file, with no rows.
+func TestConvertAllRejected(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":\"one\"}\n\n{\"id\":\"two\"}\n")
+	out := filepath.Join(dir, "out.parquet")
+	for _, errs := range []string{"skip", "file:" + filepath.Join(dir, "rejects.jsonl")} {
+		code, _, stderr := pqsink(t, "", "convert", "--quiet", "--schema", schemaFile, "--errors", errs, in, out)
+		if code != 3 || !strings.Contains(stderr, "every one of the 2 lines") {
+			t.Errorf("--errors %s: exit %d, stderr %q; want 3", errs, code, stderr)
+		}
+		if code, stdout, _ := pqsink(t, "", "inspect", "schema", out); code != 0 || !strings.Contains(stdout, "id") {
+			t.Errorf("the output of an all-rejected convert: inspect exit %d", code)
+		}
+	}
+}
+
 func TestConvertErrors(t *testing.T) {
 	dir := t.TempDir()
 	schemaFile := writeFile(t, dir, "m.schema", testSchema)
@@ -189,5 +208,24 @@ func TestInspectS3(t *testing.T) {
 	code, _, stderr = pqsink(t, "", "inspect", "meta", "s3://"+bucket+"/missing.parquet?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region)
 	if code != 1 || !strings.Contains(stderr, "missing.parquet") {
 		t.Errorf("missing object: exit %d, %q", code, stderr)
+	}
+}
+
+// TestConvertLossyNumbers: 1e-400 in a DOUBLE column is a rejected line,
+// as it is in a VARIANT, unless --lossy-numbers.
+func TestConvertLossyNumbers(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", "message m { required int64 id; required double x; }")
+	in := writeFile(t, dir, "in.jsonl", "{\"id\":1,\"x\":1e-400}\n")
+	out := filepath.Join(dir, "out.parquet")
+	for _, args := range [][]string{{"--schema", schemaFile}, {"--variant"}} {
+		code, _, stderr := pqsink(t, "", append(append([]string{"convert", "--quiet"}, args...), in, out)...)
+		if code != 1 || !strings.Contains(stderr, "1e-400") {
+			t.Errorf("%v: exit %d, stderr %q; want the line rejected", args, code, stderr)
+		}
+		code, _, stderr = pqsink(t, "", append(append([]string{"convert", "--quiet", "--lossy-numbers"}, args...), in, out)...)
+		if code != 0 {
+			t.Errorf("%v --lossy-numbers: exit %d, stderr %q", args, code, stderr)
+		}
 	}
 }
