@@ -373,6 +373,23 @@ func loadCompose(t *testing.T, root string) map[string]composeService {
 	return doc.Services
 }
 
+// TestDeployComposeValid has docker-compose 1.29, Debian's package, check
+// docker-compose.yml: it needs no Docker engine for that, and it refuses
+// keys of the Compose format that newer versions take (a top-level name:),
+// so a file it takes works with both.
+func TestDeployComposeValid(t *testing.T) {
+	bin, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatalf("docker-compose is not installed (%v): %s", err, testutil.ProvisionHint)
+	}
+	root := testutil.RepoRoot(t)
+	cmd := exec.Command(bin, "-f", filepath.Join(root, "docker-compose.yml"), "config", "--quiet")
+	cmd.Dir = t.TempDir() // nothing of the caller's directory, such as a .env file
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("docker-compose config: %v\n%s", err, out)
+	}
+}
+
 func TestDeployCompose(t *testing.T) {
 	root := testutil.RepoRoot(t)
 	services := loadCompose(t, root)
