@@ -28,7 +28,7 @@ done_step() {
 }
 die() { printf 'provision: error: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null || die "go is not installed (need Go 1.26+)"
+command -v go >/dev/null || die "go is not installed (need Go 1.26.8 or later, as go.mod says)"
 command -v node >/dev/null || die "node is not installed (need Node.js 20+ with npm)"
 command -v npm >/dev/null || die "npm is not installed (need Node.js 20+ with npm)"
 
