@@ -196,11 +196,25 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("written", st.Written)
 	counter("uploaded", st.RecordsUploaded)
 	counter("skipped", st.SkippedUploaded)
+	// Every reason is exported at 0 from the start, with the configured
+	// action, so that an alert on an increase fires on the first event.
+	rejects := map[[2]string]int64{}
+	dead := map[string]int64{}
+	for _, reason := range rejectReasons() {
+		rejects[[2]string{reason, c.s.cfg.Errors}] = 0
+		dead[reason] = 0
+	}
 	for k, n := range st.Rejects {
-		ch <- prometheus.MustNewConstMetric(c.descs["rejected"], prometheus.CounterValue, float64(n), k[0], k[1])
+		rejects[k] = n
 		if k[1] == "dead_letter" {
-			ch <- prometheus.MustNewConstMetric(c.descs["dead"], prometheus.CounterValue, float64(n), k[0])
+			dead[k[0]] = n
 		}
+	}
+	for k, n := range rejects {
+		ch <- prometheus.MustNewConstMetric(c.descs["rejected"], prometheus.CounterValue, float64(n), k[0], k[1])
+	}
+	for reason, n := range dead {
+		ch <- prometheus.MustNewConstMetric(c.descs["dead"], prometheus.CounterValue, float64(n), reason)
 	}
 	counter("dlerrors", st.DeadLetterErrors)
 	for _, action := range []string{"cut", "url"} { // at 0 from the start, for alerts
@@ -226,7 +240,27 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.descs["open"], prometheus.GaugeValue, float64(st.OpenFiles))
 	ch <- prometheus.MustNewConstMetric(c.descs["failed"], prometheus.GaugeValue, float64(len(c.s.Failed())))
 	ch <- prometheus.MustNewConstMetric(c.descs["stalled"], prometheus.GaugeValue, float64(len(c.s.stalled(time.Now()))))
+	files := map[string]int64{}
+	for _, reason := range rotationReasons() {
+		files[reason] = 0
+	}
 	for reason, n := range st.Files {
+		files[reason] = n
+	}
+	for reason, n := range files {
 		ch <- prometheus.MustNewConstMetric(c.descs["files"], prometheus.CounterValue, float64(n), reason)
 	}
+}
+
+// rotationReasons are the reasons a file is finished, as
+// pqsink_files_uploaded_total counts them.
+func rotationReasons() []string {
+	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema}
+}
+
+// rejectReasons are the reasons a record is rejected, as
+// pqsink_records_rejected_total and pqsink_records_dead_lettered_total
+// count them.
+func rejectReasons() []string {
+	return []string{rejectDecode, rejectSchema, rejectTooLarge, rejectPath, rejectEnvelope}
 }

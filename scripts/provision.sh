@@ -8,8 +8,9 @@
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
 #     pin changes (a stamp next to the binary records it);
 #   - kcat (Debian's package), the independent librdkafka client of
-#     test/sink_kcat_test.go, installed with apt-get when not on PATH (as
-#     root, or through sudo).
+#     test/sink_kcat_test.go, and docker-compose (Debian's 1.29), which
+#     test/deploy_test.go has validate docker-compose.yml, each installed
+#     with apt-get when not on PATH (as root, or through sudo).
 # Caches live outside the repository (npm's ~/.npm, Go's module and build
 # caches, PQSINK_CACHE), so a fresh clone provisions in seconds after the
 # first run. The first MinIO build takes several minutes.
@@ -27,7 +28,7 @@ done_step() {
 }
 die() { printf 'provision: error: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null || die "go is not installed (need Go 1.26+)"
+command -v go >/dev/null || die "go is not installed (need Go 1.26.8 or later, as go.mod says)"
 command -v node >/dev/null || die "node is not installed (need Node.js 20+ with npm)"
 command -v npm >/dev/null || die "npm is not installed (need Node.js 20+ with npm)"
 
@@ -81,21 +82,27 @@ else
 	done_step
 fi
 
-# --- kcat (Debian package) ---------------------------------------------------
-if command -v kcat >/dev/null; then
-	echo "provision: kcat is installed ($(command -v kcat))"
-else
-	command -v apt-get >/dev/null || die "kcat is not installed and there is no apt-get: install kcat (librdkafka's command-line client) by hand"
+# --- kcat and docker-compose (Debian packages) ------------------------------
+# apt_install CMD PKG installs Debian's PKG when CMD is not on PATH.
+apt_install() {
+	local cmd=$1 pkg=$2 apt
+	if command -v "$cmd" >/dev/null; then
+		echo "provision: $cmd is installed ($(command -v "$cmd"))"
+		return
+	fi
+	command -v apt-get >/dev/null || die "$cmd is not installed and there is no apt-get: install $pkg by hand"
 	if [[ $(id -u) == 0 ]]; then
 		apt=(env DEBIAN_FRONTEND=noninteractive)
 	elif command -v sudo >/dev/null; then
 		apt=(sudo env DEBIAN_FRONTEND=noninteractive)
 	else
-		die "kcat is not installed, and installing it needs root or sudo: run 'apt-get install kcat' as root"
+		die "$cmd is not installed, and installing it needs root or sudo: run 'apt-get install $pkg' as root"
 	fi
-	step "installing kcat with apt-get"
+	step "installing $pkg with apt-get"
 	"${apt[@]}" apt-get update -qq
-	"${apt[@]}" apt-get install -y -qq --no-install-recommends kcat >/dev/null
-	command -v kcat >/dev/null || die "apt-get installed kcat, but it is not on PATH"
+	"${apt[@]}" apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+	command -v "$cmd" >/dev/null || die "apt-get installed $pkg, but $cmd is not on PATH"
 	done_step
-fi
+}
+apt_install kcat kcat
+apt_install docker-compose docker-compose

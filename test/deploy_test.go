@@ -373,6 +373,23 @@ func loadCompose(t *testing.T, root string) map[string]composeService {
 	return doc.Services
 }
 
+// TestDeployComposeValid has docker-compose 1.29, Debian's package, check
+// docker-compose.yml: it needs no Docker engine for that, and it refuses
+// keys of the Compose format that newer versions take (a top-level name:),
+// so a file it takes works with both.
+func TestDeployComposeValid(t *testing.T) {
+	bin, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatalf("docker-compose is not installed (%v): %s", err, testutil.ProvisionHint)
+	}
+	root := testutil.RepoRoot(t)
+	cmd := exec.Command(bin, "-f", filepath.Join(root, "docker-compose.yml"), "config", "--quiet")
+	cmd.Dir = t.TempDir() // nothing of the caller's directory, such as a .env file
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("docker-compose config: %v\n%s", err, out)
+	}
+}
+
 func TestDeployCompose(t *testing.T) {
 	root := testutil.RepoRoot(t)
 	services := loadCompose(t, root)
@@ -724,30 +741,36 @@ func quantity(t *testing.T, s string) int64 {
 	return v
 }
 
-func TestDeployKubernetes(t *testing.T) {
-	root := testutil.RepoRoot(t)
-	dir := filepath.Join(root, "deploy/kubernetes")
+// k8sKustomization is what the tests read of a kustomization.yaml.
+type k8sKustomization struct {
+	Kind               string
+	Namespace          string
+	Resources          []string
+	Components         []string
+	ConfigMapGenerator []struct {
+		Name  string
+		Files []string
+	} `yaml:"configMapGenerator"`
+	Images []struct{ Name string }
+}
+
+// loadKustomization reads dir's kustomization.yaml and the objects of its
+// resources and components, by kind.
+func loadKustomization(t *testing.T, dir string) (k8sKustomization, map[string][]k8sObject) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kust struct {
-		Namespace          string
-		Resources          []string
-		ConfigMapGenerator []struct {
-			Name  string
-			Files []string
-		} `yaml:"configMapGenerator"`
-		Images []struct{ Name string }
-	}
+	var kust k8sKustomization
 	if err := yaml.Unmarshal(data, &kust); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
+		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
 	}
 	objects := map[string][]k8sObject{}
 	for _, r := range kust.Resources {
 		data, err := os.ReadFile(filepath.Join(dir, r))
 		if err != nil {
-			t.Errorf("kustomization.yaml lists %s: %v", r, err)
+			t.Errorf("%s/kustomization.yaml lists %s: %v", dir, r, err)
 			continue
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -762,6 +785,52 @@ func TestDeployKubernetes(t *testing.T) {
 			objects[o.Kind] = append(objects[o.Kind], o)
 		}
 	}
+	for _, c := range kust.Components {
+		_, more := loadKustomization(t, filepath.Join(dir, c))
+		for kind, objs := range more {
+			objects[kind] = append(objects[kind], objs...)
+		}
+	}
+	return kust, objects
+}
+
+func TestDeployKubernetes(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	dir := filepath.Join(root, "deploy/kubernetes")
+	kust, objects := loadKustomization(t, dir)
+
+	// The default applies without the Prometheus Operator's CRDs and never
+	// replaces a real Secret: the PodMonitor and the placeholder Secret are
+	// components, named (commented out) in kustomization.yaml.
+	if len(kust.Components) != 0 {
+		t.Errorf("kustomization.yaml applies the components %q by default", kust.Components)
+	}
+	for _, kind := range []string{"Secret", "PodMonitor"} {
+		if len(objects[kind]) != 0 {
+			t.Errorf("kubectl apply -k deploy/kubernetes would apply a %s", kind)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for _, m := range regexp.MustCompile(`(?m)^#\s+-\s+(components/\S+)\s*$`).FindAllSubmatch(data, -1) {
+		named = append(named, string(m[1]))
+	}
+	if want := []string{"components/podmonitor", "components/secret"}; !slices.Equal(named, want) {
+		t.Errorf("kustomization.yaml's commented components: %q, want %q", named, want)
+	}
+	for _, c := range named {
+		comp, more := loadKustomization(t, filepath.Join(dir, c))
+		if comp.Kind != "Component" {
+			t.Errorf("%s is a %q, want a kustomize Component", c, comp.Kind)
+		}
+		for kind, objs := range more {
+			objects[kind] = append(objects[kind], objs...)
+		}
+	}
+
 	one := func(kind string, dst any) k8sObject {
 		t.Helper()
 		if len(objects[kind]) != 1 {

@@ -177,7 +177,7 @@ var hostileBuild struct {
 func hostileBinary(t testing.TB) string {
 	t.Helper()
 	hostileBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "pqsink-hostile-bin-")
+		dir, err := newBuildDir(hostileBuildPrefix)
 		if err != nil {
 			hostileBuild.err = err
 			return

@@ -67,7 +67,8 @@ func TestSinkTopicRegexAndMetrics(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, body := get("/metrics")
-		if strings.Contains(body, "pqsink_records_uploaded_total 650") && strings.Contains(body, `pqsink_files_uploaded_total{reason="interval"}`) {
+		if strings.Contains(body, "pqsink_records_uploaded_total 650") && strings.Contains(body, `pqsink_files_uploaded_total{reason="interval"}`) &&
+			!strings.Contains(body, `pqsink_files_uploaded_total{reason="interval"} 0`+"\n") { // at 0 from the start
 			break
 		}
 		if time.Now().After(deadline) {

@@ -604,7 +604,7 @@ var buildOnce struct {
 func pqsinkBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pqsink-bin-")
+		dir, err := newBuildDir(buildPrefix)
 		if err != nil {
 			buildOnce.err = err
 			return

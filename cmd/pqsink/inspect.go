@@ -22,8 +22,10 @@ const inspectUsage = `usage: pqsink inspect meta FILE
        pqsink inspect schema FILE
        pqsink inspect rows [--columns a,b.c] [--limit N] [--json] [--max-memory SIZE] FILE
 
-FILE is a local path or s3://bucket/key (credentials from the AWS default
-chain; endpoint and path style from the URL's query, e.g.
+FILE is a local path or s3://bucket/key (static keys from S3_ACCESS_KEY and
+S3_SECRET_KEY, with S3_SESSION_TOKEN, when S3_ACCESS_KEY is set, as in the
+configuration examples; otherwise the AWS default chain; endpoint and path
+style from the URL's query, e.g.
 s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
 or from AWS_ENDPOINT_URL).
 
@@ -146,7 +148,10 @@ func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*rea
 		return nil, nil, usagef("%s: want s3://bucket/key", name)
 	}
 	storeURL := url.URL{Scheme: "s3", Host: u.Host, RawQuery: u.RawQuery}
-	var opts []objstore.Option
+	opts, err := s3EnvKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" && !u.Query().Has("endpoint") {
 		opts = append(opts, objstore.Endpoint(ep))
 	}
@@ -166,6 +171,27 @@ func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*rea
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return f, func() { ra.Close(); store.Close() }, nil
+}
+
+// s3EnvKeys returns the static credentials of S3_ACCESS_KEY, S3_SECRET_KEY
+// and S3_SESSION_TOKEN, the variables the configuration examples read, when
+// S3_ACCESS_KEY is set: with them the store signs with those keys and never
+// walks the AWS default chain, which would end in probing EC2 instance
+// metadata and logging the SDK's warning. Without S3_ACCESS_KEY it returns
+// no option, and the default chain decides.
+func s3EnvKeys() ([]objstore.Option, error) {
+	access := os.Getenv("S3_ACCESS_KEY")
+	if access == "" {
+		if os.Getenv("S3_SECRET_KEY") != "" {
+			return nil, usagef("S3_SECRET_KEY is set but S3_ACCESS_KEY is not: set both, or neither for the AWS default credential chain")
+		}
+		return nil, nil
+	}
+	secret := os.Getenv("S3_SECRET_KEY")
+	if secret == "" {
+		return nil, usagef("S3_ACCESS_KEY is set but S3_SECRET_KEY is not: set both, or neither for the AWS default credential chain")
+	}
+	return []objstore.Option{objstore.StaticCredentials(access, secret, os.Getenv("S3_SESSION_TOKEN"))}, nil
 }
 
 func printMeta(w io.Writer, name string, f *reader.File) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,19 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil/minio"
 	"github.com/pqsink/pqsink/objstore"
 )
+
+// asMainEnv makes the test binary run the command's main instead of the
+// tests, so that a test can see what the process writes to its own stderr
+// (an SDK's logger does not go through run's writers).
+const asMainEnv = "PQSINK_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // pqsink runs the CLI in-process and returns its exit status and output.
 func pqsink(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -228,4 +242,81 @@ func TestConvertLossyNumbers(t *testing.T) {
 			t.Errorf("%v --lossy-numbers: exit %d, stderr %q", args, code, stderr)
 		}
 	}
+}
+
+// TestInspectS3EnvKeys runs inspect as its own process with the keys of the
+// README's examples, S3_ACCESS_KEY and S3_SECRET_KEY, and nothing of the AWS
+// default chain: it signs with them, without probing EC2 instance metadata
+// or printing the SDK's warning, and refuses one without the other.
+func TestInspectS3EnvKeys(t *testing.T) {
+	srv := minio.Start(t)
+	bucket := srv.NewBucket(t)
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "m.schema", testSchema)
+	in := writeFile(t, dir, "in.jsonl", testInput)
+	out := filepath.Join(dir, "out.parquet")
+	if code, _, stderr := pqsink(t, "", "convert", "--schema", schemaFile, in, out); code != 0 {
+		t.Fatal(stderr)
+	}
+	ctx := context.Background()
+	store, err := objstore.Open(ctx, "s3://"+bucket+"?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region,
+		objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := objstore.Put(ctx, store, "landing/out.parquet", f); err != nil {
+		t.Fatal(err)
+	}
+	// No region in the URL, as in the README's example.
+	url := "s3://" + bucket + "/landing/out.parquet?endpoint=" + srv.Endpoint + "&path_style=true"
+	for _, tc := range []struct {
+		name           string
+		env            []string
+		code           int
+		stdout, stderr string
+	}{
+		{"both keys", []string{"S3_ACCESS_KEY=" + srv.AccessKey, "S3_SECRET_KEY=" + srv.SecretKey},
+			0, "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n", ""},
+		{"access key alone", []string{"S3_ACCESS_KEY=" + srv.AccessKey},
+			2, "", "pqsink inspect: S3_ACCESS_KEY is set but S3_SECRET_KEY is not: set both, or neither for the AWS default credential chain\n"},
+		{"secret key alone", []string{"S3_SECRET_KEY=" + srv.SecretKey},
+			2, "", "pqsink inspect: S3_SECRET_KEY is set but S3_ACCESS_KEY is not: set both, or neither for the AWS default credential chain\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "inspect", "rows", "--json", "--columns", "id", url)
+			cmd.Env = append(cleanAWSEnv(dir), asMainEnv+"=1")
+			cmd.Env = append(cmd.Env, tc.env...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code <= 0 {
+				t.Fatal(err)
+			}
+			if code != tc.code || stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr %q",
+					code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+// cleanAWSEnv is the test's environment without anything the AWS default
+// credential chain reads, so that only instance metadata would be left.
+func cleanAWSEnv(dir string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "S3_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "no-credentials"),
+		"AWS_CONFIG_FILE="+filepath.Join(dir, "no-config"))
 }
