@@ -100,50 +100,13 @@ func readTopic(t *testing.T, brokers []string, topic string, partitions int) map
 // or kafka-go's defaults when nil.
 func readTopicVia(t *testing.T, transport kafka.RoundTripper, brokers []string, topic string, partitions int) map[string]produced {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}
 	out := map[string]produced{}
-	for p := range partitions {
-		resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p)}}})
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range readExactVia(t, transport, brokers, topic, partitions) {
+		rec := produced{Partition: r.Partition, Offset: r.Offset, TimeMs: r.TimeMs, Key: r.Key, Value: r.Value, Headers: map[string]string{}}
+		for _, h := range r.Headers {
+			rec.Headers[h.Key] = base64.StdEncoding.EncodeToString(h.Value)
 		}
-		end := resp.Topics[topic][0].LastOffset
-		if end == 0 {
-			continue
-		}
-		// Client.Fetch, not a Reader: the Reader reads an empty key or
-		// header value as null, and the truth must keep them apart.
-		for next := int64(0); next < end; {
-			resp, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: p, Offset: next, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
-			if err == nil {
-				err = resp.Error
-			}
-			if err != nil {
-				t.Fatalf("reading %s[%d] at %d: %v", topic, p, next, err)
-			}
-			for {
-				m, err := resp.Records.ReadRecord()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("reading %s[%d]: %v", topic, p, err)
-				}
-				if m.Offset < next {
-					continue
-				}
-				rec := produced{Partition: p, Offset: m.Offset, TimeMs: m.Time.UnixMilli(), Headers: map[string]string{}}
-				rec.Key = readAllBytes(t, m.Key)
-				rec.Value = readAllBytes(t, m.Value)
-				for _, h := range m.Headers {
-					rec.Headers[h.Key] = base64.StdEncoding.EncodeToString(h.Value)
-				}
-				out[rec.id()] = rec
-				next = m.Offset + 1
-			}
-		}
+		out[rec.id()] = rec
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 const hexDigits = "0123456789abcdef"
@@ -17,36 +18,8 @@ const hexDigits = "0123456789abcdef"
 // others as \u00XX; a byte that is not part of valid UTF-8 becomes
 // \ufffd, so the text is valid JSON whatever s holds.
 func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == 0x7f:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
+	// The bytes of s are only read: one escaper serves both forms.
+	return AppendStringBytes(dst, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // AppendStringBytes is AppendString of a byte slice, without converting
