@@ -28,6 +28,10 @@ type Handle struct {
 	name      string // ident joined with dots, for errors
 	warehouse string
 	schema    *schema.Schema
+
+	// beforeSwap, when set (by tests), runs in each attempt of Commit
+	// after the table's state is read and before the swap.
+	beforeSwap func()
 }
 
 // adopt checks that tbl accepts s and keeps s with the table's ids.
@@ -194,6 +198,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 			return 0, 0, 0, fmt.Errorf("storing the state object %s: %w", loc, err)
 		}
 		value = archive.CommitState + loc
+	}
+	if h.beforeSwap != nil {
+		h.beforeSwap()
 	}
 	tx := tbl.NewTransaction()
 	// The duplicate check of iceberg-go reads every manifest of the table

@@ -565,3 +565,63 @@ func TestProgressMerge(t *testing.T) {
 		})
 	}
 }
+
+// TestConflictMerges: another member commits between this member's read of
+// the state and its swap. The swap fails, the commit reloads and retries,
+// and the table ends with both members' files and states, and a file of
+// the other member that this one also holds (an adopted object) once.
+func TestConflictMerges(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c1, c2 := e.open(t), e.open(t)
+	h1, err := c1.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := c2.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := c1.Location("events")
+	mine := writeFile(t, h1, loc, "events", 0, 0, 9, sameDay)
+	theirs := writeFile(t, h1, loc, "events", 1, 0, 9, sameDay)
+	var cut int
+	h1.beforeSwap = func() {
+		if cut++; cut == 1 {
+			if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// h1 commits its own file and, as an owner that adopted it, theirs.
+	res, err := h1.Commit(ctx, "g", []File{mine, theirs}, State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.Appended != 1 || res.Dropped != 1 {
+		t.Errorf("commit = %+v, want 2 attempts, 1 appended, 1 dropped", res)
+	}
+	got, err := h2.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 10}}); !equalState(got, want) {
+		t.Errorf("state = %v, want %v", got, want)
+	}
+	tbl, err := c2.cat.LoadTable(ctx, h2.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, task := range tasks {
+		paths = append(paths, task.File.FilePath())
+	}
+	slices.Sort(paths)
+	if want := []string{mine.Location, theirs.Location}; !slices.Equal(paths, want) {
+		t.Errorf("table files %q, want %q", paths, want)
+	}
+}
