@@ -208,8 +208,7 @@ func (k *Catalog) create(ctx context.Context, ident itable.Identifier, s *schema
 		return nil, fmt.Errorf("creating namespace %s: %w", k.cfg.Namespace, err)
 	}
 	props := iceberg.Properties{
-		itable.PropertyFormatVersion:      strconv.Itoa(k.cfg.FormatVersion),
-		"write.parquet.compression-codec": "zstd",
+		itable.PropertyFormatVersion: strconv.Itoa(k.cfg.FormatVersion),
 		// pqsink retries commits itself (Handle.Commit): iceberg-go's own
 		// retry would replay a stale exactly-once state.
 		itable.CommitNumRetriesKey: "0",

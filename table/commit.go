@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Handle struct {
 
 // adopt checks that tbl accepts s and keeps s with the table's ids.
 func (h *Handle) adopt(tbl *itable.Table, s *schema.Schema) error {
+	if err := noLibraryRetry(tbl); err != nil {
+		return err
+	}
 	ws, err := withFieldIDs(s, tbl.Schema(), tbl.Metadata().Version())
 	if err != nil {
 		return err
@@ -149,6 +153,9 @@ func conflict(err error) bool {
 func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state State) (snapshot int64, appended, dropped int, err error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := noLibraryRetry(tbl); err != nil {
 		return 0, 0, 0, err
 	}
 	cur, err := h.state(ctx, tbl)
@@ -294,4 +301,20 @@ func readState(ctx context.Context, tbl *itable.Table, v string) (State, error) 
 		return decodeState(doc)
 	}
 	return nil, fmt.Errorf("snapshot summary %s is not pqsink's", SummaryState)
+}
+
+// noLibraryRetry refuses a table on which iceberg-go would retry a
+// conflicting commit itself: its retry replays the snapshot as built,
+// summary included, onto the new current snapshot, so the state it carries
+// would drop what the winner of the conflict wrote. Commit retries, merging
+// the state again, instead.
+func noLibraryRetry(tbl *itable.Table) error {
+	v, ok := tbl.Properties()[itable.CommitNumRetriesKey]
+	if !ok {
+		return nil // iceberg-go's default is 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n != 0 {
+		return fmt.Errorf("table property %s is %q: pqsink retries commits itself, merging its state each time, and needs it unset or 0", itable.CommitNumRetriesKey, v)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,10 +17,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/linkedin/goavro/v2"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	"github.com/pqsink/pqsink/internal/testutil/postgres"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -50,13 +53,26 @@ type env struct {
 }
 
 func newEnv(t *testing.T, partitionBy ...config.PartitionField) *env {
+	return newEnvOn(t, "sqlite", partitionBy...)
+}
+
+// sqlCatalogs are the databases the SQL catalog tests run on.
+var sqlCatalogs = []string{"sqlite", "postgres"}
+
+// newEnvOn makes a warehouse in a temporary folder and a SQL catalog on
+// SQLite (a file beside it) or PostgreSQL (a server of the test's own).
+func newEnvOn(t *testing.T, db string, partitionBy ...config.PartitionField) *env {
 	dir := t.TempDir()
 	wh := "file://" + filepath.Join(dir, "warehouse")
+	uri := "sqlite://" + filepath.Join(dir, "catalog.db")
+	if db == "postgres" {
+		uri = postgres.Start(t).CreateDatabase(t, "lake")
+	}
 	return &env{dir: dir, warehouse: wh, cfg: &config.Config{
 		Store: config.Store{URL: wh},
 		Table: &config.Table{
 			Format:         "iceberg",
-			Catalog:        config.Catalog{Type: "sql", URI: config.Secret("sqlite://" + filepath.Join(dir, "catalog.db")), Name: "pqsink"},
+			Catalog:        config.Catalog{Type: "sql", URI: config.Secret(uri), Name: "pqsink"},
 			Namespace:      "kafka",
 			Name:           "{topic}",
 			CommitInterval: 30 * time.Second,
@@ -407,8 +423,14 @@ func equalState(a, b State) bool {
 // connection, commit their own partitions to one table at the same time;
 // every file and both states end up in the table.
 func TestConcurrentCommitters(t *testing.T) {
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) { testConcurrentCommitters(t, db) })
+	}
+}
+
+func testConcurrentCommitters(t *testing.T, db string) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnvOn(t, db)
 	setup := e.open(t)
 	h0, err := setup.Table(ctx, "events", eventSchema(t))
 	if err != nil {
@@ -571,8 +593,14 @@ func TestProgressMerge(t *testing.T) {
 // and the table ends with both members' files and states, and a file of
 // the other member that this one also holds (an adopted object) once.
 func TestConflictMerges(t *testing.T) {
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) { testConflictMerges(t, db) })
+	}
+}
+
+func testConflictMerges(t *testing.T, db string) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnvOn(t, db)
 	c1, c2 := e.open(t), e.open(t)
 	h1, err := c1.Table(ctx, "events", eventSchema(t))
 	if err != nil {
@@ -623,5 +651,65 @@ func TestConflictMerges(t *testing.T) {
 	slices.Sort(paths)
 	if want := []string{mine.Location, theirs.Location}; !slices.Equal(paths, want) {
 		t.Errorf("table files %q, want %q", paths, want)
+	}
+	checkJDBCRow(t, e, tbl.MetadataLocation())
+}
+
+// checkJDBCRow reads the catalog's database with plain SQL, as Java's
+// JdbcCatalog and PyIceberg's SqlCatalog do: the row of kafka.events in
+// iceberg_tables points at the table's current metadata.
+func checkJDBCRow(t *testing.T, e *env, metadataLocation string) {
+	t.Helper()
+	uri := e.cfg.Table.Catalog.URI.Value()
+	var db *sql.DB
+	var err error
+	if strings.HasPrefix(uri, "sqlite://") {
+		db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(uri, "sqlite://")+"?mode=ro")
+	} else {
+		db = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri)))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var loc string
+	err = db.QueryRow("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = 'pqsink' AND table_namespace = 'kafka' AND table_name = 'events'").Scan(&loc)
+	if err != nil {
+		t.Fatalf("iceberg_tables: %v", err)
+	}
+	if loc != metadataLocation {
+		t.Errorf("iceberg_tables says %s, the table %s", loc, metadataLocation)
+	}
+}
+
+// TestLibraryRetryRefused: a table on which iceberg-go would replay a
+// conflicting commit with a stale state is refused, at adoption and at
+// commit.
+func TestLibraryRetryRefused(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(map[string]string{"commit.retry.num-retries": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const want = `table property commit.retry.num-retries is "4"`
+	if _, err := c.Table(ctx, "events", eventSchema(t)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("adopting: error %v, want %q", err, want)
+	}
+	f := writeFile(t, h, c.Location("events"), "events", 0, 0, 9, sameDay)
+	if _, err := h.Commit(ctx, "g", []File{f}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("committing: error %v, want %q", err, want)
 	}
 }
