@@ -163,6 +163,13 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		return 0, 0, 0, err
 	}
 	var add []iceberg.DataFile
+	// Format version 3 numbers rows (row lineage): the files take
+	// consecutive ranges from the table's next row id.
+	var rowID *int64
+	if tbl.Metadata().Version() >= 3 {
+		next := tbl.Metadata().NextRowID()
+		rowID = &next
+	}
 	for i, f := range files {
 		r := ranges[i]
 		covered := cur[Partition{group, r.Topic, r.Partition}].covered(f.PathID)
@@ -174,9 +181,12 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 			return 0, 0, 0, fmt.Errorf("file %s (%s[%d] offsets %d to %d, path %q): %w up to offset %d",
 				f.Location, r.Topic, r.Partition, r.First, r.Last, f.PathID, ErrOverlap, covered)
 		}
-		df, err := dataFile(tbl, f)
+		df, err := dataFile(tbl, f, rowID)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("file %s: %w", f.Location, err)
+		}
+		if rowID != nil {
+			*rowID += f.Footer.NumRows
 		}
 		add = append(add, df)
 	}

@@ -29,8 +29,9 @@ type columnStats struct {
 
 // dataFile describes f for the table tbl: path, size, record count, the
 // partition tuple and the metrics of every column, all from the footer
-// the sink wrote (no byte of the file is read).
-func dataFile(tbl *itable.Table, f File) (iceberg.DataFile, error) {
+// the sink wrote (no byte of the file is read). firstRowID, for format
+// version 3, is the id of the file's first row.
+func dataFile(tbl *itable.Table, f File, firstRowID *int64) (iceberg.DataFile, error) {
 	ts := tbl.Schema()
 	fileSchema, err := schema.FromElements(f.Footer.Schema)
 	if err != nil {
@@ -115,6 +116,9 @@ func dataFile(tbl *itable.Table, f File) (iceberg.DataFile, error) {
 	}
 	if len(splits) == len(f.Footer.RowGroups) {
 		b.SplitOffsets(splits)
+	}
+	if firstRowID != nil {
+		b.FirstRowID(*firstRowID)
 	}
 	return b.Build(), nil
 }
