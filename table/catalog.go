@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -86,7 +88,11 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 		// One connection: SQLite serializes writers anyway, and a second
 		// connection of this process would only meet SQLITE_BUSY. The busy
 		// timeout makes other processes' writers wait rather than fail.
-		dsn := "file:" + strings.TrimPrefix(uri, "sqlite://") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+		path := strings.TrimPrefix(uri, "sqlite://")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
 			return err

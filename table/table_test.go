@@ -64,7 +64,7 @@ var sqlCatalogs = []string{"sqlite", "postgres"}
 func newEnvOn(t *testing.T, db string, partitionBy ...config.PartitionField) *env {
 	dir := t.TempDir()
 	wh := "file://" + filepath.Join(dir, "warehouse")
-	uri := "sqlite://" + filepath.Join(dir, "catalog.db")
+	uri := "sqlite://" + filepath.Join(dir, "state", "catalog.db") // a folder Open makes
 	if db == "postgres" {
 		uri = postgres.Start(t).CreateDatabase(t, "lake")
 	}
