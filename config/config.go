@@ -87,6 +87,11 @@ type Config struct {
 	Errors string
 	// DeadLetter is where rejected records go (dead_letter).
 	DeadLetter DeadLetter
+	// Table is the Iceberg table the files are committed to (table); nil
+	// when the key is absent, and the files are then only objects under
+	// store.url.
+	// Defaults to nil.
+	Table *Table
 	// Dir is the directory relative paths in the file resolve against: the
 	// config file's directory for Load, the working directory for Parse.
 	// It is not a key of the file.

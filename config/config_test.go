@@ -723,6 +723,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 		{"", topKeys}, {"kafka.", kafkaKeys}, {"format.registry.", registryKeys}, {"kafka.sasl.", saslKeys}, {"kafka.tls.", tlsKeys},
 		{"kafka.fetch.", fetchKeys}, {"store.", storeKeys}, {"format.", formatKeys}, {"rotate.", rotateKeys},
 		{"parquet.", parquetKeys}, {"memory.", memoryKeys}, {"metrics.", metricsKeys}, {"log.", logKeys}, {"dead_letter.", deadLetterKeys},
+		{"table.", tableKeys}, {"table.catalog.", catalogKeys},
 	}
 	for _, s := range sections {
 		for _, k := range s.keys {

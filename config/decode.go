@@ -14,9 +14,12 @@ import (
 
 // secretKeys are the keys whose values never appear in an error message.
 var secretKeys = map[string]bool{
-	"kafka.sasl.password": true,
-	"store.secret_key":    true,
-	"store.session_token": true,
+	"kafka.sasl.password":      true,
+	"store.secret_key":         true,
+	"store.session_token":      true,
+	"table.catalog.uri":        true,
+	"table.catalog.credential": true,
+	"table.catalog.token":      true,
 }
 
 // problem is one thing wrong with the file, at a key and, when known, a

@@ -23,7 +23,7 @@ import (
 var (
 	topKeys = []string{"kafka", "store", "format", "envelope", "path", "time_field", "timezone",
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
-		"max_record_bytes", "errors", "dead_letter"}
+		"max_record_bytes", "errors", "dead_letter", "table"}
 	deadLetterKeys = []string{"topic", "url"}
 	kafkaKeys      = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
 		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
@@ -137,6 +137,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if top.oneOf("errors", &c.Errors, errorsValues, notYet) && c.Errors == "dead_letter" && c.DeadLetter.Topic == "" && c.DeadLetter.URL == "" {
 		top.fail("errors", "dead_letter needs dead_letter.topic or dead_letter.url")
+	}
+	if ts := top.optional("table", tableKeys); ts != nil {
+		c.Table = d.table(ts, c)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -128,6 +129,26 @@ func (c *Config) Redacted() string {
 		"dead_letter", yMap("topic", yStr(c.DeadLetter.Topic), "url", yStr(c.DeadLetter.URL)),
 	)
 
+	if t := c.Table; t != nil {
+		cat := yMap("type", yStr(t.Catalog.Type), "uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
+		if t.Catalog.Type == "rest" {
+			cat.add("warehouse", yStr(t.Catalog.Warehouse), "credential", ySecret(t.Catalog.Credential), "token", ySecret(t.Catalog.Token))
+		}
+		parts := make([]string, len(t.PartitionBy))
+		for i, p := range t.PartitionBy {
+			parts[i] = p.String()
+		}
+		root.add("table", yMap(
+			"format", yStr(t.Format),
+			"catalog", cat,
+			"namespace", yStr(t.Namespace),
+			"name", yStr(t.Name),
+			"commit_interval", yDuration(t.CommitInterval),
+			"partition_by", yStrs(parts),
+			"format_version", yInt(int64(t.FormatVersion)),
+		))
+	}
+
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -180,4 +201,18 @@ func yStrs(list []string) *node {
 		n.Content = append(n.Content, (*yaml.Node)(yStr(s)))
 	}
 	return n
+}
+
+// redactURI shows a catalog URI with the password of its user
+// information, if any, replaced by "xxxxx", as url.URL.Redacted does. A
+// URI that does not parse is not shown at all.
+func redactURI(s Secret) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s.Value())
+	if err != nil {
+		return redacted
+	}
+	return u.Redacted()
 }

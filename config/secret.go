@@ -63,10 +63,12 @@ func (s Secret) Format(f fmt.State, verb rune) {
 
 // Types without methods, so that printing them does not recurse.
 type (
-	plainConfig Config
-	plainKafka  Kafka
-	plainSASL   SASL
-	plainStore  Store
+	plainConfig  Config
+	plainKafka   Kafka
+	plainSASL    SASL
+	plainStore   Store
+	plainTable   Table
+	plainCatalog Catalog
 )
 
 // String prints the Config as %+v would, with its secrets redacted.
@@ -82,6 +84,10 @@ func (c Config) GoString() string {
 func (c Config) withoutSecrets() Config {
 	c.Kafka = c.Kafka.withoutSecrets()
 	c.Store = c.Store.withoutSecrets()
+	if c.Table != nil {
+		t := c.Table.withoutSecrets()
+		c.Table = &t
+	}
 	return c
 }
 
@@ -102,6 +108,35 @@ func (s SASL) Format(f fmt.State, verb rune) {
 // verb.
 func (s Store) Format(f fmt.State, verb rune) {
 	formatPlain(f, verb, plainStore(s.withoutSecrets()), "config.Store")
+}
+
+// String prints the Table as %+v would, with its secrets redacted. Like
+// Config, Table has a field called Format and so no Format method.
+func (t Table) String() string {
+	return fmt.Sprintf("%+v", plainTable(t.withoutSecrets()))
+}
+
+// GoString prints the Table as %#v would, with its secrets redacted.
+func (t Table) GoString() string {
+	return strings.Replace(fmt.Sprintf("%#v", plainTable(t.withoutSecrets())), "config.plainTable", "config.Table", 1)
+}
+
+// Format prints the Catalog section with its secrets redacted, for every
+// verb.
+func (c Catalog) Format(f fmt.State, verb rune) {
+	formatPlain(f, verb, plainCatalog(c.withoutSecrets()), "config.Catalog")
+}
+
+func (t Table) withoutSecrets() Table {
+	t.Catalog = t.Catalog.withoutSecrets()
+	return t
+}
+
+func (c Catalog) withoutSecrets() Catalog {
+	c.URI = Secret(c.URI.String())
+	c.Credential = Secret(c.Credential.String())
+	c.Token = Secret(c.Token.String())
+	return c
 }
 
 func (k Kafka) withoutSecrets() Kafka {

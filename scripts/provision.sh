@@ -8,9 +8,11 @@
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
 #     pin changes (a stamp next to the binary records it);
 #   - kcat (Debian's package), the independent librdkafka client of
-#     test/sink_kcat_test.go, and docker-compose (Debian's 1.29), which
-#     test/deploy_test.go has validate docker-compose.yml, each installed
-#     with apt-get when not on PATH (as root, or through sudo).
+#     test/sink_kcat_test.go, docker-compose (Debian's 1.29), which
+#     test/deploy_test.go has validate docker-compose.yml, and PostgreSQL
+#     (Debian's postgresql), the SQL catalog server that package table's
+#     tests start, each installed with apt-get when missing (as root, or
+#     through sudo).
 # Caches live outside the repository (npm's ~/.npm, Go's module and build
 # caches, PQSINK_CACHE), so a fresh clone provisions in seconds after the
 # first run. The first MinIO build takes several minutes.
@@ -83,11 +85,17 @@ else
 fi
 
 # --- kcat and docker-compose (Debian packages) ------------------------------
-# apt_install CMD PKG installs Debian's PKG when CMD is not on PATH.
+# apt_install CMD PKG [DIRS] installs Debian's PKG when CMD is not on PATH
+# nor in DIRS, a glob of folders (PostgreSQL's programs are not on PATH).
 apt_install() {
-	local cmd=$1 pkg=$2 apt
-	if command -v "$cmd" >/dev/null; then
-		echo "provision: $cmd is installed ($(command -v "$cmd"))"
+	local cmd=$1 pkg=$2 dirs=${3:-} apt
+	found() {
+		local d extra=""
+		for d in $dirs; do extra+=":$d"; done
+		(PATH="$PATH$extra" command -v "$cmd")
+	}
+	if found >/dev/null; then
+		echo "provision: $cmd is installed ($(found))"
 		return
 	fi
 	command -v apt-get >/dev/null || die "$cmd is not installed and there is no apt-get: install $pkg by hand"
@@ -101,8 +109,9 @@ apt_install() {
 	step "installing $pkg with apt-get"
 	"${apt[@]}" apt-get update -qq
 	"${apt[@]}" apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
-	command -v "$cmd" >/dev/null || die "apt-get installed $pkg, but $cmd is not on PATH"
+	found >/dev/null || die "apt-get installed $pkg, but $cmd is not on PATH${dirs:+ nor in $dirs}"
 	done_step
 }
 apt_install kcat kcat
 apt_install docker-compose docker-compose
+apt_install initdb postgresql '/usr/lib/postgresql/*/bin'

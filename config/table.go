@@ -1,0 +1,286 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Table is the table section: the Iceberg table the sink's files are
+// committed to, on top of the files under store.url (the warehouse).
+type Table struct {
+	// Format is the table format (format); iceberg is the only one.
+	// Required; no default.
+	Format string
+	// Catalog is where the table is registered (catalog).
+	// Required; see Catalog for the defaults of its optional keys.
+	Catalog Catalog
+	// Namespace is the namespace holding the tables (namespace); dots
+	// separate the levels of a nested namespace.
+	// Required; no default.
+	Namespace string
+	// Name is the table name, a template whose {topic} is the record's
+	// topic (name).
+	// Defaults to "{topic}", one table per topic.
+	Name string
+	// CommitInterval is how often a member commits the files it uploaded
+	// to the table, one snapshot each time (commit_interval). Each commit
+	// writes a manifest, a manifest list and a metadata file, and the Kafka
+	// offsets follow it, so it is also the delay before records count as
+	// consumed.
+	// Defaults to 30s.
+	CommitInterval time.Duration
+	// PartitionBy is the partition spec: Iceberg transforms of columns,
+	// each "transform(column.path)" with transform one of identity, year,
+	// month, day, hour, bucket[N] or truncate[W] (partition_by).
+	// Defaults to none (unpartitioned).
+	PartitionBy []PartitionField
+	// FormatVersion is the Iceberg format version of a table created by
+	// pqsink, 2 or 3 (format_version); 3 is needed for format.type
+	// variant (Iceberg's variant type).
+	// Defaults to 2, or 3 when format.type is variant.
+	FormatVersion int
+}
+
+// Catalog is the table.catalog section.
+type Catalog struct {
+	// Type is sql (a database with the tables of Iceberg's JDBC catalog)
+	// or rest (the Iceberg REST catalog protocol) (type).
+	// Required; no default.
+	Type string
+	// URI is, for sql, sqlite:///absolute/file.db, sqlite:relative/file.db
+	// (resolved against Config.Dir) or postgres://user:password@host:port/db;
+	// for rest, the catalog's http(s) base URL (uri). A password in it is a
+	// secret: it is never printed.
+	// Required; no default.
+	URI Secret
+	// Name is the catalog's name, the catalog_name column of the SQL
+	// catalog's tables (name).
+	// Defaults to "pqsink".
+	Name string
+	// Warehouse is the warehouse the REST catalog is asked for (warehouse);
+	// rest only. For sql, the warehouse is store.url.
+	// Defaults to "".
+	Warehouse string
+	// Credential is the OAuth2 client credential, CLIENT_ID:CLIENT_SECRET
+	// (or the secret alone), exchanged for a token (credential); rest only,
+	// not with Token.
+	// Defaults to "".
+	Credential Secret
+	// Token is a bearer token (token); rest only, not with Credential.
+	// Defaults to "".
+	Token Secret
+}
+
+// PartitionField is one entry of table.partition_by: Transform of the
+// column at the dotted path Column.
+type PartitionField struct {
+	// Transform is identity, year, month, day, hour, bucket or truncate.
+	Transform string
+	// Param is N of bucket[N] and W of truncate[W]; 0 otherwise.
+	Param int
+	// Column is the dotted path of the source column, e.g. _kafka.timestamp.
+	Column string
+}
+
+// String writes the field as partition_by takes it, e.g. "bucket[16](id)".
+func (p PartitionField) String() string {
+	t := p.Transform
+	if p.Transform == "bucket" || p.Transform == "truncate" {
+		t += "[" + strconv.Itoa(p.Param) + "]"
+	}
+	return t + "(" + p.Column + ")"
+}
+
+// TableName returns the name of topic's table: Name with {topic}
+// replaced.
+func (t *Table) TableName(topic string) string {
+	return strings.ReplaceAll(t.Name, "{topic}", topic)
+}
+
+// The keys of the table section and its catalog.
+var (
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version"}
+	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token"}
+)
+
+var (
+	tableFormatValues = []string{"iceberg"}
+	catalogTypeValues = []string{"sql", "rest"}
+	transformNames    = []string{"identity", "year", "month", "day", "hour", "bucket", "truncate"}
+)
+
+// table reads the table section.
+func (d *decoder) table(s *section, c *Config) *Table {
+	t := &Table{Name: "{topic}", CommitInterval: 30 * time.Second, FormatVersion: 2}
+	if c.Format.Type == "variant" {
+		t.FormatVersion = 3
+	}
+	s.oneOf("format", &t.Format, tableFormatValues, nil)
+	s.require("format")
+	if cat := s.sub("catalog", catalogKeys); cat != nil {
+		d.catalog(cat, &t.Catalog)
+	}
+	if s.str("namespace", &t.Namespace) {
+		for part := range strings.SplitSeq(t.Namespace, ".") {
+			if part == "" {
+				s.fail("namespace", "%s has an empty level; want a name like kafka or lake.raw", quote(t.Namespace))
+				break
+			}
+		}
+	}
+	s.require("namespace")
+	if s.str("name", &t.Name) {
+		rest := strings.ReplaceAll(t.Name, "{topic}", "")
+		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
+		switch {
+		case strings.ContainsAny(rest, "{}"):
+			s.fail("name", "%s: {topic} is the only placeholder", quote(t.Name))
+		case strings.ContainsAny(rest, "/\\"):
+			s.fail("name", "%s: a table name cannot contain / or \\", quote(t.Name))
+		case needTopic && !strings.Contains(t.Name, "{topic}"):
+			// Several topics into one table is legal in Iceberg, but their
+			// schemas would have to agree; say so rather than guess.
+			s.fail("name", "%s has no {topic}, but several topics are consumed; one table per topic needs {topic}", quote(t.Name))
+		}
+	}
+	s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
+	var specs []string
+	if s.list("partition_by", &specs, false) {
+		seen := map[string]bool{}
+		for _, spec := range specs {
+			p, err := parsePartitionField(spec)
+			switch {
+			case err != nil:
+				s.fail("partition_by", "%s: %v", quote(spec), err)
+				continue
+			case seen[p.String()]:
+				s.fail("partition_by", "%s is listed twice", quote(spec))
+			case strings.HasPrefix(p.Column, "_kafka.") && !c.Envelope:
+				s.fail("partition_by", "%s: the _kafka columns exist only with envelope: true", quote(spec))
+			}
+			seen[p.String()] = true
+			t.PartitionBy = append(t.PartitionBy, p)
+		}
+	}
+	if s.intValue("format_version", &t.FormatVersion, 2, 3) && c.Format.Type == "variant" && t.FormatVersion < 3 {
+		s.fail("format_version", "format.type variant needs 3: the variant type is new in Iceberg format version 3")
+	}
+	return t
+}
+
+// catalog reads table.catalog.
+func (d *decoder) catalog(s *section, c *Catalog) {
+	c.Name = "pqsink"
+	s.oneOf("type", &c.Type, catalogTypeValues, nil)
+	s.require("type")
+	var uri string
+	if s.str("uri", &uri) {
+		if resolved, err := d.catalogURI(c.Type, uri); err != nil {
+			s.fail("uri", "%v", err)
+		} else {
+			c.URI = Secret(resolved)
+		}
+	}
+	s.require("uri")
+	s.str("name", &c.Name)
+	if c.Type == "sql" {
+		for _, k := range []string{"warehouse", "credential", "token"} {
+			if s.given(k) {
+				s.fail(k, "not used when table.catalog.type is sql")
+			}
+		}
+		return
+	}
+	s.str("warehouse", &c.Warehouse)
+	s.secret("credential", &c.Credential)
+	s.secret("token", &c.Token)
+	if s.has("credential") && s.has("token") {
+		s.fail("token", "set either table.catalog.credential or table.catalog.token, not both")
+	}
+}
+
+// catalogURI checks the catalog URI for the catalog type and resolves a
+// relative SQLite path. Its errors never quote the URI, which may hold a
+// password.
+func (d *decoder) catalogURI(typ, raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("not a valid URL")
+	}
+	switch typ {
+	case "rest":
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return "", fmt.Errorf("want the REST catalog's URL, like https://catalog.example.com/api/catalog")
+		}
+		if u.User != nil {
+			return "", fmt.Errorf("must not contain credentials; use table.catalog.credential or table.catalog.token")
+		}
+	case "sql":
+		switch u.Scheme {
+		case "sqlite":
+			p := u.Path
+			if u.Opaque != "" {
+				p = u.Opaque
+			}
+			if p == "" || u.Host != "" {
+				return "", fmt.Errorf("want sqlite:///absolute/file.db or sqlite:relative/file.db")
+			}
+			if u.RawQuery != "" {
+				return "", fmt.Errorf("a sqlite URI takes no query; pqsink sets the connection options")
+			}
+			return "sqlite://" + filepath.ToSlash(d.resolve(filepath.FromSlash(p))), nil
+		case "postgres", "postgresql":
+			if u.Host == "" || strings.Trim(u.Path, "/") == "" {
+				return "", fmt.Errorf("want postgres://user:password@host:port/database")
+			}
+		default:
+			return "", fmt.Errorf("scheme %s is not one of sqlite, postgres", quote(u.Scheme))
+		}
+	}
+	return raw, nil
+}
+
+// parsePartitionField reads "transform(column)".
+func parsePartitionField(s string) (PartitionField, error) {
+	open := strings.IndexByte(s, '(')
+	if open < 0 || !strings.HasSuffix(s, ")") {
+		return PartitionField{}, fmt.Errorf("want transform(column), like day(_kafka.timestamp) or bucket[16](id)")
+	}
+	var p PartitionField
+	name, col := strings.TrimSpace(s[:open]), strings.TrimSpace(s[open+1:len(s)-1])
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		if !strings.HasSuffix(name, "]") {
+			return p, fmt.Errorf("want %s[N](column)", name[:i])
+		}
+		n, err := strconv.Atoi(name[i+1 : len(name)-1])
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return p, fmt.Errorf("%s: the width in brackets must be a whole number from 1", name[:i])
+		}
+		name, p.Param = name[:i], n
+	}
+	p.Transform = strings.ToLower(name)
+	switch p.Transform {
+	case "bucket", "truncate":
+		if p.Param == 0 {
+			return p, fmt.Errorf("%s needs a width: %s[N](column)", p.Transform, p.Transform)
+		}
+	case "identity", "year", "month", "day", "hour":
+		if p.Param != 0 {
+			return p, fmt.Errorf("%s takes no width", p.Transform)
+		}
+	default:
+		return p, fmt.Errorf("transform %s is not one of %s", quote(name), strings.Join(transformNames, ", "))
+	}
+	for part := range strings.SplitSeq(col, ".") {
+		if part == "" {
+			return p, fmt.Errorf("column %s is not a dotted column path like _kafka.timestamp", quote(col))
+		}
+	}
+	p.Column = col
+	return p, nil
+}

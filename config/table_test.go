@@ -1,0 +1,184 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tableOK is the table section of issue 21, as written there.
+const tableOK = `table:
+  format: iceberg
+  catalog:
+    type: sql
+    uri: sqlite:///var/lib/pqsink/catalog.db
+  namespace: kafka
+  name: "{topic}"
+  commit_interval: 30s
+  partition_by: ["day(_kafka.timestamp)"]
+  format_version: 3
+`
+
+func TestTableSettings(t *testing.T) {
+	c, err := Parse([]byte(base+tableOK), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Table{
+		Format:         "iceberg",
+		Catalog:        Catalog{Type: "sql", URI: "sqlite:///var/lib/pqsink/catalog.db", Name: "pqsink"},
+		Namespace:      "kafka",
+		Name:           "{topic}",
+		CommitInterval: 30 * time.Second,
+		PartitionBy:    []PartitionField{{Transform: "day", Column: "_kafka.timestamp"}},
+		FormatVersion:  3,
+	}
+	if !reflect.DeepEqual(c.Table, want) {
+		t.Errorf("table = %+v\nwant %+v", c.Table, want)
+	}
+	if got := c.Table.TableName("orders.v1"); got != "orders.v1" {
+		t.Errorf("TableName = %q", got)
+	}
+
+	// No table section: no table.
+	c, err = Parse([]byte(base), nil)
+	if err != nil || c.Table != nil {
+		t.Errorf("without a table section: %v, %+v", err, c.Table)
+	}
+
+	// Defaults, a REST catalog, every transform.
+	c, err = Parse([]byte(kafkaOK+storeOK+"format: {type: avro, registry: {url: 'http://r:8081'}}\n"+`table:
+  format: ICEBERG
+  catalog: {type: rest, uri: 'https://cat.example.com/api/catalog', warehouse: analytics, credential: 'id:${S}'}
+  namespace: lake.raw
+  partition_by: [identity(a), year(b), month(c.d), day(e), hour(f), 'bucket[16](g)', 'truncate[4](h)']
+`), envOf(map[string]string{"S": "sec"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := c.Table
+	if tb.Name != "{topic}" || tb.CommitInterval != 30*time.Second || tb.FormatVersion != 2 || tb.Catalog.Name != "pqsink" ||
+		tb.Catalog.Credential.Value() != "id:sec" || tb.Catalog.Warehouse != "analytics" || tb.Format != "iceberg" {
+		t.Errorf("table = %+v", tb)
+	}
+	var specs []string
+	for _, p := range tb.PartitionBy {
+		specs = append(specs, p.String())
+	}
+	if got := strings.Join(specs, " "); got != "identity(a) year(b) month(c.d) day(e) hour(f) bucket[16](g) truncate[4](h)" {
+		t.Errorf("partition_by = %s", got)
+	}
+
+	// A relative SQLite path resolves against the config's folder;
+	// variant defaults to format version 3.
+	c, err = parse([]byte(base+"table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:state/cat.db'}}\n"), nil, "/etc/pqsink", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table.Catalog.URI.Value() != "sqlite:///etc/pqsink/state/cat.db" || c.Table.FormatVersion != 3 {
+		t.Errorf("uri %q, format version %d", c.Table.Catalog.URI.Value(), c.Table.FormatVersion)
+	}
+}
+
+func TestTableInvalid(t *testing.T) {
+	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
+	tbl := func(s string) string { return base + "table: {format: iceberg, namespace: n, " + s + "}\n" }
+	for _, tc := range []struct {
+		name, text string
+		want       string
+	}{
+		{"no format", base + "table: {namespace: n, " + cat + "}\n", "table.format: required"},
+		{"format", base + "table: {format: delta, namespace: n, " + cat + "}\n", `table.format: "delta" is not one of iceberg`},
+		{"no namespace", base + "table: {format: iceberg, " + cat + "}\n", "table.namespace: required"},
+		{"empty namespace level", base + "table: {format: iceberg, namespace: 'a..b', " + cat + "}\n", "table.namespace: \"a..b\" has an empty level"},
+		{"no catalog", base + "table: {format: iceberg, namespace: n}\n", "table.catalog.type: required"},
+		{"catalog type", tbl("catalog: {type: hive, uri: 'thrift://h:9083'}"), `table.catalog.type: "hive" is not one of sql, rest`},
+		{"no uri", tbl("catalog: {type: sql}"), "table.catalog.uri: required"},
+		{"sql uri scheme", tbl("catalog: {type: sql, uri: 'mysql://h/db'}"), "table.catalog.uri: scheme \"mysql\" is not one of sqlite, postgres"},
+		{"postgres no db", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432'}"), "table.catalog.uri: want postgres://user:password@host:port/database"},
+		{"rest uri", tbl("catalog: {type: rest, uri: 'sqlite:///x.db'}"), "table.catalog.uri: want the REST catalog's URL"},
+		{"rest uri user", tbl("catalog: {type: rest, uri: 'https://u:p@h/api'}"), "table.catalog.uri: must not contain credentials"},
+		{"sql warehouse", tbl("catalog: {type: sql, uri: 'sqlite:///x.db', warehouse: w}"), "table.catalog.warehouse: not used when table.catalog.type is sql"},
+		{"credential and token", tbl("catalog: {type: rest, uri: 'https://h/api', credential: 'a:b', token: t}"), "table.catalog.token: set either"},
+		{"name placeholder", tbl(cat + ", name: '{topic}-{partition}'"), "table.name: \"{topic}-{partition}\": {topic} is the only placeholder"},
+		{"name slash", tbl(cat + ", name: 'a/{topic}'"), "table.name: \"a/{topic}\": a table name cannot contain"},
+		{"commit interval", tbl(cat + ", commit_interval: 10ms"), "table.commit_interval: "},
+		{"transform", tbl(cat + ", partition_by: ['days(ts)']"), `table.partition_by: "days(ts)": transform "days" is not one of identity, year, month, day, hour, bucket, truncate`},
+		{"no parens", tbl(cat + ", partition_by: [ts]"), `table.partition_by: "ts": want transform(column)`},
+		{"bucket width", tbl(cat + ", partition_by: ['bucket(ts)']"), `table.partition_by: "bucket(ts)": bucket needs a width`},
+		{"bucket zero", tbl(cat + ", partition_by: ['bucket[0](ts)']"), `the width in brackets must be a whole number from 1`},
+		{"day width", tbl(cat + ", partition_by: ['day[2](ts)']"), `day takes no width`},
+		{"empty column", tbl(cat + ", partition_by: ['day(a..b)']"), `column "a..b" is not a dotted column path`},
+		{"twice", tbl(cat + ", partition_by: ['day(ts)', 'day(ts)']"), `"day(ts)" is listed twice`},
+		{"envelope off", base + "envelope: false\ntable: {format: iceberg, namespace: n, " + cat + ", partition_by: ['day(_kafka.timestamp)']}\n", "the _kafka columns exist only with envelope: true"},
+		{"variant v2", tbl(cat + ", format_version: 2"), "table.format_version: format.type variant needs 3"},
+		{"version 4", tbl(cat + ", format_version: 4"), "table.format_version: "},
+		{"unknown key", tbl(cat + ", commit_every: 1m"), "table.commit_every: unknown key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTableSecrets: the catalog's password, credential and token never
+// show, whichever way the config is printed, and the rendered config
+// loads back.
+func TestTableSecrets(t *testing.T) {
+	env := envOf(map[string]string{"PG": secretValue, "CID": "client", "CS": secretValue})
+	check := func(what, s string) {
+		t.Helper()
+		if strings.Contains(s, secretValue) || strings.Contains(s, "s3cr3t") {
+			t.Errorf("%s leaks the secret:\n%s", what, s)
+		}
+	}
+	for _, text := range []string{
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'postgres://pqsink:${PG}@db:5432/lake'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://h/api', credential: '${CID}:${CS}'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://h/api', token: '${PG}'}}\n",
+	} {
+		c, err := Parse([]byte(text), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
+			check("Sprintf "+verb+" of *Config", fmt.Sprintf(verb, c))
+			check("Sprintf "+verb+" of Config", fmt.Sprintf(verb, *c))
+			check("Sprintf "+verb+" of Table", fmt.Sprintf(verb, *c.Table))
+			check("Sprintf "+verb+" of *Table", fmt.Sprintf(verb, c.Table))
+			check("Sprintf "+verb+" of Catalog", fmt.Sprintf(verb, c.Table.Catalog))
+			check("Sprintf "+verb+" of a struct holding pointers", fmt.Sprintf(verb, struct {
+				T *Table
+				C *Catalog
+			}{c.Table, &c.Table.Catalog}))
+		}
+		out := c.Redacted()
+		check("Redacted", out)
+		c2, err := Parse([]byte(out), nil)
+		if err != nil {
+			t.Fatalf("Parse(Redacted()): %v\n%s", err, out)
+		}
+		if c2.Table.Namespace != "n" || c2.Table.Catalog.Type != c.Table.Catalog.Type || c2.Table.CommitInterval != c.Table.CommitInterval {
+			t.Errorf("round trip: %+v", c2.Table)
+		}
+	}
+	// A bad value around a secret does not show it either.
+	for _, text := range []string{
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'mysql://u:${PG}@h/db'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://h/api', credential: '${PG}', token: x}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://u:${PG}@h/api'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: '" + secretValue + "${'}}\n",
+	} {
+		_, err := Parse([]byte(text), env)
+		if err == nil {
+			t.Errorf("no error for\n%s", text)
+			continue
+		}
+		check("error", err.Error())
+	}
+}

@@ -1,0 +1,268 @@
+package table
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	itable "github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/pgdriver"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// Catalog is an open Iceberg catalog with the sink's table settings: the
+// namespace, the partition spec and format version of the tables it
+// creates, and the warehouse they live in.
+type Catalog struct {
+	cat       catalog.Catalog
+	db        *sql.DB // SQL catalogs only
+	cfg       config.Table
+	warehouse string // store.url, without a trailing slash
+	props     iceberg.Properties
+}
+
+// Open connects to the catalog of c.Table: a SQL catalog on SQLite or
+// PostgreSQL (its tables are created when absent) or a REST catalog. The
+// warehouse is c.Store.URL, and the store's S3 settings are handed to
+// iceberg-go for the metadata files it writes there.
+func Open(ctx context.Context, c *config.Config) (*Catalog, error) {
+	if c.Table == nil {
+		return nil, errors.New("table: the config has no table section")
+	}
+	t := *c.Table
+	k := &Catalog{cfg: t, warehouse: strings.TrimSuffix(c.Store.URL, "/"), props: ioProps(c.Store)}
+	var err error
+	switch t.Catalog.Type {
+	case "sql":
+		err = k.openSQL(ctx)
+	case "rest":
+		err = k.openREST(ctx)
+	default:
+		err = fmt.Errorf("catalog type %q is not sql or rest", t.Catalog.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table: opening the %s catalog %s: %w", t.Catalog.Type, t.Catalog.Name, err)
+	}
+	return k, nil
+}
+
+// ioProps are iceberg-go's settings for the store's S3 bucket.
+func ioProps(s config.Store) iceberg.Properties {
+	p := iceberg.Properties{}
+	set := func(k, v string) {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	set(icebergio.S3EndpointURL, s.Endpoint)
+	set(icebergio.S3Region, s.Region)
+	set(icebergio.S3AccessKeyID, s.AccessKey)
+	set(icebergio.S3SecretAccessKey, s.SecretKey.Value())
+	set(icebergio.S3SessionToken, s.SessionToken.Value())
+	if s.Endpoint != "" || s.PathStyle {
+		p[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!s.PathStyle)
+	}
+	return p
+}
+
+func (k *Catalog) openSQL(ctx context.Context) error {
+	uri := k.cfg.Catalog.URI.Value()
+	var dialect sqlcat.SupportedDialect
+	switch {
+	case strings.HasPrefix(uri, "sqlite://"):
+		// One connection: SQLite serializes writers anyway, and a second
+		// connection of this process would only meet SQLITE_BUSY. The busy
+		// timeout makes other processes' writers wait rather than fail.
+		path := strings.TrimPrefix(uri, "sqlite://")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return err
+		}
+		db.SetMaxOpenConns(1)
+		k.db, dialect = db, sqlcat.SQLite
+	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
+		k.db, dialect = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri))), sqlcat.Postgres
+	default:
+		return errors.New("the uri is not sqlite:// or postgres://")
+	}
+	if err := k.db.PingContext(ctx); err != nil {
+		k.db.Close()
+		return scrub(err, uri)
+	}
+	props := iceberg.Properties{"warehouse": k.warehouse}
+	for key, v := range k.props {
+		props[key] = v
+	}
+	cat, err := sqlcat.NewCatalog(k.cfg.Catalog.Name, k.db, dialect, props)
+	if err != nil {
+		k.db.Close()
+		return scrub(err, uri)
+	}
+	k.cat = cat
+	return nil
+}
+
+func (k *Catalog) openREST(ctx context.Context) error {
+	c := k.cfg.Catalog
+	opts := []rest.Option{rest.WithAdditionalProps(k.props)}
+	if c.Warehouse != "" {
+		opts = append(opts, rest.WithWarehouseLocation(c.Warehouse))
+	}
+	if v := c.Credential.Value(); v != "" {
+		opts = append(opts, rest.WithCredential(v))
+	}
+	if v := c.Token.Value(); v != "" {
+		opts = append(opts, rest.WithOAuthToken(v))
+	}
+	cat, err := rest.NewCatalog(ctx, c.Name, c.URI.Value(), opts...)
+	if err != nil {
+		return err
+	}
+	k.cat = cat
+	return nil
+}
+
+// scrub removes a URI's password from an error a driver made of it.
+func scrub(err error, uri string) error {
+	u, perr := url.Parse(uri)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+}
+
+// Close releases the catalog's connections.
+func (k *Catalog) Close() error {
+	if k.db != nil {
+		return k.db.Close()
+	}
+	return nil
+}
+
+// namespace is the configured namespace as an identifier.
+func (k *Catalog) namespace() itable.Identifier {
+	return strings.Split(k.cfg.Namespace, ".")
+}
+
+// Location is where a table created by the sink lives:
+// {store.url}/{namespace levels}/{name}.
+func (k *Catalog) Location(name string) string {
+	return k.warehouse + "/" + strings.Join(append(k.namespace(), name), "/")
+}
+
+// Table returns the handle of the table called name, created from s when
+// absent, or adopted when its schema accepts s; otherwise the error wraps
+// ErrIncompatible and names the first field that does not fit. s is the
+// Parquet schema of the sink's files; the handle's Schema is s with the
+// table's field ids.
+func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Handle, error) {
+	ident := append(k.namespace(), name)
+	what := strings.Join(ident, ".")
+	tbl, err := k.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		tbl, err = k.create(ctx, ident, s)
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			// Another member created it first.
+			tbl, err = k.cat.LoadTable(ctx, ident)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	h := &Handle{cat: k.cat, ident: ident, name: what, warehouse: k.warehouse}
+	if err := h.adopt(tbl, s); err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	return h, nil
+}
+
+// create makes the namespace when absent and the table in it.
+func (k *Catalog) create(ctx context.Context, ident itable.Identifier, s *schema.Schema) (*itable.Table, error) {
+	is, err := icebergSchema(s, k.cfg.FormatVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIncompatible, err)
+	}
+	spec, err := partitionSpec(is, k.cfg.PartitionBy)
+	if err != nil {
+		return nil, err
+	}
+	ns := k.namespace()
+	if err := k.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("creating namespace %s: %w", k.cfg.Namespace, err)
+	}
+	props := iceberg.Properties{
+		itable.PropertyFormatVersion: strconv.Itoa(k.cfg.FormatVersion),
+		// pqsink retries commits itself (Handle.Commit): iceberg-go's own
+		// retry would replay a stale exactly-once state.
+		itable.CommitNumRetriesKey: "0",
+	}
+	return k.cat.CreateTable(ctx, ident, is,
+		catalog.WithPartitionSpec(&spec),
+		catalog.WithLocation(k.Location(ident[len(ident)-1])),
+		catalog.WithProperties(props))
+}
+
+// partitionSpec builds the spec of table.partition_by over is.
+func partitionSpec(is *iceberg.Schema, fields []config.PartitionField) (iceberg.PartitionSpec, error) {
+	var opts []iceberg.PartitionOption
+	for _, p := range fields {
+		f, ok := is.FindFieldByName(p.Column)
+		if !ok {
+			return iceberg.PartitionSpec{}, fmt.Errorf("table.partition_by: %s: no column %s in the schema", p, p.Column)
+		}
+		tr, err := iceberg.ParseTransform(transformText(p))
+		if err != nil {
+			return iceberg.PartitionSpec{}, fmt.Errorf("table.partition_by: %s: %w", p, err)
+		}
+		if !tr.CanTransform(f.Type) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("table.partition_by: %s: %s cannot transform column %s of type %s", p, p.Transform, p.Column, f.Type)
+		}
+		opts = append(opts, iceberg.AddPartitionFieldBySourceID(f.ID, partitionName(p), tr, is, nil))
+	}
+	return iceberg.NewPartitionSpecOpts(opts...)
+}
+
+// transformText is a partition field's transform as Iceberg writes it.
+func transformText(p config.PartitionField) string {
+	if p.Param != 0 {
+		return p.Transform + "[" + strconv.Itoa(p.Param) + "]"
+	}
+	return p.Transform
+}
+
+// partitionName names a partition field as Iceberg's Java API does
+// (column, column_day, column_bucket...), with the dots of a nested column
+// as underscores, so that the name is one path segment.
+func partitionName(p config.PartitionField) string {
+	col := strings.ReplaceAll(p.Column, ".", "_")
+	switch p.Transform {
+	case "identity":
+		return col
+	case "truncate":
+		return col + "_trunc"
+	}
+	return col + "_" + p.Transform
+}

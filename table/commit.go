@@ -1,0 +1,330 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	itable "github.com/apache/iceberg-go/table"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// Handle is one table as the sink uses it: the schema its files must be
+// written with, the commits that append them, and the exactly-once state
+// read back. It is safe for concurrent use; commits of one Handle, of
+// several, or of several processes to the same table all merge.
+type Handle struct {
+	cat       catalog.Catalog
+	ident     itable.Identifier
+	name      string // ident joined with dots, for errors
+	warehouse string
+	schema    *schema.Schema
+
+	// beforeSwap, when set (by tests), runs in each attempt of Commit
+	// after the table's state is read and before the swap.
+	beforeSwap func()
+}
+
+// adopt checks that tbl accepts s and keeps s with the table's ids.
+func (h *Handle) adopt(tbl *itable.Table, s *schema.Schema) error {
+	if err := noLibraryRetry(tbl); err != nil {
+		return err
+	}
+	ws, err := withFieldIDs(s, tbl.Schema(), tbl.Metadata().Version())
+	if err != nil {
+		return err
+	}
+	h.schema = ws
+	return nil
+}
+
+// Schema is the Parquet schema the sink must write this table's files
+// with: its own schema with every field's id the table's (the Parquet
+// field_id), so that readers resolve columns by id.
+func (h *Handle) Schema() *schema.Schema { return h.schema }
+
+// Name is the table's identifier, its namespace and name joined by dots.
+func (h *Handle) Name() string { return h.name }
+
+// File is a data file the sink uploaded, to be appended to the table.
+type File struct {
+	// Location is the file's full URI, as the table references it
+	// (s3://bucket/key or file:///path).
+	Location string
+	// Size is the file's length in bytes.
+	Size int64
+	// Footer is the file's metadata as the writer returned it: the Kafka
+	// range in its key-value entries (archive.ReadRange), the metrics in
+	// its column chunks.
+	Footer *meta.FileMetaData
+	// PathID is the path identity of the file's chain: the key of its path
+	// in the skip set.
+	PathID string
+}
+
+// Result says what a commit did.
+type Result struct {
+	// SnapshotID is the snapshot made; 0 when there was nothing to commit.
+	SnapshotID int64
+	// Appended are the files the snapshot added.
+	Appended int
+	// Dropped are the files left out because the table already held their
+	// records (committed by an earlier owner, or by this one before a
+	// retry).
+	Dropped int
+	// Attempts is how many times the commit was tried (conflicts + 1).
+	Attempts int
+}
+
+// Commit retries a conflicting commit this many times, backing off
+// exponentially from commitBackoff up to maxBackoff.
+const (
+	commitAttempts = 10
+	commitBackoff  = 50 * time.Millisecond
+	maxBackoff     = 5 * time.Second
+)
+
+// ErrOverlap is wrapped by the error of a commit holding a file whose
+// range overlaps what the table holds without being covered by it: a file
+// that would put a record in the table twice.
+var ErrOverlap = errors.New("file overlaps records already in the table")
+
+// Commit appends files, uploaded by group, to the table in one snapshot
+// whose summary carries the table's state merged with state (the Progress
+// of group's partitions after these files). It reloads the table's current
+// snapshot, drops every file whose range that snapshot's state already
+// covers, merges state into it, keeping every other partition's, and swaps
+// the table's metadata at the catalog; on a conflict it does it all again,
+// up to commitAttempts times. With no file left to append it commits
+// nothing: the state then waits for the next commit with files.
+func (h *Handle) Commit(ctx context.Context, group string, files []File, state State) (Result, error) {
+	ranges := make([]archive.Range, len(files))
+	for i, f := range files {
+		if f.Footer == nil {
+			return Result{}, fmt.Errorf("table %s: file %s: no footer", h.name, f.Location)
+		}
+		r, err := archive.ReadRange(f.Footer.KeyValueMetadata)
+		if err != nil {
+			return Result{}, fmt.Errorf("table %s: file %s: %w", h.name, f.Location, err)
+		}
+		ranges[i] = r
+	}
+	var res Result
+	backoff := commitBackoff
+	for {
+		res.Attempts++
+		id, appended, dropped, err := h.tryCommit(ctx, group, files, ranges, state)
+		if err == nil {
+			res.SnapshotID, res.Appended, res.Dropped = id, appended, dropped
+			return res, nil
+		}
+		if !conflict(err) || res.Attempts >= commitAttempts {
+			return res, fmt.Errorf("table %s: commit (attempt %d): %w", h.name, res.Attempts, err)
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("table %s: commit: %w", h.name, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// conflict reports whether err is a lost compare-and-swap: the catalog's
+// ErrCommitFailed (REST 409, SQL metadata_location moved), or a
+// requirement the SQL catalog found broken before writing anything, which
+// iceberg-go reports as a plain error.
+func conflict(err error) bool {
+	return errors.Is(err, itable.ErrCommitFailed) ||
+		strings.Contains(strings.ToLower(err.Error()), "requirement failed")
+}
+
+// tryCommit is one attempt of Commit.
+func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state State) (snapshot int64, appended, dropped int, err error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := noLibraryRetry(tbl); err != nil {
+		return 0, 0, 0, err
+	}
+	cur, err := h.state(ctx, tbl)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var add []iceberg.DataFile
+	// Format version 3 numbers rows (row lineage): the files take
+	// consecutive ranges from the table's next row id.
+	var rowID *int64
+	if tbl.Metadata().Version() >= 3 {
+		next := tbl.Metadata().NextRowID()
+		rowID = &next
+	}
+	for i, f := range files {
+		r := ranges[i]
+		covered := cur[Partition{group, r.Topic, r.Partition}].covered(f.PathID)
+		switch {
+		case r.Last <= covered:
+			dropped++
+			continue
+		case r.First <= covered:
+			return 0, 0, 0, fmt.Errorf("file %s (%s[%d] offsets %d to %d, path %q): %w up to offset %d",
+				f.Location, r.Topic, r.Partition, r.First, r.Last, f.PathID, ErrOverlap, covered)
+		}
+		df, err := dataFile(tbl, f, rowID)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("file %s: %w", f.Location, err)
+		}
+		if rowID != nil {
+			*rowID += f.Footer.NumRows
+		}
+		add = append(add, df)
+	}
+	if len(add) == 0 {
+		return 0, 0, dropped, nil
+	}
+	merged := State{}
+	for k, p := range cur {
+		merged[k] = p
+	}
+	for k, p := range state {
+		if c, ok := merged[k]; ok {
+			p = c.merge(p)
+		} else {
+			p = Progress{}.merge(p)
+		}
+		merged[k] = p
+	}
+	value, obj, doc, err := summaryValue(merged)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if obj != "" {
+		loc := h.stateLocation(obj)
+		if err := writeObject(ctx, tbl, loc, doc); err != nil {
+			return 0, 0, 0, fmt.Errorf("storing the state object %s: %w", loc, err)
+		}
+		value = archive.CommitState + loc
+	}
+	if h.beforeSwap != nil {
+		h.beforeSwap()
+	}
+	tx := tbl.NewTransaction()
+	// The duplicate check of iceberg-go reads every manifest of the table
+	// at each commit; the state check above is what keeps a file from being
+	// appended twice.
+	if err := tx.AddDataFiles(ctx, add, iceberg.Properties{SummaryState: value}, itable.WithoutDuplicateCheck()); err != nil {
+		return 0, 0, 0, err
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if s := next.CurrentSnapshot(); s != nil {
+		snapshot = s.SnapshotID
+	}
+	return snapshot, len(add), dropped, nil
+}
+
+// stateLocation is where a state object named obj is stored: under the
+// warehouse's _pqsink/ prefix, outside the table's location, so that
+// orphan-file removal of other engines, which deletes what the table's
+// metadata does not reference, leaves it alone.
+func (h *Handle) stateLocation(obj string) string {
+	return h.warehouse + "/" + archive.StatePrefix + "tables/" + strings.Join(h.ident, "/") + "/" + obj
+}
+
+func writeObject(ctx context.Context, tbl *itable.Table, loc string, doc []byte) error {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	w, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return errors.New("the table's file system cannot write")
+	}
+	return w.WriteFile(loc, doc)
+}
+
+// State reads the exactly-once state of the table's current snapshot: the
+// summary of the newest snapshot in its ancestry that carries one, so that
+// a snapshot made by another engine (a compaction, an append of its own)
+// does not hide it. A table without one has the empty State.
+func (h *Handle) State(ctx context.Context) (State, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	s, err := h.state(ctx, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	return s, nil
+}
+
+func (h *Handle) state(ctx context.Context, tbl *itable.Table) (State, error) {
+	md := tbl.Metadata()
+	for snap := tbl.CurrentSnapshot(); snap != nil; {
+		if snap.Summary != nil {
+			if v, ok := snap.Summary.Properties[SummaryState]; ok {
+				return readState(ctx, tbl, v)
+			}
+		}
+		if snap.ParentSnapshotID == nil {
+			break
+		}
+		snap = md.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	return State{}, nil
+}
+
+// readState decodes a summary entry, reading the state object it names.
+func readState(ctx context.Context, tbl *itable.Table, v string) (State, error) {
+	switch {
+	case strings.HasPrefix(v, archive.CommitInline):
+		return decodeState([]byte(v[len(archive.CommitInline):]))
+	case strings.HasPrefix(v, archive.CommitState):
+		loc := v[len(archive.CommitState):]
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f, err := fsys.Open(loc)
+		if err != nil {
+			return nil, fmt.Errorf("reading the state object: %w", err)
+		}
+		defer f.Close()
+		doc, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading the state object %s: %w", loc, err)
+		}
+		return decodeState(doc)
+	}
+	return nil, fmt.Errorf("snapshot summary %s is not pqsink's", SummaryState)
+}
+
+// noLibraryRetry refuses a table on which iceberg-go would retry a
+// conflicting commit itself: its retry replays the snapshot as built,
+// summary included, onto the new current snapshot, so the state it carries
+// would drop what the winner of the conflict wrote. Commit retries, merging
+// the state again, instead.
+func noLibraryRetry(tbl *itable.Table) error {
+	v, ok := tbl.Properties()[itable.CommitNumRetriesKey]
+	if !ok {
+		return nil // iceberg-go's default is 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n != 0 {
+		return fmt.Errorf("table property %s is %q: pqsink retries commits itself, merging its state each time, and needs it unset or 0", itable.CommitNumRetriesKey, v)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package table
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pqsink/pqsink/archive"
+)
+
+// Partition names one Kafka partition as read by one consumer group: the
+// unit whose exactly-once state the table keeps.
+type Partition struct {
+	Group     string
+	Topic     string
+	Partition int32
+}
+
+// Progress is the exactly-once state of one Partition in the table:
+// every record below Committed is in the table, and so is, for each path
+// identity in Paths, the chain of that path up to the offset it maps to
+// (the skip set of the Kafka commit metadata, see archive.EncodeCommit).
+type Progress struct {
+	Committed int64
+	Paths     map[string]int64
+}
+
+// covered is the last offset of path id that the table holds.
+func (p Progress) covered(id string) int64 {
+	c := p.Committed - 1
+	if o, ok := p.Paths[id]; ok && o > c {
+		c = o
+	}
+	return c
+}
+
+// merge returns the union of what p and q say is in the table: the later
+// committed offset, the later offset of each path, and no path at or below
+// the committed offset. Every claim of either is true once both commits
+// landed, so the union is too.
+func (p Progress) merge(q Progress) Progress {
+	out := Progress{Committed: max(p.Committed, q.Committed), Paths: map[string]int64{}}
+	for _, src := range []map[string]int64{p.Paths, q.Paths} {
+		for id, o := range src {
+			if cur, ok := out.Paths[id]; o >= out.Committed && (!ok || o > cur) {
+				out.Paths[id] = o
+			}
+		}
+	}
+	return out
+}
+
+func (p Progress) equal(q Progress) bool {
+	return p.Committed == q.Committed && maps.Equal(p.Paths, q.Paths)
+}
+
+// State is the exactly-once state a table holds: the Progress of every
+// partition of every group that commits to it.
+type State map[Partition]Progress
+
+// The snapshot summary entry that holds the State. Its value is
+// archive.CommitInline followed by the JSON document, or, when that is
+// longer than maxInlineState, archive.CommitState followed by the location
+// of a state object holding the document, named by its content.
+const (
+	SummaryState   = "pqsink.state"
+	maxInlineState = 4000
+)
+
+// stateDoc is the JSON form of a State: its partitions sorted by group,
+// topic and partition, so that equal states are equal documents.
+type stateDoc struct {
+	Partitions []partitionDoc `json:"partitions"`
+}
+
+type partitionDoc struct {
+	Group     string           `json:"group"`
+	Topic     string           `json:"topic"`
+	Partition int32            `json:"partition"`
+	Committed int64            `json:"committed"`
+	Paths     map[string]int64 `json:"paths"`
+}
+
+// encode renders s as its JSON document.
+func (s State) encode() ([]byte, error) {
+	keys := slices.SortedFunc(maps.Keys(s), func(a, b Partition) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	doc := stateDoc{Partitions: make([]partitionDoc, 0, len(keys))}
+	for _, k := range keys {
+		p := s[k]
+		paths := p.Paths
+		if paths == nil {
+			paths = map[string]int64{}
+		}
+		doc.Partitions = append(doc.Partitions, partitionDoc{Group: k.Group, Topic: k.Topic, Partition: k.Partition, Committed: p.Committed, Paths: paths})
+	}
+	return json.Marshal(doc)
+}
+
+// decodeState reads a State's JSON document.
+func decodeState(b []byte) (State, error) {
+	var doc stateDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("table state is not pqsink's: %w", err)
+	}
+	s := State{}
+	for _, p := range doc.Partitions {
+		paths := p.Paths
+		if paths == nil {
+			paths = map[string]int64{}
+		}
+		s[Partition{p.Group, p.Topic, p.Partition}] = Progress{Committed: p.Committed, Paths: paths}
+	}
+	return s, nil
+}
+
+// summaryValue renders s for the summary entry. When the document is too
+// long to inline, obj is the name of the state object to store first (a
+// function of the document) and doc its content.
+func summaryValue(s State) (value, obj string, doc []byte, err error) {
+	doc, err = s.encode()
+	if err != nil {
+		return "", "", nil, err
+	}
+	if len(archive.CommitInline)+len(doc) <= maxInlineState {
+		return archive.CommitInline + string(doc), "", nil, nil
+	}
+	sum := sha256.Sum256(doc)
+	obj = hex.EncodeToString(sum[:16]) + ".json"
+	return archive.CommitState + obj, obj, doc, nil
+}

@@ -1,0 +1,715 @@
+package table
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/linkedin/goavro/v2"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	"github.com/pqsink/pqsink/internal/testutil/postgres"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// eventSchema is the payload of the test records plus the envelope.
+func eventSchema(t *testing.T) *schema.Schema {
+	t.Helper()
+	str := schema.Logical{Kind: schema.String}
+	s, err := schema.New("event",
+		schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}),
+		schema.Leaf("name", schema.Optional, meta.TypeByteArray, str),
+		schema.Group("tags", schema.Optional, schema.Logical{Kind: schema.List},
+			schema.Group("list", schema.Repeated, schema.Logical{},
+				schema.Leaf("element", schema.Required, meta.TypeByteArray, str))),
+		rowgroup.EnvelopeNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type env struct {
+	dir       string
+	warehouse string
+	cfg       *config.Config
+}
+
+func newEnv(t *testing.T, partitionBy ...config.PartitionField) *env {
+	return newEnvOn(t, "sqlite", partitionBy...)
+}
+
+// sqlCatalogs are the databases the SQL catalog tests run on.
+var sqlCatalogs = []string{"sqlite", "postgres"}
+
+// newEnvOn makes a warehouse in a temporary folder and a SQL catalog on
+// SQLite (a file beside it) or PostgreSQL (a server of the test's own).
+func newEnvOn(t *testing.T, db string, partitionBy ...config.PartitionField) *env {
+	dir := t.TempDir()
+	wh := "file://" + filepath.Join(dir, "warehouse")
+	uri := "sqlite://" + filepath.Join(dir, "state", "catalog.db") // a folder Open makes
+	if db == "postgres" {
+		uri = postgres.Start(t).CreateDatabase(t, "lake")
+	}
+	return &env{dir: dir, warehouse: wh, cfg: &config.Config{
+		Store: config.Store{URL: wh},
+		Table: &config.Table{
+			Format:         "iceberg",
+			Catalog:        config.Catalog{Type: "sql", URI: config.Secret(uri), Name: "pqsink"},
+			Namespace:      "kafka",
+			Name:           "{topic}",
+			CommitInterval: 30 * time.Second,
+			PartitionBy:    partitionBy,
+			FormatVersion:  2,
+		},
+	}}
+}
+
+func (e *env) open(t *testing.T) *Catalog {
+	t.Helper()
+	c, err := Open(context.Background(), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// writeFile writes the records first..last of topic[partition] with the
+// handle's schema into the table's data folder, as the sink would, and
+// returns the File to commit. Record o has id o, time day0 + dayOf(o)
+// days + o seconds.
+func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, first, last int64, dayOf func(int64) int) File {
+	t.Helper()
+	s := h.Schema()
+	g := rowgroup.New(s)
+	sh, err := rowgroup.NewJSONShredder(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for o := first; o <= last; o++ {
+		rec := fmt.Sprintf(`{"id":%d,"name":"n%03d","tags":["a","b"]}`, o, o)
+		if o%5 == 4 {
+			rec = fmt.Sprintf(`{"id":%d,"name":null}`, o)
+		}
+		ts := day0.AddDate(0, 0, dayOf(o)).Add(time.Duration(o) * time.Second)
+		if err := b.Append([]byte(rec), &rowgroup.Envelope{Topic: topic, Partition: partition, Offset: o, Timestamp: ts, Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := strings.TrimPrefix(loc, "file://") + fmt.Sprintf("/data/%s+%d+%020d.parquet", topic, partition, first)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := writer.New(out, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive.Range{Topic: topic, Partition: partition, First: first, Last: last, Records: last - first + 1}.Footer(w.SetKeyValue)
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	md, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return File{Location: "file://" + path, Size: w.Offset(), Footer: md, PathID: "p"}
+}
+
+func sameDay(int64) int { return 0 }
+
+func TestCommitAndReadBack(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, config.PartitionField{Transform: "day", Column: "_kafka.timestamp"})
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every field carries the table's id.
+	for _, n := range h.Schema().Leaves() {
+		if !n.HasFieldID {
+			t.Errorf("leaf %s has no field id", n.PathString())
+		}
+	}
+	loc := c.Location("events")
+	files := []File{
+		writeFile(t, h, loc, "events", 0, 0, 9, sameDay),
+		writeFile(t, h, loc, "events", 0, 10, 19, sameDay),
+		writeFile(t, h, loc, "events", 1, 0, 4, func(int64) int { return 1 }),
+	}
+	state := State{
+		{"g", "events", 0}: {Committed: 20, Paths: map[string]int64{}},
+		{"g", "events", 1}: {Committed: 3, Paths: map[string]int64{"p": 4}},
+	}
+	res, err := h.Commit(ctx, "g", files, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appended != 3 || res.Dropped != 0 || res.SnapshotID == 0 {
+		t.Fatalf("commit = %+v, want 3 appended", res)
+	}
+
+	// A fresh process sees the files, the records and the state.
+	c2 := e.open(t)
+	h2, err := c2.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h2.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := State{
+		{"g", "events", 0}: {Committed: 20, Paths: map[string]int64{}},
+		{"g", "events", 1}: {Committed: 3, Paths: map[string]int64{"p": 4}},
+	}
+	if !equalState(got, want) {
+		t.Errorf("state = %v, want %v", got, want)
+	}
+	tbl, err := c2.cat.LoadTable(ctx, h2.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrowTable, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arrowTable.Release()
+	if n := arrowTable.NumRows(); n != 25 {
+		t.Errorf("iceberg-go scans %d rows, want 25", n)
+	}
+	var ids []int64
+	for i := 0; i < int(arrowTable.NumCols()); i++ {
+		if arrowTable.Column(i).Name() != "id" {
+			continue
+		}
+		for _, ch := range arrowTable.Column(i).Data().Chunks() {
+			ids = append(ids, ch.(*array.Int64).Int64Values()...)
+		}
+	}
+	slices.Sort(ids)
+	var wantIDs []int64
+	for o := range int64(20) {
+		wantIDs = append(wantIDs, o)
+	}
+	wantIDs = append(wantIDs, 0, 1, 2, 3, 4)
+	slices.Sort(wantIDs)
+	if !slices.Equal(ids, wantIDs) {
+		t.Errorf("ids = %v, want %v", ids, wantIDs)
+	}
+
+	// The same files again: the state covers them, nothing is appended.
+	res, err = h2.Commit(ctx, "g", files, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appended != 0 || res.Dropped != 3 || res.SnapshotID != 0 {
+		t.Errorf("second commit = %+v, want all 3 dropped", res)
+	}
+	if err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Errorf("%d snapshots after a duplicate commit, want 1", n)
+	}
+
+	// A file that overlaps the table's records without being covered.
+	bad := writeFile(t, h2, loc, "events", 1, 3, 8, func(int64) int { return 1 })
+	if _, err := h2.Commit(ctx, "g", []File{bad}, nil); !errors.Is(err, ErrOverlap) {
+		t.Errorf("overlapping file: err = %v, want ErrOverlap", err)
+	}
+
+	checkManifests(t, tbl.MetadataLocation(), files)
+	checkDuckDB(t, files)
+}
+
+// checkManifests reads the manifest list and manifests with goavro, not
+// iceberg-go, and checks each file's path, record count, partition and
+// the bounds of _kafka.offset.
+func checkManifests(t *testing.T, metadataLocation string, files []File) {
+	t.Helper()
+	var md struct {
+		CurrentSnapshotID int64 `json:"current-snapshot-id"`
+		Snapshots         []struct {
+			SnapshotID   int64             `json:"snapshot-id"`
+			ManifestList string            `json:"manifest-list"`
+			Summary      map[string]string `json:"summary"`
+		} `json:"snapshots"`
+		Schemas []struct {
+			Fields []struct {
+				ID   int             `json:"id"`
+				Name string          `json:"name"`
+				Type json.RawMessage `json:"type"`
+			} `json:"fields"`
+		} `json:"schemas"`
+	}
+	readJSON(t, metadataLocation, &md)
+	var manifestList string
+	for _, s := range md.Snapshots {
+		if s.SnapshotID == md.CurrentSnapshotID {
+			manifestList = s.ManifestList
+			if !strings.HasPrefix(s.Summary[SummaryState], archive.CommitInline) {
+				t.Errorf("summary %s = %q", SummaryState, s.Summary[SummaryState])
+			}
+		}
+	}
+	// The id of _kafka.offset, from the schema's JSON.
+	var offsetID int
+	var envelope struct {
+		Fields []struct {
+			ID   int    `json:"id"`
+			Name string `json:"name"`
+		} `json:"fields"`
+	}
+	for _, f := range md.Schemas[len(md.Schemas)-1].Fields {
+		if f.Name == "_kafka" {
+			if err := json.Unmarshal(f.Type, &envelope); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, f := range envelope.Fields {
+		if f.Name == "offset" {
+			offsetID = f.ID
+		}
+	}
+	if offsetID == 0 {
+		t.Fatal("no _kafka.offset in the table's schema")
+	}
+	type entry struct {
+		records        int64
+		lower, upper   int64
+		day            any
+		size, nullsKey int64
+	}
+	got := map[string]entry{}
+	for _, m := range readOCF(t, manifestList) {
+		for _, e := range readOCF(t, m["manifest_path"].(string)) {
+			df := e["data_file"].(map[string]any)
+			var en entry
+			en.records = df["record_count"].(int64)
+			en.size = df["file_size_in_bytes"].(int64)
+			for _, kv := range df["lower_bounds"].(map[string]any)["array"].([]any) {
+				kv := kv.(map[string]any)
+				if int(kv["key"].(int32)) == offsetID {
+					en.lower = int64(binary.LittleEndian.Uint64(kv["value"].([]byte)))
+				}
+			}
+			for _, kv := range df["upper_bounds"].(map[string]any)["array"].([]any) {
+				kv := kv.(map[string]any)
+				if int(kv["key"].(int32)) == offsetID {
+					en.upper = int64(binary.LittleEndian.Uint64(kv["value"].([]byte)))
+				}
+			}
+			en.day = df["partition"].(map[string]any)["_kafka_timestamp_day"]
+			got[df["file_path"].(string)] = en
+		}
+	}
+	if len(got) != len(files) {
+		t.Errorf("manifests list %d files, want %d", len(got), len(files))
+	}
+	for _, f := range files {
+		r, _ := archive.ReadRange(f.Footer.KeyValueMetadata)
+		en, ok := got[f.Location]
+		if !ok {
+			t.Errorf("manifests lack %s", f.Location)
+			continue
+		}
+		wantDay := day0
+		if r.Partition == 1 {
+			wantDay = wantDay.AddDate(0, 0, 1)
+		}
+		if day, _ := en.day.(map[string]any)["int.date"].(time.Time); !day.Equal(wantDay) {
+			t.Errorf("%s: partition day %v, want %s", f.Location, en.day, wantDay.Format(time.DateOnly))
+		}
+		if en.records != r.Records || en.lower != r.First || en.upper != r.Last || en.size != f.Size {
+			t.Errorf("%s: manifest says %+v, want %d records, offsets %d to %d, %d bytes", f.Location, en, r.Records, r.First, r.Last, f.Size)
+		}
+	}
+}
+
+func readJSON(t *testing.T, loc string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimPrefix(loc, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readOCF(t *testing.T, loc string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(strings.TrimPrefix(loc, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := goavro.NewOCFReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for r.Scan() {
+		v, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v.(map[string]any))
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkDuckDB reads the data files with DuckDB, filtering on a bounded
+// column.
+func checkDuckDB(t *testing.T, files []File) {
+	db := duckdb.Start(t)
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, duckdb.Quote(strings.TrimPrefix(f.Location, "file://")))
+	}
+	r := db.Query(t, "SELECT count(*) AS n, min(_kafka.\"offset\") AS lo FROM read_parquet(["+strings.Join(paths, ",")+"]) WHERE _kafka.\"offset\" BETWEEN 5 AND 12 AND _kafka.partition = 0")
+	if n := fmt.Sprint(r.Value(0, "n")); n != "8" {
+		t.Errorf("DuckDB counts %s records of partition 0 at offsets 5 to 12, want 8", n)
+	}
+}
+
+func equalState(a, b State) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, p := range a {
+		if q, ok := b[k]; !ok || !p.equal(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConcurrentCommitters: two members, each with its own catalog
+// connection, commit their own partitions to one table at the same time;
+// every file and both states end up in the table.
+func TestConcurrentCommitters(t *testing.T) {
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) { testConcurrentCommitters(t, db) })
+	}
+}
+
+func testConcurrentCommitters(t *testing.T, db string) {
+	ctx := context.Background()
+	e := newEnvOn(t, db)
+	setup := e.open(t)
+	h0, err := setup.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := setup.Location("events")
+	const rounds = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*rounds)
+	for p := range int32(2) {
+		c := e.open(t)
+		h, err := c.Table(ctx, "events", eventSchema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []File
+		for r := range int64(rounds) {
+			files = append(files, writeFile(t, h0, loc, "events", p, 10*r, 10*r+9, sameDay))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r, f := range files {
+				st := State{{"g", "events", p}: {Committed: 10*int64(r) + 10}}
+				if _, err := h.Commit(ctx, "g", []File{f}, st); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got, err := h0.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := State{{"g", "events", 0}: {Committed: 10 * rounds}, {"g", "events", 1}: {Committed: 10 * rounds}}
+	if !equalState(got, want) {
+		t.Errorf("state = %v, want %v", got, want)
+	}
+	tbl, err := setup.cat.LoadTable(ctx, h0.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records int64
+	for _, task := range tasks {
+		records += task.File.Count()
+	}
+	if len(tasks) != 2*rounds || records != 2*rounds*10 {
+		t.Errorf("table holds %d files, %d records; want %d, %d", len(tasks), records, 2*rounds, 2*rounds*10)
+	}
+}
+
+func TestAdoptChecksSchema(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	if _, err := c.Table(ctx, "events", eventSchema(t)); err != nil {
+		t.Fatal(err)
+	}
+	str := schema.Logical{Kind: schema.String}
+	for _, tc := range []struct {
+		name   string
+		fields []*schema.Node
+		want   string
+	}{
+		{"same", nil, ""},
+		{"type", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeByteArray, str)}, "field id is long in the table, the records need string"},
+		{"new field", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("extra", schema.Optional, meta.TypeInt32, schema.Logical{})}, "field extra is not in the table"},
+		{"optional into required", []*schema.Node{schema.Leaf("id", schema.Optional, meta.TypeInt64, schema.Logical{})}, "field id is optional, the table requires it"},
+		{"narrower int", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt32, schema.Logical{})}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := eventSchema(t)
+			if tc.fields != nil {
+				fields := append(tc.fields, s.Fields()[1:]...)
+				var err error
+				if s, err = schema.New("event", fields...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := c.Table(ctx, "events", s)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tc.want != "" && (err == nil || !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLargeStateGoesToAnObject(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := State{}
+	for p := range int32(200) {
+		st[Partition{"g", "events", p}] = Progress{Committed: int64(p), Paths: map[string]int64{"2026/11/01": int64(p) + 5}}
+	}
+	f := writeFile(t, h, c.Location("events"), "events", 0, 0, 9, sameDay)
+	st[Partition{"g", "events", 0}] = Progress{Committed: 10}
+	if _, err := h.Commit(ctx, "g", []File{f}, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalState(got, st) {
+		t.Errorf("state read back differs")
+	}
+	matches, _ := filepath.Glob(filepath.Join(e.dir, "warehouse", "_pqsink", "state", "tables", "kafka", "events", "*.json"))
+	if len(matches) != 1 {
+		t.Errorf("state objects: %v, want one", matches)
+	}
+}
+
+func TestProgressMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		a, b    Progress
+		want    Progress
+		covered map[string]int64
+	}{
+		{"later committed wins", Progress{Committed: 5, Paths: map[string]int64{"x": 9}}, Progress{Committed: 12}, Progress{Committed: 12, Paths: map[string]int64{}}, map[string]int64{"x": 11, "y": 11}},
+		{"paths beyond committed kept", Progress{Committed: 5, Paths: map[string]int64{"x": 9}}, Progress{Committed: 6, Paths: map[string]int64{"x": 7, "y": 20}}, Progress{Committed: 6, Paths: map[string]int64{"x": 9, "y": 20}}, map[string]int64{"x": 9, "y": 20, "z": 5}},
+		{"empty", Progress{}, Progress{}, Progress{Paths: map[string]int64{}}, map[string]int64{"x": -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.a.merge(tc.b)
+			if !got.equal(tc.want) {
+				t.Errorf("merge = %+v, want %+v", got, tc.want)
+			}
+			if back := tc.b.merge(tc.a); !back.equal(got) {
+				t.Errorf("merge is not symmetric: %+v", back)
+			}
+			for id, c := range tc.covered {
+				if g := got.covered(id); g != c {
+					t.Errorf("covered(%s) = %d, want %d", id, g, c)
+				}
+			}
+		})
+	}
+}
+
+// TestConflictMerges: another member commits between this member's read of
+// the state and its swap. The swap fails, the commit reloads and retries,
+// and the table ends with both members' files and states, and a file of
+// the other member that this one also holds (an adopted object) once.
+func TestConflictMerges(t *testing.T) {
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) { testConflictMerges(t, db) })
+	}
+}
+
+func testConflictMerges(t *testing.T, db string) {
+	ctx := context.Background()
+	e := newEnvOn(t, db)
+	c1, c2 := e.open(t), e.open(t)
+	h1, err := c1.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := c2.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := c1.Location("events")
+	mine := writeFile(t, h1, loc, "events", 0, 0, 9, sameDay)
+	theirs := writeFile(t, h1, loc, "events", 1, 0, 9, sameDay)
+	var cut int
+	h1.beforeSwap = func() {
+		if cut++; cut == 1 {
+			if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// h1 commits its own file and, as an owner that adopted it, theirs.
+	res, err := h1.Commit(ctx, "g", []File{mine, theirs}, State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.Appended != 1 || res.Dropped != 1 {
+		t.Errorf("commit = %+v, want 2 attempts, 1 appended, 1 dropped", res)
+	}
+	got, err := h2.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 10}}); !equalState(got, want) {
+		t.Errorf("state = %v, want %v", got, want)
+	}
+	tbl, err := c2.cat.LoadTable(ctx, h2.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, task := range tasks {
+		paths = append(paths, task.File.FilePath())
+	}
+	slices.Sort(paths)
+	if want := []string{mine.Location, theirs.Location}; !slices.Equal(paths, want) {
+		t.Errorf("table files %q, want %q", paths, want)
+	}
+	checkJDBCRow(t, e, tbl.MetadataLocation())
+}
+
+// checkJDBCRow reads the catalog's database with plain SQL, as Java's
+// JdbcCatalog and PyIceberg's SqlCatalog do: the row of kafka.events in
+// iceberg_tables points at the table's current metadata.
+func checkJDBCRow(t *testing.T, e *env, metadataLocation string) {
+	t.Helper()
+	uri := e.cfg.Table.Catalog.URI.Value()
+	var db *sql.DB
+	var err error
+	if strings.HasPrefix(uri, "sqlite://") {
+		db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(uri, "sqlite://")+"?mode=ro")
+	} else {
+		db = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri)))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var loc string
+	err = db.QueryRow("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = 'pqsink' AND table_namespace = 'kafka' AND table_name = 'events'").Scan(&loc)
+	if err != nil {
+		t.Fatalf("iceberg_tables: %v", err)
+	}
+	if loc != metadataLocation {
+		t.Errorf("iceberg_tables says %s, the table %s", loc, metadataLocation)
+	}
+}
+
+// TestLibraryRetryRefused: a table on which iceberg-go would replay a
+// conflicting commit with a stale state is refused, at adoption and at
+// commit.
+func TestLibraryRetryRefused(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(map[string]string{"commit.retry.num-retries": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const want = `table property commit.retry.num-retries is "4"`
+	if _, err := c.Table(ctx, "events", eventSchema(t)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("adopting: error %v, want %q", err, want)
+	}
+	f := writeFile(t, h, c.Location("events"), "events", 0, 0, 9, sameDay)
+	if _, err := h.Commit(ctx, "g", []File{f}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("committing: error %v, want %q", err, want)
+	}
+}
