@@ -77,8 +77,10 @@ type Config struct {
 	// Defaults to 30s.
 	ShutdownTimeout time.Duration
 	// MaxRecordBytes is the largest record value accepted
-	// (max_record_bytes); a larger one is handled as Errors says.
-	// Defaults to 64MiB.
+	// (max_record_bytes); a larger one is handled as Errors says. It must
+	// be one that Memory.Limit holds (MemoryForRecord).
+	// Defaults to 64MiB, or what Memory.Limit holds if less
+	// (DefaultMaxRecordBytes).
 	MaxRecordBytes int64
 	// Errors is what a record that cannot be written does (errors): fail
 	// stops its partition without committing it, skip logs, counts and

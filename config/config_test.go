@@ -531,6 +531,12 @@ func TestInvalid(t *testing.T) {
 		{"dead letter key", base + "dead_letter: {uri: 's3://x'}\n", []string{`dead_letter.uri: unknown key`}},
 		{"dead letter url scheme", base + "dead_letter: {url: 'http://x'}\n", []string{`dead_letter.url: "http://x" is not an s3:// or file:// URL`}},
 		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
+		{"max record bytes over the limit", base + "memory: {limit: 256MiB}\nmax_record_bytes: 64MiB\n",
+			[]string{"max_record_bytes: 64MiB needs memory.limit of at least 470MiB, got 256MiB; lower max_record_bytes or raise memory.limit"}},
+		{"max record bytes over the default limit", base + "max_record_bytes: 100MiB\n",
+			[]string{"max_record_bytes: 100MiB needs memory.limit of at least 650MiB, got 512MiB"}},
+		{"max record bytes over a small limit", base + "memory: {limit: 64MiB}\nparquet: {row_group_bytes: 8MiB}\nmax_record_bytes: 2MiB\n",
+			[]string{"max_record_bytes: 2MiB needs memory.limit of at least 128MiB, got 64MiB"}},
 
 		// Expansion.
 		{"unset variable", base + "metrics: {listen: '${LISTEN}'}\n", []string{"config line 4: metrics.listen: environment variable LISTEN is not set"}},
@@ -654,6 +660,50 @@ func TestDeadLetterTopicAndURL(t *testing.T) {
 	}
 	if c.DeadLetter.Topic != "dlq" || c.DeadLetter.URL != "s3://b/dlq" || c.Errors != "dead_letter" {
 		t.Errorf("dead_letter %+v, errors %q", c.DeadLetter, c.Errors)
+	}
+}
+
+// TestMaxRecordBytesFollowsLimit checks max_record_bytes against
+// memory.limit: unset, it is the largest record the limit holds (64MiB at
+// most); set, it may be as large as that and no larger.
+func TestMaxRecordBytesFollowsLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit, set string // set: max_record_bytes, or "" to leave it out
+		want       int64  // 0: refused
+	}{
+		{"16MiB", "", 256 << 10},
+		{"64MiB", "", 1 << 20},
+		{"128MiB", "", 2 << 20},
+		{"256MiB", "", 21708 << 10}, // (256MiB - 150MiB) / 5, in whole KiB
+		{"470MiB", "", 64 << 20},
+		{"512MiB", "", 64 << 20},
+		{"4GiB", "", 64 << 20},
+		{"64MiB", "1MiB", 1 << 20},
+		{"64MiB", "1025KiB", 0},
+		{"256MiB", "21MiB", 21 << 20},
+		{"256MiB", "22MiB", 0},
+		{"512MiB", "72MiB", 72 << 20},
+		{"512MiB", "73MiB", 0},
+		{"1GiB", "174MiB", 174 << 20},
+		{"1GiB", "175MiB", 0},
+	} {
+		t.Run(tc.limit+"/"+tc.set, func(t *testing.T) {
+			text := base + "memory: {limit: " + tc.limit + "}\nparquet: {row_group_bytes: 8MiB}\n"
+			if tc.set != "" {
+				text += "max_record_bytes: " + tc.set + "\n"
+			}
+			c, err := Parse([]byte(text), nil)
+			switch {
+			case tc.want == 0 && err == nil:
+				t.Errorf("max_record_bytes %s accepted with memory.limit %s", tc.set, tc.limit)
+			case tc.want == 0 && !strings.Contains(err.Error(), "max_record_bytes: "+tc.set+" needs memory.limit of at least"):
+				t.Errorf("error does not name max_record_bytes and memory.limit: %v", err)
+			case tc.want != 0 && err != nil:
+				t.Error(err)
+			case tc.want != 0 && c.MaxRecordBytes != tc.want:
+				t.Errorf("max_record_bytes %d, want %d", c.MaxRecordBytes, tc.want)
+			}
+		})
 	}
 }
 

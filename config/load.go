@@ -122,7 +122,15 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	log.oneOf("level", &c.Log.Level, logLevelValues, nil)
 	top.oneOf("shutdown", &c.Shutdown, shutdownValues, nil)
 	top.duration("shutdown_timeout", &c.ShutdownTimeout, 1, maxInt)
-	top.size("max_record_bytes", &c.MaxRecordBytes, 1, maxInt)
+	if top.size("max_record_bytes", &c.MaxRecordBytes, 1, maxInt) {
+		if need := MemoryForRecord(c.MaxRecordBytes); need > c.Memory.Limit && !mem.bad["limit"] {
+			top.fail("max_record_bytes", "%s needs memory.limit of at least %s, got %s; lower max_record_bytes or raise memory.limit",
+				formatSize(c.MaxRecordBytes), formatSize(need), formatSize(c.Memory.Limit))
+		}
+	} else if !top.bad["max_record_bytes"] && !mem.bad["limit"] {
+		// Not set: as large as the limit holds, up to 64MiB.
+		c.MaxRecordBytes = DefaultMaxRecordBytes(c.Memory.Limit)
+	}
 	dl := top.sub("dead_letter", deadLetterKeys)
 	if dl.str("topic", &c.DeadLetter.Topic) && !topicName.MatchString(c.DeadLetter.Topic) {
 		dl.fail("topic", "%s is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", quote(c.DeadLetter.Topic))

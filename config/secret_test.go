@@ -174,7 +174,7 @@ metrics: {listen: 'localhost:9102'}
 log: {format: json, level: warn}
 shutdown: abandon
 shutdown_timeout: 45s
-max_record_bytes: 1GiB
+max_record_bytes: 1MiB
 errors: skip
 `,
 	} {

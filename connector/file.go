@@ -43,7 +43,8 @@ type openFile struct {
 	deadline    time.Time // schedule rotation; zero when there is none
 	up          objstore.Upload
 	buf         *fileBuffers
-	sinceCheck  int // rows since the row group size was last checked
+	sinceCheck  int   // rows since the row group size was last checked
+	sinceBytes  int64 // bytes of record values since then
 }
 
 // newFileBuffers builds the buffers of a schema.

@@ -147,6 +147,10 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	return p.write(ctx, r)
 }
 
+// checkBytes is how many bytes of record values an open file takes
+// between two checks of its row group's size at most.
+const checkBytes = 256 << 10
+
 // write appends r to the open file of its path, opening one if needed.
 func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
@@ -219,8 +223,13 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if rot.Records > 0 && f.records >= rot.Records {
 		return p.finish(ctx, f, reasonRecords)
 	}
-	if f.sinceCheck++; f.sinceCheck >= 32 {
-		f.sinceCheck = 0
+	// Every 32 rows, or sooner when the rows are large: checked only every
+	// 32 rows, 5 MiB records made row groups of 160 MiB whatever the
+	// target, and the column buffers that held them grew to twice that.
+	f.sinceCheck++
+	f.sinceBytes += int64(len(r.value))
+	if f.sinceCheck >= 32 || f.sinceBytes >= checkBytes {
+		f.sinceCheck, f.sinceBytes = 0, 0
 		// By length: the buffers keep their capacity across row groups.
 		if int64(f.buf.g.Size()) >= p.s.rowGroupTarget() {
 			if err := f.flush(p.s.writers); err != nil {

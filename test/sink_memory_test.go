@@ -25,27 +25,11 @@ func TestSinkMemoryBudget(t *testing.T) {
 		{100, 100_000, false},
 		{10_000, 50_000, true},
 	}
-	peak := regexp.MustCompile(`(?m)^peak RSS\s+([0-9.]+) MiB$`)
 	rotated := regexp.MustCompile(`(?m)^memory .* ([0-9]+) files rotated for it$`)
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.partitions), func(t *testing.T) {
-			cmd := exec.Command(pqsinkBinary(t), "bench", "--quiet", "--records", strconv.Itoa(tt.records),
+			out, rss := benchPeakRSS(t, "--records", strconv.Itoa(tt.records),
 				"--partitions", strconv.Itoa(tt.partitions), "--memory", strconv.Itoa(budget)+"MiB")
-			for _, kv := range cmd.Environ() {
-				if !strings.HasPrefix(kv, "GOMEMLIMIT=") { // the bench sets it from --memory, as run does
-					cmd.Env = append(cmd.Env, kv)
-				}
-			}
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("pqsink bench: %v\n%s", err, out)
-			}
-			t.Logf("\n%s", out)
-			m := peak.FindSubmatch(out)
-			if m == nil {
-				t.Fatalf("no peak RSS in the report")
-			}
-			rss, _ := strconv.ParseFloat(string(m[1]), 64)
 			if rss > 1.25*budget {
 				t.Errorf("%d partitions: peak RSS %.1f MiB, more than 25%% above the %d MiB budget", tt.partitions, rss, budget)
 			}
@@ -61,4 +45,59 @@ func TestSinkMemoryBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSinkMemoryLargeRecords runs `pqsink bench` with records of 5 and 20
+// MiB at a memory.limit that accepts them as max_record_bytes
+// (config.MemoryForRecord), with more records than the limit holds: every
+// record lands and peak RSS stays within 1.25 times the limit. Before the
+// row group's size was checked by bytes as well as every 32 rows, the
+// peaks were 348 MiB at 256 MiB and 588 MiB at 512 MiB.
+func TestSinkMemoryLargeRecords(t *testing.T) {
+	tests := []struct {
+		record, limit string
+		mib           float64 // the limit
+		records       int
+	}{
+		{"5MiB", "256MiB", 256, 40},
+		{"20MiB", "512MiB", 512, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.record, func(t *testing.T) {
+			out, rss := benchPeakRSS(t, "--records", strconv.Itoa(tt.records), "--partitions", "1",
+				"--record-bytes", tt.record, "--memory", tt.limit)
+			if rss > 1.25*tt.mib {
+				t.Errorf("%s records: peak RSS %.1f MiB, more than 25%% above memory.limit %s", tt.record, rss, tt.limit)
+			}
+			if !strings.Contains(string(out), "records        "+strconv.Itoa(tt.records)+" ") {
+				t.Errorf("report does not account for %d records", tt.records)
+			}
+		})
+	}
+}
+
+// benchPeakRSS runs `pqsink bench --quiet` with args and returns its
+// report and the peak RSS it reports, in MiB.
+func benchPeakRSS(t *testing.T, args ...string) ([]byte, float64) {
+	t.Helper()
+	cmd := exec.Command(pqsinkBinary(t), append([]string{"bench", "--quiet"}, args...)...)
+	for _, kv := range cmd.Environ() {
+		if !strings.HasPrefix(kv, "GOMEMLIMIT=") { // the bench sets it from --memory, as run does
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pqsink bench: %v\n%s", err, out)
+	}
+	t.Logf("\n%s", out)
+	m := regexp.MustCompile(`(?m)^peak RSS\s+([0-9.]+) MiB$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no peak RSS in the report")
+	}
+	rss, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatalf("peak RSS %q: %v", m[1], err)
+	}
+	return out, rss
 }

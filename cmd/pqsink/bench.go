@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
+	"github.com/pqsink/pqsink/config"
 )
 
 const benchUsage = `usage: pqsink bench [flags]
@@ -32,6 +33,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs.StringVar(&o.Format, "format", "json", "json (typed columns) or variant")
 	fs.StringVar(&o.Codec, "codec", "zstd", "compression `codec[:level]`")
 	fs.StringVar(&o.Memory, "memory", "", "the sink's memory budget, e.g. 256MiB (default: memory.limit's default, 512MiB)")
+	recordBytes := fs.String("record-bytes", "", "pad each event to this `SIZE` of JSON (e.g. 20MiB) with a long user name, and set max_record_bytes to it (default: events as they are, about 210 bytes)")
 	fs.BoolVar(&o.Envelope, "envelope", true, "write the _kafka envelope columns")
 	brokers := fs.String("brokers", "", "comma-separated `brokers` of an existing Kafka (default: an in-process broker in a child process)")
 	fs.StringVar(&o.Topic, "topic", "events", "topic to load")
@@ -45,6 +47,11 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	if len(rest) > 0 {
 		return usagef("bench takes no arguments, got %q", rest)
+	}
+	if *recordBytes != "" {
+		if o.RecordBytes, err = config.ParseSize(*recordBytes); err != nil || o.RecordBytes <= 0 {
+			return usagef("--record-bytes %q: want a positive size, e.g. 20MiB", *recordBytes)
+		}
 	}
 	if *brokers != "" {
 		o.Brokers = strings.Split(*brokers, ",")

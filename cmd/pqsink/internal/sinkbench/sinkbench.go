@@ -10,11 +10,13 @@ package sinkbench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,8 +58,13 @@ type Options struct {
 	KeepOutput bool
 	Codec      string // Defaults to zstd.
 	Memory     string // memory.limit, e.g. "256MiB". Defaults to the sink's default.
-	Envelope   bool
-	Path       string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
+	// RecordBytes pads each event to this many bytes of JSON with a long
+	// user name (random letters, which compress little), and sets
+	// max_record_bytes to it: the large records of a memory test. Zero
+	// leaves the events at their size (about 210 bytes).
+	RecordBytes int64
+	Envelope    bool
+	Path        string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
 	// Progress receives a line per second while the sink runs.
 	Progress io.Writer
 	Log      *slog.Logger // the sink's log. Defaults to discarding.
@@ -141,19 +148,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	loadStart := time.Now()
 	switch {
 	case len(brokers) > 0:
-		n, err := Load(ctx, brokers, o.Topic, o.Records)
+		n, err := Load(ctx, brokers, o.Topic, o.Records, o.RecordBytes)
 		if err != nil {
 			return rep, err
 		}
 		rep.InputBytes = n
 	case o.InProcessBroker:
-		b, err := StartBroker(o.Partitions, o.Topic)
+		b, err := StartBroker(o.Partitions, o.Topic, o.RecordBytes)
 		if err != nil {
 			return rep, err
 		}
 		defer b.Close()
 		brokers = b.ListenAddrs()
-		n, err := Load(ctx, brokers, o.Topic, o.Records)
+		n, err := Load(ctx, brokers, o.Topic, o.Records, o.RecordBytes)
 		if err != nil {
 			return rep, err
 		}
@@ -292,25 +299,40 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	if o.Memory != "" {
 		fmt.Fprintf(&b, "memory:\n  limit: %s\n", o.Memory)
 	}
+	if o.RecordBytes > 0 {
+		fmt.Fprintf(&b, "max_record_bytes: %d\n", o.RecordBytes)
+	}
 	return config.Parse([]byte(b.String()), os.LookupEnv)
 }
 
 // StartBroker starts an in-process Kafka broker on a loopback port with
-// one topic.
-func StartBroker(partitions int, topic string) (*kfake.Cluster, error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.SeedTopics(int32(partitions), topic))
+// one topic, taking records of up to recordBytes (0: Kafka's default).
+func StartBroker(partitions int, topic string, recordBytes int64) (*kfake.Cluster, error) {
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(0), kfake.SeedTopics(int32(partitions), topic)}
+	if recordBytes > 0 {
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.FormatInt(batchMaxBytes(recordBytes), 10)}))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the in-process broker: %w", err)
 	}
 	return c, nil
 }
 
+// batchMaxBytes is the largest record batch the producer sends and the
+// broker takes: under the brokers' default max.message.bytes, or room for
+// one record of recordBytes.
+func batchMaxBytes(recordBytes int64) int64 {
+	return max(900<<10, recordBytes+64<<10)
+}
+
 // Load produces n reference events to topic, spread round-robin over its
 // partitions so that every partition gets its share even when there are
-// thousands, and returns the bytes of the values. It uses franz-go's
-// producer, which sends one request per broker for all partitions; the
-// sink itself consumes with kafka-go.
-func Load(ctx context.Context, brokers []string, topic string, n int) (int64, error) {
+// thousands, and returns the bytes of the values. Each event is padded to
+// recordBytes (0: not padded). It uses franz-go's producer, which sends
+// one request per broker for all partitions; the sink itself consumes with
+// kafka-go.
+func Load(ctx context.Context, brokers []string, topic string, n int, recordBytes int64) (int64, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.DefaultProduceTopic(topic),
@@ -318,8 +340,9 @@ func Load(ctx context.Context, brokers []string, topic string, n int) (int64, er
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.RequiredAcks(kgo.LeaderAck()),
 		kgo.DisableIdempotentWrite(),
-		kgo.ProducerBatchMaxBytes(900<<10), // under the brokers' default max.message.bytes
+		kgo.ProducerBatchMaxBytes(int32(batchMaxBytes(recordBytes))),
 		kgo.MaxBufferedRecords(200_000),
+		kgo.MaxBufferedBytes(max(256<<20, int(2*recordBytes))),
 		kgo.ProducerLinger(5*time.Millisecond),
 	)
 	if err != nil {
@@ -327,6 +350,7 @@ func Load(ctx context.Context, brokers []string, topic string, n int) (int64, er
 	}
 	defer cl.Close()
 	gen := events.New(1, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	pr := rand.New(rand.NewPCG(2, 0x5eed))
 	var total int64
 	var first atomic.Pointer[error]
 	done := func(_ *kgo.Record, err error) {
@@ -339,6 +363,9 @@ func Load(ctx context.Context, brokers []string, topic string, n int) (int64, er
 			break
 		}
 		v := gen.Append(nil)
+		if recordBytes > 0 {
+			v = pad(v, int(recordBytes), pr)
+		}
 		total += int64(len(v))
 		cl.Produce(ctx, &kgo.Record{Key: strconv.AppendInt(nil, int64(i%10007), 10), Value: v}, done)
 	}
@@ -351,23 +378,41 @@ func Load(ctx context.Context, brokers []string, topic string, n int) (int64, er
 	return total, nil
 }
 
+// pad lengthens an event's user name with random letters until the event
+// is size bytes long (an event already as long is left as it is).
+func pad(event []byte, size int, r *rand.Rand) []byte {
+	at := bytes.Index(event, []byte(`"user":"`))
+	n := size - len(event)
+	if at < 0 || n <= 0 {
+		return event
+	}
+	at += len(`"user":"`)
+	out := make([]byte, 0, size)
+	out = append(out, event[:at]...)
+	for range n {
+		out = append(out, byte('a'+r.IntN(26)))
+	}
+	return append(out, event[at:]...)
+}
+
 // ServeBroker is the child broker process: it starts a broker, loads the
 // events, prints "ready ADDR BYTES" on out, and runs until in closes.
 func ServeBroker(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
-	if len(args) != 3 {
-		return fmt.Errorf("want TOPIC PARTITIONS RECORDS, got %q", args)
+	if len(args) != 4 {
+		return fmt.Errorf("want TOPIC PARTITIONS RECORDS RECORD_BYTES, got %q", args)
 	}
 	partitions, err1 := strconv.Atoi(args[1])
 	records, err2 := strconv.Atoi(args[2])
-	if err := errors.Join(err1, err2); err != nil {
+	recordBytes, err3 := strconv.ParseInt(args[3], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
-	c, err := StartBroker(partitions, args[0])
+	c, err := StartBroker(partitions, args[0], recordBytes)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	n, err := Load(ctx, c.ListenAddrs(), args[0], records)
+	n, err := Load(ctx, c.ListenAddrs(), args[0], records, recordBytes)
 	if err != nil {
 		return err
 	}
@@ -402,7 +447,7 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 		}
 		argv = []string{exe, "__broker"}
 	}
-	argv = append(argv[:len(argv):len(argv)], o.Topic, strconv.Itoa(o.Partitions), strconv.Itoa(o.Records))
+	argv = append(argv[:len(argv):len(argv)], o.Topic, strconv.Itoa(o.Partitions), strconv.Itoa(o.Records), strconv.FormatInt(o.RecordBytes, 10))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
