@@ -14,23 +14,33 @@ import (
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
 )
 
-// manyPartitions is the number of partitions beyond which a sink fetches
-// them all through one multiplexed fetch loop (a request per leader for
-// every partition it leads) rather than a fetch loop per partition:
-// kafka-go's Client.Fetch asks for one partition per request, which is
-// fine for a few partitions and a storm of requests and connections for
-// thousands.
-const manyPartitions = 64
-
-// fetchMux fetches many partitions with multi-partition fetch requests.
-// Partitions join with add and leave with remove; records go to each
-// partition's fetcher buffer, as with a fetch loop of its own.
+// fetchMux fetches every partition of the sink, whatever their number,
+// with multi-partition fetch requests: a request asks one leader for all
+// the partitions it leads that have room for a fetch. Partitions join
+// with add and leave with remove; records go to each partition's fetcher
+// buffer.
+//
+// Each partition has at most one fetch out and, as it was with a fetch
+// loop per partition, the next is sent as soon as the partition has room
+// for it (at most one batch waiting), not when a whole round of requests
+// is back: a partition that takes its records gets a request of its own
+// while the others' are out, so fetching stays pipelined with processing.
+//
+// Error policy: a fetch that fails, for the request or for a partition, is
+// retried from the same offset, after a backoff that doubles per failure
+// (fetchRetryMin to fetchRetryMax), and the partition's leader is read
+// again from kafka-go's metadata before the retry, in case leadership
+// moved. Nothing restarts: records already fetched stay valid. An error
+// is logged when a partition first fails, and logged as an error every
+// fetchErrorPersists while it keeps failing. Offset out of range below
+// the log start is retention: see retention.
 type fetchMux struct {
 	s    *Sink
 	log  *slog.Logger
 	mu   sync.Mutex
 	subs map[muxKey]*muxSub
 	wake chan struct{}
+	seq  uint64 // requests made, to fetch the partitions that waited longest first
 }
 
 type muxKey struct {
@@ -38,31 +48,55 @@ type muxKey struct {
 	id    int32
 }
 
-// muxSub is one partition being fetched.
+// noLeader is a partition's leader when it must be read again.
+const noLeader = -1
+
+// muxSub is one partition being fetched. Its fetch state (next, arena,
+// batch) belongs to the request it is in while inflight; the rest is
+// guarded by the multiplexer's mutex.
 type muxSub struct {
+	key   muxKey
 	f     *fetcher
 	next  int64
 	lag   *atomic.Int64
 	arena []byte
 	batch []record // reused for each fetch's records
-	gone  bool     // removed: drop what arrives
+
+	gone     bool      // removed: drop what arrives
+	inflight bool      // in a request that is out
+	idle     bool      // its last fetch brought nothing: it may wait at the broker
+	leader   int       // its leader's id, or noLeader
+	seq      uint64    // the request it was last in
+	retryAt  time.Time // after a failed fetch: not before
+	failures int       // failed fetches in a row
+	since    time.Time // of the first of them
+	reported time.Time // when the failures were last logged as an error
 }
 
 func newFetchMux(s *Sink) *fetchMux {
 	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1)}
 }
 
+// poke makes the fetch loop look for partitions to fetch.
+func (m *fetchMux) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
 // add starts fetching a partition at offset into a new fetcher buffer;
 // wake is called when records arrive.
 func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, wake func()) *fetcher {
-	f := newFetcher(m.s.mem, func() {}, wake)
-	close(f.done) // no goroutine of its own
+	f := newFetcher(m.s.mem, wake, m.poke)
 	k := muxKey{topic, id}
+	// A new partition has not fetched yet; idle, its first request may
+	// wait at the broker, as a quiet partition's does.
+	sub := &muxSub{key: k, f: f, next: offset, lag: lag, leader: noLeader, idle: true}
 	m.mu.Lock()
 	if old := m.subs[k]; old != nil {
 		old.gone = true
 	}
-	sub := &muxSub{f: f, next: offset, lag: lag}
 	m.subs[k] = sub
 	m.mu.Unlock()
 	f.detach = func() {
@@ -73,10 +107,7 @@ func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, 
 		sub.gone = true
 		m.mu.Unlock()
 	}
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+	m.poke()
 	return f
 }
 
@@ -95,149 +126,262 @@ func (m *fetchMux) chunk() int {
 	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/32/kafkaPage)))
 }
 
-// maxFetchesInFlight bounds the multiplexed fetch requests out at once.
+// maxFetchesInFlight bounds the fetch requests out at once. A few at a
+// time: each reserves its response, decoded, in the budget, and forty of
+// them at once (ten thousand partitions) asked for more than the budget
+// holds, so the relief finished open files to make room for fetches.
 const maxFetchesInFlight = 4
 
 // kafkaPage is the buffer kafka-go's fetch response decoding takes per
 // partition with records; a fetch reserves it in the budget.
 const kafkaPage = 64 << 10
 
-// run fetches until ctx ends.
+// Retries of failed fetches: the first after fetchRetryMin, each next one
+// after twice as long, up to fetchRetryMax. A partition that has failed
+// for fetchErrorPersists is logged as an error, and again every
+// fetchErrorPersists while it keeps failing.
+const (
+	fetchRetryMin      = 200 * time.Millisecond
+	fetchRetryMax      = 5 * time.Second
+	fetchErrorPersists = time.Minute
+)
+
+// run fetches until ctx ends, and returns once no request is out.
 func (m *fetchMux) run(ctx context.Context) {
-	leaders := map[string]map[int32]int{} // topic → partition → leader id
-	// idle: the last round fetched nothing, so this one may wait at the
-	// broker for records (max_wait); while records flow, requests return
-	// at once, so that one partition without records does not hold up
-	// the others.
-	idle := true
-	for ctx.Err() == nil {
-		m.mu.Lock()
-		var ready []muxKey
-		for k, sub := range m.subs {
-			// One fetch ahead of each partition, no more.
-			if sub.f.buffered() < m.s.fetchSize() {
-				ready = append(ready, k)
+	done := make(chan struct{}, maxFetchesInFlight)
+	inflight := 0
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var retry time.Duration
+		if inflight < maxFetchesInFlight && ctx.Err() == nil {
+			var started int
+			started, retry = m.dispatch(ctx, maxFetchesInFlight-inflight, done)
+			inflight += started
+		}
+		if retry > 0 {
+			timer.Reset(retry)
+		}
+		select {
+		case <-ctx.Done():
+			for ; inflight > 0; inflight-- {
+				<-done
 			}
+			return
+		case <-done:
+			inflight--
+		case <-m.wake:
+		case <-timer.C:
 		}
-		m.mu.Unlock()
-		if len(ready) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.wake:
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		sort.Slice(ready, func(i, j int) bool {
-			if ready[i].topic != ready[j].topic {
-				return ready[i].topic < ready[j].topic
-			}
-			return ready[i].id < ready[j].id
-		})
-		if err := m.refreshLeaders(ctx, leaders, ready); err != nil {
-			m.log.Warn("fetch: reading partition leaders", "error", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		byLeader := map[int][]muxKey{}
-		for _, k := range ready {
-			l := leaders[k.topic][k.id]
-			byLeader[l] = append(byLeader[l], k)
-		}
-		var wg sync.WaitGroup
-		var failed, got atomic.Bool
-		// A few requests at a time: each reserves its response, decoded,
-		// in the budget, and forty of them at once (ten thousand
-		// partitions) asked for more than the budget holds, so the relief
-		// finished open files to make room for fetches.
-		inflight := make(chan struct{}, maxFetchesInFlight)
-		for _, keys := range byLeader {
-			for len(keys) > 0 {
-				chunk := keys[:min(len(keys), m.chunk())]
-				keys = keys[len(chunk):]
-				wg.Add(1)
-				inflight <- struct{}{}
-				go func() {
-					defer func() { <-inflight }()
-					defer wg.Done()
-					n, err := m.fetch(ctx, chunk, idle)
-					if err != nil && ctx.Err() == nil {
-						m.log.Warn("fetch failed; fetching again", "partitions", len(chunk), "error", err)
-						failed.Store(true)
-					}
-					if n > 0 {
-						got.Store(true)
-					}
-				}()
-			}
-		}
-		wg.Wait()
-		idle = !got.Load()
-		if failed.Load() {
-			clear(leaders) // leadership may have moved
-			sleep(ctx, time.Second)
-		}
+		timer.Stop()
 	}
 }
 
-// refreshLeaders makes sure every key's leader is known.
-func (m *fetchMux) refreshLeaders(ctx context.Context, leaders map[string]map[int32]int, keys []muxKey) error {
-	var topics []string
-	for _, k := range keys {
-		if _, ok := leaders[k.topic][k.id]; !ok && (len(topics) == 0 || topics[len(topics)-1] != k.topic) {
-			topics = append(topics, k.topic)
+// dispatch sends up to slots requests for the partitions that have room
+// for a fetch, those that waited longest first; each reports on done when
+// it is back. It returns the requests sent and, when a partition waits
+// for a retry, how long until the first may be tried (0 when none).
+func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}) (int, time.Duration) {
+	now := time.Now()
+	var ready, unknown []*muxSub
+	var retry time.Duration
+	m.mu.Lock()
+	for _, sub := range m.subs {
+		// One fetch out and one batch waiting per partition, no more:
+		// fetching further ahead would only pile up records.
+		if sub.inflight || sub.f.pending() > 1 {
+			continue
+		}
+		if wait := sub.retryAt.Sub(now); wait > 0 {
+			if retry == 0 || wait < retry {
+				retry = wait
+			}
+			continue
+		}
+		ready = append(ready, sub)
+		if sub.leader == noLeader {
+			unknown = append(unknown, sub)
 		}
 	}
-	if len(topics) == 0 {
-		return nil
+	m.mu.Unlock()
+	if len(ready) == 0 {
+		return 0, retry
+	}
+	if len(unknown) > 0 {
+		if err := m.readLeaders(ctx, unknown); err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("fetch: reading partition leaders", "error", err)
+			}
+			return 0, time.Second
+		}
+	}
+	sort.Slice(ready, func(i, j int) bool {
+		a, b := ready[i], ready[j]
+		if a.seq != b.seq {
+			return a.seq < b.seq
+		}
+		if a.key.topic != b.key.topic {
+			return a.key.topic < b.key.topic
+		}
+		return a.key.id < b.key.id
+	})
+	// By leader, the leaders in the order of their longest waiting
+	// partition.
+	var order []int
+	byLeader := map[int][]*muxSub{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sub := range ready {
+		if sub.gone || sub.leader == noLeader {
+			continue // its leader was not in the metadata: the next dispatch reads it again
+		}
+		if byLeader[sub.leader] == nil {
+			order = append(order, sub.leader)
+		}
+		byLeader[sub.leader] = append(byLeader[sub.leader], sub)
+	}
+	// The ready partitions spread over the free slots: requests are
+	// decoded in parallel, each by its own goroutine, and four partitions
+	// fetched in one request decoded their records one after the other,
+	// slower than a fetch loop each (`pqsink bench`).
+	total := 0
+	for _, subs := range byLeader {
+		total += len(subs)
+	}
+	size := min(m.chunk(), (total+slots-1)/slots)
+	started := 0
+	for started < slots && len(order) > 0 {
+		for i := 0; i < len(order) && started < slots; {
+			l := order[i]
+			subs := byLeader[l]
+			n := min(len(subs), size)
+			req := subs[:n:n]
+			byLeader[l] = subs[n:]
+			if len(byLeader[l]) == 0 {
+				order = append(order[:i], order[i+1:]...)
+			} else {
+				i++
+			}
+			m.seq++
+			for _, sub := range req {
+				sub.inflight, sub.seq = true, m.seq
+			}
+			started++
+			go func() {
+				m.fetch(ctx, req)
+				done <- struct{}{}
+			}()
+		}
+	}
+	if len(unknown) > 0 && retry == 0 {
+		for _, sub := range unknown {
+			if sub.leader == noLeader && !sub.gone {
+				retry = time.Second
+			}
+		}
+	}
+	return started, retry
+}
+
+// readLeaders reads the leaders of subs from kafka-go's metadata, the
+// view by which its transport routes the requests.
+func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) error {
+	var topics []string
+	seen := map[string]bool{}
+	for _, sub := range subs {
+		if !seen[sub.key.topic] {
+			seen[sub.key.topic] = true
+			topics = append(topics, sub.key.topic)
+		}
 	}
 	resp, err := m.s.kafka.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
 		return err
 	}
+	leaders := map[muxKey]int{}
 	for _, t := range resp.Topics {
 		if t.Error != nil {
 			return fmt.Errorf("topic %s: %w", t.Name, t.Error)
 		}
-		if leaders[t.Name] == nil {
-			leaders[t.Name] = map[int32]int{}
-		}
 		for _, p := range t.Partitions {
-			leaders[t.Name][int32(p.ID)] = p.Leader.ID
+			if p.Error == nil {
+				leaders[muxKey{t.Name, int32(p.ID)}] = p.Leader.ID
+			}
 		}
 	}
+	m.mu.Lock()
+	for _, sub := range subs {
+		if l, ok := leaders[sub.key]; ok {
+			sub.leader = l
+		}
+	}
+	m.mu.Unlock()
 	return nil
 }
 
-// fetch sends one fetch request for keys, which share a leader, and hands
-// the records to their partitions; it returns the bytes delivered. With
-// wait, the broker may hold the request for fetch.max_wait until it has
-// fetch.min_bytes; without, it answers at once.
-func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, error) {
+// fetch sends one fetch request for subs, which share a leader and are
+// inflight, hands the records to their partitions and settles each
+// partition's state. The request waits at the broker (fetch.max_wait, for
+// fetch.min_bytes) only when every partition in it is idle: while any has
+// records, it is answered at once, so that quiet partitions do not hold
+// up a busy one.
+func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub) {
+	m.mu.Lock()
+	wait := true
+	for _, sub := range subs {
+		wait = wait && sub.idle
+	}
+	m.mu.Unlock()
+	err := m.request(ctx, subs, wait)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var first, persists int
+	for _, sub := range subs {
+		sub.inflight = false
+		if err != nil && !sub.gone && ctx.Err() == nil {
+			switch m.failed(sub) {
+			case failedFirst:
+				first++
+			case failedPersists:
+				persists++
+			}
+		}
+	}
+	// One line for the request, not one per partition.
+	switch {
+	case persists > 0:
+		m.log.Error("fetch keeps failing; retrying", "partitions", len(subs), "failing_for_long", persists, "error", err)
+	case first > 0:
+		m.log.Warn("fetch failed; retrying", "partitions", len(subs), "error", err)
+	case err != nil && ctx.Err() == nil:
+		m.log.Debug("fetch failed; retrying", "partitions", len(subs), "error", err)
+	}
+}
+
+// request is fetch's round trip: it returns the error of the request as
+// a whole; a partition's own error is settled here.
+func (m *fetchMux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 	cfg := &m.s.cfg.Kafka
 	per := m.s.fetchSize()
-	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)), max(per, m.s.mem.limit/64))
-	// The response whole, decompressed again, and a page per partition.
-	total := 2*data + kafkaPage*int64(len(keys))
+	data := min(cfg.Fetch.MaxBytes, per*int64(len(subs)), max(per, m.s.mem.limit/64))
+	// Reserve what the fetch may bring before asking for it, which is
+	// where fetching pauses when the memory budget is spent: the response
+	// whole, decompressed again, and a page per partition.
+	total := 2*data + kafkaPage*int64(len(subs))
 	if err := m.s.mem.reserve(ctx, total); err != nil {
-		return 0, err
+		return err
 	}
 	held := int64(0)
-	defer func() { m.s.mem.add(held - total) }()
+	defer func() { m.s.mem.add(held - total) }() // keep only what the records hold
 
-	req := &fetchapi.Request{
-		ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1,
-	}
+	req := &fetchapi.Request{ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1}
 	if wait {
 		req.MaxWaitTime, req.MinBytes = int32(cfg.Fetch.MaxWait/time.Millisecond), int32(cfg.Fetch.MinBytes)
 	}
-	m.mu.Lock()
-	for _, k := range keys {
-		sub := m.subs[k]
-		if sub == nil {
-			continue
-		}
+	bySub := make(map[muxKey]*muxSub, len(subs))
+	for _, sub := range subs {
+		k := sub.key
+		bySub[k] = sub
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != k.topic {
 			req.Topics = append(req.Topics, fetchapi.RequestTopic{Topic: k.topic})
 		}
@@ -246,69 +390,143 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, 
 			Partition: k.id, CurrentLeaderEpoch: -1, FetchOffset: sub.next, LogStartOffset: -1, PartitionMaxBytes: int32(per),
 		})
 	}
-	m.mu.Unlock()
-	if len(req.Topics) == 0 {
-		return 0, nil
-	}
-	msg, err := m.s.kafka.client.Transport.RoundTrip(ctx, m.s.kafka.client.Addr, req)
+	// A connection that stops answering must not hold the partitions.
+	rctx, cancel := context.WithTimeout(ctx, cfg.Fetch.MaxWait+max(m.s.kafka.client.Timeout, 10*time.Second))
+	defer cancel()
+	msg, err := m.s.kafka.client.Transport.RoundTrip(rctx, m.s.kafka.client.Addr, req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	resp, ok := msg.(*fetchapi.Response)
 	if !ok {
-		return 0, fmt.Errorf("unexpected fetch response %T", msg)
+		return fmt.Errorf("unexpected fetch response %T", msg)
 	}
 	if resp.ErrorCode != 0 {
-		return 0, kafka.Error(resp.ErrorCode)
+		return kafka.Error(resp.ErrorCode)
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			k := muxKey{t.Topic, p.Partition}
-			m.mu.Lock()
-			sub := m.subs[k]
-			m.mu.Unlock()
-			if sub == nil || sub.gone {
+			sub := bySub[muxKey{t.Topic, p.Partition}]
+			if sub == nil {
 				closeRecords(p.RecordSet.Records)
 				continue
 			}
-			if p.ErrorCode != 0 {
-				closeRecords(p.RecordSet.Records)
-				err := kafka.Error(p.ErrorCode)
-				if errors.Is(err, kafka.OffsetOutOfRange) && sub.next < p.LogStartOffset {
-					m.log.Error("records deleted by retention before they were archived", "topic", k.topic, "partition", k.id, "from", sub.next, "to", p.LogStartOffset-1)
-					sub.next = p.LogStartOffset
-					continue
-				}
-				m.log.Warn("fetch: partition error", "topic", k.topic, "partition", k.id, "error", err)
-				continue
-			}
-			if p.RecordSet.Records == nil {
-				continue
-			}
-			batch, size, err := readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
-			sub.batch = batch[:0]
-			if err != nil {
-				m.log.Warn("fetch: reading records", "topic", k.topic, "partition", k.id, "error", err)
-				continue
-			}
-			sub.lag.Store(max(0, p.HighWatermark-sub.next))
-			if size < 4*minArenaBlock {
-				// A quiet partition: let its block go with its records
-				// rather than hold it until the next ones arrive.
-				sub.arena = nil
-			}
-			if len(batch) > 0 {
-				held += size
-				m.mu.Lock()
-				if !sub.gone {
-					sub.batch, _ = sub.f.deliver(batch, size)
-				} else {
-					clear(batch)
-					held -= size
-				}
-				m.mu.Unlock()
-			}
+			held += m.settle(sub, &p)
 		}
 	}
-	return held, nil
+	return nil
+}
+
+// settle hands a partition's part of a fetch response to it and returns
+// the bytes its records hold.
+func (m *fetchMux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
+	k := sub.key
+	if p.ErrorCode != 0 {
+		closeRecords(p.RecordSet.Records)
+		err := kafka.Error(p.ErrorCode)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if sub.gone {
+			return 0
+		}
+		if m.retention(sub, err, p.LogStartOffset) {
+			return 0
+		}
+		m.logFailure(sub, m.failed(sub), err)
+		return 0
+	}
+	from := sub.next
+	var batch []record
+	var size int64
+	var err error
+	if p.RecordSet.Records != nil {
+		batch, size, err = readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
+		sub.batch = batch[:0]
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sub.gone {
+		clear(batch)
+		return 0
+	}
+	if err != nil {
+		// The records read before the error are dropped with it: fetch
+		// them again.
+		sub.next = from
+		m.logFailure(sub, m.failed(sub), fmt.Errorf("reading records: %w", err))
+		return 0
+	}
+	if sub.failures > 0 {
+		m.log.Info("fetch recovered", "topic", k.topic, "partition", k.id, "failures", sub.failures)
+	}
+	sub.failures, sub.retryAt = 0, time.Time{}
+	sub.idle = len(batch) == 0
+	sub.lag.Store(max(0, p.HighWatermark-sub.next))
+	if size < 4*minArenaBlock {
+		// A quiet partition: let its block go with its records rather
+		// than hold it until the next ones arrive.
+		sub.arena = nil
+	}
+	if len(batch) == 0 {
+		return 0
+	}
+	sub.batch, _ = sub.f.deliver(batch, size)
+	return size
+}
+
+// retention handles offset out of range below the log start: retention
+// deleted the records before they were read, and nothing can bring them
+// back; say so, and go on from the first record there is. It reports
+// whether err was that.
+func (m *fetchMux) retention(sub *muxSub, err error, logStart int64) bool {
+	if !errors.Is(err, kafka.OffsetOutOfRange) || sub.next >= logStart {
+		return false
+	}
+	m.log.Error("records deleted by retention before they were archived",
+		"topic", sub.key.topic, "partition", sub.key.id, "from", sub.next, "to", logStart-1)
+	sub.next = logStart
+	sub.idle, sub.failures, sub.retryAt = false, 0, time.Time{}
+	return true
+}
+
+// A failure, as failed counts it: the first of a row, one after the
+// partition has been failing for fetchErrorPersists (reported at most
+// once per fetchErrorPersists), or another.
+const (
+	failedAgain = iota
+	failedFirst
+	failedPersists
+)
+
+// failed sets a partition's fetch up for a retry after a failure: from
+// the same offset, after a backoff, with its leader read again. It
+// returns which failure this is, for the log.
+func (m *fetchMux) failed(sub *muxSub) int {
+	now := time.Now()
+	sub.failures++
+	sub.leader = noLeader
+	sub.retryAt = now.Add(min(fetchRetryMax, fetchRetryMin<<min(sub.failures-1, 10)))
+	switch {
+	case sub.failures == 1:
+		sub.since, sub.reported = now, now
+		return failedFirst
+	case now.Sub(sub.reported) >= fetchErrorPersists:
+		sub.reported = now
+		return failedPersists
+	}
+	return failedAgain
+}
+
+// logFailure logs a partition's failed fetch.
+func (m *fetchMux) logFailure(sub *muxSub, kind int, err error) {
+	k := sub.key
+	switch kind {
+	case failedFirst:
+		m.log.Warn("fetch failed; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next, "error", err)
+	case failedPersists:
+		m.log.Error("fetch keeps failing; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next,
+			"failures", sub.failures, "since", sub.since, "error", err)
+	default:
+		m.log.Debug("fetch failed; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next, "error", err)
+	}
 }
