@@ -15,32 +15,34 @@ import (
 )
 
 // fetchMux fetches every partition of the sink, whatever their number,
-// with multi-partition fetch requests: a request asks one leader for all
-// the partitions it leads that have room for a fetch. Partitions join
-// with add and leave with remove; records go to each partition's fetcher
-// buffer.
+// with multi-partition fetch requests: a request asks one leader for
+// partitions it leads that have room for a fetch. Partitions join with add
+// and leave when their fetcher stops; records go to each partition's
+// fetcher buffer.
 //
 // Each partition has at most one fetch out and, as it was with a fetch
 // loop per partition, the next is sent as soon as the partition has room
-// for it (at most one batch waiting), not when a whole round of requests
-// is back: a partition that takes its records gets a request of its own
-// while the others' are out, so fetching stays pipelined with processing.
+// for it (less than a fetch's worth of records not taken), not when a
+// whole round of requests is back: a partition that takes its records
+// gets a request while the others' are out, so fetching stays pipelined
+// with processing.
 //
-// Error policy: a fetch that fails, for the request or for a partition, is
-// retried from the same offset, after a backoff that doubles per failure
-// (fetchRetryMin to fetchRetryMax), and the partition's leader is read
-// again from kafka-go's metadata before the retry, in case leadership
-// moved. Nothing restarts: records already fetched stay valid. An error
-// is logged when a partition first fails, and logged as an error every
-// fetchErrorPersists while it keeps failing. Offset out of range below
-// the log start is retention: see retention.
+// Error policy: a fetch that fails, for the request or for a partition,
+// and a partition whose leader cannot be read, are retried from the same
+// offset after a backoff that doubles per failure (fetchRetryMin to
+// fetchRetryMax), with the partition's leader read again from kafka-go's
+// metadata, in case leadership moved. Nothing restarts: records already
+// fetched stay valid. A partition's first failure is logged as a warning,
+// and as an error every fetchErrorPersists while it keeps failing. Offset
+// out of range below the log start is retention: see retention.
 type fetchMux struct {
 	s    *Sink
 	log  *slog.Logger
 	mu   sync.Mutex
 	subs map[muxKey]*muxSub
 	wake chan struct{}
-	seq  uint64 // requests made, to fetch the partitions that waited longest first
+	seq  uint64      // requests made, to fetch the partitions that waited longest first
+	out  map[int]int // requests out, per leader
 }
 
 type muxKey struct {
@@ -74,7 +76,7 @@ type muxSub struct {
 }
 
 func newFetchMux(s *Sink) *fetchMux {
-	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1)}
+	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1), out: map[int]int{}}
 }
 
 // poke makes the fetch loop look for partitions to fetch.
@@ -185,11 +187,13 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 	now := time.Now()
 	var ready, unknown []*muxSub
 	var retry time.Duration
+	room := m.s.fetchSize()
 	m.mu.Lock()
 	for _, sub := range m.subs {
-		// One fetch out and one batch waiting per partition, no more:
-		// fetching further ahead would only pile up records.
-		if sub.inflight || sub.f.pending() > 1 {
+		// One fetch ahead of the partition, no more: fetching further
+		// ahead would only pile up records, and the arena blocks that
+		// hold them.
+		if sub.inflight || sub.f.buffered() >= room {
 			continue
 		}
 		if wait := sub.retryAt.Sub(now); wait > 0 {
@@ -208,12 +212,7 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 		return 0, retry
 	}
 	if len(unknown) > 0 {
-		if err := m.readLeaders(ctx, unknown); err != nil {
-			if ctx.Err() == nil {
-				m.log.Warn("fetch: reading partition leaders", "error", err)
-			}
-			return 0, time.Second
-		}
+		m.readLeaders(ctx, unknown)
 	}
 	sort.Slice(ready, func(i, j int) bool {
 		a, b := ready[i], ready[j]
@@ -225,58 +224,70 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 		}
 		return a.key.id < b.key.id
 	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	led := map[int]int{} // partitions per leader
+	for _, sub := range m.subs {
+		if sub.leader != noLeader {
+			led[sub.leader]++
+		}
+	}
 	// By leader, the leaders in the order of their longest waiting
 	// partition.
 	var order []int
 	byLeader := map[int][]*muxSub{}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, sub := range ready {
 		if sub.gone || sub.leader == noLeader {
-			continue // its leader was not in the metadata: the next dispatch reads it again
+			continue // its leader could not be read: it waits for a retry
 		}
 		if byLeader[sub.leader] == nil {
 			order = append(order, sub.leader)
 		}
 		byLeader[sub.leader] = append(byLeader[sub.leader], sub)
 	}
-	// The ready partitions spread over the free slots: requests are
-	// decoded in parallel, each by its own goroutine, and four partitions
-	// fetched in one request decoded their records one after the other,
-	// slower than a fetch loop each (`pqsink bench`).
-	total := 0
-	for _, subs := range byLeader {
-		total += len(subs)
-	}
-	size := min(m.chunk(), (total+slots-1)/slots)
+	// A request asks for a leader's partitions spread over the requests
+	// that may be out, and no fewer unless the leader has none out. With
+	// a few partitions, each gets a request of its own as soon as it has
+	// room, and their responses decode in parallel (four partitions in one
+	// request decoded one after the other, slower than a fetch loop each
+	// in `pqsink bench`). With many, the partitions that get room while
+	// requests are out wait until there are enough of them: a hundred
+	// partitions fetched one or two at a time (with two batches waiting
+	// each) took half again as much CPU.
 	started := 0
-	for started < slots && len(order) > 0 {
-		for i := 0; i < len(order) && started < slots; {
-			l := order[i]
+	for more := true; more && started < slots; {
+		more = false
+		for _, l := range order {
 			subs := byLeader[l]
+			size := min(m.chunk(), (led[l]+maxFetchesInFlight-1)/maxFetchesInFlight)
+			if started == slots || len(subs) == 0 || len(subs) < size && m.out[l] > 0 {
+				continue
+			}
 			n := min(len(subs), size)
 			req := subs[:n:n]
 			byLeader[l] = subs[n:]
-			if len(byLeader[l]) == 0 {
-				order = append(order[:i], order[i+1:]...)
-			} else {
-				i++
-			}
+			more = true
 			m.seq++
 			for _, sub := range req {
 				sub.inflight, sub.seq = true, m.seq
 			}
+			m.out[l]++
 			started++
 			go func() {
 				m.fetch(ctx, req)
+				m.mu.Lock()
+				if m.out[l]--; m.out[l] == 0 {
+					delete(m.out, l)
+				}
+				m.mu.Unlock()
 				done <- struct{}{}
 			}()
 		}
 	}
-	if len(unknown) > 0 && retry == 0 {
-		for _, sub := range unknown {
-			if sub.leader == noLeader && !sub.gone {
-				retry = time.Second
+	for _, sub := range unknown {
+		if sub.leader == noLeader && !sub.gone {
+			if wait := sub.retryAt.Sub(now); retry == 0 || wait < retry {
+				retry = max(wait, time.Millisecond)
 			}
 		}
 	}
@@ -284,8 +295,9 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 }
 
 // readLeaders reads the leaders of subs from kafka-go's metadata, the
-// view by which its transport routes the requests.
-func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) error {
+// view by which its transport routes the requests. A partition whose
+// leader it cannot read has failed, as a fetch fails.
+func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
 	var topics []string
 	seen := map[string]bool{}
 	for _, sub := range subs {
@@ -295,28 +307,40 @@ func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) error {
 		}
 	}
 	resp, err := m.s.kafka.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
-	if err != nil {
-		return err
-	}
 	leaders := map[muxKey]int{}
-	for _, t := range resp.Topics {
-		if t.Error != nil {
-			return fmt.Errorf("topic %s: %w", t.Name, t.Error)
-		}
-		for _, p := range t.Partitions {
-			if p.Error == nil {
-				leaders[muxKey{t.Name, int32(p.ID)}] = p.Leader.ID
+	topicErrs := map[string]error{}
+	if err == nil {
+		for _, t := range resp.Topics {
+			if t.Error != nil {
+				topicErrs[t.Name] = t.Error
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p.Error == nil {
+					leaders[muxKey{t.Name, int32(p.ID)}] = p.Leader.ID
+				}
 			}
 		}
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			m.failedAll(subs, fmt.Errorf("reading partition leaders: %w", err))
+		}
+		return
+	}
 	for _, sub := range subs {
 		if l, ok := leaders[sub.key]; ok {
 			sub.leader = l
+			continue
 		}
+		err := topicErrs[sub.key.topic]
+		if err == nil {
+			err = errors.New("the partition is not in the metadata")
+		}
+		m.logFailure(sub, m.failed(sub), fmt.Errorf("reading the partition's leader: %w", err))
 	}
-	m.mu.Unlock()
-	return nil
 }
 
 // fetch sends one fetch request for subs, which share a leader and are
@@ -335,25 +359,35 @@ func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub) {
 	err := m.request(ctx, subs, wait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var first, persists int
 	for _, sub := range subs {
 		sub.inflight = false
-		if err != nil && !sub.gone && ctx.Err() == nil {
-			switch m.failed(sub) {
-			case failedFirst:
-				first++
-			case failedPersists:
-				persists++
-			}
+	}
+	if err != nil && ctx.Err() == nil {
+		m.failedAll(subs, err)
+	}
+}
+
+// failedAll sets subs up for a retry after a request for them all failed,
+// with one line in the log for the request, not one per partition.
+func (m *fetchMux) failedAll(subs []*muxSub, err error) {
+	var first, persists int
+	for _, sub := range subs {
+		if sub.gone {
+			continue
+		}
+		switch m.failed(sub) {
+		case failedFirst:
+			first++
+		case failedPersists:
+			persists++
 		}
 	}
-	// One line for the request, not one per partition.
 	switch {
 	case persists > 0:
 		m.log.Error("fetch keeps failing; retrying", "partitions", len(subs), "failing_for_long", persists, "error", err)
 	case first > 0:
 		m.log.Warn("fetch failed; retrying", "partitions", len(subs), "error", err)
-	case err != nil && ctx.Err() == nil:
+	default:
 		m.log.Debug("fetch failed; retrying", "partitions", len(subs), "error", err)
 	}
 }

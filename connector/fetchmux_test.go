@@ -318,26 +318,25 @@ func TestFetchMuxRetention(t *testing.T) {
 		end     int64
 	}{
 		{"before the first fetch", 0, 40, 100},
-		{"after some were fetched", 50, 120, 200},
+		{"after some were fetched", 25, 120, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			broker := kafkatest.Start(t, 1, "t")
-			// Fetches of at most 64 KiB, and batches of 75 KB: a fetch
-			// brings one batch.
+			// Fetches of at most 64 KiB, and a first batch of 75 KB.
 			const size = 3000
 			h := startMux(t, broker.Brokers, "t", ", fetch: {max_bytes: 64KiB}", "")
 			var f *fetcher
 			if tt.fetched > 0 {
-				// Two batches fetched and not taken: the partition has no
-				// fetch out until it takes them, and its next asks for
-				// records that are gone by then.
-				produce(t, broker.Brokers, "t", 0, 0, int(tt.fetched/2), size)
-				produce(t, broker.Brokers, "t", 0, int(tt.fetched/2), int(tt.fetched), size)
+				// A batch fetched and not taken, more than a fetch's
+				// worth: the partition has no fetch out until it takes
+				// it, and its next asks for records that are gone by
+				// then.
+				produce(t, broker.Brokers, "t", 0, 0, int(tt.fetched), size)
 				f = h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
-				for deadline := time.Now().Add(30 * time.Second); f.pending() < 2; time.Sleep(10 * time.Millisecond) {
+				for deadline := time.Now().Add(30 * time.Second); f.buffered() == 0; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
-						t.Fatalf("%d batches fetched, want 2", f.pending())
+						t.Fatal("the first batch was not fetched")
 					}
 				}
 			}
@@ -449,5 +448,26 @@ func TestFetchMuxBudgetWaits(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("received offsets up to %v, want %d each", next, n)
 		}
+	}
+}
+
+// TestFetchMuxPartitionWithoutLeader fetches a partition that does not
+// exist beside one that does: the first fails and is retried, without
+// holding up the second, which receives every record.
+func TestFetchMuxPartitionWithoutLeader(t *testing.T) {
+	broker := kafkatest.Start(t, 1, "t")
+	const n = 200
+	produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
+	h := startMux(t, broker.Brokers, "t", "", "")
+	missing := h.s.mux.add("t", 7, 0, new(atomic.Int64), nil)
+	f := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+	h.receive(t, f, 0, n/2)
+	produce(t, broker.Brokers, "t", 0, n/2, n, 50)
+	h.receive(t, f, n/2, n)
+	if got := h.take(missing); len(got) > 0 {
+		t.Errorf("the missing partition received %v", got)
+	}
+	if logs := h.log.String(); !strings.Contains(logs, "fetch failed; retrying") || !strings.Contains(logs, "partition=7") {
+		t.Error("the failed fetch of the missing partition was not logged")
 	}
 }

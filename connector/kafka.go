@@ -51,12 +51,11 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 // Reader: the Reader turns an empty key or header value into nil, and
 // replay must be able to restore a record exactly.
 type fetcher struct {
-	mu      sync.Mutex
-	buf     []record
-	spare   []record      // an emptied buf given back by the partition, for the next one
-	bytes   int64         // of the keys and values in buf
-	batches int           // fetched batches in buf
-	ready   chan struct{} // signalled when buf has records
+	mu    sync.Mutex
+	buf   []record
+	spare []record      // an emptied buf given back by the partition, for the next one
+	bytes int64         // of the keys and values in buf
+	ready chan struct{} // signalled when buf has records
 
 	mem    *budget
 	detach func() // set by the fetch multiplexer: stop fetching this partition
@@ -137,7 +136,6 @@ func (f *fetcher) deliver(batch []record, size int64) ([]record, int64) {
 		batch = batch[:0]
 	}
 	f.bytes += size
-	f.batches++
 	n := f.bytes
 	f.mu.Unlock()
 	select {
@@ -150,11 +148,11 @@ func (f *fetcher) deliver(batch []record, size int64) ([]record, int64) {
 	return batch, n
 }
 
-// pending is the number of fetched batches the partition has not taken.
-func (f *fetcher) pending() int {
+// buffered is the bytes the partition has not taken yet.
+func (f *fetcher) buffered() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.batches
+	return f.bytes
 }
 
 // readBytes reads a record's key or value into the arena; a null one
@@ -224,7 +222,7 @@ func (f *fetcher) take() ([]record, int64) {
 	f.mu.Lock()
 	b, n := f.buf, f.bytes
 	f.buf, f.spare = f.spare, nil
-	f.bytes, f.batches = 0, 0
+	f.bytes = 0
 	f.mu.Unlock()
 	if f.took != nil {
 		f.took()
@@ -257,7 +255,7 @@ func (f *fetcher) stop() {
 	}
 	f.mu.Lock()
 	n := f.bytes
-	f.buf, f.spare, f.bytes, f.batches = nil, nil, 0, 0
+	f.buf, f.spare, f.bytes = nil, nil, 0
 	f.mu.Unlock()
 	f.mem.add(-n)
 }
