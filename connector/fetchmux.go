@@ -42,7 +42,7 @@ type fetchMux struct {
 	subs map[muxKey]*muxSub
 	wake chan struct{}
 	seq  uint64      // requests made, to fetch the partitions that waited longest first
-	out  map[int]int // requests out, per leader
+	out  map[int]int // requests answered at once out, per leader
 }
 
 type muxKey struct {
@@ -122,13 +122,15 @@ const maxFetchPartitions = 512
 // chunk is the number of partitions of one fetch request: at most
 // maxFetchPartitions, and few enough that the pages of one request take at
 // most 1/32 of the budget. With the data of a request at most 1/64 of it
-// (held twice while decoded), the maxFetchesInFlight requests out at once
-// reserve at most a quarter of the budget.
+// (held twice while decoded), the maxFetchesInFlight requests of each kind
+// out at once (answered at once, waiting at the broker) reserve at most a
+// quarter of the budget each.
 func (m *fetchMux) chunk() int {
 	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/32/kafkaPage)))
 }
 
-// maxFetchesInFlight bounds the fetch requests out at once. A few at a
+// maxFetchesInFlight bounds the fetch requests of each kind out at once:
+// those answered at once, and those that wait at the broker. A few at a
 // time: each reserves its response, decoded, in the budget, and forty of
 // them at once (ten thousand partitions) asked for more than the budget
 // holds, so the relief finished open files to make room for fetches.
@@ -150,28 +152,33 @@ const (
 
 // run fetches until ctx ends, and returns once no request is out.
 func (m *fetchMux) run(ctx context.Context) {
-	done := make(chan struct{}, maxFetchesInFlight)
-	inflight := 0
+	done := make(chan bool, 2*maxFetchesInFlight) // a request is back; true for one that waited
+	var out [2]int                                // requests out: answered at once, waiting
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		var retry time.Duration
-		if inflight < maxFetchesInFlight && ctx.Err() == nil {
-			var started int
-			started, retry = m.dispatch(ctx, maxFetchesInFlight-inflight, done)
-			inflight += started
+		if (out[0] < maxFetchesInFlight || out[1] < maxFetchesInFlight) && ctx.Err() == nil {
+			var started [2]int
+			started, retry = m.dispatch(ctx, [2]int{maxFetchesInFlight - out[0], maxFetchesInFlight - out[1]}, done)
+			out[0] += started[0]
+			out[1] += started[1]
 		}
 		if retry > 0 {
 			timer.Reset(retry)
 		}
 		select {
 		case <-ctx.Done():
-			for ; inflight > 0; inflight-- {
+			for n := out[0] + out[1]; n > 0; n-- {
 				<-done
 			}
 			return
-		case <-done:
-			inflight--
+		case waited := <-done:
+			if waited {
+				out[1]--
+			} else {
+				out[0]--
+			}
 		case <-m.wake:
 		case <-timer.C:
 		}
@@ -179,11 +186,17 @@ func (m *fetchMux) run(ctx context.Context) {
 	}
 }
 
-// dispatch sends up to slots requests for the partitions that have room
-// for a fetch, those that waited longest first; each reports on done when
-// it is back. It returns the requests sent and, when a partition waits
-// for a retry, how long until the first may be tried (0 when none).
-func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}) (int, time.Duration) {
+// dispatch sends requests for the partitions that have room for a fetch,
+// those that waited longest first: up to slots[0] answered at once, for
+// partitions that had records last time, and up to slots[1] that wait at
+// the broker, for those that had none. Each reports on done when it is
+// back. It returns the requests sent of each kind and, when a partition
+// waits for a retry, how long until the first may be tried (0 when none).
+//
+// Waiting requests are counted apart so that quiet partitions, whose
+// requests wait fetch.max_wait at their leaders, do not take the slots of
+// busy ones.
+func (m *fetchMux) dispatch(ctx context.Context, slots [2]int, done chan<- bool) ([2]int, time.Duration) {
 	now := time.Now()
 	var ready, unknown []*muxSub
 	var retry time.Duration
@@ -209,7 +222,7 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 	}
 	m.mu.Unlock()
 	if len(ready) == 0 {
-		return 0, retry
+		return [2]int{}, retry
 	}
 	if len(unknown) > 0 {
 		m.readLeaders(ctx, unknown)
@@ -232,18 +245,46 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 			led[sub.leader]++
 		}
 	}
-	// By leader, the leaders in the order of their longest waiting
-	// partition.
+	// By kind and leader, the leaders in the order of their longest
+	// waiting partition.
 	var order []int
-	byLeader := map[int][]*muxSub{}
+	var byLeader [2]map[int][]*muxSub
+	byLeader[0], byLeader[1] = map[int][]*muxSub{}, map[int][]*muxSub{}
+	seen := map[int]bool{}
 	for _, sub := range ready {
 		if sub.gone || sub.leader == noLeader {
 			continue // its leader could not be read: it waits for a retry
 		}
-		if byLeader[sub.leader] == nil {
+		if !seen[sub.leader] {
+			seen[sub.leader] = true
 			order = append(order, sub.leader)
 		}
-		byLeader[sub.leader] = append(byLeader[sub.leader], sub)
+		kind := 0
+		if sub.idle {
+			kind = 1
+		}
+		byLeader[kind][sub.leader] = append(byLeader[kind][sub.leader], sub)
+	}
+	var started [2]int
+	launch := func(l int, req []*muxSub, wait bool) {
+		m.seq++
+		for _, sub := range req {
+			sub.inflight, sub.seq = true, m.seq
+		}
+		if !wait {
+			m.out[l]++
+		}
+		go func() {
+			m.fetch(ctx, req, wait)
+			if !wait {
+				m.mu.Lock()
+				if m.out[l]--; m.out[l] == 0 {
+					delete(m.out, l)
+				}
+				m.mu.Unlock()
+			}
+			done <- wait
+		}()
 	}
 	// A request asks for a leader's partitions spread over the requests
 	// that may be out, and no fewer unless the leader has none out. With
@@ -254,34 +295,35 @@ func (m *fetchMux) dispatch(ctx context.Context, slots int, done chan<- struct{}
 	// requests are out wait until there are enough of them: a hundred
 	// partitions fetched one or two at a time (with two batches waiting
 	// each) took half again as much CPU.
-	started := 0
-	for more := true; more && started < slots; {
+	for more := true; more && started[0] < slots[0]; {
 		more = false
 		for _, l := range order {
-			subs := byLeader[l]
+			subs := byLeader[0][l]
 			size := min(m.chunk(), (led[l]+maxFetchesInFlight-1)/maxFetchesInFlight)
-			if started == slots || len(subs) == 0 || len(subs) < size && m.out[l] > 0 {
+			if started[0] == slots[0] || len(subs) == 0 || len(subs) < size && m.out[l] > 0 {
 				continue
 			}
 			n := min(len(subs), size)
-			req := subs[:n:n]
-			byLeader[l] = subs[n:]
+			byLeader[0][l] = subs[n:]
+			launch(l, subs[:n:n], false)
+			started[0]++
 			more = true
-			m.seq++
-			for _, sub := range req {
-				sub.inflight, sub.seq = true, m.seq
+		}
+	}
+	// The quiet partitions wait at their leaders in requests as large as
+	// may be, the leaders in turn.
+	for more := true; more && started[1] < slots[1]; {
+		more = false
+		for _, l := range order {
+			subs := byLeader[1][l]
+			if started[1] == slots[1] || len(subs) == 0 {
+				continue
 			}
-			m.out[l]++
-			started++
-			go func() {
-				m.fetch(ctx, req)
-				m.mu.Lock()
-				if m.out[l]--; m.out[l] == 0 {
-					delete(m.out, l)
-				}
-				m.mu.Unlock()
-				done <- struct{}{}
-			}()
+			n := min(len(subs), m.chunk())
+			byLeader[1][l] = subs[n:]
+			launch(l, subs[:n:n], true)
+			started[1]++
+			more = true
 		}
 	}
 	for _, sub := range unknown {
@@ -345,17 +387,11 @@ func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
 
 // fetch sends one fetch request for subs, which share a leader and are
 // inflight, hands the records to their partitions and settles each
-// partition's state. The request waits at the broker (fetch.max_wait, for
-// fetch.min_bytes) only when every partition in it is idle: while any has
-// records, it is answered at once, so that quiet partitions do not hold
-// up a busy one.
-func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub) {
-	m.mu.Lock()
-	wait := true
-	for _, sub := range subs {
-		wait = wait && sub.idle
-	}
-	m.mu.Unlock()
+// partition's state. With wait, the broker may hold the request for
+// fetch.max_wait until it has fetch.min_bytes: its partitions had no
+// records last time. Without, it answers at once, so that quiet
+// partitions do not hold up a busy one.
+func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub, wait bool) {
 	err := m.request(ctx, subs, wait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
