@@ -16,7 +16,7 @@ func records(offsets ...int64) []record {
 }
 
 func newTestFetcher() *fetcher {
-	return newFetcher(newBudget(1<<30), func() {}, nil)
+	return newFetcher(newBudget(1<<30), nil, nil)
 }
 
 // TestFetcherHandOver checks that batches reach the partition in order,

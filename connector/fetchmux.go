@@ -14,23 +14,35 @@ import (
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
 )
 
-// manyPartitions is the number of partitions beyond which a sink fetches
-// them all through one multiplexed fetch loop (a request per leader for
-// every partition it leads) rather than a fetch loop per partition:
-// kafka-go's Client.Fetch asks for one partition per request, which is
-// fine for a few partitions and a storm of requests and connections for
-// thousands.
-const manyPartitions = 64
-
-// fetchMux fetches many partitions with multi-partition fetch requests.
-// Partitions join with add and leave with remove; records go to each
-// partition's fetcher buffer, as with a fetch loop of its own.
+// fetchMux fetches every partition of the sink, whatever their number,
+// with multi-partition fetch requests: a request asks one leader for
+// partitions it leads that have room for a fetch. Partitions join with add
+// and leave when their fetcher stops; records go to each partition's
+// fetcher buffer.
+//
+// Each partition has at most one fetch out and, as it was with a fetch
+// loop per partition, the next is sent as soon as the partition has room
+// for it (less than a fetch's worth of records not taken), not when a
+// whole round of requests is back: a partition that takes its records
+// gets a request while the others' are out, so fetching stays pipelined
+// with processing.
+//
+// Error policy: a fetch that fails, for the request or for a partition,
+// and a partition whose leader cannot be read, are retried from the same
+// offset after a backoff that doubles per failure (fetchRetryMin to
+// fetchRetryMax), with the partition's leader read again from kafka-go's
+// metadata, in case leadership moved. Nothing restarts: records already
+// fetched stay valid. A partition's first failure is logged as a warning,
+// and as an error every fetchErrorPersists while it keeps failing. Offset
+// out of range below the log start is retention: see retention.
 type fetchMux struct {
 	s    *Sink
 	log  *slog.Logger
 	mu   sync.Mutex
 	subs map[muxKey]*muxSub
 	wake chan struct{}
+	seq  uint64      // requests made, to fetch the partitions that waited longest first
+	out  map[int]int // requests answered at once out, per leader
 }
 
 type muxKey struct {
@@ -38,31 +50,55 @@ type muxKey struct {
 	id    int32
 }
 
-// muxSub is one partition being fetched.
+// noLeader is a partition's leader when it must be read again.
+const noLeader = -1
+
+// muxSub is one partition being fetched. Its fetch state (next, arena,
+// batch) belongs to the request it is in while inflight; the rest is
+// guarded by the multiplexer's mutex.
 type muxSub struct {
+	key   muxKey
 	f     *fetcher
 	next  int64
 	lag   *atomic.Int64
 	arena []byte
 	batch []record // reused for each fetch's records
-	gone  bool     // removed: drop what arrives
+
+	gone     bool      // removed: drop what arrives
+	inflight bool      // in a request that is out
+	idle     bool      // its last fetch brought nothing: it may wait at the broker
+	leader   int       // its leader's id, or noLeader
+	seq      uint64    // the request it was last in
+	retryAt  time.Time // after a failed fetch: not before
+	failures int       // failed fetches in a row
+	since    time.Time // of the first of them
+	reported time.Time // when the failures were last logged as an error
 }
 
 func newFetchMux(s *Sink) *fetchMux {
-	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1)}
+	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1), out: map[int]int{}}
+}
+
+// poke makes the fetch loop look for partitions to fetch.
+func (m *fetchMux) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // add starts fetching a partition at offset into a new fetcher buffer;
 // wake is called when records arrive.
 func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, wake func()) *fetcher {
-	f := newFetcher(m.s.mem, func() {}, wake)
-	close(f.done) // no goroutine of its own
+	f := newFetcher(m.s.mem, wake, m.poke)
 	k := muxKey{topic, id}
+	// A new partition has not fetched yet; idle, its first request may
+	// wait at the broker, as a quiet partition's does.
+	sub := &muxSub{key: k, f: f, next: offset, lag: lag, leader: noLeader, idle: true}
 	m.mu.Lock()
 	if old := m.subs[k]; old != nil {
 		old.gone = true
 	}
-	sub := &muxSub{f: f, next: offset, lag: lag}
 	m.subs[k] = sub
 	m.mu.Unlock()
 	f.detach = func() {
@@ -73,10 +109,7 @@ func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, 
 		sub.gone = true
 		m.mu.Unlock()
 	}
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+	m.poke()
 	return f
 }
 
@@ -89,155 +122,336 @@ const maxFetchPartitions = 512
 // chunk is the number of partitions of one fetch request: at most
 // maxFetchPartitions, and few enough that the pages of one request take at
 // most 1/32 of the budget. With the data of a request at most 1/64 of it
-// (held twice while decoded), the maxFetchesInFlight requests out at once
-// reserve at most a quarter of the budget.
+// (held twice while decoded), the maxFetchesInFlight requests of each kind
+// out at once (answered at once, waiting at the broker) reserve at most a
+// quarter of the budget each.
 func (m *fetchMux) chunk() int {
 	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/32/kafkaPage)))
 }
 
-// maxFetchesInFlight bounds the multiplexed fetch requests out at once.
+// maxFetchesInFlight bounds the fetch requests of each kind out at once:
+// those answered at once, and those that wait at the broker. A few at a
+// time: each reserves its response, decoded, in the budget, and forty of
+// them at once (ten thousand partitions) asked for more than the budget
+// holds, so the relief finished open files to make room for fetches.
 const maxFetchesInFlight = 4
 
 // kafkaPage is the buffer kafka-go's fetch response decoding takes per
 // partition with records; a fetch reserves it in the budget.
 const kafkaPage = 64 << 10
 
-// run fetches until ctx ends.
+// Retries of failed fetches: the first after fetchRetryMin, each next one
+// after twice as long, up to fetchRetryMax. A partition that has failed
+// for fetchErrorPersists is logged as an error, and again every
+// fetchErrorPersists while it keeps failing.
+const (
+	fetchRetryMin      = 200 * time.Millisecond
+	fetchRetryMax      = 5 * time.Second
+	fetchErrorPersists = time.Minute
+)
+
+// run fetches until ctx ends, and returns once no request is out.
 func (m *fetchMux) run(ctx context.Context) {
-	leaders := map[string]map[int32]int{} // topic → partition → leader id
-	// idle: the last round fetched nothing, so this one may wait at the
-	// broker for records (max_wait); while records flow, requests return
-	// at once, so that one partition without records does not hold up
-	// the others.
-	idle := true
-	for ctx.Err() == nil {
-		m.mu.Lock()
-		var ready []muxKey
-		for k, sub := range m.subs {
-			// One fetch ahead of each partition, no more.
-			if sub.f.buffered() < m.s.fetchSize() {
-				ready = append(ready, k)
+	done := make(chan bool, 2*maxFetchesInFlight) // a request is back; true for one that waited
+	var out [2]int                                // requests out: answered at once, waiting
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var retry time.Duration
+		if (out[0] < maxFetchesInFlight || out[1] < maxFetchesInFlight) && ctx.Err() == nil {
+			var started [2]int
+			started, retry = m.dispatch(ctx, [2]int{maxFetchesInFlight - out[0], maxFetchesInFlight - out[1]}, done)
+			out[0] += started[0]
+			out[1] += started[1]
+		}
+		if retry > 0 {
+			timer.Reset(retry)
+		}
+		select {
+		case <-ctx.Done():
+			for n := out[0] + out[1]; n > 0; n-- {
+				<-done
 			}
-		}
-		m.mu.Unlock()
-		if len(ready) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.wake:
-			case <-time.After(50 * time.Millisecond):
+			return
+		case waited := <-done:
+			if waited {
+				out[1]--
+			} else {
+				out[0]--
 			}
-			continue
+		case <-m.wake:
+		case <-timer.C:
 		}
-		sort.Slice(ready, func(i, j int) bool {
-			if ready[i].topic != ready[j].topic {
-				return ready[i].topic < ready[j].topic
-			}
-			return ready[i].id < ready[j].id
-		})
-		if err := m.refreshLeaders(ctx, leaders, ready); err != nil {
-			m.log.Warn("fetch: reading partition leaders", "error", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		byLeader := map[int][]muxKey{}
-		for _, k := range ready {
-			l := leaders[k.topic][k.id]
-			byLeader[l] = append(byLeader[l], k)
-		}
-		var wg sync.WaitGroup
-		var failed, got atomic.Bool
-		// A few requests at a time: each reserves its response, decoded,
-		// in the budget, and forty of them at once (ten thousand
-		// partitions) asked for more than the budget holds, so the relief
-		// finished open files to make room for fetches.
-		inflight := make(chan struct{}, maxFetchesInFlight)
-		for _, keys := range byLeader {
-			for len(keys) > 0 {
-				chunk := keys[:min(len(keys), m.chunk())]
-				keys = keys[len(chunk):]
-				wg.Add(1)
-				inflight <- struct{}{}
-				go func() {
-					defer func() { <-inflight }()
-					defer wg.Done()
-					n, err := m.fetch(ctx, chunk, idle)
-					if err != nil && ctx.Err() == nil {
-						m.log.Warn("fetch failed; fetching again", "partitions", len(chunk), "error", err)
-						failed.Store(true)
-					}
-					if n > 0 {
-						got.Store(true)
-					}
-				}()
-			}
-		}
-		wg.Wait()
-		idle = !got.Load()
-		if failed.Load() {
-			clear(leaders) // leadership may have moved
-			sleep(ctx, time.Second)
-		}
+		timer.Stop()
 	}
 }
 
-// refreshLeaders makes sure every key's leader is known.
-func (m *fetchMux) refreshLeaders(ctx context.Context, leaders map[string]map[int32]int, keys []muxKey) error {
-	var topics []string
-	for _, k := range keys {
-		if _, ok := leaders[k.topic][k.id]; !ok && (len(topics) == 0 || topics[len(topics)-1] != k.topic) {
-			topics = append(topics, k.topic)
+// dispatch sends requests for the partitions that have room for a fetch,
+// those that waited longest first: up to slots[0] answered at once, for
+// partitions that had records last time, and up to slots[1] that wait at
+// the broker, for those that had none. Each reports on done when it is
+// back. It returns the requests sent of each kind and, when a partition
+// waits for a retry, how long until the first may be tried (0 when none).
+//
+// Waiting requests are counted apart so that quiet partitions, whose
+// requests wait fetch.max_wait at their leaders, do not take the slots of
+// busy ones.
+func (m *fetchMux) dispatch(ctx context.Context, slots [2]int, done chan<- bool) ([2]int, time.Duration) {
+	now := time.Now()
+	var ready, unknown []*muxSub
+	var retry time.Duration
+	room := m.s.fetchSize()
+	m.mu.Lock()
+	for _, sub := range m.subs {
+		// One fetch ahead of the partition, no more: fetching further
+		// ahead would only pile up records, and the arena blocks that
+		// hold them.
+		if sub.inflight || sub.f.buffered() >= room {
+			continue
+		}
+		if wait := sub.retryAt.Sub(now); wait > 0 {
+			if retry == 0 || wait < retry {
+				retry = wait
+			}
+			continue
+		}
+		ready = append(ready, sub)
+		if sub.leader == noLeader {
+			unknown = append(unknown, sub)
 		}
 	}
-	if len(topics) == 0 {
-		return nil
+	m.mu.Unlock()
+	if len(ready) == 0 {
+		return [2]int{}, retry
+	}
+	if len(unknown) > 0 {
+		m.readLeaders(ctx, unknown)
+	}
+	sort.Slice(ready, func(i, j int) bool {
+		a, b := ready[i], ready[j]
+		if a.seq != b.seq {
+			return a.seq < b.seq
+		}
+		if a.key.topic != b.key.topic {
+			return a.key.topic < b.key.topic
+		}
+		return a.key.id < b.key.id
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	led := map[int]int{} // partitions per leader
+	for _, sub := range m.subs {
+		if sub.leader != noLeader {
+			led[sub.leader]++
+		}
+	}
+	// By kind and leader, the leaders in the order of their longest
+	// waiting partition.
+	var order []int
+	var byLeader [2]map[int][]*muxSub
+	byLeader[0], byLeader[1] = map[int][]*muxSub{}, map[int][]*muxSub{}
+	seen := map[int]bool{}
+	for _, sub := range ready {
+		if sub.gone || sub.leader == noLeader {
+			continue // its leader could not be read: it waits for a retry
+		}
+		if !seen[sub.leader] {
+			seen[sub.leader] = true
+			order = append(order, sub.leader)
+		}
+		kind := 0
+		if sub.idle {
+			kind = 1
+		}
+		byLeader[kind][sub.leader] = append(byLeader[kind][sub.leader], sub)
+	}
+	var started [2]int
+	launch := func(l int, req []*muxSub, wait bool) {
+		m.seq++
+		for _, sub := range req {
+			sub.inflight, sub.seq = true, m.seq
+		}
+		if !wait {
+			m.out[l]++
+		}
+		go func() {
+			m.fetch(ctx, req, wait)
+			if !wait {
+				m.mu.Lock()
+				if m.out[l]--; m.out[l] == 0 {
+					delete(m.out, l)
+				}
+				m.mu.Unlock()
+			}
+			done <- wait
+		}()
+	}
+	// A request asks for a leader's partitions spread over the requests
+	// that may be out, and no fewer unless the leader has none out. With
+	// a few partitions, each gets a request of its own as soon as it has
+	// room, and their responses decode in parallel (four partitions in one
+	// request decoded one after the other, slower than a fetch loop each
+	// in `pqsink bench`). With many, the partitions that get room while
+	// requests are out wait until there are enough of them: a hundred
+	// partitions fetched one or two at a time (with two batches waiting
+	// each) took half again as much CPU.
+	for more := true; more && started[0] < slots[0]; {
+		more = false
+		for _, l := range order {
+			subs := byLeader[0][l]
+			size := min(m.chunk(), (led[l]+maxFetchesInFlight-1)/maxFetchesInFlight)
+			if started[0] == slots[0] || len(subs) == 0 || len(subs) < size && m.out[l] > 0 {
+				continue
+			}
+			n := min(len(subs), size)
+			byLeader[0][l] = subs[n:]
+			launch(l, subs[:n:n], false)
+			started[0]++
+			more = true
+		}
+	}
+	// The quiet partitions wait at their leaders in requests as large as
+	// may be, the leaders in turn.
+	for more := true; more && started[1] < slots[1]; {
+		more = false
+		for _, l := range order {
+			subs := byLeader[1][l]
+			if started[1] == slots[1] || len(subs) == 0 {
+				continue
+			}
+			n := min(len(subs), m.chunk())
+			byLeader[1][l] = subs[n:]
+			launch(l, subs[:n:n], true)
+			started[1]++
+			more = true
+		}
+	}
+	for _, sub := range unknown {
+		if sub.leader == noLeader && !sub.gone {
+			if wait := sub.retryAt.Sub(now); retry == 0 || wait < retry {
+				retry = max(wait, time.Millisecond)
+			}
+		}
+	}
+	return started, retry
+}
+
+// readLeaders reads the leaders of subs from kafka-go's metadata, the
+// view by which its transport routes the requests. A partition whose
+// leader it cannot read has failed, as a fetch fails.
+func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
+	var topics []string
+	seen := map[string]bool{}
+	for _, sub := range subs {
+		if !seen[sub.key.topic] {
+			seen[sub.key.topic] = true
+			topics = append(topics, sub.key.topic)
+		}
 	}
 	resp, err := m.s.kafka.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	leaders := map[muxKey]int{}
+	topicErrs := map[string]error{}
+	if err == nil {
+		for _, t := range resp.Topics {
+			if t.Error != nil {
+				topicErrs[t.Name] = t.Error
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p.Error == nil {
+					leaders[muxKey{t.Name, int32(p.ID)}] = p.Leader.ID
+				}
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if err != nil {
-		return err
+		if ctx.Err() == nil {
+			m.failedAll(subs, fmt.Errorf("reading partition leaders: %w", err))
+		}
+		return
 	}
-	for _, t := range resp.Topics {
-		if t.Error != nil {
-			return fmt.Errorf("topic %s: %w", t.Name, t.Error)
+	for _, sub := range subs {
+		if l, ok := leaders[sub.key]; ok {
+			sub.leader = l
+			continue
 		}
-		if leaders[t.Name] == nil {
-			leaders[t.Name] = map[int32]int{}
+		err := topicErrs[sub.key.topic]
+		if err == nil {
+			err = errors.New("the partition is not in the metadata")
 		}
-		for _, p := range t.Partitions {
-			leaders[t.Name][int32(p.ID)] = p.Leader.ID
-		}
+		m.logFailure(sub, m.failed(sub), fmt.Errorf("reading the partition's leader: %w", err))
 	}
-	return nil
 }
 
-// fetch sends one fetch request for keys, which share a leader, and hands
-// the records to their partitions; it returns the bytes delivered. With
-// wait, the broker may hold the request for fetch.max_wait until it has
-// fetch.min_bytes; without, it answers at once.
-func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, error) {
+// fetch sends one fetch request for subs, which share a leader and are
+// inflight, hands the records to their partitions and settles each
+// partition's state. With wait, the broker may hold the request for
+// fetch.max_wait until it has fetch.min_bytes: its partitions had no
+// records last time. Without, it answers at once, so that quiet
+// partitions do not hold up a busy one.
+func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub, wait bool) {
+	err := m.request(ctx, subs, wait)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sub := range subs {
+		sub.inflight = false
+	}
+	if err != nil && ctx.Err() == nil {
+		m.failedAll(subs, err)
+	}
+}
+
+// failedAll sets subs up for a retry after a request for them all failed,
+// with one line in the log for the request, not one per partition.
+func (m *fetchMux) failedAll(subs []*muxSub, err error) {
+	var first, persists int
+	for _, sub := range subs {
+		if sub.gone {
+			continue
+		}
+		switch m.failed(sub) {
+		case failedFirst:
+			first++
+		case failedPersists:
+			persists++
+		}
+	}
+	switch {
+	case persists > 0:
+		m.log.Error("fetch keeps failing; retrying", "partitions", len(subs), "failing_for_long", persists, "error", err)
+	case first > 0:
+		m.log.Warn("fetch failed; retrying", "partitions", len(subs), "error", err)
+	default:
+		m.log.Debug("fetch failed; retrying", "partitions", len(subs), "error", err)
+	}
+}
+
+// request is fetch's round trip: it returns the error of the request as
+// a whole; a partition's own error is settled here.
+func (m *fetchMux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 	cfg := &m.s.cfg.Kafka
 	per := m.s.fetchSize()
-	data := min(cfg.Fetch.MaxBytes, per*int64(len(keys)), max(per, m.s.mem.limit/64))
-	// The response whole, decompressed again, and a page per partition.
-	total := 2*data + kafkaPage*int64(len(keys))
+	data := min(cfg.Fetch.MaxBytes, per*int64(len(subs)), max(per, m.s.mem.limit/64))
+	// Reserve what the fetch may bring before asking for it, which is
+	// where fetching pauses when the memory budget is spent: the response
+	// whole, decompressed again, and a page per partition.
+	total := 2*data + kafkaPage*int64(len(subs))
 	if err := m.s.mem.reserve(ctx, total); err != nil {
-		return 0, err
+		return err
 	}
 	held := int64(0)
-	defer func() { m.s.mem.add(held - total) }()
+	defer func() { m.s.mem.add(held - total) }() // keep only what the records hold
 
-	req := &fetchapi.Request{
-		ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1,
-	}
+	req := &fetchapi.Request{ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1}
 	if wait {
 		req.MaxWaitTime, req.MinBytes = int32(cfg.Fetch.MaxWait/time.Millisecond), int32(cfg.Fetch.MinBytes)
 	}
-	m.mu.Lock()
-	for _, k := range keys {
-		sub := m.subs[k]
-		if sub == nil {
-			continue
-		}
+	bySub := make(map[muxKey]*muxSub, len(subs))
+	for _, sub := range subs {
+		k := sub.key
+		bySub[k] = sub
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != k.topic {
 			req.Topics = append(req.Topics, fetchapi.RequestTopic{Topic: k.topic})
 		}
@@ -246,69 +460,143 @@ func (m *fetchMux) fetch(ctx context.Context, keys []muxKey, wait bool) (int64, 
 			Partition: k.id, CurrentLeaderEpoch: -1, FetchOffset: sub.next, LogStartOffset: -1, PartitionMaxBytes: int32(per),
 		})
 	}
-	m.mu.Unlock()
-	if len(req.Topics) == 0 {
-		return 0, nil
-	}
-	msg, err := m.s.kafka.client.Transport.RoundTrip(ctx, m.s.kafka.client.Addr, req)
+	// A connection that stops answering must not hold the partitions.
+	rctx, cancel := context.WithTimeout(ctx, cfg.Fetch.MaxWait+max(m.s.kafka.client.Timeout, 10*time.Second))
+	defer cancel()
+	msg, err := m.s.kafka.client.Transport.RoundTrip(rctx, m.s.kafka.client.Addr, req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	resp, ok := msg.(*fetchapi.Response)
 	if !ok {
-		return 0, fmt.Errorf("unexpected fetch response %T", msg)
+		return fmt.Errorf("unexpected fetch response %T", msg)
 	}
 	if resp.ErrorCode != 0 {
-		return 0, kafka.Error(resp.ErrorCode)
+		return kafka.Error(resp.ErrorCode)
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			k := muxKey{t.Topic, p.Partition}
-			m.mu.Lock()
-			sub := m.subs[k]
-			m.mu.Unlock()
-			if sub == nil || sub.gone {
+			sub := bySub[muxKey{t.Topic, p.Partition}]
+			if sub == nil {
 				closeRecords(p.RecordSet.Records)
 				continue
 			}
-			if p.ErrorCode != 0 {
-				closeRecords(p.RecordSet.Records)
-				err := kafka.Error(p.ErrorCode)
-				if errors.Is(err, kafka.OffsetOutOfRange) && sub.next < p.LogStartOffset {
-					m.log.Error("records deleted by retention before they were archived", "topic", k.topic, "partition", k.id, "from", sub.next, "to", p.LogStartOffset-1)
-					sub.next = p.LogStartOffset
-					continue
-				}
-				m.log.Warn("fetch: partition error", "topic", k.topic, "partition", k.id, "error", err)
-				continue
-			}
-			if p.RecordSet.Records == nil {
-				continue
-			}
-			batch, size, err := readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
-			sub.batch = batch[:0]
-			if err != nil {
-				m.log.Warn("fetch: reading records", "topic", k.topic, "partition", k.id, "error", err)
-				continue
-			}
-			sub.lag.Store(max(0, p.HighWatermark-sub.next))
-			if size < 4*minArenaBlock {
-				// A quiet partition: let its block go with its records
-				// rather than hold it until the next ones arrive.
-				sub.arena = nil
-			}
-			if len(batch) > 0 {
-				held += size
-				m.mu.Lock()
-				if !sub.gone {
-					sub.batch, _ = sub.f.deliver(batch, size)
-				} else {
-					clear(batch)
-					held -= size
-				}
-				m.mu.Unlock()
-			}
+			held += m.settle(sub, &p)
 		}
 	}
-	return held, nil
+	return nil
+}
+
+// settle hands a partition's part of a fetch response to it and returns
+// the bytes its records hold.
+func (m *fetchMux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
+	k := sub.key
+	if p.ErrorCode != 0 {
+		closeRecords(p.RecordSet.Records)
+		err := kafka.Error(p.ErrorCode)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if sub.gone {
+			return 0
+		}
+		if m.retention(sub, err, p.LogStartOffset) {
+			return 0
+		}
+		m.logFailure(sub, m.failed(sub), err)
+		return 0
+	}
+	from := sub.next
+	var batch []record
+	var size int64
+	var err error
+	if p.RecordSet.Records != nil {
+		batch, size, err = readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
+		sub.batch = batch[:0]
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sub.gone {
+		clear(batch)
+		return 0
+	}
+	if err != nil {
+		// The records read before the error are dropped with it: fetch
+		// them again.
+		sub.next = from
+		m.logFailure(sub, m.failed(sub), fmt.Errorf("reading records: %w", err))
+		return 0
+	}
+	if sub.failures > 0 {
+		m.log.Info("fetch recovered", "topic", k.topic, "partition", k.id, "failures", sub.failures)
+	}
+	sub.failures, sub.retryAt = 0, time.Time{}
+	sub.idle = len(batch) == 0
+	sub.lag.Store(max(0, p.HighWatermark-sub.next))
+	if size < 4*minArenaBlock {
+		// A quiet partition: let its block go with its records rather
+		// than hold it until the next ones arrive.
+		sub.arena = nil
+	}
+	if len(batch) == 0 {
+		return 0
+	}
+	sub.batch, _ = sub.f.deliver(batch, size)
+	return size
+}
+
+// retention handles offset out of range below the log start: retention
+// deleted the records before they were read, and nothing can bring them
+// back; say so, and go on from the first record there is. It reports
+// whether err was that.
+func (m *fetchMux) retention(sub *muxSub, err error, logStart int64) bool {
+	if !errors.Is(err, kafka.OffsetOutOfRange) || sub.next >= logStart {
+		return false
+	}
+	m.log.Error("records deleted by retention before they were archived",
+		"topic", sub.key.topic, "partition", sub.key.id, "from", sub.next, "to", logStart-1)
+	sub.next = logStart
+	sub.idle, sub.failures, sub.retryAt = false, 0, time.Time{}
+	return true
+}
+
+// A failure, as failed counts it: the first of a row, one after the
+// partition has been failing for fetchErrorPersists (reported at most
+// once per fetchErrorPersists), or another.
+const (
+	failedAgain = iota
+	failedFirst
+	failedPersists
+)
+
+// failed sets a partition's fetch up for a retry after a failure: from
+// the same offset, after a backoff, with its leader read again. It
+// returns which failure this is, for the log.
+func (m *fetchMux) failed(sub *muxSub) int {
+	now := time.Now()
+	sub.failures++
+	sub.leader = noLeader
+	sub.retryAt = now.Add(min(fetchRetryMax, fetchRetryMin<<min(sub.failures-1, 10)))
+	switch {
+	case sub.failures == 1:
+		sub.since, sub.reported = now, now
+		return failedFirst
+	case now.Sub(sub.reported) >= fetchErrorPersists:
+		sub.reported = now
+		return failedPersists
+	}
+	return failedAgain
+}
+
+// logFailure logs a partition's failed fetch.
+func (m *fetchMux) logFailure(sub *muxSub, kind int, err error) {
+	k := sub.key
+	switch kind {
+	case failedFirst:
+		m.log.Warn("fetch failed; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next, "error", err)
+	case failedPersists:
+		m.log.Error("fetch keeps failing; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next,
+			"failures", sub.failures, "since", sub.since, "error", err)
+	default:
+		m.log.Debug("fetch failed; retrying", "topic", k.topic, "partition", k.id, "offset", sub.next, "error", err)
+	}
 }

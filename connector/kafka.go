@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"github.com/pqsink/pqsink/internal/kafkaauth"
 	"io"
-	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -44,38 +42,31 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 	return &kafkaClients{dialer: dialer, client: client}, nil
 }
 
-// fetcher reads one partition in the background with fetch requests of
-// up to fetch.max_bytes, one round trip ahead of the partition's goroutine.
-// Records pile up in a buffer that the partition takes whole when it is
+// fetcher is one partition's end of the fetch multiplexer (fetchmux.go):
+// records pile up in a buffer that the partition takes whole when it is
 // ready, so a busy partition pays one hand-over per batch, not per record,
 // and an idle one sees each record at once.
 //
-// It uses kafka-go's protocol-level Client.Fetch rather than its Reader:
-// the Reader turns an empty key or header value into nil, and replay must
-// be able to restore a record exactly.
+// Fetches use kafka-go's protocol-level fetch request rather than its
+// Reader: the Reader turns an empty key or header value into nil, and
+// replay must be able to restore a record exactly.
 type fetcher struct {
 	mu    sync.Mutex
 	buf   []record
 	spare []record      // an emptied buf given back by the partition, for the next one
 	bytes int64         // of the keys and values in buf
 	ready chan struct{} // signalled when buf has records
-	space chan struct{} // signalled when buf was taken
-	errc  chan error
 
-	cancel context.CancelFunc
-	done   chan struct{}
 	mem    *budget
 	detach func() // set by the fetch multiplexer: stop fetching this partition
-	wake   func() // called after ready or errc is signalled: the partition has work
+	wake   func() // called after ready is signalled: the partition has work
+	took   func() // called after the partition took buf: it has room for a fetch
 }
 
-// newFetcher returns an empty fetcher buffer; cancel stops what fills it,
-// and wake tells its partition that it has work.
-func newFetcher(mem *budget, cancel context.CancelFunc, wake func()) *fetcher {
-	return &fetcher{
-		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), errc: make(chan error, 1),
-		cancel: cancel, done: make(chan struct{}), mem: mem, wake: wake,
-	}
+// newFetcher returns an empty fetcher buffer; wake tells its partition
+// that it has work, and took tells whoever fills it that it has room.
+func newFetcher(mem *budget, wake, took func()) *fetcher {
+	return &fetcher{ready: make(chan struct{}, 1), mem: mem, wake: wake, took: took}
 }
 
 // recordOverhead is what a fetched record costs beside its key and value:
@@ -89,82 +80,6 @@ const arenaSize = 1 << 20
 
 // minArenaBlock is the size of a partition's first arena block.
 const minArenaBlock = 2 << 10
-
-func (s *Sink) startFetcher(ctx context.Context, topic string, partition int32, offset int64, lag *atomic.Int64, log *slog.Logger, wake func()) *fetcher {
-	k, cfg := s.kafka, &s.cfg.Kafka
-	ctx, cancel := context.WithCancel(ctx)
-	f := newFetcher(s.mem, cancel, wake)
-	go func() {
-		defer close(f.done)
-		var arena []byte
-		var batch []record // reused: records go to the partition by swapping slices
-		var lastHeld int64 // what the last fetch's records took once decoded
-		next := offset
-		for ctx.Err() == nil {
-			// Reserve what the fetch may bring before asking for it: this
-			// is where consumption pauses when the memory budget is spent.
-			size := s.fetchSize()
-			reserved := size + max(size, lastHeld)
-			if err := s.mem.reserve(ctx, reserved); err != nil {
-				return
-			}
-			// A loop of its own per partition serves generations of a few
-			// partitions; many share the fetch multiplexer (fetchmux.go).
-			resp, err := k.client.Fetch(ctx, &kafka.FetchRequest{
-				Topic: topic, Partition: int(partition), Offset: next,
-				MinBytes: cfg.Fetch.MinBytes, MaxBytes: size, MaxWait: cfg.Fetch.MaxWait,
-			})
-			held := int64(0)
-			settle := func() { s.mem.add(held - reserved) } // keep only what the records hold
-			if err == nil && resp.Error != nil {
-				err = resp.Error
-				if errors.Is(err, kafka.OffsetOutOfRange) && next < resp.LogStartOffset {
-					// Retention deleted the records before they were read:
-					// nothing can bring them back; say so and go on.
-					log.Error("records deleted by retention before they were archived", "from", next, "to", resp.LogStartOffset-1)
-					next = resp.LogStartOffset
-					settle()
-					continue
-				}
-			}
-			if err != nil {
-				settle()
-				if ctx.Err() == nil {
-					f.fail(fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err))
-				}
-				return
-			}
-			var batchSize int64
-			batch, batchSize, err = readRecords(resp.Records, &next, &arena, batch[:0])
-			if err != nil {
-				if ctx.Err() == nil {
-					f.fail(fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, next, err))
-				}
-				settle()
-				return
-			}
-			lag.Store(max(0, resp.HighWatermark-next))
-			held, lastHeld = batchSize, batchSize
-			settle()
-			if len(batch) == 0 {
-				continue
-			}
-			// One fetch ahead of the partition, no more: while it still
-			// has an earlier batch to take, fetching more would only pile
-			// up records (and regrow the slice that holds them).
-			var n int64
-			batch, n = f.deliver(batch, batchSize)
-			for ; n > batchSize; n = f.buffered() {
-				select {
-				case <-f.space:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return f
-}
 
 // readRecords decodes a fetched record set from offset *next on, moving
 // *next past the last record, and returns batch with the records appended
@@ -231,14 +146,6 @@ func (f *fetcher) deliver(batch []record, size int64) ([]record, int64) {
 		f.wake()
 	}
 	return batch, n
-}
-
-// fail reports the error that ended the fetch.
-func (f *fetcher) fail(err error) {
-	f.errc <- err
-	if f.wake != nil {
-		f.wake()
-	}
 }
 
 // buffered is the bytes the partition has not taken yet.
@@ -317,9 +224,8 @@ func (f *fetcher) take() ([]record, int64) {
 	f.buf, f.spare = f.spare, nil
 	f.bytes = 0
 	f.mu.Unlock()
-	select {
-	case f.space <- struct{}{}:
-	default:
+	if f.took != nil {
+		f.took()
 	}
 	return b, n
 }
@@ -341,13 +247,12 @@ func (f *fetcher) giveBack(b []record) {
 	f.mu.Unlock()
 }
 
-// stop ends the fetch, waits for its goroutine and releases what it held.
+// stop ends the fetch and releases what it held: once it returns, no
+// more records arrive.
 func (f *fetcher) stop() {
 	if f.detach != nil {
 		f.detach()
 	}
-	f.cancel()
-	<-f.done
 	f.mu.Lock()
 	n := f.bytes
 	f.buf, f.spare, f.bytes = nil, nil, 0

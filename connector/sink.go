@@ -48,8 +48,7 @@ type Sink struct {
 
 	deadLetters deadLetters // nil without a dead-letter destination
 	mem         *budget
-	mux         *fetchMux   // fetches all partitions when there are many
-	useMux      atomic.Bool // this generation has many partitions
+	mux         *fetchMux // fetches every partition
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
 
@@ -362,7 +361,6 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 		// Uploads a crashed or fenced-off owner left behind are aborted on
 		// every assignment (once old enough), not only at startup.
 		go s.abortStale(genCtx)
-		s.useMux.Store(len(parts) > manyPartitions)
 		// The batcher outlives the partitions: their last commits come
 		// during a shutdown.
 		commits := newCommitBatcher(s.kafka, gen)
@@ -420,8 +418,8 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 // consumes it, calling done when the partition is given up.
 //
 // A partition has no goroutine of its own while it has nothing to do: its
-// work (records fetched, a request of the pressure relief, a tick, a fetch
-// error, the end of the generation) wakes it, and a goroutine runs until
+// work (records fetched, a request of the pressure relief, a tick, the end
+// of the generation) wakes it, and a goroutine runs until
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
@@ -442,7 +440,7 @@ func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher,
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
-	r.f = s.fetchFrom(genCtx, topic, id, p.committed, &p.lag, log, r.wake)
+	r.f = s.mux.add(topic, id, p.committed, &p.lag, r.wake)
 	go r.run()
 	return r
 }
@@ -534,12 +532,6 @@ func (r *partRun) step() bool {
 			p.account()
 		case req := <-p.ctrl:
 			err = p.relieveMemory(r.genCtx, req)
-		case ferr := <-r.f.errc:
-			r.log.Warn("fetch failed; fetching again from the committed offset", "error", ferr)
-			if !sleep(r.genCtx, time.Second) {
-				continue
-			}
-			err = errRestart
 		default:
 			if !r.ticked.Swap(false) {
 				return false
@@ -552,7 +544,7 @@ func (r *partRun) step() bool {
 		case errors.Is(err, errRestart):
 			r.f.stop()
 			p.dropAll(r.genCtx)
-			r.f = s.fetchFrom(r.genCtx, p.topic, p.id, p.committed, &p.lag, r.log, r.wake)
+			r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
 		default:
 			if !errors.Is(err, errGenerationOver) && r.genCtx.Err() == nil {
 				r.log.Error("partition stopped", "error", err)
@@ -591,16 +583,6 @@ func (s *Sink) abortStale(ctx context.Context) {
 	} else if n > 0 {
 		s.log.Info("aborted stale uploads", "count", n)
 	}
-}
-
-// fetchFrom starts fetching a partition at offset: through the fetch
-// multiplexer when the generation has many partitions, by a fetch loop of
-// its own otherwise.
-func (s *Sink) fetchFrom(ctx context.Context, topic string, id int32, offset int64, lag *atomic.Int64, log *slog.Logger, wake func()) *fetcher {
-	if s.useMux.Load() {
-		return s.mux.add(topic, id, offset, lag, wake)
-	}
-	return s.startFetcher(ctx, topic, id, offset, lag, log, wake)
 }
 
 // handleBatch hands a fetched batch to the partition, then checks the

@@ -1,0 +1,499 @@
+package connector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/pqsink/pqsink/config"
+	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+)
+
+// The fetch multiplexer's tests run it against the in-process broker
+// (kfake), with faults injected into its fetch requests, and assert what
+// the partitions receive: every record once, in order.
+
+// syncBuffer is a log destination that tests read while the sink writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// muxHarness is a sink whose fetch multiplexer runs against a broker, with
+// no consumer group: the test adds partitions and takes their records.
+type muxHarness struct {
+	s     *Sink
+	log   *syncBuffer
+	topic string
+}
+
+// startMux makes a sink for brokers, with kafkaExtra added to the kafka
+// section (", fetch: {...}") and extra configuration (YAML lines), and runs its fetch multiplexer until the test ends. At the end, with
+// every fetcher stopped and the loop returned, the memory budget must be
+// back to zero.
+func startMux(t *testing.T, brokers []string, topic, kafkaExtra, extra string) *muxHarness {
+	t.Helper()
+	schemaPath := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("kafka: {brokers: [%s], group: g, topics: [%s]%s}\nstore: {url: \"file://%s\"}\nformat: {type: json, schema_file: %s}\n%s",
+		strings.Join(brokers, ", "), topic, kafkaExtra, t.TempDir(), schemaPath, extra)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); s.mux.run(ctx) }()
+	t.Cleanup(func() {
+		s.mux.mu.Lock()
+		var fs []*fetcher
+		for _, sub := range s.mux.subs {
+			fs = append(fs, sub.f)
+		}
+		s.mux.mu.Unlock()
+		for _, f := range fs {
+			f.stop()
+		}
+		cancel()
+		<-ran
+		if used := s.mem.used.Load(); used != 0 {
+			t.Errorf("the memory budget counts %d bytes after the fetches stopped, want 0", used)
+		}
+		if t.Failed() {
+			t.Logf("sink log:\n%s", logs)
+		}
+		s.Close()
+	})
+	return &muxHarness{s: s, log: logs, topic: topic}
+}
+
+// produce writes records [from, to) of partition p, each value the
+// record's number padded to size bytes, in as few batches as the
+// producer makes (at most a megabyte each).
+func produce(t *testing.T, brokers []string, topic string, p, from, to, size int) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, BatchTimeout: time.Millisecond, BatchSize: to - from, RequiredAcks: kafka.RequireAll,
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })}
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := from; i < to; i++ {
+		v := fmt.Appendf(nil, `{"n":%d}`, i)
+		if len(v) < size {
+			v = append(v, bytes.Repeat([]byte{' '}, size-len(v))...)
+		}
+		msgs = append(msgs, kafka.Message{Partition: p, Value: v})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("producing to %s[%d]: %v", topic, p, err)
+	}
+}
+
+// take takes what f has (its records' offsets), if anything, and
+// releases the budget the records held, as a partition does once it has
+// written them.
+func (h *muxHarness) take(f *fetcher) []int64 {
+	batch, n := f.take()
+	offs := make([]int64, len(batch))
+	for i, r := range batch {
+		offs[i] = r.offset
+	}
+	f.giveBack(batch)
+	h.s.mem.add(-n)
+	return offs
+}
+
+// receive takes from f until it has the offsets [from, to), and fails if
+// they do not come, come twice or out of order.
+func (h *muxHarness) receive(t *testing.T, f *fetcher, from, to int64) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	next := from
+	for next < to {
+		select {
+		case <-f.ready:
+		case <-timeout:
+			t.Fatalf("received offsets up to %d, want [%d, %d)", next, from, to)
+		}
+		for _, o := range h.take(f) {
+			if o != next {
+				t.Fatalf("received offset %d, want %d", o, next)
+			}
+			next++
+		}
+	}
+}
+
+// fetchErrorResponse answers a fetch request with code for every
+// partition it asks for.
+func fetchErrorResponse(req *kmsg.FetchRequest, code int16) *kmsg.FetchResponse {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// asksFor reports whether a fetch request asks for partition p.
+func asksFor(req *kmsg.FetchRequest, p int32) bool {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			if rp.Partition == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestFetchMuxPartitionCounts fetches one, a few and many partitions (one
+// loop serves every count): each receives its records once, in order.
+func TestFetchMuxPartitionCounts(t *testing.T) {
+	tests := []struct {
+		name       string
+		partitions int
+		records    int
+	}{
+		{"one", 1, 1000},
+		{"four", 4, 500},
+		{"many", 100, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			broker := kafkatest.Start(t, int32(tt.partitions), "t")
+			for p := range tt.partitions {
+				produce(t, broker.Brokers, "t", p, 0, tt.records, 50)
+			}
+			h := startMux(t, broker.Brokers, "t", "", "")
+			fs := make([]*fetcher, tt.partitions)
+			for p := range fs {
+				fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+			}
+			for p, f := range fs {
+				h.receive(t, f, 0, int64(tt.records))
+				if extra := h.take(f); len(extra) > 0 {
+					t.Errorf("partition %d: received %v beyond the records produced", p, extra)
+				}
+			}
+		})
+	}
+}
+
+// TestFetchMuxRecoversFromErrors injects errors into the fetch requests
+// for partition 0, a few times, then lets them through: both partitions
+// receive every record once and in order (the failed fetch is retried
+// from the same offset), and the errors were met.
+func TestFetchMuxRecoversFromErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		inject func(*kmsg.FetchRequest) (kmsg.Response, error)
+	}{
+		{"not leader for partition", func(req *kmsg.FetchRequest) (kmsg.Response, error) {
+			return fetchErrorResponse(req, kerr.NotLeaderForPartition.Code), nil
+		}},
+		{"leader not available", func(req *kmsg.FetchRequest) (kmsg.Response, error) {
+			return fetchErrorResponse(req, kerr.LeaderNotAvailable.Code), nil
+		}},
+		{"connection closed", func(*kmsg.FetchRequest) (kmsg.Response, error) {
+			return nil, errors.New("injected: connection closed")
+		}},
+	}
+	const injected, n = 3, 300
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			broker := kafkatest.Start(t, 2, "t")
+			// Records before the faults, and after them: the partition
+			// has fetched some when its fetches start failing.
+			produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
+			produce(t, broker.Brokers, "t", 1, 0, n, 50)
+			h := startMux(t, broker.Brokers, "t", "", "")
+			f0 := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+			f1 := h.s.mux.add("t", 1, 0, new(atomic.Int64), nil)
+			h.receive(t, f0, 0, n/2)
+
+			kc := broker.Kfake()
+			var met atomic.Int32
+			kc.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				req := kreq.(*kmsg.FetchRequest)
+				kc.KeepControl()
+				if !asksFor(req, 0) {
+					return nil, nil, false
+				}
+				if met.Add(1) == injected {
+					kc.DropControl() // then the broker answers again
+				}
+				resp, err := tt.inject(req)
+				return resp, err, true
+			})
+			produce(t, broker.Brokers, "t", 0, n/2, n, 50)
+			h.receive(t, f0, n/2, n)
+			h.receive(t, f1, 0, n)
+			if got := met.Load(); got != injected {
+				t.Errorf("%d fetches for partition 0 met the fault, want %d", got, injected)
+			}
+			if !strings.Contains(h.log.String(), "fetch failed; retrying") {
+				t.Error("the failed fetch was not logged")
+			}
+		})
+	}
+}
+
+// TestFetchMuxFollowsLeaderMove moves a partition's leadership to the
+// other broker of two while it is fetched: the old leader refuses the
+// fetches, and the partition goes on at the new one without losing or
+// repeating a record.
+func TestFetchMuxFollowsLeaderMove(t *testing.T) {
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.NumBrokers(2), kfake.Ports(0, 0)}, 1, "t")
+	const n = 200
+	produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
+	h := startMux(t, broker.Brokers, "t", "", "")
+	f := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+	h.receive(t, f, 0, n/2)
+	kc := broker.Kfake()
+	from := kc.LeaderFor("t", 0)
+	if err := kc.MoveTopicPartition("t", 0, 1-from); err != nil {
+		t.Fatal(err)
+	}
+	if to := kc.LeaderFor("t", 0); to == from {
+		t.Fatalf("the leader is still broker %d", to)
+	}
+	produce(t, broker.Brokers, "t", 0, n/2, n, 50)
+	h.receive(t, f, n/2, n)
+	if !strings.Contains(h.log.String(), "fetch failed; retrying") {
+		t.Error("no fetch met the old leader's refusal")
+	}
+}
+
+// TestFetchMuxRetention deletes records the partition has not fetched
+// (the broker answers offset out of range): it goes on from the log start,
+// says which records were lost, and receives the rest once.
+func TestFetchMuxRetention(t *testing.T) {
+	tests := []struct {
+		name    string
+		fetched int64 // records fetched, not taken, before the deletion
+		deleted int64 // the log start after it
+		end     int64
+	}{
+		{"before the first fetch", 0, 40, 100},
+		{"after some were fetched", 25, 120, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			broker := kafkatest.Start(t, 1, "t")
+			// Fetches of at most 64 KiB, and a first batch of 75 KB.
+			const size = 3000
+			h := startMux(t, broker.Brokers, "t", ", fetch: {max_bytes: 64KiB}", "")
+			var f *fetcher
+			if tt.fetched > 0 {
+				// A batch fetched and not taken, more than a fetch's
+				// worth: the partition has no fetch out until it takes
+				// it, and its next asks for records that are gone by
+				// then.
+				produce(t, broker.Brokers, "t", 0, 0, int(tt.fetched), size)
+				f = h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+				for deadline := time.Now().Add(30 * time.Second); f.buffered() == 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the first batch was not fetched")
+					}
+				}
+			}
+			produce(t, broker.Brokers, "t", 0, int(tt.fetched), int(tt.end), size)
+			if err := broker.Kfake().DeleteRecords("t", 0, tt.deleted); err != nil {
+				t.Fatal(err)
+			}
+			if f == nil {
+				f = h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+			} else {
+				h.receive(t, f, 0, tt.fetched)
+			}
+			h.receive(t, f, tt.deleted, tt.end)
+			want := fmt.Sprintf("from=%d to=%d", tt.fetched, tt.deleted-1)
+			if logs := h.log.String(); !strings.Contains(logs, "records deleted by retention") || !strings.Contains(logs, want) {
+				t.Errorf("the log does not say that records %s were deleted by retention", want)
+			}
+		})
+	}
+}
+
+// TestFetchMuxEmptyRounds fetches partitions that have no records: every
+// request waits at the broker (fetch.max_wait, not a busy loop of empty
+// answers), and a record that arrives meanwhile is received.
+func TestFetchMuxEmptyRounds(t *testing.T) {
+	const maxWait = 300 * time.Millisecond
+	broker := kafkatest.Start(t, 3, "t")
+	kc := broker.Kfake()
+	var requests, noWait atomic.Int32
+	kc.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		requests.Add(1)
+		if kreq.(*kmsg.FetchRequest).MaxWaitMillis != int32(maxWait/time.Millisecond) {
+			noWait.Add(1)
+		}
+		return nil, nil, false
+	})
+	h := startMux(t, broker.Brokers, "t", fmt.Sprintf(", fetch: {max_wait: %v}", maxWait), "")
+	fs := make([]*fetcher, 3)
+	for p := range fs {
+		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+	}
+	time.Sleep(5 * maxWait)
+	if n := noWait.Load(); n > 0 {
+		t.Errorf("%d of %d fetches of partitions without records did not wait at the broker", n, requests.Load())
+	}
+	// Three partitions, each in a request that waits: some fifteen
+	// requests in that time, not thousands.
+	if n := requests.Load(); n == 0 || n > 40 {
+		t.Errorf("%d fetch requests in %v for three partitions without records", n, 5*maxWait)
+	}
+	for p, f := range fs {
+		if got := h.take(f); len(got) > 0 {
+			t.Errorf("partition %d received %v from an empty partition", p, got)
+		}
+	}
+	produce(t, broker.Brokers, "t", 1, 0, 1, 50)
+	h.receive(t, fs[1], 0, 1)
+}
+
+// TestFetchMuxBudgetWaits fetches more than a small memory budget holds
+// while the partitions take nothing: fetching pauses (fetches wait for
+// the budget) short of the end, and resumes as the partitions take their
+// records, until each has all of them.
+func TestFetchMuxBudgetWaits(t *testing.T) {
+	const partitions, n, size = 16, 1500, 1000
+	broker := kafkatest.Start(t, partitions, "t")
+	for p := range partitions {
+		produce(t, broker.Brokers, "t", p, 0, n, size)
+	}
+	// 16 MiB, the least there is: a budget of 8 MiB, less than the 24 MB
+	// produced.
+	h := startMux(t, broker.Brokers, "t", "", "memory: {limit: 16MiB}\nparquet: {row_group_bytes: 1MiB}\n")
+	fs := make([]*fetcher, partitions)
+	for p := range fs {
+		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+	}
+	for deadline := time.Now().Add(30 * time.Second); h.s.mem.pauses.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fetch waited for the budget (%d of %d bytes used)", h.s.mem.used.Load(), h.s.mem.limit)
+		}
+	}
+	held := int64(0)
+	for _, f := range fs {
+		f.mu.Lock()
+		held += int64(len(f.buf))
+		f.mu.Unlock()
+	}
+	if held >= partitions*n {
+		t.Fatalf("all %d records were fetched though the budget is spent", held)
+	}
+	// The partitions take their records as they come, all of them, as
+	// the sink's do: what one holds is what the others' fetches wait for.
+	next := make([]int64, partitions)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Millisecond) {
+		done := true
+		for p, f := range fs {
+			for _, o := range h.take(f) {
+				if o != next[p] {
+					t.Fatalf("partition %d received offset %d, want %d", p, o, next[p])
+				}
+				next[p]++
+			}
+			done = done && next[p] == n
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received offsets up to %v, want %d each", next, n)
+		}
+	}
+}
+
+// TestFetchMuxPartitionWithoutLeader fetches a partition that does not
+// exist beside one that does: the first fails and is retried, without
+// holding up the second, which receives every record.
+func TestFetchMuxPartitionWithoutLeader(t *testing.T) {
+	broker := kafkatest.Start(t, 1, "t")
+	const n = 200
+	produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
+	h := startMux(t, broker.Brokers, "t", "", "")
+	missing := h.s.mux.add("t", 7, 0, new(atomic.Int64), nil)
+	f := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+	h.receive(t, f, 0, n/2)
+	produce(t, broker.Brokers, "t", 0, n/2, n, 50)
+	h.receive(t, f, n/2, n)
+	if got := h.take(missing); len(got) > 0 {
+		t.Errorf("the missing partition received %v", got)
+	}
+	if logs := h.log.String(); !strings.Contains(logs, "fetch failed; retrying") || !strings.Contains(logs, "partition=7") {
+		t.Error("the failed fetch of the missing partition was not logged")
+	}
+}
+
+// TestFetchMuxQuietPartitionsDoNotHoldUpBusyOnes fetches one busy
+// partition among many quiet ones, on two brokers, with a long
+// fetch.max_wait: the quiet partitions' requests wait at their leaders,
+// and the busy partition must not wait behind them. It needs a fetch per
+// batch (fetches of at most 64 KiB, batches of 75 KB), twenty in all, so
+// it gets all of its records within one max_wait only if its fetches do
+// not queue behind waiting ones.
+func TestFetchMuxQuietPartitionsDoNotHoldUpBusyOnes(t *testing.T) {
+	const partitions, batches, perBatch, size = 12, 20, 25, 3000
+	const maxWait = 10 * time.Second
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.NumBrokers(2), kfake.Ports(0, 0)}, partitions, "t")
+	for b := range batches {
+		produce(t, broker.Brokers, "t", 0, b*perBatch, (b+1)*perBatch, size)
+	}
+	h := startMux(t, broker.Brokers, "t", fmt.Sprintf(", fetch: {max_bytes: 64KiB, max_wait: %v}", maxWait), "")
+	fs := make([]*fetcher, partitions)
+	for p := partitions - 1; p >= 0; p-- { // the quiet ones first
+		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+	}
+	start := time.Now()
+	h.receive(t, fs[0], 0, batches*perBatch)
+	if took := time.Since(start); took >= maxWait {
+		t.Errorf("the busy partition took %v for %d fetches: it waited behind quiet partitions' fetches (max_wait %v)", took.Round(time.Millisecond), batches, maxWait)
+	}
+}
