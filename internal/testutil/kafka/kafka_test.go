@@ -7,6 +7,10 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestKafkaGoAgainstKfake proves the harness with the production client:
@@ -64,5 +68,91 @@ func TestKafkaGoAgainstKfake(t *testing.T) {
 	}
 	if len(first)+len(rest) != n {
 		t.Fatalf("consumed %d distinct messages, produced %d", len(first)+len(rest), n)
+	}
+}
+
+// TestLostJoinReplyExpires kills a member while its first join is parked:
+// kfake cannot deliver the reply and arms no session timer for it, yet the
+// leader assigns it half the partitions. Within the session timeout, the
+// rebalance timeout and a margin, the member that is alive must hold every
+// partition again, as it would with Kafka.
+func TestLostJoinReplyExpires(t *testing.T) {
+	const (
+		partitions = 4
+		session    = time.Second
+		rebalance  = 2 * time.Second
+		margin     = 5 * time.Second
+	)
+	c := StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, "events")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	group, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
+		ID: "lost", Brokers: c.Brokers, Topics: []string{"events"},
+		HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: session, RebalanceTimeout: rebalance,
+		JoinGroupBackoff: 100 * time.Millisecond, Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	held := func(gen *kafkago.Generation) int {
+		n := 0
+		for _, as := range gen.Assignments {
+			n += len(as)
+		}
+		return n
+	}
+	gen, err := group.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := held(gen); n != partitions {
+		t.Fatalf("the only member holds %d partitions, want %d", n, partitions)
+	}
+	// The live member rejoins only once the other one is dead, so that
+	// the rebalance completes with a reply that cannot be delivered.
+	dead := make(chan struct{})
+	gen.Start(func(ctx context.Context) { <-ctx.Done(); <-dead })
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "lost", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = int32(session/time.Millisecond), int32(rebalance/time.Millisecond)
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{"events"}} // version 0, as kafka-go reads it
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	resp, err := join.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = resp.MemberID
+		go join.RequestWith(ctx, cl) // parked until the live member rejoins
+	} else if resp.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	time.Sleep(300 * time.Millisecond)
+	cl.Close()
+	time.Sleep(300 * time.Millisecond)
+	died := time.Now()
+	close(dead)
+
+	deadline := died.Add(session + rebalance + margin)
+	for {
+		gctx, gcancel := context.WithDeadline(ctx, deadline)
+		gen, err := group.Next(gctx)
+		gcancel()
+		if err != nil {
+			t.Fatalf("the live member did not hold all %d partitions again within %v of the other's death: %v (expired by the harness: %d)",
+				partitions, session+rebalance+margin, err, c.ExpiredSessions())
+		}
+		n := held(gen)
+		t.Logf("generation %d: the live member holds %d partitions, %v after the other's death", gen.ID, n, time.Since(died).Round(time.Millisecond))
+		if n == partitions {
+			return
+		}
+		gen.Start(func(ctx context.Context) { <-ctx.Done() })
 	}
 }
