@@ -133,7 +133,19 @@ func TestLostJoinReplyExpires(t *testing.T) {
 	} else if resp.ErrorCode != 0 {
 		t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The join is parked once the group counts two members.
+	for {
+		d := kmsg.NewPtrDescribeGroupsRequest()
+		d.Groups = []string{"lost"}
+		resp, err := d.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := resp.Groups[0]; g.State == "PreparingRebalance" && len(g.Members) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cl.Close()
 	time.Sleep(300 * time.Millisecond)
 	died := time.Now()

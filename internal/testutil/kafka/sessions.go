@@ -144,8 +144,9 @@ func (s *sessions) sweep(ctx context.Context) {
 			leave := kmsg.NewPtrLeaveGroupRequest()
 			leave.Group = g.Group
 			leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m}}
-			if _, err := leave.RequestWith(rctx, s.cl); err != nil {
-				continue
+			resp, err := leave.RequestWith(rctx, s.cl)
+			if err != nil || resp.ErrorCode != 0 || len(resp.Members) != 1 || resp.Members[0].ErrorCode != 0 {
+				continue // gone meanwhile (kfake's own timer, a leave), or the next sweep retries
 			}
 			s.expired.Add(1)
 			if ctx.Err() == nil {
