@@ -34,7 +34,9 @@ import (
 // client's own is still seen by the tests.
 type sessions struct {
 	tb      testing.TB
-	cl      *kgo.Client
+	c       *kfake.Cluster
+	brokers []string
+	cl      *kgo.Client // for the leaves, connected on first use; only the sweeping goroutine uses it
 	expired atomic.Int64
 
 	mu      sync.Mutex
@@ -47,12 +49,8 @@ const sweepEvery = 100 * time.Millisecond
 
 // watchSessions observes the group requests of c and expires silent
 // members until the test ends.
-func watchSessions(tb testing.TB, c *kfake.Cluster, brokers []string) (*sessions, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(2*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	s := &sessions{tb: tb, cl: cl, timeout: map[string]time.Duration{}, seen: map[string]map[string]time.Time{}}
+func watchSessions(tb testing.TB, c *kfake.Cluster, brokers []string) *sessions {
+	s := &sessions{tb: tb, c: c, brokers: brokers, timeout: map[string]time.Duration{}, seen: map[string]map[string]time.Time{}}
 	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.LeaveGroup} {
 		c.ControlKey(int16(key), s.observe)
 	}
@@ -74,9 +72,11 @@ func watchSessions(tb testing.TB, c *kfake.Cluster, brokers []string) (*sessions
 	tb.Cleanup(func() {
 		cancel()
 		<-done
-		cl.Close()
+		if s.cl != nil {
+			s.cl.Close()
+		}
 	})
-	return s, nil
+	return s
 }
 
 // observe notes that a member is alive; it never handles the request.
@@ -124,42 +124,46 @@ func (s *sessions) sweep(ctx context.Context) {
 		groups = append(groups, g)
 	}
 	s.mu.Unlock()
-	if len(groups) == 0 {
-		return
-	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrDescribeGroupsRequest()
-	req.Groups = groups
-	resp, err := req.RequestWith(rctx, s.cl)
-	if err != nil {
-		return // the broker is closing, or busy: the next sweep tries again
-	}
-	now := time.Now()
-	for _, g := range resp.Groups {
-		if g.ErrorCode != 0 || g.State != "Stable" {
+	for _, group := range groups {
+		g := s.c.GroupInfo(group)
+		if g == nil || g.State != "Stable" {
 			continue
 		}
-		for _, m := range s.silent(g, now) {
-			leave := kmsg.NewPtrLeaveGroupRequest()
-			leave.Group = g.Group
-			leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m}}
-			resp, err := leave.RequestWith(rctx, s.cl)
-			if err != nil || resp.ErrorCode != 0 || len(resp.Members) != 1 || resp.Members[0].ErrorCode != 0 {
-				continue // gone meanwhile (kfake's own timer, a leave), or the next sweep retries
-			}
-			s.expired.Add(1)
-			if ctx.Err() == nil {
-				s.tb.Logf("kafka: member %s of group %s sent nothing for its session timeout and kfake kept it: expired it", m, g.Group)
+		for _, m := range s.silent(g, time.Now()) {
+			if s.leave(ctx, group, m) {
+				s.expired.Add(1)
+				s.tb.Logf("kafka: member %s of group %s sent nothing for its session timeout and kfake kept it: expired it", m, group)
 			}
 		}
 	}
 }
 
+// leave makes a member leave its group, as its session expiry would, and
+// reports whether it was still there. The client connects on first use: a
+// cluster that needs SASL and never has a silent member never sees it.
+func (s *sessions) leave(ctx context.Context, group, member string) bool {
+	if s.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...), kgo.RetryTimeout(2*time.Second))
+		if err != nil {
+			return false
+		}
+		s.cl = cl
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = group
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member}}
+	resp, err := req.RequestWith(ctx, s.cl)
+	// Gone meanwhile (kfake's own timer, a leave), or the next sweep
+	// tries again.
+	return err == nil && resp.ErrorCode == 0 && len(resp.Members) == 1 && resp.Members[0].ErrorCode == 0
+}
+
 // silent returns the members of a stable group that have sent nothing for
 // longer than the group's session timeout, and forgets the members that
 // are gone. A member first seen here counts from now.
-func (s *sessions) silent(g kmsg.DescribeGroupsResponseGroup, now time.Time) []string {
+func (s *sessions) silent(g *kfake.GroupInfo, now time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	timeout := s.timeout[g.Group]
