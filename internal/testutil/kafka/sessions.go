@@ -18,7 +18,9 @@ import (
 // kfake arms a member's session timer when a reply to it gets through. A
 // member that joins for the first time has no timer until its JoinGroup
 // reply arrives; if its process dies while the join is parked (waiting for
-// the other members), the reply fails and no timer is ever armed. The
+// the other members), the reply goes to a dead connection, which kfake
+// counts as delivered or not by a coin toss (a select between the closed
+// connection and a buffered channel), and when not, no timer is armed. The
 // leader, alive, syncs; that ends the barrier that would have removed a
 // member that never synced, and the group is stable with the dead member
 // holding its share of the partitions: nobody consumes them, and nothing
