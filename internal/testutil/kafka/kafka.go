@@ -13,8 +13,9 @@ import (
 // Cluster is a running in-process broker.
 type Cluster struct {
 	// Brokers are the bootstrap addresses, "127.0.0.1:PORT".
-	Brokers []string
-	c       *kfake.Cluster
+	Brokers  []string
+	c        *kfake.Cluster
+	sessions *sessions
 }
 
 // Start runs a one-broker cluster on a random loopback port, with the given
@@ -28,6 +29,11 @@ func Start(t testing.TB, partitions int32, topics ...string) *Cluster {
 // StartWith is Start with extra kfake options, such as
 // kfake.GroupMinSessionTimeout for tests that kill group members and want
 // their sessions to expire quickly.
+//
+// A member of a consumer group that sends nothing for longer than its
+// session timeout is expired even where kfake forgets to (see sessions):
+// a member killed while its first join was parked would otherwise keep its
+// partitions, unconsumed, until the broker stops.
 func StartWith(t testing.TB, extra []kfake.Opt, partitions int32, topics ...string) *Cluster {
 	t.Helper()
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(int(partitions))}
@@ -40,9 +46,15 @@ func StartWith(t testing.TB, extra []kfake.Opt, partitions int32, topics ...stri
 		t.Fatalf("kafka: start in-process broker: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &Cluster{Brokers: c.ListenAddrs(), c: c}
+	cl := &Cluster{Brokers: c.ListenAddrs(), c: c}
+	cl.sessions = watchSessions(t, c, cl.Brokers)
+	return cl
 }
 
 // Kfake exposes the underlying fake cluster, for tests that inject faults
 // (kfake.Cluster.ControlKey and friends).
 func (c *Cluster) Kfake() *kfake.Cluster { return c.c }
+
+// ExpiredSessions is how many members the broker kept although they had
+// sent nothing for their session timeout, and that the harness expired.
+func (c *Cluster) ExpiredSessions() int64 { return c.sessions.expired.Load() }
