@@ -781,3 +781,13 @@ func TestCheckRefusesInvalidText(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkIsASCII(b *testing.B) {
+	data := []byte(strings.Repeat("user_2868 PT new sale blue 51b93e26c0666ebf ", 1<<14))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if !isASCII(data) {
+			b.Fatal("not ASCII")
+		}
+	}
+}

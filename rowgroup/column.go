@@ -382,6 +382,16 @@ func invalidUTF8(data []byte, offsets []uint32) int {
 
 func isASCII(b []byte) bool {
 	const high = 0x8080808080808080
+	// Four words a step, their high bits tested together: text is
+	// checked at memory speed, not a word's branch at a time.
+	for len(b) >= 32 {
+		w := binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
+			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
+		if w&high != 0 {
+			return false
+		}
+		b = b[32:]
+	}
 	for len(b) >= 8 {
 		if binary.LittleEndian.Uint64(b)&high != 0 {
 			return false
