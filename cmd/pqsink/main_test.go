@@ -186,10 +186,12 @@ func TestConvertStdinStdout(t *testing.T) {
 	}
 }
 
-// TestInspectS3 reads a file straight from a real S3 API (MinIO).
-func TestInspectS3(t *testing.T) {
-	srv := minio.Start(t)
-	bucket := srv.NewBucket(t)
+// landedFile converts the test input and puts the file into a new bucket
+// of a MinIO started for the test, as landing/out.parquet.
+func landedFile(t *testing.T) (srv *minio.Server, bucket string) {
+	t.Helper()
+	srv = minio.Start(t)
+	bucket = srv.NewBucket(t)
 	dir := t.TempDir()
 	schemaFile := writeFile(t, dir, "m.schema", testSchema)
 	in := writeFile(t, dir, "in.jsonl", testInput)
@@ -197,11 +199,9 @@ func TestInspectS3(t *testing.T) {
 	if code, _, stderr := pqsink(t, "", "convert", "--schema", schemaFile, in, out); code != 0 {
 		t.Fatal(stderr)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	ctx := context.Background()
-	storeURL := "s3://" + bucket + "?endpoint=" + srv.Endpoint + "&path_style=true&region=" + srv.Region
-	store, err := objstore.Open(ctx, storeURL)
+	store, err := objstore.Open(ctx, "s3://"+bucket+"?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region,
+		objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +214,15 @@ func TestInspectS3(t *testing.T) {
 	if _, err := objstore.Put(ctx, store, "landing/out.parquet", f); err != nil {
 		t.Fatal(err)
 	}
+	return srv, bucket
+}
+
+// TestInspectS3 reads a file straight from a real S3 API (MinIO), with
+// the AWS default credential chain.
+func TestInspectS3(t *testing.T) {
+	srv, bucket := landedFile(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	url := "s3://" + bucket + "/landing/out.parquet?endpoint=" + srv.Endpoint + "&path_style=true&region=" + srv.Region
 	code, stdout, stderr := pqsink(t, "", "inspect", "rows", "--json", "--columns", "id", url)
 	if code != 0 || strings.TrimSpace(stdout) != "{\"id\":1}\n{\"id\":2}\n{\"id\":3}" {
@@ -249,30 +258,8 @@ func TestConvertLossyNumbers(t *testing.T) {
 // default chain: it signs with them, without probing EC2 instance metadata
 // or printing the SDK's warning, and refuses one without the other.
 func TestInspectS3EnvKeys(t *testing.T) {
-	srv := minio.Start(t)
-	bucket := srv.NewBucket(t)
+	srv, bucket := landedFile(t)
 	dir := t.TempDir()
-	schemaFile := writeFile(t, dir, "m.schema", testSchema)
-	in := writeFile(t, dir, "in.jsonl", testInput)
-	out := filepath.Join(dir, "out.parquet")
-	if code, _, stderr := pqsink(t, "", "convert", "--schema", schemaFile, in, out); code != 0 {
-		t.Fatal(stderr)
-	}
-	ctx := context.Background()
-	store, err := objstore.Open(ctx, "s3://"+bucket+"?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region,
-		objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := objstore.Put(ctx, store, "landing/out.parquet", f); err != nil {
-		t.Fatal(err)
-	}
 	// No region in the URL, as in the README's example.
 	url := "s3://" + bucket + "/landing/out.parquet?endpoint=" + srv.Endpoint + "&path_style=true"
 	for _, tc := range []struct {
