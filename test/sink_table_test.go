@@ -1,0 +1,286 @@
+package test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	itable "github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kfake"
+	_ "modernc.org/sqlite"
+
+	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+)
+
+// tableEnv is a warehouse in a temporary folder and the issue's table
+// section over it: a SQLite catalog beside it, one table per topic in
+// namespace kafka, partitioned by day of the record time.
+type tableEnv struct {
+	warehouse string // file:// URL
+	catalogDB string // the SQLite file
+	topic     string
+}
+
+func newTableEnv(t *testing.T, topic string) *tableEnv {
+	dir := t.TempDir()
+	return &tableEnv{warehouse: "file://" + filepath.Join(dir, "warehouse"), catalogDB: filepath.Join(dir, "state", "catalog.db"), topic: topic}
+}
+
+// config renders the sink's configuration with the table section.
+func (e *tableEnv) config(t *testing.T, brokers []string, group, commitInterval string, records int) string {
+	c := sinkConfig{
+		brokers: brokers, group: group, topic: e.topic, storeURL: e.warehouse,
+		format: "json", envelope: true, records: records, interval: "500ms", noPath: true,
+		extra: fmt.Sprintf(`table:
+  format: iceberg
+  catalog:
+    type: sql
+    uri: sqlite://%s
+  namespace: kafka
+  name: "{topic}"
+  commit_interval: %s
+  partition_by: ["day(_kafka.timestamp)"]
+  format_version: 2
+`, e.catalogDB, commitInterval),
+	}
+	return c.yaml(t)
+}
+
+// tableRow is one row of the table, as iceberg-go scans it.
+type tableRow struct {
+	partition int32
+	offset    int64
+	key       []byte
+	id        int64
+}
+
+// scan reads the table's current snapshot with iceberg-go, through a
+// catalog connection of its own; nil when the table does not exist yet.
+func (e *tableEnv) scan(t *testing.T) []tableRow {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+e.catalogDB+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cat, err := sqlcat.NewCatalog("pqsink", db, sqlcat.SQLite, iceberg.Properties{"warehouse": e.warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, itable.Identifier{"kafka", e.topic})
+	if err != nil {
+		return nil
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatalf("scanning the table: %v", err)
+	}
+	defer at.Release()
+	var rows []tableRow
+	col := func(name string) *arrow.Column {
+		for i := 0; i < int(at.NumCols()); i++ {
+			if at.Column(i).Name() == name {
+				return at.Column(i)
+			}
+		}
+		t.Fatalf("the table has no column %s: %v", name, at.Schema())
+		return nil
+	}
+	kc, ic := col("_kafka"), col("id")
+	for ch, chunk := range kc.Data().Chunks() {
+		st := chunk.(*array.Struct)
+		typ := st.DataType().(*arrow.StructType)
+		field := func(name string) arrow.Array {
+			i, ok := typ.FieldIdx(name)
+			if !ok {
+				t.Fatalf("_kafka has no field %s", name)
+			}
+			return st.Field(i)
+		}
+		parts, offs, keys := field("partition").(*array.Int32), field("offset").(*array.Int64), field("key").(*array.Binary)
+		ids := ic.Data().Chunk(ch).(*array.Int64)
+		for i := 0; i < st.Len(); i++ {
+			r := tableRow{partition: parts.Value(i), offset: offs.Value(i), id: ids.Value(i)}
+			if !keys.IsNull(i) {
+				r.key = append([]byte{}, keys.Value(i)...)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// waitRows waits until the table holds want rows.
+func (e *tableEnv) waitRows(t *testing.T, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		n := len(e.scan(t))
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the table holds %d rows after %v, want %d", n, within, want)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// check compares the table with what Kafka holds: every record exactly
+// once by (partition, offset), with its key and payload id.
+func (e *tableEnv) check(t *testing.T, truth map[string]produced) {
+	t.Helper()
+	rows := e.scan(t)
+	if len(rows) != len(truth) {
+		t.Errorf("the table holds %d rows, Kafka %d records", len(rows), len(truth))
+	}
+	seen := map[string]int{}
+	bad := 0
+	for _, r := range rows {
+		id := fmt.Sprintf("%d/%d", r.partition, r.offset)
+		seen[id]++
+		p, ok := truth[id]
+		var v struct{ ID int64 }
+		switch {
+		case !ok:
+			t.Errorf("the table holds %s, which Kafka does not", id)
+		case seen[id] > 1:
+			t.Errorf("%s is in the table %d times", id, seen[id])
+		case json.Unmarshal(p.Value, &v) != nil || v.ID != r.id || string(r.key) != string(p.Key) || (r.key == nil) != (p.Key == nil):
+			t.Errorf("%s: table has id %d key %q, Kafka id %d key %q", id, r.id, r.key, v.ID, p.Key)
+		default:
+			continue
+		}
+		if bad++; bad > 10 {
+			t.FailNow()
+		}
+	}
+	missing := 0
+	for id := range truth {
+		if seen[id] == 0 {
+			if missing < 5 {
+				t.Errorf("%s is not in the table", id)
+			}
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d records are not in the table", missing)
+	}
+}
+
+// files lists the table's Parquet objects under its data folder, by key.
+func (e *tableEnv) files(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	dir := strings.TrimPrefix(e.warehouse, "file://")
+	matches, err := filepath.Glob(filepath.Join(dir, "kafka", e.topic, "data", "*", "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range matches {
+		rel, _ := filepath.Rel(dir, m)
+		keys = append(keys, rel)
+	}
+	return keys
+}
+
+// TestTableSink archives a topic into an Iceberg table on a SQLite
+// catalog with the issue's configuration, across a restart, and reads it
+// back with iceberg-go: every record once, the files under the table's
+// data folder, one day each.
+func TestTableSink(t *testing.T) {
+	const partitions, n = 3, 1500
+	env := newTableEnv(t, "orders")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "tbl", "1s", 400)
+
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+
+	// Another day's records, to a sink started again.
+	produceEvents(t, broker.Brokers, env.topic, 15000, n) // a day later
+	_, stop = startSink(t, text)
+	env.waitRows(t, 2*n, 2*time.Minute)
+	stop()
+
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+	days := map[string]bool{}
+	for _, k := range env.files(t) {
+		days[strings.Split(k, "/")[3]] = true
+	}
+	if !days["_kafka_timestamp_day=2026-11-23"] || !days["_kafka_timestamp_day=2026-11-24"] || len(days) != 2 {
+		t.Errorf("the files' day folders are %v, want 2026-11-23 and 24", days)
+	}
+}
+
+// TestTableSinkKilledBeforeTableCommit kills `pqsink run` after it
+// uploaded files and before its table commit (commit_interval is long),
+// then runs it again: the next run finds the uploaded objects, adopts
+// them and commits them to the table, every record once.
+func TestTableSinkKilledBeforeTableCommit(t *testing.T) {
+	const partitions, n = 3, 3000
+	env := newTableEnv(t, "killed")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+
+	p := startSinkProcess(t, "sink-uncommitted", env.config(t, broker.Brokers, "kill", "10m", 500))
+	p.waitLog(t, "msg=uploaded", time.Minute)
+	time.Sleep(2 * time.Second) // more uploads, no table commit
+	if strings.Contains(p.log.String(), "msg=\"table commit\"") {
+		t.Fatal("the table was committed before the kill; the test needs it not to be")
+	}
+	p.kill(t)
+	if rows := env.scan(t); len(rows) != 0 {
+		t.Fatalf("the table holds %d rows before any commit", len(rows))
+	}
+
+	last := startSinkProcess(t, "sink-after", env.config(t, broker.Brokers, "kill", "1s", 500))
+	last.waitLog(t, "generation started", time.Minute)
+	env.waitRows(t, n, 2*time.Minute)
+	last.terminate(t, 30*time.Second)
+	if !strings.Contains(last.log.String(), "adopted existing object") {
+		t.Error("the second run adopted no object: the crash window between upload and table commit was not exercised")
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
+
+// TestTableSinkCrashLoop kills `pqsink run` with SIGKILL at random
+// moments while records arrive, files rotate and the table is committed
+// every second; after a last clean run the table holds every record once.
+func TestTableSinkCrashLoop(t *testing.T) {
+	const partitions, n, kills = 4, 12000, 8
+	env := newTableEnv(t, "crashloop")
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "loop", "1s", 1500)
+	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 1s")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 200ms")
+	text = replaceLine(text, "  rebalance_timeout: 10s", "  rebalance_timeout: 3s")
+
+	producing := produceSlowly(t, broker.Brokers, env.topic, n, 24, 10*time.Second)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for i := range kills {
+		p := startSinkProcess(t, fmt.Sprintf("sink-%d", i), text)
+		time.Sleep(time.Duration(800+rng.IntN(2500)) * time.Millisecond)
+		p.kill(t)
+	}
+	producing.Wait()
+	last := startSinkProcess(t, "sink-last", text)
+	last.waitLog(t, "generation started", time.Minute)
+	env.waitRows(t, n, 3*time.Minute)
+	last.terminate(t, 30*time.Second)
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
