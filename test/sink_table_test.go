@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/meta"
+	pqreader "github.com/pqsink/pqsink/reader"
 )
 
 // tableEnv is a warehouse in a temporary folder and the table
@@ -222,8 +225,40 @@ func TestTableSink(t *testing.T) {
 	for _, k := range env.files(t) {
 		days[strings.Split(k, "/")[3]] = true
 	}
+	checkFieldIDs(t, filepath.Join(strings.TrimPrefix(env.warehouse, "file://"), env.files(t)[0]))
 	if !days["_kafka_timestamp_day=2026-11-23"] || !days["_kafka_timestamp_day=2026-11-24"] || len(days) != 2 {
 		t.Errorf("the files' day folders are %v, want 2026-11-23 and 24", days)
+	}
+}
+
+// checkFieldIDs checks that every column of a table's data file carries
+// a Parquet field_id: readers resolve a table's columns by id.
+func checkFieldIDs(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pqreader.Open(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	els := r.Metadata().Schema
+	for _, e := range els[1:] {
+		// The repeated group of a LIST or MAP has no id in Iceberg: its
+		// element, key and value do.
+		wrapper := e.NumChildren != nil && e.RepetitionType != nil && *e.RepetitionType == meta.Repeated
+		if e.FieldID == nil && !wrapper {
+			t.Errorf("%s: column %s has no field_id", path, e.Name)
+		}
+	}
+	if len(els) < 10 {
+		t.Errorf("%s: %d schema elements, want the event's and the envelope's", path, len(els))
 	}
 }
 
