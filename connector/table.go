@@ -67,7 +67,7 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 		return nil, err
 	}
 	if s.schema == nil {
-		return nil, errors.New("table: the files' schema must be known at startup (format.schema_file, or format.type variant with a given shredding); a schema inferred from the records or following Avro writer schemas is not supported with a table yet")
+		return nil, errors.New("table: the files' schema must be known at startup (format.type json with format.schema_file, or variant with format.shred none or a file); a schema inferred from the records (format.shred: auto) or following Avro writer schemas is not supported with a table yet")
 	}
 	cat, err := table.Open(ctx, c)
 	if err != nil {
