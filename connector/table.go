@@ -260,13 +260,17 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	if err != nil {
 		// Keep everything for the next attempt, before what came since.
 		tc.mu.Lock()
-		for _, f := range tc.files {
-			files = appendNew(files, f)
-		}
-		tc.files = files
+		seen := make(map[string]bool, len(files)+len(tc.files))
 		for _, f := range files {
-			tc.seen[f.Location] = true
+			seen[f.Location] = true
 		}
+		for _, f := range tc.files {
+			if !seen[f.Location] {
+				seen[f.Location] = true
+				files = append(files, f)
+			}
+		}
+		tc.files, tc.seen = files, seen
 		for id, pp := range tc.parts {
 			if old := parts[id]; old != nil {
 				pp.progress = mergeProgress(old.progress, pp.progress)
@@ -298,16 +302,6 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-// appendNew appends f to files unless a file of its location is there.
-func appendNew(files []table.File, f table.File) []table.File {
-	for _, g := range files {
-		if g.Location == f.Location {
-			return files
-		}
-	}
-	return append(files, f)
 }
 
 // tableState reads the partition's exactly-once state from its table:
