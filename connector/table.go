@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -139,6 +140,16 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	h, err := t.cat.Table(ctx, name, t.s.schema)
 	if err != nil {
 		return nil, err
+	}
+	// The files' paths follow table.partition_by, so that a file holds one
+	// partition tuple of the table: an adopted table partitioned otherwise
+	// would get files that hold several.
+	want := make([]string, len(c.Table.PartitionBy))
+	for i, p := range c.Table.PartitionBy {
+		want[i] = p.String()
+	}
+	if got := h.PartitionBy(); !slices.Equal(got, want) {
+		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", h.Name(), got, want)
 	}
 	url := strings.TrimSuffix(c.Store.URL, "/")
 	root, ok := strings.CutPrefix(t.cat.Location(name), url+"/")

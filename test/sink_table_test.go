@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	_ "modernc.org/sqlite"
 
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/meta"
 	pqreader "github.com/pqsink/pqsink/reader"
@@ -224,6 +227,20 @@ func TestTableSink(t *testing.T) {
 	days := map[string]bool{}
 	for _, k := range env.files(t) {
 		days[strings.Split(k, "/")[3]] = true
+	}
+	// The table exists, partitioned by day: a sink configured otherwise
+	// would put two of its partition tuples in one file, and stops at
+	// startup.
+	hourly := strings.Replace(text, `["day(_kafka.timestamp)"]`, `["hour(_kafka.timestamp)"]`, 1)
+	cfg, err := config.Parse([]byte(hourly), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "is partitioned by") {
+		if sink != nil {
+			sink.Close()
+		}
+		t.Errorf("a sink with another partition_by than the table's: err = %v", err)
 	}
 	checkFieldIDs(t, filepath.Join(strings.TrimPrefix(env.warehouse, "file://"), env.files(t)[0]))
 	if !days["_kafka_timestamp_day=2026-11-23"] || !days["_kafka_timestamp_day=2026-11-24"] || len(days) != 2 {
