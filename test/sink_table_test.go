@@ -19,27 +19,43 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	itable "github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/uptrace/bun/driver/pgdriver"
 	_ "modernc.org/sqlite"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/internal/testutil/postgres"
 	"github.com/pqsink/pqsink/meta"
 	pqreader "github.com/pqsink/pqsink/reader"
 )
 
 // tableEnv is a warehouse in a temporary folder and the issue's table
-// section over it: a SQLite catalog beside it, one table per topic in
-// namespace kafka, partitioned by day of the record time.
+// section over it: a SQLite catalog beside it (or a PostgreSQL one), one
+// table per topic in namespace kafka, partitioned by day of the record
+// time.
 type tableEnv struct {
 	warehouse string // file:// URL
-	catalogDB string // the SQLite file
+	uri       string // the catalog's: sqlite://FILE or postgres://...
 	topic     string
 }
 
 func newTableEnv(t *testing.T, topic string) *tableEnv {
 	dir := t.TempDir()
-	return &tableEnv{warehouse: "file://" + filepath.Join(dir, "warehouse"), catalogDB: filepath.Join(dir, "state", "catalog.db"), topic: topic}
+	return &tableEnv{warehouse: "file://" + filepath.Join(dir, "warehouse"), uri: "sqlite://" + filepath.Join(dir, "state", "catalog.db"), topic: topic}
+}
+
+// openCatalog opens the catalog's database.
+func (e *tableEnv) openCatalog(t *testing.T) (*sql.DB, sqlcat.SupportedDialect) {
+	t.Helper()
+	if file, ok := strings.CutPrefix(e.uri, "sqlite://"); ok {
+		db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, sqlcat.SQLite
+	}
+	return sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(e.uri))), sqlcat.Postgres
 }
 
 // config renders the sink's configuration with the table section.
@@ -51,13 +67,13 @@ func (e *tableEnv) config(t *testing.T, brokers []string, group, commitInterval 
   format: iceberg
   catalog:
     type: sql
-    uri: sqlite://%s
+    uri: %s
   namespace: kafka
   name: "{topic}"
   commit_interval: %s
   partition_by: ["day(_kafka.timestamp)"]
   format_version: 2
-`, e.catalogDB, commitInterval),
+`, e.uri, commitInterval),
 	}
 	return c.yaml(t)
 }
@@ -75,12 +91,9 @@ type tableRow struct {
 func (e *tableEnv) scan(t *testing.T) []tableRow {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+e.catalogDB+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, dialect := e.openCatalog(t)
 	defer db.Close()
-	cat, err := sqlcat.NewCatalog("pqsink", db, sqlcat.SQLite, iceberg.Properties{"warehouse": e.warehouse})
+	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +347,40 @@ func TestTableSinkCrashLoop(t *testing.T) {
 	last.waitLog(t, "generation started", time.Minute)
 	env.waitRows(t, n, 3*time.Minute)
 	last.terminate(t, 30*time.Second)
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
+
+// TestTableSinkMembers runs `pqsink run` processes in one group on a
+// PostgreSQL catalog while records arrive: two members, a third joining,
+// one leaving cleanly and one killed, so that partitions move between
+// members that all commit to one table; at the end the table holds every
+// record once.
+func TestTableSinkMembers(t *testing.T) {
+	const partitions, n = 6, 18000
+	env := newTableEnv(t, "members")
+	env.uri = postgres.Start(t).CreateDatabase(t, "lake")
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "members", "1s", 1500)
+	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 2s")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 300ms")
+
+	producing := produceSlowly(t, broker.Brokers, env.topic, n, 30, 15*time.Second)
+	a := startSinkProcess(t, "sink-a", text)
+	b := startSinkProcess(t, "sink-b", text)
+	time.Sleep(4 * time.Second)
+	c := startSinkProcess(t, "sink-c", text)
+	time.Sleep(4 * time.Second)
+	a.waitLog(t, "generation started", time.Minute)
+	a.terminate(t, 30*time.Second)
+	time.Sleep(2 * time.Second)
+	b.kill(t)
+	d := startSinkProcess(t, "sink-d", text)
+	producing.Wait()
+	for _, p := range []*sinkProcess{c, d} {
+		p.waitLog(t, "generation started", time.Minute)
+	}
+	env.waitRows(t, n, 3*time.Minute)
+	c.terminate(t, 30*time.Second)
+	d.terminate(t, 30*time.Second)
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 }
