@@ -225,6 +225,7 @@ func (tc *tableCommitter) add(ctx context.Context, partition int32, files []tabl
 		if !tc.seen[f.Location] {
 			tc.seen[f.Location] = true
 			tc.files = append(tc.files, f)
+			tc.pending(f, 1)
 		}
 	}
 	if pp := tc.parts[partition]; pp != nil {
@@ -268,7 +269,11 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	}
 	start := time.Now()
 	res, err := tc.h.Commit(ctx, group, files, state)
+	st := s.stats
+	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
+	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
 	if err != nil {
+		st.tableCommitErrors.Add(1)
 		// Keep everything for the next attempt, before what came since.
 		tc.mu.Lock()
 		seen := make(map[string]bool, len(files)+len(tc.files))
@@ -279,6 +284,8 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 			if !seen[f.Location] {
 				seen[f.Location] = true
 				files = append(files, f)
+			} else {
+				tc.pending(f, -1) // added again since; counted twice
 			}
 		}
 		tc.files, tc.seen = files, seen
@@ -292,6 +299,12 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		tc.mu.Unlock()
 		return err
 	}
+	st.tableCommits.Add(1)
+	st.tableFilesAppended.Add(int64(res.Appended))
+	st.tableFilesDropped.Add(int64(res.Dropped))
+	for _, f := range files {
+		tc.pending(f, -1)
+	}
 	s.log.Info("table commit", "table", tc.h.Name(), "snapshot", res.SnapshotID, "appended", res.Appended,
 		"already_in_table", res.Dropped, "partitions", len(parts), "attempts", res.Attempts,
 		"took", time.Since(start).Round(time.Millisecond))
@@ -304,7 +317,10 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 			defer cancel()
 			md, err := encodeMetadata(cctx, s.store, group, topic, id, pp.progress.Committed, skipSet(pp.progress.Paths))
 			if err == nil {
-				err = pp.commit(cctx, pp.progress.Committed, md)
+				kstart := time.Now()
+				if err = pp.commit(cctx, pp.progress.Committed, md); err == nil {
+					st.commitLatency(time.Since(kstart))
+				}
 			}
 			if err != nil && pp.ctx.Err() == nil {
 				s.log.Warn("offset commit after the table commit failed; the table holds the state", "topic", topic, "partition", id, "offset", pp.progress.Committed, "error", err)
@@ -313,6 +329,16 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// pending counts f (n = 1) or uncounts it (n = -1) among the files not
+// in the table yet.
+func (tc *tableCommitter) pending(f table.File, n int64) {
+	st := tc.t.s.stats
+	st.tablePendingFiles.Add(n)
+	if f.Footer != nil {
+		st.tablePendingRecords.Add(n * f.Footer.NumRows)
+	}
 }
 
 // tableState reads the partition's exactly-once state from its table:

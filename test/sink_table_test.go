@@ -226,15 +226,26 @@ func TestTableSink(t *testing.T) {
 	text := env.config(t, broker.Brokers, "tbl", "1s", 400)
 
 	produceEvents(t, broker.Brokers, env.topic, 0, n)
-	_, stop := startSink(t, text)
+	sink, stop := startSink(t, text)
 	env.waitRows(t, n, 2*time.Minute)
 	stop()
+	first := sink.Stats().Snapshot()
 
 	// Another day's records, to a sink started again.
 	produceEvents(t, broker.Brokers, env.topic, 15000, n) // a day later
-	_, stop = startSink(t, text)
+	sink, stop = startSink(t, text)
 	env.waitRows(t, 2*n, 2*time.Minute)
 	stop()
+	second := sink.Stats().Snapshot()
+	for i, st := range []connector.Snapshot{first, second} {
+		if st.TableCommits == 0 || st.Commits == 0 || st.TablePendingFiles != 0 || st.TablePendingRecords != 0 || st.TableCommitErrors != 0 || st.TableFilesDropped != 0 {
+			t.Errorf("run %d: table commits %d, offset commits %d, %d files (%d records) still pending, %d commit errors, %d files dropped",
+				i+1, st.TableCommits, st.Commits, st.TablePendingFiles, st.TablePendingRecords, st.TableCommitErrors, st.TableFilesDropped)
+		}
+	}
+	if got, want := first.TableFilesAppended+second.TableFilesAppended, int64(len(env.files(t))); got != want {
+		t.Errorf("the runs appended %d files, the table's data folder holds %d", got, want)
+	}
 
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 	days := map[string]bool{}
