@@ -18,10 +18,12 @@ import (
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	itable "github.com/apache/iceberg-go/table"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/uptrace/bun/driver/pgdriver"
 	_ "modernc.org/sqlite"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -252,6 +254,8 @@ func TestTableSink(t *testing.T) {
 	for _, k := range env.files(t) {
 		days[strings.Split(k, "/")[3]] = true
 	}
+	env.checkKafkaFollows(t, broker.Brokers, "tbl", partitions)
+
 	// The table exists, partitioned by day: a sink configured otherwise
 	// would put two of its partition tuples in one file, and stops at
 	// startup.
@@ -269,6 +273,69 @@ func TestTableSink(t *testing.T) {
 	checkFieldIDs(t, filepath.Join(strings.TrimPrefix(env.warehouse, "file://"), env.files(t)[0]))
 	if !days["_kafka_timestamp_day=2026-11-23"] || !days["_kafka_timestamp_day=2026-11-24"] || len(days) != 2 {
 		t.Errorf("the files' day folders are %v, want 2026-11-23 and 24", days)
+	}
+}
+
+// checkKafkaFollows checks, after a clean shutdown, that the group's
+// Kafka commits carry the table's state: the same committed offset of
+// every partition, the end of the partition, and the same skip set.
+func (e *tableEnv) checkKafkaFollows(t *testing.T, brokers []string, group string, partitions int) {
+	t.Helper()
+	ctx := context.Background()
+	db, dialect := e.openCatalog(t)
+	defer db.Close()
+	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, itable.Identifier{"kafka", e.topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := tbl.CurrentSnapshot().Summary.Properties["pqsink.state"]
+	doc, ok := strings.CutPrefix(summary, archive.CommitInline)
+	if !ok {
+		t.Fatalf("the snapshot's pqsink.state is %q", summary)
+	}
+	var state struct {
+		Partitions []struct {
+			Group     string
+			Topic     string
+			Partition int
+			Committed int64
+			Paths     map[string]int64
+		}
+	}
+	if err := json.Unmarshal([]byte(doc), &state); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, partitions)
+	for i := range ids {
+		ids[i] = i
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{e.topic: ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafkaAt := map[int]kafka.OffsetFetchPartition{}
+	for _, p := range resp.Topics[e.topic] {
+		kafkaAt[p.Partition] = p
+	}
+	ends := map[int]int64{}
+	for _, p := range readTopic(t, brokers, e.topic, partitions) {
+		ends[p.Partition] = max(ends[p.Partition], p.Offset+1)
+	}
+	if len(state.Partitions) != partitions {
+		t.Errorf("the table's state has %d partitions, want %d", len(state.Partitions), partitions)
+	}
+	for _, p := range state.Partitions {
+		k := kafkaAt[p.Partition]
+		skips, _, err := archive.DecodeCommit(k.Metadata)
+		if p.Group != group || p.Topic != e.topic || p.Committed != ends[p.Partition] || k.CommittedOffset != p.Committed ||
+			err != nil || len(skips) != len(p.Paths) {
+			t.Errorf("partition %d: table state %+v, Kafka commit %d %q (%v), end of the partition %d", p.Partition, p, k.CommittedOffset, k.Metadata, err, ends[p.Partition])
+		}
 	}
 }
 
