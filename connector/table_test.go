@@ -1,7 +1,13 @@
 package connector
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,5 +97,91 @@ func TestMergeProgress(t *testing.T) {
 				t.Errorf("merge = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// tableSink is a sink on a SQLite catalog and a file:// warehouse in dir,
+// with topic t's table partitioned by identity of payload field p.
+func tableSink(t *testing.T, dir string) *Sink {
+	t.Helper()
+	schemaPath := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
+store: {url: "file://%s/warehouse"}
+format: {type: json, schema_file: %s}
+rotate: {records: 3, interval: 1h, bytes: 0}
+table:
+  format: iceberg
+  catalog: {type: sql, uri: "sqlite://%s/catalog.db"}
+  namespace: kafka
+  partition_by: ["identity(p)"]
+`, dir, schemaPath, dir)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestTableCommitOrder: a partition's uploads commit nothing to Kafka by
+// themselves; a table commit that fails keeps its files and commits no
+// offset; the next one appends them and only then commits the offset,
+// with the state the table now holds.
+func TestTableCommitOrder(t *testing.T) {
+	ctx := context.Background()
+	s := tableSink(t, t.TempDir())
+	tc, err := s.tables.forTopic(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kafka/t/data/p={field:p}/{topic}+{partition}+{first_offset}.parquet"; tc.tmpl.String() != want {
+		t.Errorf("files' path %q, want %q", tc.tmpl.String(), want)
+	}
+	var c commitLog
+	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p.genCtx = ctx
+	feed(t, p, 0, 12) // paths a and b, a file of each every 6 records
+	if len(c.offsets) != 0 {
+		t.Fatalf("Kafka commits %v before any table commit", c.offsets)
+	}
+	st := s.stats.Snapshot()
+	if st.TablePendingFiles != 4 || st.TablePendingRecords != 12 {
+		t.Fatalf("%d files (%d records) pending, want 4 (12)", st.TablePendingFiles, st.TablePendingRecords)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := tc.commit(cancelled); err == nil {
+		t.Fatal("a table commit with a cancelled context succeeded")
+	}
+	st = s.stats.Snapshot()
+	if len(c.offsets) != 0 || st.TableCommitErrors != 1 || st.TablePendingFiles != 4 {
+		t.Fatalf("after a failed table commit: Kafka commits %v, %d errors, %d files pending", c.offsets, st.TableCommitErrors, st.TablePendingFiles)
+	}
+
+	if err := tc.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st = s.stats.Snapshot()
+	if st.TableFilesAppended != 4 || st.TablePendingFiles != 0 || st.TablePendingRecords != 0 {
+		t.Errorf("after the table commit: %d files appended, %d (%d records) pending", st.TableFilesAppended, st.TablePendingFiles, st.TablePendingRecords)
+	}
+	if len(c.offsets) != 1 || c.offsets[0] != 12 {
+		t.Errorf("Kafka commits %v, want one at 12", c.offsets)
+	}
+	off, skip, ok, err := tc.tableState(ctx, "g", "t", 0)
+	if err != nil || !ok || off != 12 || len(skip) != 0 {
+		t.Errorf("table state: offset %d skip %v (%v, %v), want 12 and none", off, skip, ok, err)
+	}
+	// Nothing new: a commit does nothing, and commits no offset again.
+	if err := tc.commit(ctx); err != nil || len(c.offsets) != 1 {
+		t.Errorf("an idle commit: %v, Kafka commits %v", err, c.offsets)
 	}
 }
