@@ -748,3 +748,29 @@ func TestPartitionBy(t *testing.T) {
 		t.Errorf("adopted: PartitionBy = %q, want the table's %q", got, want)
 	}
 }
+
+// TestConcurrentOpen: members starting at once open a fresh PostgreSQL
+// catalog together, each creating its tables when absent; every one of
+// them opens it.
+func TestConcurrentOpen(t *testing.T) {
+	srv := postgres.Start(t)
+	for round := range 4 {
+		e := newEnv(t)
+		e.cfg.Table.Catalog.URI = config.Secret(srv.CreateDatabase(t, fmt.Sprintf("lake%d", round)))
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				c, err := Open(context.Background(), e.cfg)
+				if err == nil {
+					c.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	}
+}
