@@ -44,6 +44,12 @@ type tableCommitter struct {
 
 	commitMu sync.Mutex // one commit at a time
 
+	// The table's state as read for the partitions of one generation
+	// (stateCtx is its context): read once, not once per partition.
+	stateMu  sync.Mutex
+	stateCtx context.Context
+	state    table.State
+
 	mu    sync.Mutex
 	files []table.File
 	seen  map[string]bool // locations in files
@@ -343,12 +349,20 @@ func (tc *tableCommitter) pending(f table.File, n int64) {
 
 // tableState reads the partition's exactly-once state from its table:
 // its committed offset and skip set, and whether the table has any.
+//
+// ctx is the generation's: the partitions assigned in one generation share
+// one read of the table, made after the previous generation's last commit.
 func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, id int32) (int64, skipSet, bool, error) {
-	st, err := tc.h.State(ctx)
-	if err != nil {
-		return 0, nil, false, err
+	tc.stateMu.Lock()
+	defer tc.stateMu.Unlock()
+	if tc.stateCtx != ctx {
+		st, err := tc.h.State(ctx)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		tc.stateCtx, tc.state = ctx, st
 	}
-	p, ok := st[table.Partition{Group: group, Topic: topic, Partition: id}]
+	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
 	if !ok {
 		return 0, nil, false, nil
 	}
