@@ -26,11 +26,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +38,7 @@ import (
 	"github.com/pqsink/pqsink/benchmarks"
 	"github.com/pqsink/pqsink/benchmarks/internal/proc"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/testutil"
 )
 
 func main() {
@@ -242,49 +240,8 @@ func fixLeadingDot(b []byte) []byte {
 	return out
 }
 
+// jsonEqual compares JSON values, numbers by exact decimal value.
 func jsonEqual(a, b []byte) bool {
-	var x, y any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if da.Decode(&x) != nil || db.Decode(&y) != nil {
-		return false
-	}
-	return valueEqual(x, y)
-}
-
-func valueEqual(x, y any) bool {
-	switch x := x.(type) {
-	case map[string]any:
-		y, ok := y.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !valueEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := y.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !valueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := y.(json.Number)
-		if !ok {
-			return false
-		}
-		rx, ok1 := new(big.Rat).SetString(string(x))
-		ry, ok2 := new(big.Rat).SetString(string(y))
-		return ok1 && ok2 && rx.Cmp(ry) == 0
-	}
-	return x == y
+	ok, err := testutil.JSONEqual(a, b)
+	return err == nil && ok
 }
