@@ -580,7 +580,10 @@ func (p halfPayload) Append(value []byte) error {
 	return nil
 }
 
-func TestBuilderUndoesForeignPayload(t *testing.T) {
+// builderWithRow returns a builder over a foreign payload (halfPayload)
+// whose row group holds one good row, and the row group's snapshot.
+func builderWithRow(t *testing.T) (*RowGroup, *Builder, snapshot) {
+	t.Helper()
 	g := New(withEnvelope(t, `message m { required int64 id; }`))
 	b, err := NewBuilder(g, halfPayload{g.Column(0)})
 	if err != nil {
@@ -589,7 +592,11 @@ func TestBuilderUndoesForeignPayload(t *testing.T) {
 	if err := b.Append([]byte("good"), testEnvelope(1)); err != nil {
 		t.Fatal(err)
 	}
-	before := takeSnapshot(g)
+	return g, b, takeSnapshot(g)
+}
+
+func TestBuilderUndoesForeignPayload(t *testing.T) {
+	g, b, before := builderWithRow(t)
 	if err := b.Append([]byte("bad"), testEnvelope(2)); err == nil {
 		t.Fatal("no error")
 	}
@@ -718,16 +725,8 @@ func TestBuilderRefusesEnvelopeText(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := New(withEnvelope(t, `message m { required int64 id; }`))
-			b, err := NewBuilder(g, halfPayload{g.Column(0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Append([]byte("good"), testEnvelope(1)); err != nil {
-				t.Fatal(err)
-			}
-			before := takeSnapshot(g)
-			err = b.Append([]byte("good"), &c.env)
+			g, b, before := builderWithRow(t)
+			err := b.Append([]byte("good"), &c.env)
 			if !errors.Is(err, ErrEnvelopeText) {
 				t.Fatalf("Append: %v, want ErrEnvelopeText", err)
 			}
