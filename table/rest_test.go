@@ -194,26 +194,7 @@ func TestRESTCatalog(t *testing.T) {
 	e.cfg.Table.Catalog.Type = "rest"
 	e.cfg.Table.Catalog.URI = config.Secret(url)
 	e.cfg.Table.Catalog.Credential = config.Secret("pqsink:s3cret")
-	c1, c2 := e.open(t), e.open(t)
-	h1, err := c1.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, err := c2.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc := c1.Location("events")
-	mine := writeFile(t, h1, loc, "events", 0, 0, 9, sameDay)
-	theirs := writeFile(t, h1, loc, "events", 1, 0, 9, sameDay)
-	var cut int
-	h1.beforeSwap = func() {
-		if cut++; cut == 1 {
-			if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	_, h1, _, mine, _ := racingMembers(t, e)
 	res, err := h1.Commit(ctx, "g", []File{mine}, State{{"g", "events", 0}: {Committed: 10}})
 	if err != nil {
 		t.Fatal(err)

@@ -588,6 +588,36 @@ func TestProgressMerge(t *testing.T) {
 	}
 }
 
+// racingMembers opens the table twice, as two members, and writes a file
+// of partition 0 (mine) and one of partition 1 (theirs). The first time
+// h1 is about to swap, h2 commits theirs with partition 1's state: h1's
+// swap then fails on a conflict.
+func racingMembers(t *testing.T, e *env) (c2 *Catalog, h1, h2 *Handle, mine, theirs File) {
+	t.Helper()
+	ctx := context.Background()
+	c1 := e.open(t)
+	c2 = e.open(t)
+	h1, err := c1.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2, err = c2.Table(ctx, "events", eventSchema(t)); err != nil {
+		t.Fatal(err)
+	}
+	loc := c1.Location("events")
+	mine = writeFile(t, h1, loc, "events", 0, 0, 9, sameDay)
+	theirs = writeFile(t, h1, loc, "events", 1, 0, 9, sameDay)
+	var cut int
+	h1.beforeSwap = func() {
+		if cut++; cut == 1 {
+			if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	return c2, h1, h2, mine, theirs
+}
+
 // TestConflictMerges: another member commits between this member's read of
 // the state and its swap. The swap fails, the commit reloads and retries,
 // and the table ends with both members' files and states, and a file of
@@ -601,26 +631,7 @@ func TestConflictMerges(t *testing.T) {
 func testConflictMerges(t *testing.T, db string) {
 	ctx := context.Background()
 	e := newEnvOn(t, db)
-	c1, c2 := e.open(t), e.open(t)
-	h1, err := c1.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, err := c2.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc := c1.Location("events")
-	mine := writeFile(t, h1, loc, "events", 0, 0, 9, sameDay)
-	theirs := writeFile(t, h1, loc, "events", 1, 0, 9, sameDay)
-	var cut int
-	h1.beforeSwap = func() {
-		if cut++; cut == 1 {
-			if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	c2, h1, h2, mine, theirs := racingMembers(t, e)
 	// h1 commits its own file and, as an owner that adopted it, theirs.
 	res, err := h1.Commit(ctx, "g", []File{mine, theirs}, State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 10}})
 	if err != nil {
