@@ -176,6 +176,14 @@ func (s *Sink) collector() prometheus.Collector {
 		"commits":  d("offset_commits_total", "Offset commits."),
 		"failed":   d("partitions_stopped", "Partitions stopped by a record error (errors: fail)."),
 		"stalled":  d("partitions_stalled", "Partitions with lag that have not reached a new offset for metrics.stall_timeout."),
+
+		"tcommits":   d("table_commits_total", "Table commits that succeeded."),
+		"tconflicts": d("table_commit_conflicts_total", "Table commits that lost the catalog's compare-and-swap and were tried again."),
+		"terrors":    d("table_commit_errors_total", "Table commits that failed; their files wait for the next commit, and so do the Kafka offsets."),
+		"tappended":  d("table_files_appended_total", "Data files appended to a table."),
+		"tdropped":   d("table_files_dropped_total", "Files left out of a table commit because the table already held their records."),
+		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
+		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
 	}}
 }
 
@@ -185,6 +193,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	c.s.stats.uploadSeconds.Describe(ch)
 	c.s.stats.commitSeconds.Describe(ch)
+	c.s.stats.tableCommitSeconds.Describe(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -249,6 +258,16 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for reason, n := range files {
 		ch <- prometheus.MustNewConstMetric(c.descs["files"], prometheus.CounterValue, float64(n), reason)
+	}
+	if c.s.tables != nil {
+		c.s.stats.tableCommitSeconds.Collect(ch)
+		counter("tcommits", st.TableCommits)
+		counter("tconflicts", st.TableConflicts)
+		counter("terrors", st.TableCommitErrors)
+		counter("tappended", st.TableFilesAppended)
+		counter("tdropped", st.TableFilesDropped)
+		ch <- prometheus.MustNewConstMetric(c.descs["tpfiles"], prometheus.GaugeValue, float64(st.TablePendingFiles))
+		ch <- prometheus.MustNewConstMetric(c.descs["tprecords"], prometheus.GaugeValue, float64(st.TablePendingRecords))
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/internal/safetext"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/table"
 )
 
 // Rotation reasons, as logged and counted.
@@ -64,6 +66,8 @@ type partition struct {
 	pending   []record // records held back for the format's sample
 	pendingAt time.Time
 
+	tmpl    *archive.Template // the files' path: the sink's, or its table's
+	pathLoc *time.Location    // the time zone of the path's record times
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
@@ -75,6 +79,13 @@ type partition struct {
 	// skipChanged says the skip set holds an upload or an adoption that
 	// is not committed yet.
 	skipChanged bool
+
+	// With a table: its committer, the files uploaded or adopted since the
+	// last commitNow (handed to the committer there), and the generation's
+	// context, in which the committer commits the Kafka offsets.
+	table      *tableCommitter
+	tableFiles []table.File
+	genCtx     context.Context
 
 	letters    []letter // dead letters not sent yet
 	rejectedTo int64    // the offset of the last rejected record counted in the stats
@@ -103,23 +114,35 @@ type partition struct {
 }
 
 func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer) *partition {
+	return newTablePartition(s, topic, id, committed, skip, commit, nil)
+}
+
+// newTablePartition is newPartition for a partition whose files go to the
+// table of tc (none when nil).
+func newTablePartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
 	p := &partition{
-		s: s, topic: topic, id: id, commit: commit,
+		s: s, topic: topic, id: id, commit: commit, tmpl: s.tmpl, pathLoc: s.loc, table: tc,
 		log:       s.log.With("topic", topic, "partition", id),
 		committed: committed, next: committed, skip: skip, rejectedTo: -1,
 		files: map[string]*openFile{},
 		ctrl:  make(chan int, 1),
 	}
-	p.format = s.format.forPartition(s.schema, p.log)
+	sch := s.schema
+	if tc != nil {
+		// The table's partition values are in UTC, and its files carry
+		// its field ids.
+		p.tmpl, p.pathLoc, sch = tc.tmpl, time.UTC, tc.h.Schema()
+	}
+	p.format = s.format.forPartition(sch, p.log)
 	p.highest = committed
 	p.advancedAt.Store(time.Now().UnixNano())
-	paths := s.tmpl.Fields()
+	paths := p.tmpl.Fields()
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !s.tmpl.PerRecord()
-	p.vals = make([]string, len(s.tmpl.Fields()))
+	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord()
+	p.vals = make([]string, len(p.tmpl.Fields()))
 	return p
 }
 
@@ -295,7 +318,7 @@ func (p *partition) identity(r *record) ([]byte, error) {
 			ts = t
 		}
 	}
-	p.idbuf = p.s.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, ts.In(p.s.loc), p.vals)
+	p.idbuf = p.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, ts.In(p.pathLoc), p.vals)
 	if p.idFixed {
 		p.fixedID = p.idbuf
 	}
@@ -380,6 +403,9 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	p.spare = append(p.spare, f.buf)
 	p.skip.extend(f.id, f.last)
 	p.skipChanged = true
+	if p.table != nil {
+		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, info.Size, md))
+	}
 	p.uploadFailures = 0
 	p.s.uploadFailingSince.Store(0)
 	p.s.stats.fileUploaded(reason, info.Size, f.records)
@@ -416,7 +442,7 @@ func (p *partition) uploadFailed(ctx context.Context, f *openFile, err error) er
 // earlier owner of the partition uploaded the file that starts at f's
 // first record. Its footer tells how far it goes.
 func (p *partition) adopt(ctx context.Context, f *openFile) error {
-	rng, err := p.readRange(ctx, f.key)
+	rng, size, md, err := p.readRange(ctx, f.key)
 	if err != nil {
 		p.discard(ctx, f)
 		return fmt.Errorf("adopting existing object %s: %w", f.key, err)
@@ -430,6 +456,12 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 	p.log.Info("adopted existing object", "key", f.key, "its_last_offset", rng.Last, "our_last_offset", f.last)
 	p.skip.extend(f.id, rng.Last)
 	p.skipChanged = true
+	if p.table != nil {
+		// Uploaded, perhaps never committed to the table (a crash between
+		// the two): the next table commit appends it, or drops it if the
+		// table already holds its records.
+		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, size, md))
+	}
 	p.discard(ctx, f)
 	if rng.Last >= f.last {
 		// The object holds every record of this path that f held, and
@@ -443,18 +475,21 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 	return errRestart
 }
 
-// readRange reads the Kafka range from the footer of the object at key.
-func (p *partition) readRange(ctx context.Context, key string) (archive.Range, error) {
+// readRange reads the Kafka range from the footer of the object at key,
+// with the object's size and footer.
+func (p *partition) readRange(ctx context.Context, key string) (archive.Range, int64, *meta.FileMetaData, error) {
 	ra, err := p.s.store.NewReaderAt(ctx, key)
 	if err != nil {
-		return archive.Range{}, err
+		return archive.Range{}, 0, nil, err
 	}
 	defer ra.Close()
 	file, err := reader.Open(ra, ra.Size())
 	if err != nil {
-		return archive.Range{}, err
+		return archive.Range{}, 0, nil, err
 	}
-	return archive.ReadRange(file.Metadata().KeyValueMetadata)
+	md := file.Metadata()
+	rng, err := archive.ReadRange(md.KeyValueMetadata)
+	return rng, ra.Size(), md, err
 }
 
 // commitNow commits the smallest first offset among the open files (or
@@ -476,6 +511,20 @@ func (p *partition) commitNow(ctx context.Context) error {
 	}
 	if err := p.sendLetters(ctx); err != nil {
 		return err
+	}
+	if p.table != nil {
+		// The table commit comes first, and the Kafka commit after it, both
+		// made by the table's committer: the files are uploaded, so reading
+		// again from offset loses nothing while the committer holds them.
+		paths := make(map[string]int64, len(p.skip))
+		for id, last := range p.skip {
+			paths[id] = last
+		}
+		p.table.add(p.genCtx, p.id, p.tableFiles, table.Progress{Committed: offset, Paths: paths}, p.commit)
+		p.tableFiles = nil
+		p.committed = offset
+		p.skipChanged = false
+		return nil
 	}
 	md, err := encodeMetadata(ctx, p.s.store, p.s.cfg.Kafka.Group, p.topic, p.id, offset, p.skip)
 	if err != nil {

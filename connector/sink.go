@@ -49,6 +49,7 @@ type Sink struct {
 	deadLetters deadLetters // nil without a dead-letter destination
 	mem         *budget
 	mux         *fetchMux // fetches every partition
+	tables      *tables   // nil without a table section
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
 
@@ -125,6 +126,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, erro
 	if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
 		s.store.Close()
 		return nil, err
+	}
+	if cfg.Table != nil {
+		if s.tables, err = openTables(ctx, s); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -203,6 +210,9 @@ func (s *Sink) Close() error {
 	if s.deadLetters != nil {
 		err = s.deadLetters.close()
 	}
+	if s.tables != nil {
+		err = errors.Join(err, s.tables.close())
+	}
 	return errors.Join(err, s.store.Close())
 }
 
@@ -219,6 +229,9 @@ func (s *Sink) Run(ctx context.Context) error {
 	helpers.Go(func() { s.relieve(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
 	helpers.Go(func() { s.mux.run(rctx) })
+	if s.tables != nil {
+		helpers.Go(func() { s.tables.run(rctx) })
+	}
 	s.abortStale(ctx)
 	for ctx.Err() == nil {
 		topics, err := s.resolveTopics(ctx)
@@ -407,6 +420,13 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 			mu.Unlock()
 		}
 		ticker.Stop()
+		if s.tables != nil {
+			// What the partitions uploaded goes to the tables while the
+			// generation can still commit the offsets after it.
+			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+			s.tables.commitAll(fctx)
+			cancel()
+		}
 		stopCommits()
 		<-committing
 		s.log.Info("generation ended", "generation", gen.ID)
@@ -650,8 +670,29 @@ func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string,
 	if err != nil {
 		return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 	}
+	var tc *tableCommitter
+	if s.tables != nil {
+		if tc, err = s.tables.forTopic(ctx, topic); err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
+		}
+		// The table, not the Kafka commit, says what is archived: its
+		// state wins; a partition it has no state of starts where Kafka
+		// says (a group that ran without the table, or a new one).
+		off, tskip, ok, err := tc.tableState(ctx, s.cfg.Kafka.Group, topic, id)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
+		}
+		if ok {
+			if off != c.offset {
+				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.h.Name(), "table_offset", off, "kafka_offset", c.offset)
+			}
+			c.offset, skip = off, tskip
+		}
+	}
 	s.log.Debug("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
-	return newPartition(s, topic, id, c.offset, skip, commit), nil
+	p := newTablePartition(s, topic, id, c.offset, skip, commit, tc)
+	p.genCtx = ctx
+	return p, nil
 }
 
 func (s *Sink) setFailed(key string, err error) {

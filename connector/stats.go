@@ -22,7 +22,13 @@ type Stats struct {
 	s3Retries        atomic.Int64 // S3 requests retried
 	deadLetterErrors atomic.Int64 // sends of dead letters that failed (and are tried again)
 
-	uploadSeconds, commitSeconds prometheus.Histogram
+	// With a table: its commits, and the files uploaded (or adopted) and
+	// not in a table yet.
+	tableCommits, tableConflicts, tableCommitErrors atomic.Int64
+	tableFilesAppended, tableFilesDropped           atomic.Int64
+	tablePendingFiles, tablePendingRecords          atomic.Int64
+
+	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
@@ -40,6 +46,8 @@ func newStats() *Stats {
 			Name: "pqsink_upload_seconds", Help: "Time to finish a file: last row group, footer and upload completion.", Buckets: buckets}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_commit_seconds", Help: "Time of an offset commit.", Buckets: buckets}),
+		tableCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pqsink_table_commit_seconds", Help: "Time of a table commit, retries included.", Buckets: buckets}),
 	}
 }
 
@@ -95,6 +103,15 @@ type Snapshot struct {
 	// topic takes, by what was done: "cut" (sent with the value cut to
 	// fit) or "url" (written to dead_letter.url instead).
 	DeadLettersOversized map[string]int64
+
+	// With a table section:
+	TableCommits        int64 // table commits that succeeded (one snapshot each, or none when the table held every file)
+	TableConflicts      int64 // table commits that lost the compare-and-swap and were tried again
+	TableCommitErrors   int64 // table commits that failed (their files wait for the next one)
+	TableFilesAppended  int64 // files appended to a table
+	TableFilesDropped   int64 // files left out of a commit because the table already held their records
+	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
+	TablePendingRecords int64 // records of those files
 }
 
 // Snapshot returns the current counts.
@@ -134,5 +151,13 @@ func (s *Stats) Snapshot() Snapshot {
 		DeadLetterErrors: s.deadLetterErrors.Load(),
 
 		DeadLettersOversized: oversized,
+
+		TableCommits:        s.tableCommits.Load(),
+		TableConflicts:      s.tableConflicts.Load(),
+		TableCommitErrors:   s.tableCommitErrors.Load(),
+		TableFilesAppended:  s.tableFilesAppended.Load(),
+		TableFilesDropped:   s.tableFilesDropped.Load(),
+		TablePendingFiles:   s.tablePendingFiles.Load(),
+		TablePendingRecords: s.tablePendingRecords.Load(),
 	}
 }

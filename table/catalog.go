@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -113,6 +114,18 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 		props[key] = v
 	}
 	cat, err := sqlcat.NewCatalog(k.cfg.Catalog.Name, k.db, dialect, props)
+	for attempt := 1; err != nil && attempt < 5 && ctx.Err() == nil; attempt++ {
+		// The catalog creates its tables when absent: members starting at
+		// once race on PostgreSQL's CREATE TABLE IF NOT EXISTS, and the
+		// loser is told of a duplicate key, type or table (SQLSTATE 23505,
+		// 42710, 42P07). The tables exist then; opening again finds them.
+		msg := err.Error()
+		if !strings.Contains(msg, "23505") && !strings.Contains(msg, "42710") && !strings.Contains(msg, "42P07") {
+			break
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		cat, err = sqlcat.NewCatalog(k.cfg.Catalog.Name, k.db, dialect, props)
+	}
 	if err != nil {
 		k.db.Close()
 		return scrub(err, uri)

@@ -29,6 +29,8 @@ type Handle struct {
 	name      string // ident joined with dots, for errors
 	warehouse string
 	schema    *schema.Schema
+	// partitionBy is the table's spec when it was created or adopted.
+	partitionBy []string
 
 	// beforeSwap, when set (by tests), runs in each attempt of Commit
 	// after the table's state is read and before the swap.
@@ -45,8 +47,23 @@ func (h *Handle) adopt(tbl *itable.Table, s *schema.Schema) error {
 		return err
 	}
 	h.schema = ws
+	spec, ts := tbl.Spec(), tbl.Schema()
+	h.partitionBy = nil
+	for _, f := range spec.Fields() {
+		col, ok := ts.FindColumnName(f.SourceID())
+		if !ok {
+			col = "#" + strconv.Itoa(f.SourceID())
+		}
+		h.partitionBy = append(h.partitionBy, f.Transform.String()+"("+col+")")
+	}
 	return nil
 }
+
+// PartitionBy is the table's current partition spec, each field as
+// table.partition_by writes it (config.PartitionField's String):
+// "day(_kafka.timestamp)", "bucket[16](id)". An adopted table keeps its
+// own spec, which may differ from the configured one.
+func (h *Handle) PartitionBy() []string { return h.partitionBy }
 
 // Schema is the Parquet schema the sink must write this table's files
 // with: its own schema with every field's id the table's (the Parquet

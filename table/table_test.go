@@ -724,3 +724,64 @@ func TestLibraryRetryRefused(t *testing.T) {
 		t.Errorf("committing: error %v, want %q", err, want)
 	}
 }
+
+// TestPartitionBy: a handle reports its table's spec as partition_by
+// writes it, the spec the table was created with, and an adopted table's
+// own spec whatever the configuration says.
+func TestPartitionBy(t *testing.T) {
+	ctx := context.Background()
+	by := []config.PartitionField{
+		{Transform: "day", Column: "_kafka.timestamp"},
+		{Transform: "bucket", Param: 8, Column: "id"},
+		{Transform: "truncate", Param: 3, Column: "name"},
+		{Transform: "identity", Column: "_kafka.partition"},
+	}
+	e := newEnv(t, by...)
+	h, err := e.open(t).Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"day(_kafka.timestamp)", "bucket[8](id)", "truncate[3](name)", "identity(_kafka.partition)"}
+	for i, p := range by {
+		if p.String() != want[i] {
+			t.Fatalf("config writes %s as %q, want %q", p, p.String(), want[i])
+		}
+	}
+	if got := h.PartitionBy(); !slices.Equal(got, want) {
+		t.Errorf("created: PartitionBy = %q, want %q", got, want)
+	}
+	e.cfg.Table.PartitionBy = by[:1]
+	h2, err := e.open(t).Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h2.PartitionBy(); !slices.Equal(got, want) {
+		t.Errorf("adopted: PartitionBy = %q, want the table's %q", got, want)
+	}
+}
+
+// TestConcurrentOpen: members starting at once open a fresh PostgreSQL
+// catalog together, each creating its tables when absent; every one of
+// them opens it.
+func TestConcurrentOpen(t *testing.T) {
+	srv := postgres.Start(t)
+	for round := range 4 {
+		e := newEnv(t)
+		e.cfg.Table.Catalog.URI = config.Secret(srv.CreateDatabase(t, fmt.Sprintf("lake%d", round)))
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				c, err := Open(context.Background(), e.cfg)
+				if err == nil {
+					c.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	}
+}

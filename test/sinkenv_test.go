@@ -135,6 +135,7 @@ type sinkConfig struct {
 	shred     string
 	envelope  bool
 	path      string
+	noPath    bool // no path key at all (a table derives it)
 	records   int
 	interval  string
 	extra     string // more YAML, appended
@@ -173,7 +174,9 @@ func (c sinkConfig) yaml(t *testing.T) string {
 	if path == "" {
 		path = "{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"
 	}
-	fmt.Fprintf(&b, "path: %q\n", path)
+	if !c.noPath {
+		fmt.Fprintf(&b, "path: %q\n", path)
+	}
 	interval := c.interval
 	if interval == "" {
 		interval = "1s"

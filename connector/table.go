@@ -1,0 +1,378 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/table"
+)
+
+// With a table section, the files of a topic are the data files of its
+// Iceberg table, and the table, not the Kafka commit, is the authority on
+// what is archived (docs/tables.md). A partition hands each file it
+// uploads (or adopts) to its table's committer together with its
+// exactly-once progress; every table.commit_interval the committer appends
+// all the files it holds in one snapshot per table, carrying the progress,
+// and only then commits the Kafka offsets, with the same state.
+
+// tables are the sink's tables: the catalog, and a committer per topic.
+type tables struct {
+	s   *Sink
+	cat *table.Catalog
+
+	mu      sync.Mutex
+	byTopic map[string]*tableCommitter
+}
+
+// tableCommitter collects the files of one table and commits them.
+type tableCommitter struct {
+	t     *tables
+	topic string
+	h     *table.Handle
+	tmpl  *archive.Template
+	// url is the store's URL: a file's location in the table is url/key.
+	url string
+
+	commitMu sync.Mutex // one commit at a time
+
+	// The table's state as read for the partitions of one generation
+	// (stateCtx is its context): read once, not once per partition.
+	stateMu  sync.Mutex
+	stateCtx context.Context
+	state    table.State
+
+	mu    sync.Mutex
+	files []table.File
+	seen  map[string]bool // locations in files
+	parts map[int32]*pendingProgress
+}
+
+// pendingProgress is what one partition asks the next commit to record.
+type pendingProgress struct {
+	progress table.Progress
+	// commit is the Kafka commit of the partition's generation; ctx is
+	// that generation's.
+	commit committer
+	ctx    context.Context
+}
+
+// openTables opens the catalog and the tables of the configured topics,
+// so that a table that cannot be created or adopted stops the sink at
+// startup.
+func openTables(ctx context.Context, s *Sink) (*tables, error) {
+	c := s.cfg
+	if err := tableSettings(c); err != nil {
+		return nil, err
+	}
+	if s.schema == nil {
+		return nil, errors.New("table: the files' schema must be known at startup (format.type json with format.schema_file, or variant with format.shred none or a file); a schema inferred from the records (format.shred: auto) or following Avro writer schemas is not supported with a table yet")
+	}
+	cat, err := table.Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	t := &tables{s: s, cat: cat, byTopic: map[string]*tableCommitter{}}
+	for _, topic := range c.Kafka.Topics {
+		if _, err := t.forTopic(ctx, topic); err != nil {
+			cat.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// tableSettings refuses what the sink cannot do with a table yet.
+func tableSettings(c *config.Config) error {
+	if c.Path != archive.DefaultPath {
+		return errors.New("path: not used with a table: the files' keys follow the table's location and partition spec; remove it")
+	}
+	if c.TimeField != "" {
+		return errors.New("time_field: not supported with a table; partition by a transform of a column (table.partition_by) instead")
+	}
+	for _, p := range c.Table.PartitionBy {
+		if _, err := partitionPart(c, p); err != nil {
+			return fmt.Errorf("table.partition_by: %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// partitionPart renders one partition field as a path segment template:
+// the field's name, "=", and the placeholder whose value is the field's
+// partition value, so that a file, which holds one path identity, holds
+// one partition tuple.
+func partitionPart(c *config.Config, p config.PartitionField) (string, error) {
+	name := strings.ReplaceAll(p.Column, ".", "_")
+	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
+	switch {
+	case layouts[p.Transform] != "":
+		if p.Column != "_kafka.timestamp" {
+			return "", errors.New("year, month, day and hour are supported on _kafka.timestamp only")
+		}
+		return name + "_" + p.Transform + "={record_time:" + layouts[p.Transform] + "}", nil
+	case p.Transform != "identity":
+		return "", fmt.Errorf("%s is not supported by the sink yet; use identity, year, month, day or hour", p.Transform)
+	case p.Column == "_kafka.topic":
+		return name + "={topic}", nil
+	case p.Column == "_kafka.partition":
+		return name + "={partition}", nil
+	case strings.HasPrefix(p.Column, "_kafka."):
+		return "", errors.New("identity is supported on _kafka.topic, _kafka.partition and payload fields only")
+	case c.Format.Type != "json":
+		return "", fmt.Errorf("identity of a payload field needs format.type json (not %s)", c.Format.Type)
+	}
+	return name + "={field:" + p.Column + "}", nil
+}
+
+// forTopic returns the committer of topic's table, creating or adopting
+// the table on first use.
+func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tc := t.byTopic[topic]; tc != nil {
+		return tc, nil
+	}
+	c := t.s.cfg
+	name := c.Table.TableName(topic)
+	h, err := t.cat.Table(ctx, name, t.s.schema)
+	if err != nil {
+		return nil, err
+	}
+	// The files' paths follow table.partition_by, so that a file holds one
+	// partition tuple of the table: an adopted table partitioned otherwise
+	// would get files that hold several.
+	want := make([]string, len(c.Table.PartitionBy))
+	for i, p := range c.Table.PartitionBy {
+		want[i] = p.String()
+	}
+	if got := h.PartitionBy(); !slices.Equal(got, want) {
+		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", h.Name(), got, want)
+	}
+	url := strings.TrimSuffix(c.Store.URL, "/")
+	root, ok := strings.CutPrefix(t.cat.Location(name), url+"/")
+	if !ok {
+		return nil, fmt.Errorf("table %s: its location %s is not under store.url", h.Name(), t.cat.Location(name))
+	}
+	text := root + "/data/"
+	for _, p := range c.Table.PartitionBy {
+		seg, err := partitionPart(c, p)
+		if err != nil {
+			return nil, err
+		}
+		text += seg + "/"
+	}
+	text += "{topic}+{partition}+{first_offset}.parquet"
+	tmpl, err := archive.Parse(text, true)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: the files' path: %w", h.Name(), err)
+	}
+	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
+	t.byTopic[topic] = tc
+	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
+	return tc, nil
+}
+
+// close releases the catalog.
+func (t *tables) close() error { return t.cat.Close() }
+
+// run commits every table each commit_interval until ctx ends.
+func (t *tables) run(ctx context.Context) {
+	tick := time.NewTicker(t.s.cfg.Table.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.commitAll(ctx)
+	}
+}
+
+// commitAll commits what every table holds; it reports whether all
+// commits succeeded.
+func (t *tables) commitAll(ctx context.Context) bool {
+	t.mu.Lock()
+	all := make([]*tableCommitter, 0, len(t.byTopic))
+	for _, tc := range t.byTopic {
+		all = append(all, tc)
+	}
+	t.mu.Unlock()
+	ok := true
+	for _, tc := range all {
+		if err := tc.commit(ctx); err != nil {
+			ok = false
+			if ctx.Err() == nil {
+				t.s.log.Error("table commit failed; the files stay uploaded and are committed with the next one", "table", tc.h.Name(), "error", err)
+			}
+		}
+	}
+	return ok
+}
+
+// add hands the table files that partition uploaded or adopted, and the
+// partition's progress after them. The Kafka commit of that progress
+// follows the table commit that holds them.
+func (tc *tableCommitter) add(ctx context.Context, partition int32, files []table.File, progress table.Progress, commit committer) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for _, f := range files {
+		// A file adopted again (a partition re-read after a rebalance
+		// before the commit) is one data file.
+		if !tc.seen[f.Location] {
+			tc.seen[f.Location] = true
+			tc.files = append(tc.files, f)
+			tc.pending(f, 1)
+		}
+	}
+	if pp := tc.parts[partition]; pp != nil {
+		progress = mergeProgress(pp.progress, progress)
+	}
+	tc.parts[partition] = &pendingProgress{progress: progress, commit: commit, ctx: ctx}
+}
+
+// mergeProgress is the union of what p and q say is uploaded: both were
+// true of files the committer holds or the table has.
+func mergeProgress(p, q table.Progress) table.Progress {
+	out := table.Progress{Committed: max(p.Committed, q.Committed), Paths: map[string]int64{}}
+	for _, src := range []map[string]int64{p.Paths, q.Paths} {
+		for id, o := range src {
+			if cur, ok := out.Paths[id]; o >= out.Committed && (!ok || o > cur) {
+				out.Paths[id] = o
+			}
+		}
+	}
+	return out
+}
+
+// commit appends the files held to the table with the progress of their
+// partitions, then commits the partitions' Kafka offsets with the same
+// state. On failure the files and progress are kept for the next commit.
+func (tc *tableCommitter) commit(ctx context.Context) error {
+	tc.commitMu.Lock()
+	defer tc.commitMu.Unlock()
+	tc.mu.Lock()
+	files, parts := tc.files, tc.parts
+	tc.files, tc.seen, tc.parts = nil, map[string]bool{}, map[int32]*pendingProgress{}
+	tc.mu.Unlock()
+	if len(files) == 0 && len(parts) == 0 {
+		return nil
+	}
+	s := tc.t.s
+	group, topic := s.cfg.Kafka.Group, tc.topic
+	state := table.State{}
+	for id, pp := range parts {
+		state[table.Partition{Group: group, Topic: topic, Partition: id}] = pp.progress
+	}
+	start := time.Now()
+	res, err := tc.h.Commit(ctx, group, files, state)
+	st := s.stats
+	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
+	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
+	if err != nil {
+		st.tableCommitErrors.Add(1)
+		// Keep everything for the next attempt, before what came since.
+		tc.mu.Lock()
+		seen := make(map[string]bool, len(files)+len(tc.files))
+		for _, f := range files {
+			seen[f.Location] = true
+		}
+		for _, f := range tc.files {
+			if !seen[f.Location] {
+				seen[f.Location] = true
+				files = append(files, f)
+			} else {
+				tc.pending(f, -1) // added again since; counted twice
+			}
+		}
+		tc.files, tc.seen = files, seen
+		for id, pp := range tc.parts {
+			if old := parts[id]; old != nil {
+				pp.progress = mergeProgress(old.progress, pp.progress)
+			}
+			parts[id] = pp
+		}
+		tc.parts = parts
+		tc.mu.Unlock()
+		return err
+	}
+	st.tableCommits.Add(1)
+	st.tableFilesAppended.Add(int64(res.Appended))
+	st.tableFilesDropped.Add(int64(res.Dropped))
+	for _, f := range files {
+		tc.pending(f, -1)
+	}
+	s.log.Info("table commit", "table", tc.h.Name(), "snapshot", res.SnapshotID, "appended", res.Appended,
+		"already_in_table", res.Dropped, "partitions", len(parts), "attempts", res.Attempts,
+		"took", time.Since(start).Round(time.Millisecond))
+	// The table holds the files: the Kafka offsets may follow, carrying the
+	// same state (a table-less restart and lag monitoring read them).
+	var wg sync.WaitGroup
+	for id, pp := range parts {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(pp.ctx, 30*time.Second)
+			defer cancel()
+			md, err := encodeMetadata(cctx, s.store, group, topic, id, pp.progress.Committed, skipSet(pp.progress.Paths))
+			if err == nil {
+				kstart := time.Now()
+				if err = pp.commit(cctx, pp.progress.Committed, md); err == nil {
+					st.commitLatency(time.Since(kstart))
+				}
+			}
+			if err != nil && pp.ctx.Err() == nil {
+				s.log.Warn("offset commit after the table commit failed; the table holds the state", "topic", topic, "partition", id, "offset", pp.progress.Committed, "error", err)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// pending counts f (n = 1) or uncounts it (n = -1) among the files not
+// in the table yet.
+func (tc *tableCommitter) pending(f table.File, n int64) {
+	st := tc.t.s.stats
+	st.tablePendingFiles.Add(n)
+	if f.Footer != nil {
+		st.tablePendingRecords.Add(n * f.Footer.NumRows)
+	}
+}
+
+// tableState reads the partition's exactly-once state from its table:
+// its committed offset and skip set, and whether the table has any.
+//
+// ctx is the generation's: the partitions assigned in one generation share
+// one read of the table, made after the previous generation's last commit.
+func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, id int32) (int64, skipSet, bool, error) {
+	tc.stateMu.Lock()
+	defer tc.stateMu.Unlock()
+	if tc.stateCtx != ctx {
+		st, err := tc.h.State(ctx)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		tc.stateCtx, tc.state = ctx, st
+	}
+	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
+	if !ok {
+		return 0, nil, false, nil
+	}
+	skip := skipSet{}
+	maps.Copy(skip, p.Paths)
+	return p.Committed, skip, true, nil
+}
+
+// tableFile is the table's view of an object the partition uploaded or
+// adopted.
+func (tc *tableCommitter) tableFile(key, id string, size int64, md *meta.FileMetaData) table.File {
+	return table.File{Location: tc.url + "/" + key, Size: size, Footer: md, PathID: id}
+}

@@ -1,0 +1,187 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/table"
+)
+
+// TestTableSettings: what the sink can put in a table's file paths is
+// rendered as a path segment; the rest is refused at startup, naming the
+// key.
+func TestTableSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		format    string
+		path      string
+		timeField string
+		by        config.PartitionField
+		segment   string // the partition field's segment; "" when refused
+		err       string // part of the error when refused
+	}{
+		{name: "day", by: config.PartitionField{Transform: "day", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_day={record_time:2006-01-02}"},
+		{name: "hour", by: config.PartitionField{Transform: "hour", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_hour={record_time:2006-01-02-15}"},
+		{name: "month", by: config.PartitionField{Transform: "month", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_month={record_time:2006-01}"},
+		{name: "year", by: config.PartitionField{Transform: "year", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_year={record_time:2006}"},
+		{name: "identity of a field", by: config.PartitionField{Transform: "identity", Column: "user.country"}, segment: "user_country={field:user.country}"},
+		{name: "identity of the partition", by: config.PartitionField{Transform: "identity", Column: "_kafka.partition"}, segment: "_kafka_partition={partition}"},
+		{name: "identity of the topic", by: config.PartitionField{Transform: "identity", Column: "_kafka.topic"}, segment: "_kafka_topic={topic}"},
+		{name: "bucket", by: config.PartitionField{Transform: "bucket", Param: 16, Column: "id"}, err: "table.partition_by: bucket[16](id): bucket is not supported"},
+		{name: "truncate", by: config.PartitionField{Transform: "truncate", Param: 4, Column: "user"}, err: "truncate is not supported"},
+		{name: "day of a field", by: config.PartitionField{Transform: "day", Column: "ts"}, err: "on _kafka.timestamp only"},
+		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "_kafka.topic, _kafka.partition and payload fields only"},
+		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "needs format.type json"},
+		{name: "a path", path: "{topic}/{partition}/{first_offset}.parquet", err: "path: not used with a table"},
+		{name: "time_field", timeField: "ts", err: "time_field: not supported with a table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &config.Config{Path: archive.DefaultPath, TimeField: tc.timeField, Table: &config.Table{PartitionBy: []config.PartitionField{tc.by}}}
+			c.Format.Type = "json"
+			if tc.format != "" {
+				c.Format.Type = tc.format
+			}
+			if tc.path != "" {
+				c.Path = tc.path
+			}
+			err := tableSettings(c)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error = %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			seg, err := partitionPart(c, tc.by)
+			if err != nil || seg != tc.segment {
+				t.Errorf("segment = %q (%v), want %q", seg, err, tc.segment)
+			}
+			// A file path of the table must be a valid template.
+			if _, err := archive.Parse("kafka/t/data/"+seg+"/{topic}+{partition}+{first_offset}.parquet", true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestMergeProgress: the committer's union of two progress reports of a
+// partition keeps the later committed offset and the later end of each
+// path beyond it.
+func TestMergeProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p, q table.Progress
+		want table.Progress
+	}{
+		{"later wins", table.Progress{Committed: 5, Paths: map[string]int64{"a": 9}}, table.Progress{Committed: 7, Paths: map[string]int64{"a": 12, "b": 8}},
+			table.Progress{Committed: 7, Paths: map[string]int64{"a": 12, "b": 8}}},
+		{"an older report does not go back", table.Progress{Committed: 7, Paths: map[string]int64{"a": 12}}, table.Progress{Committed: 3, Paths: map[string]int64{"a": 9, "c": 4}},
+			table.Progress{Committed: 7, Paths: map[string]int64{"a": 12}}},
+		{"paths below the offset go", table.Progress{Committed: 2, Paths: map[string]int64{"a": 4}}, table.Progress{Committed: 10, Paths: nil},
+			table.Progress{Committed: 10, Paths: map[string]int64{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergeProgress(tc.p, tc.q)
+			if got.Committed != tc.want.Committed || !maps.Equal(got.Paths, tc.want.Paths) {
+				t.Errorf("merge = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// tableSink is a sink on a SQLite catalog and a file:// warehouse in dir,
+// with topic t's table partitioned by identity of payload field p.
+func tableSink(t *testing.T, dir string) *Sink {
+	t.Helper()
+	schemaPath := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
+store: {url: "file://%s/warehouse"}
+format: {type: json, schema_file: %s}
+rotate: {records: 3, interval: 1h, bytes: 0}
+table:
+  format: iceberg
+  catalog: {type: sql, uri: "sqlite://%s/catalog.db"}
+  namespace: kafka
+  partition_by: ["identity(p)"]
+`, dir, schemaPath, dir)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestTableCommitOrder: a partition's uploads commit nothing to Kafka by
+// themselves; a table commit that fails keeps its files and commits no
+// offset; the next one appends them and only then commits the offset,
+// with the state the table now holds.
+func TestTableCommitOrder(t *testing.T) {
+	ctx := context.Background()
+	s := tableSink(t, t.TempDir())
+	tc, err := s.tables.forTopic(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kafka/t/data/p={field:p}/{topic}+{partition}+{first_offset}.parquet"; tc.tmpl.String() != want {
+		t.Errorf("files' path %q, want %q", tc.tmpl.String(), want)
+	}
+	var c commitLog
+	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p.genCtx = ctx
+	feed(t, p, 0, 12) // paths a and b, a file of each every 6 records
+	if len(c.offsets) != 0 {
+		t.Fatalf("Kafka commits %v before any table commit", c.offsets)
+	}
+	st := s.stats.Snapshot()
+	if st.TablePendingFiles != 4 || st.TablePendingRecords != 12 {
+		t.Fatalf("%d files (%d records) pending, want 4 (12)", st.TablePendingFiles, st.TablePendingRecords)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := tc.commit(cancelled); err == nil {
+		t.Fatal("a table commit with a cancelled context succeeded")
+	}
+	st = s.stats.Snapshot()
+	if len(c.offsets) != 0 || st.TableCommitErrors != 1 || st.TablePendingFiles != 4 {
+		t.Fatalf("after a failed table commit: Kafka commits %v, %d errors, %d files pending", c.offsets, st.TableCommitErrors, st.TablePendingFiles)
+	}
+
+	if err := tc.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st = s.stats.Snapshot()
+	if st.TableFilesAppended != 4 || st.TablePendingFiles != 0 || st.TablePendingRecords != 0 {
+		t.Errorf("after the table commit: %d files appended, %d (%d records) pending", st.TableFilesAppended, st.TablePendingFiles, st.TablePendingRecords)
+	}
+	if len(c.offsets) != 1 || c.offsets[0] != 12 {
+		t.Errorf("Kafka commits %v, want one at 12", c.offsets)
+	}
+	off, skip, ok, err := tc.tableState(ctx, "g", "t", 0)
+	if err != nil || !ok || off != 12 || len(skip) != 0 {
+		t.Errorf("table state: offset %d skip %v (%v, %v), want 12 and none", off, skip, ok, err)
+	}
+	// Nothing new: a commit does nothing, and commits no offset again.
+	if err := tc.commit(ctx); err != nil || len(c.offsets) != 1 {
+		t.Errorf("an idle commit: %v, Kafka commits %v", err, c.offsets)
+	}
+}
