@@ -12,6 +12,7 @@ import (
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/table"
 )
 
 // The Avro format (format.type: avro). Each record value is in the
@@ -48,15 +49,16 @@ type avroFormat struct {
 	schemas map[uint32]*avroSchema
 	ids     []uint32            // of schemas, ascending: ids grow with registration
 	compat  map[[2]uint32]error // avro.Resolve(writer, reader) by (writer id, reader id)
+	fit     fitFunc             // with a table: the files' schemas take its field ids
 }
 
 func newAvroFormat(f *format, log *slog.Logger) *avroFormat {
 	return &avroFormat{f: f, log: log, schemas: map[uint32]*avroSchema{}, compat: map[[2]uint32]error{}}
 }
 
-func (a *avroFormat) sampling() bool      { return false }
-func (a *avroFormat) sample(*record) bool { return true }
-func (a *avroFormat) learn() error        { return nil }
+func (a *avroFormat) sampling() bool              { return false }
+func (a *avroFormat) sample(*record) bool         { return true }
+func (a *avroFormat) learn(context.Context) error { return nil }
 
 // reason is decode for a record that its builder refused, unless the
 // envelope did: Avro binary that its writer schema does not read.
@@ -165,6 +167,27 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 	}
 	if s.parquet, err = as.Parquet(extra...); err != nil {
 		s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+	}
+	if s.err == nil && a.fit != nil {
+		fitted, err := a.fit(ctx, s.parquet)
+		switch {
+		case errors.Is(err, table.ErrIncompatible):
+			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+		case err != nil:
+			// Not remembered: the schema is fitted again when the
+			// record is read again.
+			if ctx.Err() != nil {
+				return decoded{}, nil, ctx.Err()
+			}
+			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
+				"schema_id", id, "offset", r.offset, "pause", catalogPause, "error", err)
+			if !sleep(ctx, catalogPause) {
+				return decoded{}, nil, ctx.Err()
+			}
+			return decoded{}, nil, errRestart
+		default:
+			s.parquet = fitted
+		}
 	}
 	a.schemas[id] = s
 	i := sort.Search(len(a.ids), func(i int) bool { return a.ids[i] >= id })

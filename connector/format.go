@@ -2,17 +2,20 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/table"
 	"github.com/pqsink/pqsink/variant"
 )
 
@@ -143,16 +146,31 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 }
 
 // forPartition returns the format's state for one partition: fixed is
-// the sink's fixedSchema, log the partition's logger.
-func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordFormat {
+// the sink's fixedSchema, log the partition's logger, and fit, when the
+// files go to a table, gives each schema the format learns from the records
+// the table's field ids (see table.Handle.Fit).
+func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger, fit fitFunc) recordFormat {
 	switch {
 	case f.registry != nil:
-		return newAvroFormat(f, log)
+		a := newAvroFormat(f, log)
+		a.fit = fit
+		return a
 	case fixed == nil:
-		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log}
+		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log, fit: fit}
 	}
 	return &fixedFormat{f: f, schema: fixed}
 }
+
+// fitFunc returns a schema the format learned with a table's field ids,
+// evolving the table first when needed. Its error wraps
+// table.ErrIncompatible when the table cannot take the schema; any other
+// is a failure to reach the catalog.
+type fitFunc func(ctx context.Context, s *schema.Schema) (*schema.Schema, error)
+
+// catalogPause is how long a partition waits, after its table's catalog
+// could not be reached to fit a schema, before it consumes again from its
+// committed offset.
+var catalogPause = 5 * time.Second
 
 // recordFormat is a partition's side of its format: how a record becomes
 // a row, and which open file can take it. Each partition has its own,
@@ -168,8 +186,9 @@ type recordFormat interface {
 	// the sample is complete.
 	sample(r *record) bool
 	// learn ends the sample; the partition then writes the records it
-	// held back.
-	learn() error
+	// held back. Its error is errRestart when what the format depends on
+	// (a table's catalog) cannot be reached.
+	learn(ctx context.Context) error
 	// decode readies r for a builder. A record that cannot be read is a
 	// *rejection; an error is a failure of what the format depends on (a
 	// Schema Registry that cannot be reached), after which the partition
@@ -200,10 +219,10 @@ type fixedFormat struct {
 	schema *schema.Schema
 }
 
-func (x *fixedFormat) sampling() bool          { return false }
-func (x *fixedFormat) sample(*record) bool     { return true }
-func (x *fixedFormat) learn() error            { return nil }
-func (x *fixedFormat) reason(err error) string { return classify(err) }
+func (x *fixedFormat) sampling() bool              { return false }
+func (x *fixedFormat) sample(*record) bool         { return true }
+func (x *fixedFormat) learn(context.Context) error { return nil }
+func (x *fixedFormat) reason(err error) string     { return classify(err) }
 
 func (x *fixedFormat) decode(_ context.Context, r *record) (decoded, *rejection, error) {
 	return decoded{payload: r.value}, nil, nil
@@ -228,6 +247,7 @@ type inferredFormat struct {
 	fixedFormat
 	log     *slog.Logger
 	sampler *variant.Sampler
+	fit     fitFunc // nil without a table
 }
 
 func (x *inferredFormat) sampling() bool { return x.schema == nil }
@@ -241,7 +261,7 @@ func (x *inferredFormat) sample(r *record) bool {
 	return x.sampler.Full()
 }
 
-func (x *inferredFormat) learn() error {
+func (x *inferredFormat) learn(ctx context.Context) error {
 	if x.schema != nil {
 		return nil
 	}
@@ -249,11 +269,28 @@ func (x *inferredFormat) learn() error {
 		x.sampler = variant.NewSampler(variant.SampleOptions{})
 	}
 	n, shape := x.sampler.Len(), x.sampler.Shape()
-	x.sampler = nil
 	s, err := x.f.variantSchema(shape)
 	if err != nil {
 		return fmt.Errorf("inferred variant shape %s: %w", shape.String(), err)
 	}
+	if x.fit != nil {
+		// The table has one VARIANT column whatever the shredding: this
+		// fails only when its catalog cannot be reached, or when the table
+		// was changed under the sink.
+		fitted, err := x.fit(ctx, s)
+		switch {
+		case errors.Is(err, table.ErrIncompatible):
+			return err
+		case err != nil:
+			x.log.Error("table catalog unreachable; consuming again from the committed offset after a pause", "pause", catalogPause, "error", err)
+			if !sleep(ctx, catalogPause) {
+				return ctx.Err()
+			}
+			return errRestart
+		}
+		s = fitted
+	}
+	x.sampler = nil
 	x.schema = s
 	x.log.Info("variant shredding inferred", "records", n, "shape", shape.String())
 	return nil

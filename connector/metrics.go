@@ -184,6 +184,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"tdropped":   d("table_files_dropped_total", "Files left out of a table commit because the table already held their records."),
 		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
 		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
+		"tschema":    d("table_schema_updates_total", "Table schema updates made for new record schemas (columns added, types widened)."),
 	}}
 }
 
@@ -266,6 +267,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("terrors", st.TableCommitErrors)
 		counter("tappended", st.TableFilesAppended)
 		counter("tdropped", st.TableFilesDropped)
+		counter("tschema", st.TableSchemaUpdates)
 		ch <- prometheus.MustNewConstMetric(c.descs["tpfiles"], prometheus.GaugeValue, float64(st.TablePendingFiles))
 		ch <- prometheus.MustNewConstMetric(c.descs["tprecords"], prometheus.GaugeValue, float64(st.TablePendingRecords))
 	}

@@ -128,12 +128,18 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		ctrl:  make(chan int, 1),
 	}
 	sch := s.schema
+	var fit fitFunc
 	if tc != nil {
 		// The table's partition values are in UTC, and its files carry
 		// its field ids.
-		p.tmpl, p.pathLoc, sch = tc.tmpl, time.UTC, tc.h.Schema()
+		p.tmpl, p.pathLoc = tc.tmpl, time.UTC
+		if sch != nil {
+			sch = tc.h.Schema()
+		} else {
+			fit = tc.fit
+		}
 	}
-	p.format = s.format.forPartition(sch, p.log)
+	p.format = s.format.forPartition(sch, p.log, fit)
 	p.highest = committed
 	p.advancedAt.Store(time.Now().UnixNano())
 	paths := p.tmpl.Fields()
@@ -688,16 +694,20 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 // learn ends the format's sample with the records held so far (a
 // Variant shape is inferred from them), then writes them.
 func (p *partition) learn(ctx context.Context) error {
-	if err := p.format.learn(); err != nil {
+	if err := p.format.learn(ctx); err != nil {
 		return err
 	}
+	// The records not written yet stay pending while the others are: a
+	// file that rotates meanwhile commits up to the first of them, never
+	// beyond (commitNow).
 	held := p.pending
-	p.pending = nil
 	for i := range held {
+		p.pending = held[i+1:]
 		if err := p.write(ctx, &held[i]); err != nil {
 			return err
 		}
 	}
+	p.pending = nil
 	return nil
 }
 

@@ -275,6 +275,45 @@ func protoSinkWith(t *testing.T, dir, extra string) *Sink {
 	return s
 }
 
+// TestSampleHeldBackIsNotCommitted: with shredding inferred from a sample,
+// the partition writes the records it held back once the sample is full;
+// a file that rotates while it does (here at 500 records of a 600-record
+// sample) must not commit the offsets of the held-back records that are
+// not in it yet, or a crash before the next file's upload would lose them.
+func TestSampleHeldBackIsNotCommitted(t *testing.T) {
+	dir := t.TempDir()
+	text := fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}\nstore: {url: \"file://%s\"}\nformat: {type: variant, shred: auto, shred_sample: 600}\npath: \"{partition}-{first_offset}.parquet\"\nrotate: {records: 500, interval: 1h, bytes: 0}\n", dir)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var c commitLog
+	p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+	feed(t, p, 0, 600)
+	if len(p.files) != 1 {
+		t.Fatalf("%d files open after the sample, want the second", len(p.files))
+	}
+	for _, off := range c.offsets {
+		if off > 500 {
+			t.Errorf("committed offset %d while records 500 to 599 are in an open file (commits %v)", off, c.offsets)
+		}
+	}
+	if len(c.offsets) == 0 || c.offsets[len(c.offsets)-1] != 500 {
+		t.Errorf("commits %v, want the last at 500 (the first file)", c.offsets)
+	}
+	if err := p.shutdown(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if last := c.offsets[len(c.offsets)-1]; last != 600 {
+		t.Errorf("after the shutdown the last commit is %d, want 600", last)
+	}
+}
+
 // TestRotationReasons drives each clock-driven rotation with a chosen
 // time, and the size-driven ones with data.
 func TestRotationReasons(t *testing.T) {

@@ -27,6 +27,7 @@ type Stats struct {
 	tableCommits, tableConflicts, tableCommitErrors atomic.Int64
 	tableFilesAppended, tableFilesDropped           atomic.Int64
 	tablePendingFiles, tablePendingRecords          atomic.Int64
+	tableSchemaUpdates                              atomic.Int64
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
 
@@ -112,6 +113,7 @@ type Snapshot struct {
 	TableFilesDropped   int64 // files left out of a commit because the table already held their records
 	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
 	TablePendingRecords int64 // records of those files
+	TableSchemaUpdates  int64 // table schema updates this sink made (columns added or widened for new record schemas)
 }
 
 // Snapshot returns the current counts.
@@ -159,5 +161,6 @@ func (s *Stats) Snapshot() Snapshot {
 		TableFilesDropped:   s.tableFilesDropped.Load(),
 		TablePendingFiles:   s.tablePendingFiles.Load(),
 		TablePendingRecords: s.tablePendingRecords.Load(),
+		TableSchemaUpdates:  s.tableSchemaUpdates.Load(),
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
+	"github.com/pqsink/pqsink/variant"
 )
 
 // With a table section, the files of a topic are the data files of its
@@ -28,6 +30,9 @@ import (
 type tables struct {
 	s   *Sink
 	cat *table.Catalog
+	// create is the schema of a table created at startup; nil when the
+	// first file's creates it.
+	create *schema.Schema
 
 	mu      sync.Mutex
 	byTopic map[string]*tableCommitter
@@ -73,14 +78,22 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 	if err := tableSettings(c); err != nil {
 		return nil, err
 	}
-	if s.schema == nil {
-		return nil, errors.New("table: the files' schema must be known at startup (format.type json with format.schema_file, or variant with format.shred none or a file); a schema inferred from the records (format.shred: auto) or following Avro writer schemas is not supported with a table yet")
+	// The schema a table is created with when absent: the files' own when
+	// fixed; for VARIANT shredded as the records say, the unshredded one
+	// (the table has one variant column whatever the shredding); none for
+	// Avro, whose table the first writer schema creates.
+	create := s.schema
+	if create == nil && s.format.kind == "variant" {
+		var err error
+		if create, err = s.format.variantSchema(variant.Shape{}); err != nil {
+			return nil, err
+		}
 	}
 	cat, err := table.Open(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	t := &tables{s: s, cat: cat, byTopic: map[string]*tableCommitter{}}
+	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
 	for _, topic := range c.Kafka.Topics {
 		if _, err := t.forTopic(ctx, topic); err != nil {
 			cat.Close()
@@ -143,7 +156,7 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	}
 	c := t.s.cfg
 	name := c.Table.TableName(topic)
-	h, err := t.cat.Table(ctx, name, t.s.schema)
+	h, err := t.cat.Table(ctx, name, t.create)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +192,18 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
 	return tc, nil
+}
+
+// fit gives s, a schema the partition's format learned from its records,
+// the table's field ids, evolving the table's schema first when s adds or
+// widens columns.
+func (tc *tableCommitter) fit(ctx context.Context, s *schema.Schema) (*schema.Schema, error) {
+	fitted, evolved, err := tc.h.Fit(ctx, s)
+	if evolved {
+		tc.t.s.stats.tableSchemaUpdates.Add(1)
+		tc.t.s.log.Info("table schema evolved", "table", tc.h.Name())
+	}
+	return fitted, err
 }
 
 // close releases the catalog.

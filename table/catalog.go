@@ -187,15 +187,25 @@ func (k *Catalog) Location(name string) string {
 }
 
 // Table returns the handle of the table called name, created from s when
-// absent, or adopted when its schema accepts s; otherwise the error wraps
-// ErrIncompatible and names the first field that does not fit. s is the
-// Parquet schema of the sink's files; the handle's Schema is s with the
-// table's field ids.
+// absent, or adopted when its schema accepts s, evolving it first where it
+// can (see Handle.Fit); otherwise the error wraps ErrIncompatible and names
+// the first field that does not fit. s is the Parquet schema of the sink's
+// files; the handle's Schema is s with the table's field ids.
+//
+// s is nil when the files' schema follows the records (Avro): the table is
+// then created by the first Fit, and adopted here when it exists.
 func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Handle, error) {
 	ident := append(k.namespace(), name)
 	what := strings.Join(ident, ".")
+	h := &Handle{k: k, cat: k.cat, ident: ident, name: what, warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	for _, p := range k.cfg.PartitionBy {
+		h.partitionBy = append(h.partitionBy, p.String())
+	}
 	tbl, err := k.cat.LoadTable(ctx, ident)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable) && s == nil:
+		return h, nil
+	case errors.Is(err, catalog.ErrNoSuchTable):
 		tbl, err = k.create(ctx, ident, s)
 		if errors.Is(err, catalog.ErrTableAlreadyExists) {
 			// Another member created it first.
@@ -205,9 +215,13 @@ func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Ha
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", what, err)
 	}
-	h := &Handle{cat: k.cat, ident: ident, name: what, warehouse: k.warehouse}
-	if err := h.adopt(tbl, s); err != nil {
+	if err := h.adopt(tbl); err != nil {
 		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	if s != nil {
+		if h.schema, _, err = h.Fit(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }

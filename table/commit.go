@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -24,29 +25,32 @@ import (
 // read back. It is safe for concurrent use; commits of one Handle, of
 // several, or of several processes to the same table all merge.
 type Handle struct {
+	k         *Catalog
 	cat       catalog.Catalog
 	ident     itable.Identifier
 	name      string // ident joined with dots, for errors
 	warehouse string
 	schema    *schema.Schema
-	// partitionBy is the table's spec when it was created or adopted.
+	// partitionBy is the table's spec when it was created or adopted (the
+	// configured one while the table does not exist).
 	partitionBy []string
+
+	// fitMu serializes Fit: one schema update at a time from this process.
+	fitMu sync.Mutex
+	// fitted are the schemas Fit returned, by the text of the schema asked
+	// for.
+	fitted map[string]*schema.Schema
 
 	// beforeSwap, when set (by tests), runs in each attempt of Commit
 	// after the table's state is read and before the swap.
 	beforeSwap func()
 }
 
-// adopt checks that tbl accepts s and keeps s with the table's ids.
-func (h *Handle) adopt(tbl *itable.Table, s *schema.Schema) error {
+// adopt checks the table's properties and reads its partition spec.
+func (h *Handle) adopt(tbl *itable.Table) error {
 	if err := noLibraryRetry(tbl); err != nil {
 		return err
 	}
-	ws, err := withFieldIDs(s, tbl.Schema(), tbl.Metadata().Version())
-	if err != nil {
-		return err
-	}
-	h.schema = ws
 	spec, ts := tbl.Spec(), tbl.Schema()
 	h.partitionBy = nil
 	for _, f := range spec.Fields() {
@@ -66,8 +70,9 @@ func (h *Handle) adopt(tbl *itable.Table, s *schema.Schema) error {
 func (h *Handle) PartitionBy() []string { return h.partitionBy }
 
 // Schema is the Parquet schema the sink must write this table's files
-// with: its own schema with every field's id the table's (the Parquet
-// field_id), so that readers resolve columns by id.
+// with: the schema given to Catalog.Table with every field's id the
+// table's (the Parquet field_id), so that readers resolve columns by id.
+// It is nil when the table was opened without one (see Fit).
 func (h *Handle) Schema() *schema.Schema { return h.schema }
 
 // Name is the table's identifier, its namespace and name joined by dots.
@@ -279,6 +284,10 @@ func writeObject(ctx context.Context, tbl *itable.Table, loc string, doc []byte)
 // does not hide it. A table without one has the empty State.
 func (h *Handle) State(ctx context.Context) (State, error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil {
+		// Not created yet: the first file's schema will create it.
+		return State{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.name, err)
 	}

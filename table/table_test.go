@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apache/iceberg-go"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,7 +103,9 @@ func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, firs
 	t.Helper()
 	s := h.Schema()
 	g := rowgroup.New(s)
-	sh, err := rowgroup.NewJSONShredder(g)
+	// Fields some schemas of TestAdoptEvolvesSchema have, left out by the
+	// others.
+	sh, err := rowgroup.NewJSONShredder(g, rowgroup.IgnoreUnknownFields())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +114,9 @@ func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, firs
 		t.Fatal(err)
 	}
 	for o := first; o <= last; o++ {
-		rec := fmt.Sprintf(`{"id":%d,"name":"n%03d","tags":["a","b"]}`, o, o)
+		rec := fmt.Sprintf(`{"id":%d,"name":"n%03d","tags":["a","b"],"extra":7,"score":1.5,"price":1.25,"geo":{"lat":1.5}}`, o, o)
 		if o%5 == 4 {
-			rec = fmt.Sprintf(`{"id":%d,"name":null}`, o)
+			rec = fmt.Sprintf(`{"id":%d,"name":null,"extra":7}`, o)
 		}
 		ts := day0.AddDate(0, 0, dayOf(o)).Add(time.Duration(o) * time.Second)
 		if err := b.Append([]byte(rec), &rowgroup.Envelope{Topic: topic, Partition: partition, Offset: o, Timestamp: ts, Key: []byte("k")}); err != nil {
@@ -491,40 +494,176 @@ func testConcurrentCommitters(t *testing.T, db string) {
 	}
 }
 
-func TestAdoptChecksSchema(t *testing.T) {
+// TestAdoptEvolvesSchema opens an existing table with schemas that differ
+// from its own: what Iceberg allows without rewriting data (a new field, a
+// narrower or wider type, an optional field where the table requires one)
+// is accepted, evolving the table's schema where needed with new ids and
+// without touching the ids or the state it had; anything else is refused
+// naming the field, and leaves the table as it was.
+func TestAdoptEvolvesSchema(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	c := e.open(t)
-	if _, err := c.Table(ctx, "events", eventSchema(t)); err != nil {
-		t.Fatal(err)
-	}
 	str := schema.Logical{Kind: schema.String}
+	dec := func(p int32) schema.Logical { return schema.Logical{Kind: schema.Decimal, Precision: p, Scale: 2} }
 	for _, tc := range []struct {
-		name   string
-		fields []*schema.Node
-		want   string
+		name string
+		// created is the table's first schema, then is the one the sink
+		// opens it with; each holds these fields before the others of
+		// eventSchema (its id first).
+		created, then []*schema.Node
+		want          string // the error; "" when accepted
+		evolved       bool
+		check         func(t *testing.T, is *iceberg.Schema)
 	}{
-		{"same", nil, ""},
-		{"type", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeByteArray, str)}, "field id is long in the table, the records need string"},
-		{"new field", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("extra", schema.Optional, meta.TypeInt32, schema.Logical{})}, "field extra is not in the table"},
-		{"optional into required", []*schema.Node{schema.Leaf("id", schema.Optional, meta.TypeInt64, schema.Logical{})}, "field id is optional, the table requires it"},
-		{"narrower int", []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt32, schema.Logical{})}, ""},
+		{name: "same"},
+		{name: "narrower int", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt32, schema.Logical{})}},
+		{name: "other type", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeByteArray, str)},
+			want: "field id is long in the table, the records need string"},
+		{name: "new field", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("extra", schema.Optional, meta.TypeInt32, schema.Logical{})},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				f, ok := is.FindFieldByName("extra")
+				if !ok || f.Required || f.Type.String() != "int" || f.ID <= 9 {
+					t.Errorf("extra = %+v (found %v), want an optional int with a new id", f, ok)
+				}
+			}},
+		{name: "new required field", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("extra", schema.Required, meta.TypeInt32, schema.Logical{})},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				// Older files lack it: the table can only hold it optional.
+				if f, ok := is.FindFieldByName("extra"); !ok || f.Required {
+					t.Errorf("extra = %+v (found %v), want optional", f, ok)
+				}
+			}},
+		{name: "new nested field", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}),
+			schema.Group("geo", schema.Optional, schema.Logical{}, schema.Leaf("lat", schema.Optional, meta.TypeDouble, schema.Logical{}))},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				if f, ok := is.FindFieldByName("geo.lat"); !ok || f.Type.String() != "double" {
+					t.Errorf("geo.lat = %+v (found %v)", f, ok)
+				}
+			}},
+		{name: "int to long", created: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt32, schema.Logical{})},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				if f, _ := is.FindFieldByName("id"); f.Type.String() != "long" || f.ID != 1 {
+					t.Errorf("id = %+v, want long with id 1", f)
+				}
+			}},
+		{name: "float to double", created: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("score", schema.Optional, meta.TypeFloat, schema.Logical{})},
+			then:    []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("score", schema.Optional, meta.TypeDouble, schema.Logical{})},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				if f, _ := is.FindFieldByName("score"); f.Type.String() != "double" {
+					t.Errorf("score = %+v, want double", f)
+				}
+			}},
+		{name: "wider decimal", created: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("price", schema.Optional, meta.TypeInt32, dec(9))},
+			then:    []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("price", schema.Optional, meta.TypeInt64, dec(18))},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				if f, _ := is.FindFieldByName("price"); f.Type.String() != "decimal(18, 2)" {
+					t.Errorf("price = %+v, want decimal(18, 2)", f)
+				}
+			}},
+		{name: "other scale", created: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("price", schema.Optional, meta.TypeInt32, dec(9))},
+			then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}), schema.Leaf("price", schema.Optional, meta.TypeInt64, schema.Logical{Kind: schema.Decimal, Precision: 18, Scale: 3})},
+			want: "field price is decimal(9, 2) in the table, the records need decimal(18, 3)"},
+		{name: "optional into required", then: []*schema.Node{schema.Leaf("id", schema.Optional, meta.TypeInt64, schema.Logical{})},
+			evolved: true, check: func(t *testing.T, is *iceberg.Schema) {
+				if f, _ := is.FindFieldByName("id"); f.Required {
+					t.Errorf("id is still required")
+				}
+			}},
+		{name: "required field missing", then: []*schema.Node{}, want: "field id is required by the table, the records lack it"},
+		{name: "new field and another type", then: []*schema.Node{schema.Leaf("id", schema.Required, meta.TypeByteArray, str), schema.Leaf("extra", schema.Optional, meta.TypeInt32, schema.Logical{})},
+			want: "field id is long in the table"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := eventSchema(t)
-			if tc.fields != nil {
-				fields := append(tc.fields, s.Fields()[1:]...)
-				var err error
-				if s, err = schema.New("event", fields...); err != nil {
+			e := newEnv(t)
+			c := e.open(t)
+			with := func(fields []*schema.Node) *schema.Schema {
+				s := eventSchema(t)
+				if fields == nil {
+					return s
+				}
+				s, err := schema.New("event", append(fields[:len(fields):len(fields)], s.Fields()[1:]...)...)
+				if err != nil {
 					t.Fatal(err)
 				}
+				return s
 			}
-			_, err := c.Table(ctx, "events", s)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("error %v", err)
-			case tc.want != "" && (err == nil || !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("error %v, want %q", err, tc.want)
+			h, err := c.Table(ctx, "events", with(tc.created))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := writeFile(t, h, e.warehouse+"/kafka/events", "events", 0, 0, 9, sameDay)
+			state := State{{"g", "events", 0}: {Committed: 10}}
+			if _, err := h.Commit(ctx, "g", []File{f}, state); err != nil {
+				t.Fatal(err)
+			}
+			before, err := c.cat.LoadTable(ctx, h.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			h2, err := c.Table(ctx, "events", with(tc.then))
+			after, lerr := c.cat.LoadTable(ctx, h.ident)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if tc.want != "" {
+				if err == nil || !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %v, want %q", err, tc.want)
+				}
+				if !after.Schema().Equals(before.Schema()) {
+					t.Errorf("a refused schema changed the table's: %v", after.Schema())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			if evolved := !after.Schema().Equals(before.Schema()); evolved != tc.evolved {
+				t.Errorf("evolved = %v, want %v; table schema %v", evolved, tc.evolved, after.Schema())
+			}
+			// The ids the table had stay; every field the handle writes has
+			// the table's id.
+			for _, old := range before.Schema().Fields() {
+				if nf, ok := after.Schema().FindFieldByID(old.ID); !ok || nf.Name != old.Name {
+					t.Errorf("field %s (id %d) became %+v", old.Name, old.ID, nf)
+				}
+			}
+			for _, n := range h2.Schema().Leaves() {
+				if !n.HasFieldID {
+					t.Errorf("%s has no field id", n.PathString())
+					continue
+				}
+				if f, ok := after.Schema().FindFieldByID(int(n.FieldID)); !ok || f.Name != n.Name {
+					t.Errorf("%s has id %d, which the table gives to %+v", n.PathString(), n.FieldID, f)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, after.Schema())
+			}
+			// The evolution made no snapshot: the state stands.
+			if after.CurrentSnapshot().SnapshotID != before.CurrentSnapshot().SnapshotID {
+				t.Errorf("the schema update made a snapshot")
+			}
+			got, err := h2.State(ctx)
+			if err != nil || !equalState(got, state) {
+				t.Errorf("state after the update = %v (%v), want %v", got, err, state)
+			}
+			// A file of the new schema is committed after the first, and
+			// iceberg-go reads both.
+			f2 := writeFile(t, h2, e.warehouse+"/kafka/events", "events", 0, 10, 19, sameDay)
+			if _, err := h2.Commit(ctx, "g", []File{f2}, State{{"g", "events", 0}: {Committed: 20}}); err != nil {
+				t.Fatal(err)
+			}
+			tbl, err := c.cat.LoadTable(ctx, h.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, err := tbl.Scan().ToArrowTable(ctx)
+			if err != nil {
+				t.Fatalf("scanning: %v", err)
+			}
+			defer at.Release()
+			if at.NumRows() != 20 {
+				t.Errorf("the table reads %d rows, want 20", at.NumRows())
 			}
 		})
 	}

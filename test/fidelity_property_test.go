@@ -47,13 +47,19 @@ func readExact(t *testing.T, brokers []string, topic string, partitions int) []e
 	return readExactVia(t, nil, brokers, topic, partitions)
 }
 
-// readExactVia is readExact through a transport (SASL, TLS), or
-// kafka-go's default one when nil. It reads with Client.Fetch, not a
+// readExactVia is readExact through a transport (SASL, TLS), or a new
+// one when nil. It reads with Client.Fetch, not a
 // Reader: the Reader reads an empty key or header value as null.
 func readExactVia(t *testing.T, transport kafka.RoundTripper, brokers []string, topic string, partitions int) []exactRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if transport == nil {
+		// Not the shared DefaultTransport (see produceEventsVia).
+		tr := &kafka.Transport{}
+		defer tr.CloseIdleConnections()
+		transport = tr
+	}
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}
 	var out []exactRecord
 	for p := range partitions {

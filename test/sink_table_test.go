@@ -40,7 +40,10 @@ type tableEnv struct {
 	warehouse string // file:// URL
 	uri       string // the catalog's: sqlite://FILE or postgres://...
 	topic     string
-	variant   bool // format.type variant (shred: none) into a format version 3 table
+	variant   bool   // format.type variant (shred: none) into a format version 3 table
+	shred     string // format.shred of a variant format, when not none
+	// avroRegistry, when set, makes the format avro with this registry.
+	avroRegistry string
 }
 
 func newTableEnv(t *testing.T, topic string) *tableEnv {
@@ -66,6 +69,12 @@ func (e *tableEnv) config(t *testing.T, brokers []string, group, commitInterval 
 	format, shred, version := "json", "", 2
 	if e.variant {
 		format, shred, version = "variant", "none", 3
+		if e.shred != "" {
+			shred = e.shred
+		}
+	}
+	if e.avroRegistry != "" {
+		format = "avro"
 	}
 	c := sinkConfig{
 		brokers: brokers, group: group, topic: e.topic, storeURL: e.warehouse,
@@ -82,7 +91,11 @@ func (e *tableEnv) config(t *testing.T, brokers []string, group, commitInterval 
   format_version: %d
 `, e.uri, commitInterval, version),
 	}
-	return c.yaml(t)
+	text := c.yaml(t)
+	if e.avroRegistry != "" {
+		text = strings.Replace(text, "format:\n  type: avro\n", fmt.Sprintf("format:\n  type: avro\n  registry: {url: %q, timeout: 2s}\n", e.avroRegistry), 1)
+	}
+	return text
 }
 
 // tableRow is one row of the table, as iceberg-go scans it.
@@ -481,13 +494,33 @@ func TestTableSinkMembers(t *testing.T) {
 // TestTableSinkVariant: format.type variant lands in a format version 3
 // table with a variant column, which iceberg-go scans: every record once.
 func TestTableSinkVariant(t *testing.T) {
-	const partitions, n = 2, 1200
-	env := newTableEnv(t, "docs")
-	env.variant = true
-	broker := kafkatest.Start(t, partitions, env.topic)
-	produceEvents(t, broker.Brokers, env.topic, 0, n)
-	_, stop := startSink(t, env.config(t, broker.Brokers, "var", "1s", 500))
-	env.waitRows(t, n, 2*time.Minute)
-	stop()
-	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+	for _, shred := range []string{"none", "auto"} {
+		t.Run(shred, func(t *testing.T) {
+			const partitions, n = 2, 1200
+			env := newTableEnv(t, "docs-"+shred)
+			env.variant, env.shred = true, shred
+			broker := kafkatest.Start(t, partitions, env.topic)
+			produceEvents(t, broker.Brokers, env.topic, 0, n)
+			_, stop := startSink(t, env.config(t, broker.Brokers, "var", "1s", 500))
+			env.waitRows(t, n, 2*time.Minute)
+			stop()
+			env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+			// Shredded or not, every file's columns carry the table's ids:
+			// the variant column's, the envelope's.
+			files := env.files(t)
+			shredded := 0
+			for _, key := range files {
+				path := filepath.Join(strings.TrimPrefix(env.warehouse, "file://"), key)
+				for _, e := range parquetElements(t, path) {
+					if e.name == "typed_value" {
+						shredded++
+						break
+					}
+				}
+			}
+			if want := map[string]int{"none": 0, "auto": len(files)}[shred]; shredded != want || len(files) == 0 {
+				t.Errorf("%d of %d files have shredded columns, want %d", shredded, len(files), want)
+			}
+		})
+	}
 }

@@ -53,9 +53,17 @@ func produceEvents(t *testing.T, brokers []string, topic string, first, n int) {
 }
 
 // produceEventsVia is produceEvents through a transport (SASL, TLS), or
-// kafka-go's default one when nil.
+// a new one when nil.
 func produceEventsVia(t *testing.T, transport kafka.RoundTripper, brokers []string, topic string, first, n int) {
 	t.Helper()
+	if transport == nil {
+		// Not kafka-go's shared DefaultTransport: it keeps each broker
+		// address's metadata for a while, and a broker of this test may
+		// listen on the port of an earlier test's, whose topics differ.
+		tr := &kafka.Transport{}
+		defer tr.CloseIdleConnections()
+		transport = tr
+	}
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
 		BatchSize: 500, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll,

@@ -1,0 +1,127 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	itable "github.com/apache/iceberg-go/table"
+
+	"github.com/pqsink/pqsink/schema"
+)
+
+// maxFitted bounds the schemas a Handle remembers: a topic has a few
+// schemas over its life, but a registry that hands out a new one per record
+// must not grow the cache without end.
+const maxFitted = 256
+
+// Fit returns s with the table's field ids: the schema a file of records
+// shaped by s must be written with. When the table does not hold s's
+// fields as they are, its schema evolves first where Iceberg allows it
+// without rewriting data: a field s adds becomes an optional column with a
+// new id, a type s widens is promoted (int to long, float to double, a
+// decimal to more digits of the same scale), and a column the table
+// requires becomes optional when s has it optional. The update is a commit
+// of its own, made before any file needs it; it adds no snapshot, so the
+// exactly-once state of the current one stands. Anything else (another
+// type, a required column s lacks) is refused with an error that wraps
+// ErrIncompatible and names the first such field. A table that does not
+// exist yet is created from s.
+//
+// evolved reports whether this call changed the table's schema.
+func (h *Handle) Fit(ctx context.Context, s *schema.Schema) (fitted *schema.Schema, evolved bool, err error) {
+	key := s.String()
+	h.fitMu.Lock()
+	defer h.fitMu.Unlock()
+	if ws := h.fitted[key]; ws != nil {
+		return ws, false, nil
+	}
+	ws, evolved, err := h.fit(ctx, s)
+	if err != nil {
+		return nil, false, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	if len(h.fitted) >= maxFitted {
+		clear(h.fitted)
+	}
+	h.fitted[key] = ws
+	return ws, evolved, nil
+}
+
+func (h *Handle) fit(ctx context.Context, s *schema.Schema) (*schema.Schema, bool, error) {
+	backoff := commitBackoff
+	for attempt := 1; ; attempt++ {
+		tbl, err := h.cat.LoadTable(ctx, h.ident)
+		if errors.Is(err, catalog.ErrNoSuchTable) {
+			tbl, err = h.k.create(ctx, h.ident, s)
+			if errors.Is(err, catalog.ErrTableAlreadyExists) {
+				tbl, err = h.cat.LoadTable(ctx, h.ident)
+			}
+			if err == nil {
+				err = h.adopt(tbl)
+			}
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		version := tbl.Metadata().Version()
+		ws, mismatch := withFieldIDs(s, tbl.Schema(), version)
+		if mismatch == nil {
+			return ws, false, nil
+		}
+		if !errors.Is(mismatch, ErrIncompatible) {
+			return nil, false, mismatch
+		}
+		next, err := h.evolve(ctx, tbl, s)
+		switch {
+		case errors.Is(err, errNotEvolvable):
+			return nil, false, mismatch
+		case err == nil:
+			ws, err := withFieldIDs(s, next.Schema(), version)
+			if err != nil {
+				// The union did not make room for s: what is left is
+				// not an evolution Iceberg allows.
+				return nil, false, err
+			}
+			return ws, true, nil
+		case !conflict(err) || attempt >= commitAttempts:
+			return nil, false, fmt.Errorf("updating the schema for field changes (%w) (attempt %d): %w", mismatch, attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// errNotEvolvable is evolve's answer for a schema that no allowed update
+// of the table's can accept.
+var errNotEvolvable = errors.New("not an allowed schema evolution")
+
+// evolve commits the union by name of tbl's schema and s's (the columns s
+// adds, the types it widens) when the result accepts s: an update that
+// would not be enough is not made at all.
+func (h *Handle) evolve(ctx context.Context, tbl *itable.Table, s *schema.Schema) (*itable.Table, error) {
+	version := tbl.Metadata().Version()
+	is, err := icebergSchema(s, version)
+	if err != nil {
+		return nil, errNotEvolvable
+	}
+	tx := tbl.NewTransaction()
+	// An UpdateSchema runs its operations on each Apply: the trial and the
+	// commit each get their own.
+	trial, err := tx.UpdateSchema(true, false).UnionByNameWith(is).Apply()
+	if err != nil {
+		return nil, errNotEvolvable
+	}
+	if _, err := withFieldIDs(s, trial, version); err != nil {
+		return nil, errNotEvolvable
+	}
+	if err := tx.UpdateSchema(true, false).UnionByNameWith(is).Commit(); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
+}
