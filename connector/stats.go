@@ -28,6 +28,7 @@ type Stats struct {
 	tableFilesAppended, tableFilesDropped           atomic.Int64
 	tablePendingFiles, tablePendingRecords          atomic.Int64
 	tableSchemaUpdates                              atomic.Int64
+	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
 
@@ -114,6 +115,9 @@ type Snapshot struct {
 	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
 	TablePendingRecords int64 // records of those files
 	TableSchemaUpdates  int64 // table schema updates this sink made (columns added or widened for new record schemas)
+	// TableCommitTime and TableCommitMax are the total and the longest
+	// time of the table commits that succeeded, their retries included.
+	TableCommitTime, TableCommitMax time.Duration
 }
 
 // Snapshot returns the current counts.
@@ -162,5 +166,7 @@ func (s *Stats) Snapshot() Snapshot {
 		TablePendingFiles:   s.tablePendingFiles.Load(),
 		TablePendingRecords: s.tablePendingRecords.Load(),
 		TableSchemaUpdates:  s.tableSchemaUpdates.Load(),
+		TableCommitTime:     time.Duration(s.tableCommitNanos.Load()),
+		TableCommitMax:      time.Duration(s.tableCommitMaxNanos.Load()),
 	}
 }

@@ -331,6 +331,10 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		return err
 	}
 	st.tableCommits.Add(1)
+	took := int64(time.Since(start))
+	st.tableCommitNanos.Add(took)
+	for cur := st.tableCommitMaxNanos.Load(); took > cur && !st.tableCommitMaxNanos.CompareAndSwap(cur, took); cur = st.tableCommitMaxNanos.Load() {
+	}
 	st.tableFilesAppended.Add(int64(res.Appended))
 	st.tableFilesDropped.Add(int64(res.Dropped))
 	for _, f := range files {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
 	"github.com/pqsink/pqsink/config"
@@ -39,6 +40,8 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs.StringVar(&o.Topic, "topic", "events", "topic to load")
 	fs.StringVar(&o.Store, "store", "", "store `URL` (default: a temporary directory)")
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` for an s3:// store (credentials from the AWS environment)")
+	fs.StringVar(&o.Table, "table", "", "land the topic in an Iceberg table: `sqlite` (a catalog in a temporary folder) or a postgres:// catalog URI (default: files only)")
+	fs.DurationVar(&o.CommitInterval, "commit-interval", 10*time.Second, "table.commit_interval with --table")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	verbose := fs.Bool("verbose", false, "the sink's log on stderr")
 	rest, err := parseInterspersed(fs, args)

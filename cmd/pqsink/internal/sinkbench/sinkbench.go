@@ -65,6 +65,13 @@ type Options struct {
 	RecordBytes int64
 	Envelope    bool
 	Path        string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
+	// Table, when set, lands the topic in an Iceberg table: "sqlite" for a
+	// SQLite catalog in a temporary folder, or a postgres:// URI; the
+	// table is created in namespace bench, partitioned by day of the
+	// record time, and the run ends when the last file is in the table.
+	Table string
+	// CommitInterval is table.commit_interval. Defaults to 10s.
+	CommitInterval time.Duration
 	// Progress receives a line per second while the sink runs.
 	Progress io.Writer
 	Log      *slog.Logger // the sink's log. Defaults to discarding.
@@ -106,6 +113,11 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the JSON)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)))
 	fmt.Fprintf(&b, "memory         budget %.0f MiB, %d fetches paused for it, %d row groups written early, %d files rotated for it\n",
 		float64(r.Memory.Limit)/(1<<20), r.Memory.FetchPauses, r.Stats.MemoryFlushes, r.Stats.Files["memory"])
+	if st := r.Stats; st.TableCommits > 0 {
+		fmt.Fprintf(&b, "table          %d commits (mean %.0f ms, longest %.0f ms, %d conflicts), %d files appended, %d records not in the table\n",
+			st.TableCommits, float64(st.TableCommitTime.Milliseconds())/float64(st.TableCommits), float64(st.TableCommitMax.Microseconds())/1e3,
+			st.TableConflicts, st.TableFilesAppended, st.TablePendingRecords)
+	}
 	fmt.Fprintf(&b, "store          %s\n", r.Store)
 	return b.String()
 }
@@ -134,6 +146,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 10 * time.Second
+	}
+	if o.Table != "" && o.Table != "sqlite" && !strings.HasPrefix(o.Table, "postgres://") && !strings.HasPrefix(o.Table, "postgresql://") {
+		return fmt.Errorf("table %q: want sqlite or a postgres:// URI", o.Table)
 	}
 	return nil
 }
@@ -262,6 +280,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		return rep, errors.New(msg)
 	}
+	if o.Table != "" && (rep.Stats.TablePendingRecords != 0 || rep.Stats.TableCommitErrors != 0) {
+		return rep, fmt.Errorf("%d records uploaded but not in the table (%d table commits failed)", rep.Stats.TablePendingRecords, rep.Stats.TableCommitErrors)
+	}
 	rep.Records = rep.Stats.RecordsUploaded
 	rep.Seconds = elapsed.Seconds()
 	rep.RecordsPerSec = float64(rep.Records) / rep.Seconds
@@ -294,7 +315,16 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 		}
 		fmt.Fprintf(&b, "  schema_file: %s\n", path)
 	}
-	fmt.Fprintf(&b, "envelope: %v\npath: %q\n", o.Envelope, o.Path)
+	fmt.Fprintf(&b, "envelope: %v\n", o.Envelope)
+	if o.Table == "" {
+		fmt.Fprintf(&b, "path: %q\n", o.Path)
+	} else {
+		uri := o.Table
+		if uri == "sqlite" {
+			uri = "sqlite://" + filepath.Join(dir, "catalog.db")
+		}
+		fmt.Fprintf(&b, "table:\n  format: iceberg\n  catalog: {type: sql, uri: %q}\n  namespace: bench\n  commit_interval: %s\n  partition_by: [\"day(_kafka.timestamp)\"]\n", uri, o.CommitInterval)
+	}
 	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
 	if o.Memory != "" {
 		fmt.Fprintf(&b, "memory:\n  limit: %s\n", o.Memory)

@@ -59,3 +59,31 @@ func TestBenchReportMatchesOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchTable runs a small bench into an Iceberg table on SQLite: the
+// run ends with every record in the table, and the report says so.
+func TestBenchTable(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), Options{
+		Records: 20000, Partitions: 3, InProcessBroker: true, Envelope: true,
+		Store: "file://" + dir, KeepOutput: true, Table: "sqlite",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Stats
+	if rep.Records != 20000 || st.TableCommits == 0 || st.TableFilesAppended != rep.Files || st.TablePendingRecords != 0 || st.TableCommitTime <= 0 || st.TableCommitMax > st.TableCommitTime {
+		t.Errorf("report:\n%s\nstats %+v", rep, st)
+	}
+	if !strings.Contains(rep.String(), "records not in the table") {
+		t.Errorf("the report has no table line:\n%s", rep)
+	}
+	// The files are the table's: under bench/events/data/.
+	matches, _ := filepath.Glob(filepath.Join(dir, "bench", "events", "data", "*", "*.parquet"))
+	if int64(len(matches)) != rep.Files {
+		t.Errorf("%d files under the table's data folder, the report says %d", len(matches), rep.Files)
+	}
+	if _, err := Run(context.Background(), Options{Records: 1, InProcessBroker: true, Table: "mysql://x"}); err == nil || !strings.Contains(err.Error(), "want sqlite or a postgres") {
+		t.Errorf("an unknown catalog: %v", err)
+	}
+}
