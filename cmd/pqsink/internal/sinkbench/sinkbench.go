@@ -67,8 +67,9 @@ type Options struct {
 	Path        string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
 	// Table, when set, lands the topic in an Iceberg table: "sqlite" for a
 	// SQLite catalog in a temporary folder, or a postgres:// URI; the
-	// table is created in namespace bench, partitioned by day of the
-	// record time, and the run ends when the last file is in the table.
+	// table is created in namespace bench (bench_{nanoseconds} in a
+	// PostgreSQL catalog, which outlives the run), partitioned by day of
+	// the record time, and the run ends when the last file is in the table.
 	Table string
 	// CommitInterval is table.commit_interval. Defaults to 10s.
 	CommitInterval time.Duration
@@ -323,7 +324,13 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 		if uri == "sqlite" {
 			uri = "sqlite://" + filepath.Join(dir, "catalog.db")
 		}
-		fmt.Fprintf(&b, "table:\n  format: iceberg\n  catalog: {type: sql, uri: %q}\n  namespace: bench\n  commit_interval: %s\n  partition_by: [\"day(_kafka.timestamp)\"]\n", uri, o.CommitInterval)
+		// A namespace of the run's own: a catalog that outlives the run
+		// keeps the tables of earlier runs, whose files are gone.
+		ns := "bench"
+		if o.Table != "sqlite" {
+			ns = fmt.Sprintf("bench_%d", time.Now().UnixNano())
+		}
+		fmt.Fprintf(&b, "table:\n  format: iceberg\n  catalog: {type: sql, uri: %q}\n  namespace: %s\n  commit_interval: %s\n  partition_by: [\"day(_kafka.timestamp)\"]\n", uri, ns, o.CommitInterval)
 	}
 	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
 	if o.Memory != "" {
