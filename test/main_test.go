@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The prefixes of the directories that pqsinkBinary and hostileBinary
@@ -30,6 +33,7 @@ const buildPIDFile = "owner.pid"
 // test because every test of the package shares them.
 func TestMain(m *testing.M) {
 	removeStaleBuilds(os.TempDir())
+	go watchHeap(heapCeiling)
 	code := m.Run()
 	if err := removeBuilds(); err != nil {
 		fmt.Fprintln(os.Stderr, "test: removing the built binaries:", err)
@@ -38,6 +42,25 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// heapCeiling is far above what the package's tests use together (about
+// 1 GiB of RSS at most): a heap that reaches it is a runaway.
+const heapCeiling = 6 << 30
+
+// watchHeap crashes the test binary with every goroutine's stack when its
+// Go heap passes ceiling: a runaway allocation then fails the run with the
+// culprit named, instead of the kernel's OOM killer ending it with no word
+// (as it once did, at 24 GB, in a full run of this package).
+func watchHeap(ceiling uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	for range time.Tick(500 * time.Millisecond) {
+		metrics.Read(sample)
+		if v := sample[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > ceiling {
+			debug.SetTraceback("all")
+			panic(fmt.Sprintf("test: the Go heap holds %d MiB, above the %d MiB no test needs: a runaway allocation (stacks of every goroutine follow)", v.Uint64()>>20, ceiling>>20))
+		}
+	}
 }
 
 // newBuildDir makes a build directory with the prefix and records this

@@ -42,6 +42,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` for an s3:// store (credentials from the AWS environment)")
 	fs.StringVar(&o.Table, "table", "", "land the topic in an Iceberg table: `sqlite` (a catalog in a temporary folder) or a postgres:// catalog URI (default: files only)")
 	fs.DurationVar(&o.CommitInterval, "commit-interval", 10*time.Second, "table.commit_interval with --table")
+	fs.DurationVar(&o.RotateInterval, "rotate-interval", 0, "rotate.interval: finish each open file this often (default: the sink's default)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	verbose := fs.Bool("verbose", false, "the sink's log on stderr")
 	rest, err := parseInterspersed(fs, args)

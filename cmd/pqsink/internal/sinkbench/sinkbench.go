@@ -73,6 +73,8 @@ type Options struct {
 	Table string
 	// CommitInterval is table.commit_interval. Defaults to 10s.
 	CommitInterval time.Duration
+	// RotateInterval is rotate.interval; zero keeps the sink's default.
+	RotateInterval time.Duration
 	// Progress receives a line per second while the sink runs.
 	Progress io.Writer
 	Log      *slog.Logger // the sink's log. Defaults to discarding.
@@ -335,6 +337,9 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
 	if o.Memory != "" {
 		fmt.Fprintf(&b, "memory:\n  limit: %s\n", o.Memory)
+	}
+	if o.RotateInterval > 0 {
+		fmt.Fprintf(&b, "rotate:\n  interval: %s\n", o.RotateInterval)
 	}
 	if o.RecordBytes > 0 {
 		fmt.Fprintf(&b, "max_record_bytes: %d\n", o.RecordBytes)
