@@ -38,6 +38,9 @@ type Snapshot struct {
 	Current bool
 	// Location is the table's location (its base URI).
 	Location string
+	// MetadataLocation is the table's current metadata file, the one the
+	// catalog points at (what DuckDB's iceberg_scan reads).
+	MetadataLocation string
 	// Files are the snapshot's data files, by location.
 	Files []DataFile
 }
@@ -77,7 +80,7 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 			return nil, fmt.Errorf("table %s: %w %d (the table's snapshots: %s)", what, ErrNoSuchSnapshot, id, snapshotIDs(tbl))
 		}
 	}
-	out := &Snapshot{Table: what, ID: snap.SnapshotID, Location: tbl.Location()}
+	out := &Snapshot{Table: what, ID: snap.SnapshotID, Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation()}
 	if cur := tbl.CurrentSnapshot(); cur != nil && cur.SnapshotID == snap.SnapshotID {
 		out.Current = true
 	}

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pqsink/pqsink/config"
@@ -57,6 +58,9 @@ func TestSnapshotFiles(t *testing.T) {
 			s, err := other.Snapshot(ctx, ident, tc.id)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.HasPrefix(s.MetadataLocation, loc+"/metadata/") || !strings.HasSuffix(s.MetadataLocation, ".metadata.json") {
+				t.Errorf("metadata location %s, want a metadata file under %s/metadata/", s.MetadataLocation, loc)
 			}
 			if s.ID != tc.wantID || s.Current != tc.current || s.Table != "kafka.events" || s.Location != loc {
 				t.Errorf("snapshot %d (current %v) of %s at %s, want %d (current %v) of kafka.events at %s", s.ID, s.Current, s.Table, s.Location, tc.wantID, tc.current, loc)

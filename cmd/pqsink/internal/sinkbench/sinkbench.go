@@ -65,6 +65,8 @@ type Options struct {
 	RecordBytes int64
 	Envelope    bool
 	Path        string // the path template. Defaults to {topic}/{topic}+{partition}+{first_offset}.parquet
+	Shred       string // format.shred of variant. Defaults to the sink's default.
+	Extra       string // YAML added at the end of the configuration (a table section). Defaults to none.
 	// Progress receives a line per second while the sink runs.
 	Progress io.Writer
 	Log      *slog.Logger // the sink's log. Defaults to discarding.
@@ -294,6 +296,9 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 		}
 		fmt.Fprintf(&b, "  schema_file: %s\n", path)
 	}
+	if o.Format == "variant" && o.Shred != "" {
+		fmt.Fprintf(&b, "  shred: %s\n", o.Shred)
+	}
 	fmt.Fprintf(&b, "envelope: %v\npath: %q\n", o.Envelope, o.Path)
 	fmt.Fprintf(&b, "parquet:\n  codec: %s\n", o.Codec)
 	if o.Memory != "" {
@@ -302,6 +307,7 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	if o.RecordBytes > 0 {
 		fmt.Fprintf(&b, "max_record_bytes: %d\n", o.RecordBytes)
 	}
+	b.WriteString(o.Extra)
 	return config.Parse([]byte(b.String()), os.LookupEnv)
 }
 
