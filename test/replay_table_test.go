@@ -33,8 +33,10 @@ import (
 // iceberg:kafka.TOPIC`: at the first run's snapshot the target gets
 // exactly the records of the first run, at the current one all of them,
 // each with the key, headers, timestamp and value bytes it was produced
-// with, in order; on a file:// warehouse and on MinIO. A table, a
-// snapshot or files that are not pqsink's are clear errors.
+// with, in order; on a file:// warehouse and on MinIO. A rerun with the
+// completed checkpoint produces nothing, and the checkpoint, which names
+// its snapshot, refuses another one. A table, a snapshot or files that are
+// not pqsink's are clear errors.
 func TestReplayTable(t *testing.T) {
 	for _, s3 := range []bool{false, true} {
 		name := "file"
@@ -136,18 +138,28 @@ func testReplayTable(t *testing.T, s3 bool) {
 		out, err := exec.Command(pqsinkBinary(t), args...).CombinedOutput()
 		return string(out), err
 	}
+	checkpoint := filepath.Join(dir, "replay.checkpoint")
 	for _, tc := range []struct {
 		from, target string
 		want         map[string]produced
 	}{
 		{fmt.Sprintf("iceberg:kafka.%s@%d", topic, firstSnap), "at-first", first},
 		{"iceberg:kafka." + topic, "at-current", all},
+		// The same replay again, with the checkpoint of the one before: it
+		// is complete, so nothing more is produced.
+		{"iceberg:kafka." + topic, "at-current", all},
 	} {
-		out, err := replay(tc.from, tc.target)
+		out, err := replay(tc.from, tc.target, "--checkpoint", checkpoint+"."+tc.target)
 		if err != nil {
 			t.Fatalf("replay --from %s: %v\n%s", tc.from, err, out)
 		}
 		compareReplayedBytes(t, tc.from, tc.want, readTopic(t, broker.Brokers, tc.target, partitions))
+	}
+	// The checkpoint names the snapshot it replayed: another snapshot is
+	// another replay.
+	if out, err := replay(fmt.Sprintf("iceberg:kafka.%s@%d", topic, firstSnap), "at-current", "--checkpoint", checkpoint+".at-current"); err == nil ||
+		!strings.Contains(out, fmt.Sprintf("belongs to another replay (from iceberg:kafka.%s@%d", topic, lastSnap)) {
+		t.Errorf("replaying the first snapshot with the current one's checkpoint: %v, want a refusal naming snapshot %d:\n%s", err, lastSnap, out)
 	}
 
 	// Errors: each says what is wrong, and produces nothing.
