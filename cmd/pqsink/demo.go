@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/table"
 )
 
 const demoUsage = `usage: pqsink demo [flags]
@@ -21,6 +23,12 @@ Runs the whole pipeline with nothing installed: starts an in-process Kafka
 broker, produces clickstream events into it, archives them with the sink
 into a local directory (./pqsink-demo), and shows what landed. Nothing is
 left running afterwards.
+
+With --table the events land in an Iceberg table, kafka.events, on a
+SQLite catalog (./pqsink-demo/catalog.db) over the warehouse
+./pqsink-demo/warehouse, committed exactly once; the demo then prints the
+table's snapshot, its metadata file and data files, and how to query it
+(DuckDB's iceberg_scan) and replay it.
 
 flags:
 `
@@ -38,6 +46,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fset.IntVar(&o.Partitions, "partitions", 4, "partitions of the topic")
 	fset.StringVar(&o.Format, "format", "json", "json (typed columns from a schema) or variant (the JSON-to-VARIANT landing zone)")
 	dir := fset.String("dir", "pqsink-demo", "output `directory`")
+	withTable := fset.Bool("table", false, "land the events into an Iceberg table (kafka.events, a SQLite catalog in the output directory) and show how to query it")
 	rest, err := parseInterspersed(fset, args)
 	if err != nil {
 		return err
@@ -54,12 +63,23 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	o.Store, o.KeepOutput, o.Envelope, o.Progress = "file://"+abs, true, true, stderr
 	o.Path = "{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"
+	var tableCfg *config.Config
+	if *withTable {
+		tableCfg = demoTable(&o, abs)
+	}
 	fmt.Fprintf(stderr, "pqsink demo: producing %d events into an in-process Kafka, then archiving them into %s\n", o.Records, abs)
 	rep, err := sinkbench.Run(ctx, o)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\n%s\n", rep)
+	var snap *table.Snapshot
+	if tableCfg != nil {
+		if snap, err = printDemoTable(ctx, stdout, tableCfg, abs, o.Topic, o.Format, rep.Records); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+	}
 	files, err := parquetFiles(abs)
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no file landed in %s: %v", abs, err)
@@ -77,7 +97,11 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	fmt.Fprintf(stdout, "\n$ pqsink inspect rows --limit 2 %s\n", files[0])
-	return runInspect(ctx, []string{"rows", "--limit", "2", files[0]}, stdin, stdout, stderr)
+	if err := runInspect(ctx, []string{"rows", "--limit", "2", files[0]}, stdin, stdout, stderr); err != nil || snap == nil {
+		return err
+	}
+	printDemoQueries(stdout, snap, o.Format)
+	return nil
 }
 
 // prepareDemoDir empties dir if an earlier demo made it, and refuses a

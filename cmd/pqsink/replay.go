@@ -17,6 +17,7 @@ import (
 )
 
 const replayUsage = `usage: pqsink replay --config FILE --from s3://bucket/prefix --topic TARGET [flags]
+       pqsink replay --config FILE --from iceberg:NAMESPACE.TABLE[@SNAPSHOT_ID] --topic TARGET [flags]
 
 Reads the Parquet files the sink landed under a prefix (s3:// or file://)
 and produces their records to the topic TARGET, in their original order per
@@ -25,6 +26,10 @@ envelope. Values are JSON (typed columns as an object, VARIANT as its JSON),
 Avro in the Confluent wire format for files that came from Avro (the schema
 is registered under TARGET-value in format.registry), or the original bytes.
 The config's kafka and store sections are used as by pqsink run.
+
+With --from iceberg:NAMESPACE.TABLE, the files are exactly the data files
+of the table's current snapshot (or of snapshot SNAPSHOT_ID), found
+through the catalog of the config's table section and read from its store.
 
 SIGINT or SIGTERM stop the replay: what was produced is flushed and the
 checkpoint written, and the command exits 1; rerun it with the same
@@ -38,7 +43,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
 	configFile := fs.String("config", "", "the YAML configuration `FILE` (kafka and store sections; required)")
-	from := fs.String("from", "", "the files' `URL`: s3://bucket/prefix or file:///dir (required)")
+	from := fs.String("from", "", "the files' `URL`: s3://bucket/prefix or file:///dir, or a table's snapshot: iceberg:NAMESPACE.TABLE[@SNAPSHOT_ID] (required)")
 	topic := fs.String("topic", "", "the target `TOPIC`; it must exist (required)")
 	var sourceTopics, partitions listFlag
 	fs.Var(&sourceTopics, "source-topic", "replay only the files of this source `TOPIC` (repeatable, or comma-separated)")
@@ -132,6 +137,11 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	opts.ProgressInterval = 10 * time.Second
 	if *progress == "bar" || *progress == "auto" && isTerminal(stderr) {
 		opts.Progress, opts.ProgressBar = stderr, true
+	}
+	if strings.HasPrefix(*from, tableScheme) {
+		if err := replayFromTable(ctx, cfg, &opts, log); err != nil {
+			return err
+		}
 	}
 	r, err := source.New(ctx, cfg, opts)
 	if err != nil {

@@ -28,6 +28,15 @@ type Options struct {
 	From string
 	// Topic is the target topic. It must exist.
 	Topic string
+	// StoreURL, when set, is the store the files are read from, and From
+	// only names the replay (in the checkpoint and the log): the files
+	// of a table are read from the warehouse, store.url. Defaults to
+	// From.
+	StoreURL string
+	// Files, when set, are the objects to replay (keys in the store),
+	// instead of every object listed under From: the data files of a
+	// table's snapshot. Defaults to listing From.
+	Files []Object
 
 	// SourceTopics keeps only the files of these topics. Defaults to all.
 	SourceTopics []string
@@ -109,6 +118,12 @@ type Options struct {
 	// Registry overrides the Schema Registry used to register Avro
 	// schemas. Defaults to the config's format.registry.
 	Registry SchemaRegistrar
+}
+
+// Object is an object of the store, by key.
+type Object struct {
+	Key  string
+	Size int64
 }
 
 // Producer writes messages to Kafka; *kafka.Writer is one. WriteMessages

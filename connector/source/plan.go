@@ -53,11 +53,11 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		p.files = append(p.files, f)
 	}
-	for info, err := range r.store.List(ctx, "") {
+	for info, err := range r.objects(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", o.From, err)
 		}
-		if strings.HasPrefix(info.Key, archive.InternalPrefix) || !strings.HasSuffix(info.Key, o.Suffix) {
+		if o.Files == nil && (strings.HasPrefix(info.Key, archive.InternalPrefix) || !strings.HasSuffix(info.Key, o.Suffix)) {
 			continue
 		}
 		r.stats.FilesListed.Add(1)

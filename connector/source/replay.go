@@ -85,7 +85,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	}
 	r.store = o.Store
 	if r.store == nil {
-		if r.store, err = openStore(ctx, o.From, &cfg.Store); err != nil {
+		url := o.From
+		if o.StoreURL != "" {
+			url = o.StoreURL
+		}
+		if r.store, err = openStore(ctx, url, &cfg.Store); err != nil {
 			return nil, err
 		}
 		r.ownStore = true

@@ -75,6 +75,8 @@ type Options struct {
 	CommitInterval time.Duration
 	// RotateInterval is rotate.interval; zero keeps the sink's default.
 	RotateInterval time.Duration
+	Shred          string // format.shred of variant. Defaults to the sink's default.
+	Extra          string // YAML added at the end of the configuration (a table section). Defaults to none.
 	// Progress receives a line per second while the sink runs.
 	Progress io.Writer
 	Log      *slog.Logger // the sink's log. Defaults to discarding.
@@ -318,6 +320,9 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 		}
 		fmt.Fprintf(&b, "  schema_file: %s\n", path)
 	}
+	if o.Format == "variant" && o.Shred != "" {
+		fmt.Fprintf(&b, "  shred: %s\n", o.Shred)
+	}
 	fmt.Fprintf(&b, "envelope: %v\n", o.Envelope)
 	if o.Table == "" {
 		fmt.Fprintf(&b, "path: %q\n", o.Path)
@@ -344,6 +349,7 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	if o.RecordBytes > 0 {
 		fmt.Fprintf(&b, "max_record_bytes: %d\n", o.RecordBytes)
 	}
+	b.WriteString(o.Extra)
 	return config.Parse([]byte(b.String()), os.LookupEnv)
 }
 

@@ -1,0 +1,132 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	itable "github.com/apache/iceberg-go/table"
+)
+
+// ErrNoSuchTable is wrapped by the error of Catalog.Snapshot for a table
+// the catalog does not hold.
+var ErrNoSuchTable = errors.New("no such table")
+
+// ErrNoSuchSnapshot is wrapped by the error of Catalog.Snapshot for a
+// snapshot the table does not have (or a table with no snapshot yet).
+var ErrNoSuchSnapshot = errors.New("no such snapshot")
+
+// ErrDeleteFiles is wrapped by the error of Catalog.Snapshot for a
+// snapshot that holds delete files: its data files alone do not say which
+// rows are in the table. pqsink writes none; another engine's deletes or
+// updates do.
+var ErrDeleteFiles = errors.New("the snapshot has delete files")
+
+// Snapshot is one snapshot of a table and the data files it holds.
+type Snapshot struct {
+	// Table is the table's identifier, its namespace and name joined by
+	// dots.
+	Table string
+	// ID is the snapshot's id.
+	ID int64
+	// Current says whether the snapshot is the table's current one.
+	Current bool
+	// Location is the table's location (its base URI).
+	Location string
+	// MetadataLocation is the table's current metadata file, the one the
+	// catalog points at (what DuckDB's iceberg_scan reads).
+	MetadataLocation string
+	// Files are the snapshot's data files, by location.
+	Files []DataFile
+}
+
+// DataFile is a data file of a snapshot.
+type DataFile struct {
+	// Location is the file's full URI, as the table references it.
+	Location string
+	// Size is the file's length in bytes.
+	Size int64
+	// Records is the number of records the manifest says it holds.
+	Records int64
+}
+
+// Snapshot reads the data files of snapshot id of the table ident (its
+// namespace levels, then its name), or of the table's current snapshot
+// when id is 0. It only reads: the table is not created, and the
+// configured namespace and partition spec play no part. The error wraps
+// ErrNoSuchTable, ErrNoSuchSnapshot or ErrDeleteFiles when it is one of
+// those.
+func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snapshot, error) {
+	what := strings.Join(ident, ".")
+	tbl, err := k.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("table %s: %w in catalog %s", what, ErrNoSuchTable, k.cfg.Catalog.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	snap := tbl.CurrentSnapshot()
+	switch {
+	case id == 0 && snap == nil:
+		return nil, fmt.Errorf("table %s: %w: the table has no snapshot yet (nothing was committed to it)", what, ErrNoSuchSnapshot)
+	case id != 0:
+		snap = tbl.SnapshotByID(id)
+		if snap == nil {
+			return nil, fmt.Errorf("table %s: %w %d (the table's snapshots: %s)", what, ErrNoSuchSnapshot, id, snapshotIDs(tbl))
+		}
+	}
+	out := &Snapshot{Table: what, ID: snap.SnapshotID, Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation()}
+	if cur := tbl.CurrentSnapshot(); cur != nil && cur.SnapshotID == snap.SnapshotID {
+		out.Current = true
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("table %s, snapshot %d: reading its manifest list: %w", what, snap.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			return nil, fmt.Errorf("table %s, snapshot %d: %w (manifest %s): replay reads data files whole, and would produce rows that were deleted", what, snap.SnapshotID, ErrDeleteFiles, m.FilePath())
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, fmt.Errorf("table %s, snapshot %d: reading manifest %s: %w", what, snap.SnapshotID, m.FilePath(), err)
+			}
+			df := e.DataFile()
+			if df.ContentType() != iceberg.EntryContentData {
+				return nil, fmt.Errorf("table %s, snapshot %d: %w (%s in manifest %s): replay reads data files whole, and would produce rows that were deleted", what, snap.SnapshotID, ErrDeleteFiles, df.FilePath(), m.FilePath())
+			}
+			if df.FileFormat() != iceberg.ParquetFile {
+				return nil, fmt.Errorf("table %s, snapshot %d: data file %s is %s, not Parquet", what, snap.SnapshotID, df.FilePath(), df.FileFormat())
+			}
+			out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()})
+		}
+	}
+	slices.SortFunc(out.Files, func(a, b DataFile) int { return strings.Compare(a.Location, b.Location) })
+	return out, nil
+}
+
+// snapshotIDs lists a table's snapshot ids, oldest first, for an error
+// message: at most the 10 newest.
+func snapshotIDs(tbl *itable.Table) string {
+	snaps := tbl.Metadata().Snapshots()
+	if len(snaps) == 0 {
+		return "none"
+	}
+	var ids []string
+	for _, s := range snaps[max(0, len(snaps)-10):] {
+		ids = append(ids, strconv.FormatInt(s.SnapshotID, 10))
+	}
+	if len(snaps) > 10 {
+		return "…, " + strings.Join(ids, ", ")
+	}
+	return strings.Join(ids, ", ")
+}
