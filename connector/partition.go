@@ -73,8 +73,14 @@ type partition struct {
 	idbuf   []byte
 	idFixed bool   // every record has the same identity: the path reads no time or field
 	fixedID []byte // that identity, once rendered
-	env     rowgroup.Envelope
-	stopped error // errors: fail stopped the partition on this
+	// With a path that reads the record's time and nothing else, idbuf
+	// holds the identity of every record whose time is in [idLo, idHi)
+	// when idWindow: rendered once per day (or hour...), not per record.
+	idTimeOnly bool
+	idWindow   bool
+	idLo, idHi time.Time
+	env        rowgroup.Envelope
+	stopped    error // errors: fail stopped the partition on this
 
 	// skipChanged says the skip set holds an upload or an adoption that
 	// is not committed yet.
@@ -148,6 +154,7 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	}
 	p.lookup = newFieldLookup(paths)
 	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord()
+	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord()
 	p.vals = make([]string, len(p.tmpl.Fields()))
 	return p
 }
@@ -295,6 +302,15 @@ func (p *partition) identity(r *record) ([]byte, error) {
 		return p.fixedID, nil
 	}
 	ts := r.time
+	if p.idTimeOnly {
+		if p.idWindow && !ts.Before(p.idLo) && ts.Before(p.idHi) {
+			return p.idbuf, nil
+		}
+		at := ts.In(p.pathLoc)
+		p.idbuf = p.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, at, p.vals)
+		p.idLo, p.idHi, p.idWindow = p.tmpl.Window(at)
+		return p.idbuf, nil
+	}
 	if len(p.lookup.paths) > 0 {
 		switch err := p.lookup.lookup(r.value); {
 		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
