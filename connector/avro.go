@@ -163,7 +163,7 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 	s := &avroSchema{id: id, avro: as}
 	var extra []*schema.Node
 	if a.f.envelope {
-		extra = append(extra, rowgroup.EnvelopeNode())
+		extra = append(extra, rowgroup.EnvelopeNodeIn(a.f.timeUnit))
 	}
 	if s.parquet, err = as.Parquet(extra...); err != nil {
 		s.err = fmt.Errorf("avro schema id %d: %w", id, err)

@@ -24,6 +24,9 @@ import (
 type format struct {
 	kind     string // json | variant | avro
 	envelope bool
+	// timeUnit is the envelope timestamp's: microseconds in a table's
+	// files (Iceberg's timestamptz), Kafka's milliseconds otherwise.
+	timeUnit schema.TimeUnit
 
 	// json
 	message  *schema.Schema
@@ -43,7 +46,10 @@ type format struct {
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
-	f := &format{kind: cfg.Format.Type, envelope: cfg.Envelope}
+	f := &format{kind: cfg.Format.Type, envelope: cfg.Envelope, timeUnit: schema.Millis}
+	if cfg.Table != nil {
+		f.timeUnit = schema.Micros
+	}
 	switch f.kind {
 	case "json":
 		path := cfg.Format.SchemaFile
@@ -128,7 +134,7 @@ func (f *format) variantSchema(shape variant.Shape) (*schema.Schema, error) {
 
 func (f *format) withEnvelope(name string, fields ...*schema.Node) (*schema.Schema, error) {
 	if f.envelope {
-		fields = append(fields[:len(fields):len(fields)], rowgroup.EnvelopeNode())
+		fields = append(fields[:len(fields):len(fields)], rowgroup.EnvelopeNodeIn(f.timeUnit))
 	}
 	s, err := schema.New(name, fields...)
 	if err != nil {

@@ -54,13 +54,18 @@ const EnvelopeField = "_kafka"
 // tell an absent header list from an empty one). Entries keep the record's
 // order and its duplicate keys, so replay restores the headers exactly;
 // readers that resolve a map by key see the last of duplicates.
-func EnvelopeNode() *schema.Node {
+func EnvelopeNode() *schema.Node { return EnvelopeNodeIn(schema.Millis) }
+
+// EnvelopeNodeIn is EnvelopeNode with the timestamp in unit, Millis (as
+// Kafka keeps it) or Micros (the unit of Iceberg's timestamptz, for the
+// files of a table).
+func EnvelopeNodeIn(unit schema.TimeUnit) *schema.Node {
 	str := schema.Logical{Kind: schema.String}
 	return schema.Group(EnvelopeField, schema.Required, schema.Logical{},
 		schema.Leaf("topic", schema.Required, meta.TypeByteArray, str),
 		schema.Leaf("partition", schema.Required, meta.TypeInt32, schema.Logical{}),
 		schema.Leaf("offset", schema.Required, meta.TypeInt64, schema.Logical{}),
-		schema.Leaf("timestamp", schema.Required, meta.TypeInt64, schema.Logical{Kind: schema.Timestamp, UTC: true, Unit: schema.Millis}),
+		schema.Leaf("timestamp", schema.Required, meta.TypeInt64, schema.Logical{Kind: schema.Timestamp, UTC: true, Unit: unit}),
 		schema.Leaf("key", schema.Optional, meta.TypeByteArray, schema.Logical{}),
 		schema.Group("headers", schema.Required, schema.Logical{Kind: schema.Map},
 			schema.Group("key_value", schema.Repeated, schema.Logical{},
@@ -69,14 +74,19 @@ func EnvelopeNode() *schema.Node {
 	)
 }
 
-// envelopeRef is EnvelopeNode as it is inside a schema, with its logical
-// types normalized, for comparing with a schema's envelope field.
-var envelopeRef = func() *schema.Node {
-	s, err := schema.New("envelope", EnvelopeNode())
-	if err != nil {
-		panic("rowgroup: EnvelopeNode is not a valid schema: " + err.Error())
+// envelopeRefs are EnvelopeNodeIn's trees as they are inside a schema,
+// with their logical types normalized, for comparing with a schema's
+// envelope field: in milliseconds, then in microseconds.
+var envelopeRefs = func() [2]*schema.Node {
+	var refs [2]*schema.Node
+	for i, unit := range []schema.TimeUnit{schema.Millis, schema.Micros} {
+		s, err := schema.New("envelope", EnvelopeNodeIn(unit))
+		if err != nil {
+			panic("rowgroup: EnvelopeNode is not a valid schema: " + err.Error())
+		}
+		refs[i] = s.Fields()[0]
 	}
-	return s.Fields()[0]
+	return refs
 }()
 
 // envelopeWriter appends Envelopes to the envelope columns of a row group.
@@ -88,12 +98,13 @@ type envelopeWriter struct {
 	noHeaders                           uint8 // definition level of an empty headers map
 	nullValue                           uint8 // definition level of a null header value
 	nextRep                             uint8 // repetition level of a header after the first
+	micros                              bool  // the timestamp is in microseconds
 }
 
 // newEnvelopeWriter checks that n, a top-level field, is the envelope:
 // EnvelopeNode's tree, the group itself required or optional.
 func newEnvelopeWriter(g *RowGroup, n *schema.Node) (*envelopeWriter, error) {
-	if n.IsLeaf() || n.Repetition == schema.Repeated || !sameTree(n.Fields, envelopeRef.Fields) {
+	if n.IsLeaf() || n.Repetition == schema.Repeated || !sameTree(n.Fields, envelopeRefs[0].Fields) && !sameTree(n.Fields, envelopeRefs[1].Fields) {
 		return nil, fmt.Errorf("rowgroup: top-level field %s is reserved for the Kafka envelope and must have the shape of EnvelopeNode:\n%s", EnvelopeField, envelopeText())
 	}
 	col := func(path ...string) *Column {
@@ -107,6 +118,7 @@ func newEnvelopeWriter(g *RowGroup, n *schema.Node) (*envelopeWriter, error) {
 		topic: col("topic"), partition: col("partition"), offset: col("offset"), timestamp: col("timestamp"),
 		key: col("key"), hkey: col("headers", "key_value", "key"), hvalue: col("headers", "key_value", "value"),
 	}
+	w.micros = n.Field("timestamp").Logical.Unit == schema.Micros
 	w.keyNull = w.key.maxDef - 1
 	w.noHeaders = w.hkey.maxDef - 1
 	w.nullValue = w.hvalue.maxDef - 1
@@ -166,7 +178,12 @@ func (w *envelopeWriter) append(e *Envelope) {
 	w.topic.appendString(0, e.Topic)
 	w.partition.AppendInt32(0, e.Partition)
 	w.offset.AppendInt64(0, e.Offset)
-	w.timestamp.AppendInt64(0, e.Timestamp.UnixMilli())
+	if w.micros {
+		// Kafka's milliseconds, exactly: a replay divides them back.
+		w.timestamp.AppendInt64(0, e.Timestamp.UnixMilli()*1000)
+	} else {
+		w.timestamp.AppendInt64(0, e.Timestamp.UnixMilli())
+	}
 	if e.Key == nil {
 		w.key.Null(0, w.keyNull)
 	} else {

@@ -104,6 +104,7 @@ type tableRow struct {
 	offset    int64
 	key       []byte
 	id        int64 // -1 for a variant payload
+	timeMs    int64 // _kafka.timestamp, in Kafka's milliseconds
 }
 
 // scan reads the table's current snapshot with iceberg-go, through a
@@ -152,12 +153,18 @@ func (e *tableEnv) scan(t *testing.T) []tableRow {
 			return st.Field(i)
 		}
 		parts, offs, keys := field("partition").(*array.Int32), field("offset").(*array.Int64), field("key").(*array.Binary)
+		// The table's timestamptz is in microseconds (the files write
+		// Kafka's milliseconds times 1000).
+		times, ok := field("timestamp").(*array.Timestamp)
+		if !ok || times.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			t.Fatalf("_kafka.timestamp reads as %s, want a timestamp in microseconds", field("timestamp").DataType())
+		}
 		var ids *array.Int64
 		if ic != nil {
 			ids = ic.Data().Chunk(ch).(*array.Int64)
 		}
 		for i := 0; i < st.Len(); i++ {
-			r := tableRow{partition: parts.Value(i), offset: offs.Value(i), id: -1}
+			r := tableRow{partition: parts.Value(i), offset: offs.Value(i), id: -1, timeMs: int64(times.Value(i)) / 1000}
 			if ids != nil {
 				r.id = ids.Value(i)
 			}
@@ -206,8 +213,8 @@ func (e *tableEnv) check(t *testing.T, truth map[string]produced) {
 			t.Errorf("the table holds %s, which Kafka does not", id)
 		case seen[id] > 1:
 			t.Errorf("%s is in the table %d times", id, seen[id])
-		case json.Unmarshal(p.Value, &v) != nil || (r.id != -1 && v.ID != r.id) || string(r.key) != string(p.Key) || (r.key == nil) != (p.Key == nil):
-			t.Errorf("%s: table has id %d key %q, Kafka id %d key %q", id, r.id, r.key, v.ID, p.Key)
+		case json.Unmarshal(p.Value, &v) != nil || (r.id != -1 && v.ID != r.id) || string(r.key) != string(p.Key) || (r.key == nil) != (p.Key == nil) || r.timeMs != p.TimeMs:
+			t.Errorf("%s: table has id %d key %q time %d, Kafka id %d key %q time %d", id, r.id, r.key, r.timeMs, v.ID, p.Key, p.TimeMs)
 		default:
 			continue
 		}
@@ -395,6 +402,13 @@ func checkFieldIDs(t *testing.T, path string) {
 	}
 	if len(els) < 10 {
 		t.Errorf("%s: %d schema elements, want the event's and the envelope's", path, len(els))
+	}
+	// Iceberg's timestamptz is in microseconds: so is the envelope's
+	// timestamp in a table's files.
+	for _, e := range els {
+		if e.Name == "timestamp" && e.FieldID != nil && (e.LogicalType == nil || e.LogicalType.Timestamp == nil || e.LogicalType.Timestamp.Unit.Micros == nil) {
+			t.Errorf("%s: _kafka.timestamp is not TIMESTAMP(MICROS): %+v", path, e.LogicalType)
+		}
 	}
 }
 

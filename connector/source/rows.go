@@ -54,7 +54,7 @@ func (r *rowsSource) next() (bool, error) {
 	if !ok1 || !ok2 || off.Kind() != reader.KindInt64 || ts.Kind() != reader.KindInt64 {
 		return false, fmt.Errorf("%w: record %d has no _kafka.offset or _kafka.timestamp", reader.ErrCorrupt, r.row)
 	}
-	r.env, r.off, r.ts = env, off.Int64(), ts.Int64()
+	r.env, r.off, r.ts = env, off.Int64(), ts.Int64()/r.s.tsPerMilli
 	return true, nil
 }
 

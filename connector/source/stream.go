@@ -88,6 +88,9 @@ type fileStream struct {
 	rowBases []int64
 	gi       int
 	src      rowSource
+	// tsPerMilli is 1000 when _kafka.timestamp is in microseconds (the
+	// files of a table), 1 in milliseconds: Kafka's unit is the latter.
+	tsPerMilli int64
 
 	// The current record, once peek has found one.
 	has    bool
@@ -175,6 +178,10 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	}
 	// Row groups that statistics rule out are never read.
 	offLeaf, tsLeaf := sch.Leaf(envOffset), sch.Leaf(envTimestamp)
+	s.tsPerMilli = 1
+	if tsLeaf.Logical.Kind == schema.Timestamp && tsLeaf.Logical.Unit == schema.Micros {
+		s.tsPerMilli = 1000
+	}
 	var base int64
 	for g, rg := range f.Metadata().RowGroups {
 		rows := rg.NumRows
@@ -183,7 +190,7 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 			keep = hi >= from && lo < o.EndOffset
 		}
 		if lo, hi, ok := int64Stats(rg.Columns[tsLeaf.Column].MetaData); keep && ok {
-			keep = o.timeMayMatch(lo, hi)
+			keep = o.timeMayMatch(lo/s.tsPerMilli, hi/s.tsPerMilli)
 		}
 		if keep {
 			s.groups = append(s.groups, g)
@@ -330,6 +337,8 @@ type columnSource struct {
 	rows int64
 	// names interns header keys, which repeat from record to record.
 	names map[string]string
+	// tsPerMilli is fileStream's: timestamps are divided by it.
+	tsPerMilli int64
 }
 
 // maxInterned bounds the header keys a row group interns.
@@ -351,7 +360,7 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 	sch := s.f.Schema()
 	cols := []int{sch.Leaf(envOffset).Column, sch.Leaf(envTimestamp).Column, sch.Leaf(envKey).Column,
 		sch.Leaf(envHdrKey).Column, sch.Leaf(envHdrValue).Column}
-	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows, names: map[string]string{}}
+	c := &columnSource{row: -1, rows: s.f.Metadata().RowGroups[g].NumRows, names: map[string]string{}, tsPerMilli: s.tsPerMilli}
 	kv := sch.Leaf(envHdrKey).Parent()
 	c.hdef, c.hrep = uint8(kv.MaxDef), uint8(kv.MaxRep)
 	if s.kind == valueRaw {
@@ -392,11 +401,11 @@ func (c *columnSource) next() (bool, error) {
 }
 
 func (c *columnSource) current() (int64, int64, int64) {
-	return c.env[0].Int64(), c.env[1].Int64(), c.row
+	return c.env[0].Int64(), c.env[1].Int64() / c.tsPerMilli, c.row
 }
 
 func (c *columnSource) emit(b *batch, m *kafka.Message) error {
-	m.Time = timeOfMillis(c.env[1].Int64())
+	m.Time = timeOfMillis(c.env[1].Int64() / c.tsPerMilli)
 	if k := c.env[2]; k.HasValue() {
 		m.Key = b.bytesOf(k.Bytes())
 	}
