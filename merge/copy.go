@@ -102,6 +102,9 @@ func (m *merger) copyRowGroup(x *input, rg int) error {
 			return err
 		}
 		if err := m.copyChunk(x, rg, c, rows); err != nil {
+			if errors.Is(err, reader.ErrMemoryBudget) {
+				err = fmt.Errorf("%w: %w", ErrMemory, err)
+			}
 			return fmt.Errorf("merge: input %s, row group %d, column %s: %w", x.Name, rg, m.sch.Leaves()[c].PathString(), err)
 		}
 		if held := int64(m.g.Capacity()); held > limit {

@@ -371,3 +371,17 @@ func keyValue(md *meta.FileMetaData, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// newEventsGroup returns a row group of the events shape with n rows, of
+// partition 0 from offset 0.
+func newEventsGroup(t testing.TB, n int64) *rowgroup.RowGroup {
+	t.Helper()
+	g := rowgroup.New(eventsShape.schema(t))
+	add := eventsShape.rows(t, g)
+	for i := range n {
+		if err := add(i, &rowgroup.Envelope{Topic: "clicks", Offset: i, Timestamp: time.UnixMilli(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}

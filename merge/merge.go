@@ -35,7 +35,8 @@
 // and the writer's buffers (one encoded column chunk and its dictionary).
 // Input row groups are not split: one that alone decodes to more than
 // three quarters of the limit fails the merge with an error wrapping
-// ErrMemory, after at most one of its column chunks past the limit.
+// ErrMemory, after at most one of its column chunks past the limit, and so
+// does a page or chunk window that does not fit in the reader's quarter.
 package merge
 
 import (
@@ -90,6 +91,9 @@ type Progress struct {
 	Files int
 }
 
+// minMemory is the smallest MemoryLimit.
+const minMemory = 64 << 20
+
 // Option configures a merge.
 type Option func(*options) error
 
@@ -102,12 +106,14 @@ type options struct {
 }
 
 // MemoryLimit bounds the memory the merge holds (see the package comment),
-// as `memory.limit` bounds the daemon.
+// as `memory.limit` bounds the daemon. It is at least 64 MiB: the reader
+// reads a column chunk in windows of up to 8 MiB, beside a decoded page,
+// within its quarter.
 // Defaults to 512 MiB.
 func MemoryLimit(n int64) Option {
 	return func(o *options) error {
-		if n < 4<<20 {
-			return fmt.Errorf("memory limit %d: at least 4 MiB", n)
+		if n < minMemory {
+			return fmt.Errorf("memory limit %d: at least %d MiB", n, minMemory>>20)
 		}
 		o.memory = n
 		return nil
@@ -143,8 +149,8 @@ func TargetFileSize(n int64) Option {
 
 // WriterOptions are options of the output files' writer (codecs, page
 // size, dictionary, bloom filters: the sink's parquet settings through
-// writer.Settings). Columns whose chunks have bloom filters in the first
-// input get one at a false-positive probability of 1% unless these
+// writer.Settings). Columns whose chunks have bloom filters in any input
+// get one at a false-positive probability of 1% unless these
 // options set theirs.
 func WriterOptions(opts ...writer.Option) Option {
 	return func(o *options) error {
@@ -299,17 +305,13 @@ func carried(key string) bool {
 }
 
 // writerOptions returns the output writer's options: bloom filters where
-// the first input has them, the inputs' footer entries (which must agree),
+// an input has them, the inputs' footer entries (which must agree),
 // then the caller's options.
 func writerOptions(in []*input, user []writer.Option) ([]writer.Option, error) {
 	var opts []writer.Option
-	first := in[0].f
-	for c, leaf := range first.Schema().Leaves() {
-		for _, rg := range first.Metadata().RowGroups {
-			if c < len(rg.Columns) && rg.Columns[c].MetaData != nil && rg.Columns[c].MetaData.BloomFilterOffset != nil {
-				opts = append(opts, writer.BloomFilter(leaf.PathString(), 0.01))
-				break
-			}
+	for c, leaf := range in[0].f.Schema().Leaves() {
+		if slices.ContainsFunc(in, func(x *input) bool { return hasBloom(x.f, c) }) {
+			opts = append(opts, writer.BloomFilter(leaf.PathString(), 0.01))
 		}
 	}
 	values := map[string]string{}
@@ -334,6 +336,16 @@ func writerOptions(in []*input, user []writer.Option) ([]writer.Option, error) {
 		opts = append(opts, writer.KeyValue(k, values[k]))
 	}
 	return append(opts, user...), nil
+}
+
+// hasBloom reports whether a chunk of column c of f has a bloom filter.
+func hasBloom(f *reader.File, c int) bool {
+	for _, rg := range f.Metadata().RowGroups {
+		if c < len(rg.Columns) && rg.Columns[c].MetaData != nil && rg.Columns[c].MetaData.BloomFilterOffset != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // chunkBytes is the compressed size of the column chunks of f.

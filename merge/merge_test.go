@@ -240,7 +240,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"overlapping ranges", []string{a, b, overlap}, nil, "inputs events-0-0.parquet (clicks/0 offsets 0 to 49) and events-0-40.parquet (clicks/0 offsets 40 to 59) interleave"},
 		{"archive files and others", []string{a, noRange}, nil, "input events-0-200.parquet has no Kafka range in its footer (pqsink.kafka.topic), other inputs do"},
 		{"no input", nil, nil, "merge: no input"},
-		{"tiny memory", []string{a, b}, []Option{MemoryLimit(4 << 20), RowGroupBytes(1)}, ""},
+		{"tiny memory", []string{a, b}, []Option{MemoryLimit(64 << 20), RowGroupBytes(1)}, ""},
 		{"bad option", []string{a}, []Option{TargetFileSize(-1)}, "target file size -1: must not be negative"},
 	}
 	for _, tt := range tests {
