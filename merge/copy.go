@@ -32,6 +32,7 @@ type merger struct {
 	outputs []Output
 
 	progress Progress
+	spare    *reader.ChunkReader // the last chunk's reader, whose buffers the next one takes
 }
 
 // file appends the rows of one input, starting a new output file first
@@ -65,6 +66,15 @@ func (m *merger) file(x *input) error {
 		}
 		if err := m.copyRowGroup(x, rg); err != nil {
 			return err
+		}
+		if n := int64(m.g.NumRows()); n == rows && m.g.Size() > 0 {
+			// The first rows of an output row group: grow its buffers at
+			// once for the rows it will hold (the rest of the inputs, or
+			// as many as fit its target), not by append's doublings, each
+			// of which copies.
+			left := m.progress.TotalRows - m.progress.Rows
+			perRow := max(int64(m.g.Size())/n, 1)
+			m.g.Reserve(int(min(left, m.rowGroup/perRow)))
 		}
 		var b int64
 		for _, cc := range md.RowGroups[rg].Columns {
@@ -117,11 +127,19 @@ func (m *merger) copyRowGroup(x *input, rg int) error {
 
 // copyChunk appends the pages of one column chunk to the output column.
 func (m *merger) copyChunk(x *input, rg, c int, rows int64) error {
-	cr, err := x.f.ColumnChunk(rg, c)
+	cr, err := x.f.ColumnChunkReusing(m.spare, rg, c)
+	m.spare = nil
 	if err != nil {
 		return err
 	}
-	defer cr.Release()
+	kept := false
+	defer func() {
+		if kept {
+			m.spare = cr // its buffers, for the next chunk
+		} else {
+			cr.Release()
+		}
+	}()
 	col := m.g.Column(c)
 	var records int64
 	first := true
@@ -154,6 +172,7 @@ func (m *merger) copyChunk(x *input, rg, c int, rows int64) error {
 	if records != rows {
 		return fmt.Errorf("%w: the chunk holds %d records, its row group %d", reader.ErrCorrupt, records, rows)
 	}
+	kept = true
 	return nil
 }
 

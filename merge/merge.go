@@ -31,7 +31,8 @@
 // group being built (its column buffers, decoded values and levels), which
 // is written out once it reaches RowGroupBytes (at most half the limit);
 // the reading of one input column chunk at a time (its window of file bytes
-// and one decoded page, under a reader budget of a quarter of the limit);
+// and one decoded page, under a reader budget of a quarter of the limit,
+// in buffers passed from chunk to chunk);
 // and the writer's buffers (one encoded column chunk and its dictionary).
 // Input row groups are not split: one that alone decodes to more than
 // three quarters of the limit fails the merge with an error wrapping
@@ -203,6 +204,11 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 		return nil, err
 	}
 	m := &merger{ctx: ctx, opts: o, sch: sch, g: rowgroup.New(sch), create: create, wopts: wopts}
+	defer func() {
+		if m.spare != nil {
+			m.spare.Release()
+		}
+	}()
 	m.rowGroup = min(o.rowGroup, o.memory/2)
 	for _, x := range in {
 		m.progress.TotalRows += x.f.NumRows()
