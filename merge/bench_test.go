@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +55,17 @@ func benchInputs(b *testing.B, files, perFile int) [][]byte {
 	return out
 }
 
+// cpuTime is the CPU time the process has used, user and system: on a
+// shared machine, rows per CPU second say more than rows per second of
+// wall time, which depend on what else runs.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // countWriter counts and drops what it is given.
 type countWriter struct{ n int64 }
 
@@ -63,7 +75,8 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); retur
 // shape into one, against reading the same files through the record
 // reader (reader.Rows) and through the page decoder alone
 // (reader.ChunkReader, what the merge reads with). MB/s are of input
-// bytes. Run with
+// bytes; rows/cpu-s are rows per second of the process's CPU time (the
+// garbage collector's included). Run with
 //
 //	go test ./merge -run XXX -bench . -benchtime 5x -count 3
 func BenchmarkMerge(b *testing.B) {
@@ -85,6 +98,7 @@ func BenchmarkMerge(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
 		var out int64
+		cpu := cpuTime(b)
 		for b.Loop() {
 			var cw countWriter
 			if _, err := Merge(context.Background(), inputs(), func(int) (io.Writer, error) { return &cw, nil }); err != nil {
@@ -93,11 +107,13 @@ func BenchmarkMerge(b *testing.B) {
 			out = cw.n
 		}
 		b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric(rows*float64(b.N)/(cpuTime(b)-cpu).Seconds(), "rows/cpu-s")
 		b.ReportMetric(float64(out)/float64(size), "out/in")
 	})
 	b.Run("record-reader", func(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
+		cpu := cpuTime(b)
 		for b.Loop() {
 			n := 0
 			for _, x := range inputs() {
@@ -125,6 +141,7 @@ func BenchmarkMerge(b *testing.B) {
 			}
 		}
 		b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric(rows*float64(b.N)/(cpuTime(b)-cpu).Seconds(), "rows/cpu-s")
 	})
 	b.Run("page-decoder", func(b *testing.B) {
 		b.SetBytes(size)

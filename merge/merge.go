@@ -236,7 +236,7 @@ func open(inputs []Input, readerMemory int64) ([]*input, error) {
 		in[i] = &input{Input: x, f: f}
 		if i > 0 {
 			if d := firstDifference(in[0].f.Schema(), f.Schema()); d != "" {
-				return nil, fmt.Errorf("merge: input %s has another schema than %s: %s (inputs of different schemas cannot be merged yet)", x.Name, in[0].Name, d)
+				return nil, fmt.Errorf("merge: input %s has another schema than %s: %s (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)", x.Name, in[0].Name, d)
 			}
 		}
 	}
