@@ -129,6 +129,22 @@ func TestMergeFooterDisagrees(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "its footer's Kafka ranges hold 11 records, the file 10 rows") {
 		t.Errorf("Merge: %v", err)
 	}
+	// A range that cannot hold its records.
+	buf.Reset()
+	if w, err = writer.New(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	archive.Range{Topic: "clicks", First: 0, Last: 5, Records: 10}.Footer(w.SetKeyValue)
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = mergeBytes(context.Background(), [][]byte{buf.Bytes()})
+	if err == nil || !strings.Contains(err.Error(), "input in0: range 0 (clicks/0, offsets 0 to 5) cannot hold 10 records") {
+		t.Errorf("Merge: %v", err)
+	}
 }
 
 // TestMergeCancel stops a merge through its context, before it starts and

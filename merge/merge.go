@@ -252,6 +252,11 @@ func order(in []*input) error {
 		if errors.Is(err, archive.ErrForeign) {
 			continue
 		}
+		if err == nil {
+			// The checks of a footer being written: ranges that are
+			// ranges, in order.
+			err = archive.WriteRanges(rs, func(string, string) {})
+		}
 		if err != nil {
 			return fmt.Errorf("merge: input %s: %w", x.Name, err)
 		}
