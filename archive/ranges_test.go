@@ -127,3 +127,31 @@ func TestRangesErrors(t *testing.T) {
 		t.Error("WriteRanges accepted overlapping ranges")
 	}
 }
+
+// FuzzReadRanges: any footer entries read without a panic, and ranges that
+// are read write back to entries that read the same.
+func FuzzReadRanges(f *testing.F) {
+	f.Add(`[{"topic":"clicks","partition":0,"first_offset":0,"last_offset":99,"records":100},{"topic":"clicks","partition":1,"first_offset":7,"last_offset":50,"records":44}]`, "144")
+	f.Add(`[{"topic":"t","partition":0,"first_offset":0,"last_offset":9,"records":10}]`, "10")
+	f.Add(`[{"topic":"t","partition":0,"first_offset":9223372036854775806,"last_offset":9223372036854775807,"records":2},{"topic":"u","partition":2147483647,"first_offset":0,"last_offset":0,"records":1}]`, "3")
+	f.Add(`[]`, "0")
+	f.Add(`[{"topic":"t","partition":-1,"first_offset":5,"last_offset":4,"records":0}]`, "-1")
+	f.Add(`{"topic":"t"}`, "x")
+	f.Fuzz(func(t *testing.T, doc, records string) {
+		kvs := []meta.KeyValue{{Key: FooterRanges, Value: &doc}, {Key: FooterRecords, Value: &records}}
+		rs, err := ReadRanges(kvs)
+		if err != nil {
+			return
+		}
+		var again []meta.KeyValue
+		if err := WriteRanges(rs, func(key, value string) {
+			again = append(again, meta.KeyValue{Key: key, Value: &value})
+		}); err != nil {
+			t.Fatalf("ranges %+v read, not written: %v", rs, err)
+		}
+		back, err := ReadRanges(again)
+		if err != nil || !reflect.DeepEqual(back, rs) {
+			t.Fatalf("ranges %+v written and read back as %+v, %v", rs, back, err)
+		}
+	})
+}
