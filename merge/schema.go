@@ -53,7 +53,10 @@ func pathDifference(x, y *schema.Node) string {
 }
 
 func describeLogical(n *schema.Node) string {
-	s := fmt.Sprintf("%+v", n.Logical)
+	s := n.Logical.String()
+	if n.Logical.Kind == schema.None {
+		s = "none"
+	}
 	if n.HasLegacy {
 		s += fmt.Sprintf(" (converted %v)", n.Legacy)
 	}
