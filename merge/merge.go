@@ -32,8 +32,11 @@
 // is written out once it reaches RowGroupBytes (at most half the limit);
 // the reading of one input column chunk at a time (its window of file bytes
 // and one decoded page, under a reader budget of a quarter of the limit,
-// in buffers passed from chunk to chunk);
-// and the writer's buffers (one encoded column chunk and its dictionary).
+// in buffers passed from chunk to chunk); and the writer's buffers (one
+// encoded column chunk and its dictionary; n of them with
+// writer.Parallelism(n) among the WriterOptions). Outside the limit are the
+// inputs' footers, all open for the whole merge (a few KiB each for the
+// sink's files), and the garbage the collector has yet to take.
 // Input row groups are not split: one that alone decodes to more than
 // three quarters of the limit fails the merge with an error wrapping
 // ErrMemory, after at most one of its column chunks past the limit, and so
@@ -191,7 +194,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	if len(inputs) == 0 {
 		return nil, errors.New("merge: no input")
 	}
-	in, err := open(inputs, o.memory/4)
+	in, err := open(ctx, inputs, o.memory/4)
 	if err != nil {
 		return nil, err
 	}
@@ -226,9 +229,12 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 }
 
 // open opens the inputs and checks that they share the first one's schema.
-func open(inputs []Input, readerMemory int64) ([]*input, error) {
+func open(ctx context.Context, inputs []Input, readerMemory int64) ([]*input, error) {
 	in := make([]*input, len(inputs))
 	for i, x := range inputs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		f, err := reader.Open(x.R, x.Size, reader.MaxMemory(readerMemory))
 		if err != nil {
 			return nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
