@@ -42,7 +42,9 @@ func (r Range) Footer(set func(key, value string)) {
 }
 
 // ReadRange reads the Kafka range of a file from its footer's key-value
-// metadata. A footer without a topic wraps ErrForeign.
+// metadata. A footer without a topic wraps ErrForeign; one of a file that
+// holds several ranges (FooterRanges) wraps ErrSeveralRanges: ReadRanges
+// reads both kinds.
 func ReadRange(kvs []meta.KeyValue) (Range, error) {
 	kv := map[string]string{}
 	for _, e := range kvs {
@@ -51,6 +53,9 @@ func ReadRange(kvs []meta.KeyValue) (Range, error) {
 		}
 	}
 	var r Range
+	if _, ok := kv[FooterRanges]; ok {
+		return r, fmt.Errorf("footer has %s: %w; this reader takes files of one range", FooterRanges, ErrSeveralRanges)
+	}
 	r.Topic = kv[FooterTopic]
 	if r.Topic == "" {
 		return r, fmt.Errorf("footer has no %s: %w", FooterTopic, ErrForeign)

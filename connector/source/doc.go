@@ -11,7 +11,10 @@
 // topic, partition and first offset come from the key, so a file of another
 // topic or partition, or one whose chain successor starts at or before
 // FromOffset, or that starts after ToOffset, is never opened. Other objects
-// have their footer read (pqsink.kafka.* key-value metadata). When a file is
+// have their footer read (pqsink.kafka.* key-value metadata); a file merged
+// from several partitions (pqsink.kafka.ranges) is planned once for each,
+// and read for each only in the run of rows its ranges give the partition.
+// When a file is
 // read, its footer range and the statistics of _kafka.offset and
 // _kafka.timestamp skip the file or its row groups before any page is read;
 // the remaining records are filtered one by one.

@@ -23,6 +23,11 @@ type fileRef struct {
 	// From the footer, when it was read while planning.
 	footer bool
 	last   int64
+	// rowLo and rowHi bound the file's rows of this partition, when the
+	// file holds several partitions (pqsink.kafka.ranges): the rows of a
+	// partition are one run, at the place of its ranges in the footer.
+	// Both are 0 for a file whose rows are all of the partition.
+	rowLo, rowHi int64
 }
 
 // partitionPlan is the files of one source partition, by first offset.
@@ -62,6 +67,7 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		r.stats.FilesListed.Add(1)
 		f := &fileRef{key: info.Key, size: info.Size}
+		refs := []*fileRef{f}
 		k, ok := r.keys.Match(info.Key)
 		if ok && k.Topic == "" {
 			// A template without {topic} does not say the file's topic:
@@ -71,7 +77,7 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		if ok {
 			f.topic, f.partition, f.first, f.chain = k.Topic, k.Partition, k.FirstOffset, k.Identity
 		} else {
-			if err := r.readFooter(ctx, f); err != nil {
+			if refs, err = r.readFooter(ctx, f); err != nil {
 				return nil, err
 			}
 			r.stats.FootersRead.Add(1)
@@ -80,12 +86,18 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 			r.stats.FilesSkipped.Add(1)
 			continue
 		}
-		if !o.keepTopic(f.topic) || !o.keepPartition(f.partition) || f.first >= o.EndOffset ||
-			(f.footer && (f.last < o.FromOffset || f.last <= doneOf(done, f))) {
-			r.stats.FilesSkipped.Add(1)
-			continue
+		kept := false
+		for _, f := range refs {
+			if !o.keepTopic(f.topic) || !o.keepPartition(f.partition) || f.first >= o.EndOffset ||
+				(f.footer && (f.last < o.FromOffset || f.last <= doneOf(done, f))) {
+				continue
+			}
+			add(f)
+			kept = true
 		}
-		add(f)
+		if !kept {
+			r.stats.FilesSkipped.Add(1)
+		}
 	}
 	out := make([]*partitionPlan, 0, len(parts))
 	for _, p := range parts {
@@ -143,32 +155,85 @@ func doneOf(done map[string]int64, f *fileRef) int64 {
 }
 
 // readFooter opens f's footer and places the file by its pqsink.kafka.*
-// metadata.
-func (r *Replayer) readFooter(ctx context.Context, f *fileRef) error {
+// metadata: one reference for each partition it holds records of (a file
+// merged from several partitions holds several), each bounded to the rows
+// of its partition.
+func (r *Replayer) readFooter(ctx context.Context, f *fileRef) ([]*fileRef, error) {
 	file, closeFile, err := r.open(ctx, f.key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeFile()
-	m, err := footerRange(file)
+	rs, err := footerRanges(file)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.key, err)
+		return nil, fmt.Errorf("%s: %w", f.key, err)
 	}
-	f.topic, f.partition, f.first, f.last, f.footer = m.Topic, m.Partition, m.First, m.Last, true
-	return nil
+	parts := partitionsOf(rs)
+	refs := make([]*fileRef, len(parts))
+	for i, p := range parts {
+		g := *f
+		g.topic, g.partition, g.first, g.last, g.footer = p.topic, p.partition, p.first, p.last, true
+		if len(parts) > 1 {
+			g.rowLo, g.rowHi = p.rowLo, p.rowHi
+		}
+		refs[i] = &g
+	}
+	return refs, nil
 }
 
-// footerRange reads the pqsink.kafka.* entries of a footer. A file without
-// them was not written by the sink.
-func footerRange(f *reader.File) (archive.Range, error) {
-	r, err := archive.ReadRange(f.Metadata().KeyValueMetadata)
+// filePartition is what a file holds of one partition: the offsets of its
+// ranges of the partition, and the run of rows they take.
+type filePartition struct {
+	topic        string
+	partition    int32
+	first, last  int64
+	rowLo, rowHi int64
+}
+
+// partitionsOf groups a file's ranges, in row order, by partition. The
+// ranges of a partition are consecutive (archive orders them by topic,
+// partition and offset), and the rows of a range follow those of the
+// ranges before it.
+func partitionsOf(rs []archive.Range) []filePartition {
+	var out []filePartition
+	var row int64
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].topic == r.Topic && out[n-1].partition == r.Partition {
+			p := &out[n-1]
+			p.first, p.last = min(p.first, r.First), max(p.last, r.Last)
+			p.rowHi += r.Records
+		} else {
+			out = append(out, filePartition{topic: r.Topic, partition: r.Partition, first: r.First, last: r.Last, rowLo: row, rowHi: row + r.Records})
+		}
+		row += r.Records
+	}
+	return out
+}
+
+// footerRanges reads the pqsink.kafka.* entries of a footer: one range,
+// or the several ranges of a merged file. A file without them was not
+// written by the sink.
+func footerRanges(f *reader.File) ([]archive.Range, error) {
+	rs, err := archive.ReadRanges(f.Metadata().KeyValueMetadata)
 	switch {
 	case errors.Is(err, archive.ErrForeign):
-		return r, fmt.Errorf("%w: the footer has no %s metadata; replay reads only files the sink wrote (with their _kafka envelope columns)", ErrNotPqsink, archive.FooterTopic)
+		return nil, fmt.Errorf("%w: the footer has no %s or %s metadata; replay reads only files the sink wrote (with their _kafka envelope columns)", ErrNotPqsink, archive.FooterTopic, archive.FooterRanges)
 	case err != nil:
-		return r, fmt.Errorf("%w: %v", ErrNotPqsink, err)
+		return nil, fmt.Errorf("%w: %v", ErrNotPqsink, err)
 	}
-	return r, nil
+	if len(rs) == 1 {
+		return rs, nil
+	}
+	// The rows of each partition are found by the records of the ranges
+	// before it: they must add up.
+	var records int64
+	for _, r := range rs {
+		records += r.Records
+	}
+	if records != f.NumRows() {
+		return nil, fmt.Errorf("%w: the footer's Kafka ranges hold %d records, the file has %d rows", ErrNotPqsink, records, f.NumRows())
+	}
+	return rs, nil
 }
 
 // open opens an object as a Parquet file; the returned function closes it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
@@ -92,6 +93,10 @@ type fileStream struct {
 	// files of a table), 1 in milliseconds: Kafka's unit is the latter.
 	tsPerMilli int64
 
+	// rowLo and rowHi bound the rows of the file that are of the
+	// partition: all of them, unless the file holds several.
+	rowLo, rowHi int64
+
 	// The current record, once peek has found one.
 	has    bool
 	offset int64
@@ -127,16 +132,34 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 			closeF()
 		}
 	}()
-	kr, err := footerRange(f)
+	rs, err := footerRanges(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref.key, err)
 	}
-	if kr.Topic != ref.topic || kr.Partition != ref.partition {
-		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, kr.Topic, kr.Partition, ref.topic, ref.partition)
+	parts := partitionsOf(rs)
+	var kr *filePartition
+	for i := range parts {
+		if parts[i].topic == ref.topic && parts[i].partition == ref.partition {
+			kr = &parts[i]
+		}
+	}
+	switch {
+	case kr == nil && len(parts) == 1:
+		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, parts[0].topic, parts[0].partition, ref.topic, ref.partition)
+	case kr == nil:
+		return nil, fmt.Errorf("%s: footer has no range of topic %q partition %d, which the key says", ref.key, ref.topic, ref.partition)
+	case len(parts) > 1 && (ref.rowLo != kr.rowLo || ref.rowHi != kr.rowHi):
+		// Placed by its key, which names one partition, or by a footer
+		// that changed since.
+		return nil, fmt.Errorf("%s: the file holds records of %d partitions (%s); replay places such a file by its footer, so it must not be at a key that the path template matches", ref.key, len(parts), archive.FooterRanges)
+	}
+	s.rowLo, s.rowHi = kr.rowLo, kr.rowHi
+	if len(parts) == 1 {
+		s.rowLo, s.rowHi = 0, f.NumRows()
 	}
 	o := &r.opts
 	from := max(o.FromOffset, done+1)
-	if kr.Last < from || kr.First >= o.EndOffset {
+	if kr.last < from || kr.first >= o.EndOffset {
 		r.stats.FilesSkipped.Add(1)
 		return nil, nil
 	}
@@ -185,7 +208,7 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	var base int64
 	for g, rg := range f.Metadata().RowGroups {
 		rows := rg.NumRows
-		keep := rows > 0
+		keep := rows > 0 && base < s.rowHi && base+rows > s.rowLo
 		if lo, hi, ok := int64Stats(rg.Columns[offLeaf.Column].MetaData); keep && ok {
 			keep = hi >= from && lo < o.EndOffset
 		}
@@ -275,7 +298,14 @@ func (s *fileStream) peek(done int64) (bool, error) {
 			continue
 		}
 		off, ts, row := s.src.current()
-		if off < from || off >= o.EndOffset || !o.keepTime(ts) {
+		if s.rowBases[s.gi]+row >= s.rowHi {
+			// The rows of the partition end here; the rest of the file
+			// is another partition's.
+			s.src.release()
+			s.src, s.gi = nil, len(s.groups)
+			return false, nil
+		}
+		if s.rowBases[s.gi]+row < s.rowLo || off < from || off >= o.EndOffset || !o.keepTime(ts) {
 			if err := s.src.skip(); err != nil {
 				return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
 			}

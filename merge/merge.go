@@ -1,0 +1,379 @@
+// Package merge rewrites several Parquet files of one schema into one file,
+// or a few near a target size: the engine of compaction. It works at the
+// column-chunk level: the pages of each input column chunk are decoded
+// (package reader) into the column buffers of an output row group (package
+// rowgroup), and full row groups are encoded again by pqsink's writer, which
+// chooses encodings and dictionaries for the bigger chunk and computes
+// statistics, the page index and bloom filters as for any file. No record
+// is ever assembled.
+//
+// # Exactness
+//
+// Every row of the inputs is in the output once. When the inputs are
+// pqsink archive files (their footers have the pqsink.kafka.* entries of
+// package archive), they are taken in the order of their Kafka ranges (by
+// topic, partition and first offset) and concatenated, so the output's rows
+// are in order by partition and offset, and its footer lists the ranges it
+// holds (archive.WriteRanges: one range as the sink writes it, several in
+// pqsink.kafka.ranges). Inputs whose ranges interleave within a partition
+// cannot be concatenated in offset order and are refused, as are inputs
+// of which some are archive files and some are not. Other files are merged
+// in the order given.
+//
+// The inputs must have the same schema: names, repetitions, physical and
+// logical types and field ids of every column. The first column that
+// differs is named in the error. (Schema evolution, which would widen a
+// column of the older files to the newer type, is not done yet.)
+//
+// # Memory
+//
+// MemoryLimit bounds what the merge holds, in three shares: the output row
+// group being built (its column buffers, decoded values and levels), which
+// is written out once it reaches RowGroupBytes (at most half the limit);
+// the reading of one input column chunk at a time (its window of file bytes
+// and one decoded page, under a reader budget of a quarter of the limit,
+// in buffers passed from chunk to chunk); and the writer's buffers (one
+// encoded column chunk and its dictionary; n of them with
+// writer.Parallelism(n) among the WriterOptions). Outside the limit are the
+// inputs' footers, all open for the whole merge (a few KiB each for the
+// sink's files), and the garbage the collector has yet to take.
+// Input row groups are not split: one that alone decodes to more than
+// three quarters of the limit fails the merge with an error wrapping
+// ErrMemory, after at most one of its column chunks past the limit, and so
+// does a page or chunk window that does not fit in the reader's quarter.
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// ErrMemory is wrapped by the error of a merge that cannot stay within its
+// memory limit: an input row group larger than the limit allows.
+var ErrMemory = errors.New("merge: over the memory limit")
+
+// Input is one file to merge.
+type Input struct {
+	// Name names the file in errors and in Output.Inputs.
+	Name string
+	// R reads the file, of Size bytes.
+	R    io.ReaderAt
+	Size int64
+}
+
+// Output describes one file the merge wrote.
+type Output struct {
+	// Metadata is the file's footer, as the writer returned it.
+	Metadata *meta.FileMetaData
+	// Ranges are the Kafka ranges the file holds, coalesced, as its footer
+	// records them; nil when the inputs are not archive files.
+	Ranges []archive.Range
+	// Inputs are the names of the inputs whose rows the file holds.
+	Inputs []string
+	// Rows and Bytes are the file's rows and size.
+	Rows, Bytes int64
+}
+
+// Progress is how far a merge has come, given to the OnProgress callback
+// after each input row group.
+type Progress struct {
+	// Rows are the input rows done; TotalRows those of every input.
+	Rows, TotalRows int64
+	// Bytes are the input column chunk bytes done (compressed, as in the
+	// files); TotalBytes those of every input.
+	Bytes, TotalBytes int64
+	// Files are the input files done.
+	Files int
+}
+
+// minMemory is the smallest MemoryLimit.
+const minMemory = 64 << 20
+
+// Option configures a merge.
+type Option func(*options) error
+
+type options struct {
+	memory     int64
+	rowGroup   int64
+	target     int64
+	writerOpts []writer.Option
+	progress   func(Progress)
+}
+
+// MemoryLimit bounds the memory the merge holds (see the package comment),
+// as `memory.limit` bounds the daemon. It is at least 64 MiB: the reader
+// reads a column chunk in windows of up to 8 MiB, beside a decoded page,
+// within its quarter.
+// Defaults to 512 MiB.
+func MemoryLimit(n int64) Option {
+	return func(o *options) error {
+		if n < minMemory {
+			return fmt.Errorf("memory limit %d: at least %d MiB", n, minMemory>>20)
+		}
+		o.memory = n
+		return nil
+	}
+}
+
+// RowGroupBytes is the size of an output row group in memory (decoded
+// values and levels) at which it is written out; at most half the memory
+// limit is used.
+// Defaults to 64 MiB, as the sink's parquet.row_group_bytes.
+func RowGroupBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("row group bytes %d: must be positive", n)
+		}
+		o.rowGroup = n
+		return nil
+	}
+}
+
+// TargetFileSize starts a new output file, between two inputs, when the
+// current one would grow past n bytes; a file holds at least one input.
+// Defaults to 0: one output file.
+func TargetFileSize(n int64) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("target file size %d: must not be negative", n)
+		}
+		o.target = n
+		return nil
+	}
+}
+
+// WriterOptions are options of the output files' writer (codecs, page
+// size, dictionary, bloom filters: the sink's parquet settings through
+// writer.Settings). Columns whose chunks have bloom filters in any input
+// get one at a false-positive probability of 1% unless these
+// options set theirs.
+func WriterOptions(opts ...writer.Option) Option {
+	return func(o *options) error {
+		o.writerOpts = append(o.writerOpts, opts...)
+		return nil
+	}
+}
+
+// OnProgress calls fn after each input row group, on the merge's
+// goroutine.
+func OnProgress(fn func(Progress)) Option {
+	return func(o *options) error {
+		o.progress = fn
+		return nil
+	}
+}
+
+// input is an opened Input with its Kafka ranges.
+type input struct {
+	Input
+	f      *reader.File
+	ranges []archive.Range // nil for a file that is not an archive file
+}
+
+// Merge merges inputs into files that create makes, one after the other
+// (n counts them from 0), and returns what it wrote. create's writers are
+// the caller's to close or commit; when Merge fails, the files it started
+// are incomplete and the caller discards them. Merge stops when ctx is
+// done, with ctx's error.
+func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, error), opts ...Option) ([]Output, error) {
+	o := options{memory: 512 << 20, rowGroup: 64 << 20}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+	}
+	if len(inputs) == 0 {
+		return nil, errors.New("merge: no input")
+	}
+	in, err := open(ctx, inputs, o.memory/4)
+	if err != nil {
+		return nil, err
+	}
+	if err := order(in); err != nil {
+		return nil, err
+	}
+	sch := in[0].f.Schema()
+	wopts, err := writerOptions(in, o.writerOpts)
+	if err != nil {
+		return nil, err
+	}
+	m := &merger{ctx: ctx, opts: o, sch: sch, g: rowgroup.New(sch), create: create, wopts: wopts}
+	defer func() {
+		if m.spare != nil {
+			m.spare.Release()
+		}
+	}()
+	m.rowGroup = min(o.rowGroup, o.memory/2)
+	for _, x := range in {
+		m.progress.TotalRows += x.f.NumRows()
+		m.progress.TotalBytes += chunkBytes(x.f)
+	}
+	for _, x := range in {
+		if err := m.file(x); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.finish(); err != nil {
+		return nil, err
+	}
+	return m.outputs, nil
+}
+
+// open opens the inputs and checks that they share the first one's schema.
+func open(ctx context.Context, inputs []Input, readerMemory int64) ([]*input, error) {
+	in := make([]*input, len(inputs))
+	for i, x := range inputs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := reader.Open(x.R, x.Size, reader.MaxMemory(readerMemory))
+		if err != nil {
+			return nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
+		}
+		in[i] = &input{Input: x, f: f}
+		if i > 0 {
+			if d := firstDifference(in[0].f.Schema(), f.Schema()); d != "" {
+				return nil, fmt.Errorf("merge: input %s has another schema than %s: %s (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)", x.Name, in[0].Name, d)
+			}
+		}
+	}
+	return in, nil
+}
+
+// order reads the inputs' Kafka ranges and sorts archive files by them,
+// refusing inputs that cannot be concatenated in offset order.
+func order(in []*input) error {
+	archived := 0
+	for _, x := range in {
+		rs, err := archive.ReadRanges(x.f.Metadata().KeyValueMetadata)
+		if errors.Is(err, archive.ErrForeign) {
+			continue
+		}
+		if err == nil {
+			// The checks of a footer being written: ranges that are
+			// ranges, in order.
+			err = archive.WriteRanges(rs, func(string, string) {})
+		}
+		if err != nil {
+			return fmt.Errorf("merge: input %s: %w", x.Name, err)
+		}
+		var records int64
+		for _, r := range rs {
+			records += r.Records
+		}
+		if records != x.f.NumRows() {
+			return fmt.Errorf("merge: input %s: its footer's Kafka ranges hold %d records, the file %d rows", x.Name, records, x.f.NumRows())
+		}
+		x.ranges = rs
+		archived++
+	}
+	switch archived {
+	case 0:
+		return nil
+	case len(in):
+	default:
+		for _, x := range in {
+			if x.ranges == nil {
+				return fmt.Errorf("merge: input %s has no Kafka range in its footer (%s), other inputs do: archive files merge only with archive files", x.Name, archive.FooterTopic)
+			}
+		}
+	}
+	slices.SortStableFunc(in, func(a, b *input) int { return archive.CompareRanges(a.ranges[0], b.ranges[0]) })
+	for i := 1; i < len(in); i++ {
+		p, x := in[i-1], in[i]
+		last, first := p.ranges[len(p.ranges)-1], x.ranges[0]
+		if archive.CompareRanges(last, first) >= 0 || (last.Topic == first.Topic && last.Partition == first.Partition && first.First <= last.Last) {
+			return fmt.Errorf("merge: inputs %s (%s) and %s (%s) interleave: a merge concatenates files, so their rows could not be in offset order; merge them into different files", p.Name, describe(p.ranges), x.Name, describe(x.ranges))
+		}
+	}
+	return nil
+}
+
+func describe(rs []archive.Range) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s/%d offsets %d to %d", r.Topic, r.Partition, r.First, r.Last)
+	}
+	return s
+}
+
+// carried reports whether a footer entry of the inputs goes into the
+// output as it is: every entry except the Kafka ranges, which the merge
+// writes anew.
+func carried(key string) bool {
+	switch key {
+	case archive.FooterTopic, archive.FooterPartition, archive.FooterFirstOffset, archive.FooterLastOffset,
+		archive.FooterRecords, archive.FooterRanges:
+		return false
+	}
+	return true
+}
+
+// writerOptions returns the output writer's options: bloom filters where
+// an input has them, the inputs' footer entries (which must agree),
+// then the caller's options.
+func writerOptions(in []*input, user []writer.Option) ([]writer.Option, error) {
+	var opts []writer.Option
+	for c, leaf := range in[0].f.Schema().Leaves() {
+		if slices.ContainsFunc(in, func(x *input) bool { return hasBloom(x.f, c) }) {
+			opts = append(opts, writer.BloomFilter(leaf.PathString(), 0.01))
+		}
+	}
+	values := map[string]string{}
+	from := map[string]string{}
+	var keys []string
+	for _, x := range in {
+		for _, kv := range x.f.Metadata().KeyValueMetadata {
+			if !carried(kv.Key) || kv.Value == nil {
+				continue
+			}
+			v, seen := values[kv.Key]
+			switch {
+			case !seen:
+				values[kv.Key], from[kv.Key] = *kv.Value, x.Name
+				keys = append(keys, kv.Key)
+			case v != *kv.Value:
+				return nil, fmt.Errorf("merge: inputs %s and %s differ in their footer entry %s; the merged file could keep only one", from[kv.Key], x.Name, kv.Key)
+			}
+		}
+	}
+	for _, k := range keys {
+		opts = append(opts, writer.KeyValue(k, values[k]))
+	}
+	return append(opts, user...), nil
+}
+
+// hasBloom reports whether a chunk of column c of f has a bloom filter.
+func hasBloom(f *reader.File, c int) bool {
+	for _, rg := range f.Metadata().RowGroups {
+		if c < len(rg.Columns) && rg.Columns[c].MetaData != nil && rg.Columns[c].MetaData.BloomFilterOffset != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// chunkBytes is the compressed size of the column chunks of f.
+func chunkBytes(f *reader.File) int64 {
+	var n int64
+	for _, rg := range f.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			if cc.MetaData != nil {
+				n += cc.MetaData.TotalCompressedSize
+			}
+		}
+	}
+	return n
+}
