@@ -2,11 +2,11 @@ package protorow
 
 import (
 	"errors"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/pqsink/pqsink/internal/testutil"
+	"github.com/pqsink/pqsink/internal/testutil/protoref"
 	"github.com/pqsink/pqsink/rowgroup"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -17,22 +17,17 @@ import (
 // written, read back, and equals what a reflection walk of the message
 // (decoded by Go's protobuf library) says the mapping gives.
 func TestAllTypes(t *testing.T) {
-	md := allTypes(t)
-	msgs := textMessages(t)
-	names := make([]string, 0, len(msgs))
-	for n := range msgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	md := protoref.AllTypes(t)
+	msgs, names := protoref.Messages(t)
 	for _, enc := range []string{"protoc", "go"} {
 		t.Run(enc, func(t *testing.T) {
 			g, b := newBuilder(t, md)
 			var want [][]byte
 			for _, n := range names {
-				m := fromText(t, md, msgs[n])
+				m := protoref.FromText(t, md, msgs[n])
 				var wire []byte
 				if enc == "protoc" {
-					wire = protocEncode(t, msgs[n])
+					wire = protoref.Encode(t, msgs[n])
 				} else {
 					var err error
 					if wire, err = (proto.MarshalOptions{Deterministic: true}).Marshal(m); err != nil {
@@ -45,7 +40,7 @@ func TestAllTypes(t *testing.T) {
 				if err := b.Append(wire, nil); err != nil {
 					t.Fatalf("%s: %v", n, err)
 				}
-				want = append(want, expectJSON(t, m))
+				want = append(want, protoref.Expect(t, m))
 			}
 			got := readBack(t, g)
 			if len(got) != len(want) {
@@ -67,9 +62,9 @@ func TestAllTypes(t *testing.T) {
 // with a RecordError that says why and where, and the row group is as
 // before.
 func TestRejected(t *testing.T) {
-	md := allTypes(t)
+	md := protoref.AllTypes(t)
 	g, b := newBuilder(t, md)
-	good := protocEncode(t, textMessages(t)["full.txtpb"])
+	good := encoded(t, "full.txtpb")
 	if err := b.Append(good, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +148,9 @@ func lenVarint(n int) []byte {
 // TestTruncated: every prefix of a message is either a message (the
 // wire format has no end marker) or a clean RecordError.
 func TestTruncated(t *testing.T) {
-	md := allTypes(t)
+	md := protoref.AllTypes(t)
 	g, b := newBuilder(t, md)
-	full := protocEncode(t, textMessages(t)["full.txtpb"])
+	full := encoded(t, "full.txtpb")
 	for cut := range len(full) {
 		size, rows := g.Size(), g.NumRows()
 		err := b.Append(full[:cut], nil)
@@ -175,8 +170,15 @@ func TestTruncated(t *testing.T) {
 // TestRecursiveRefused: a message that contains itself has no Parquet
 // schema, and the error says so.
 func TestRecursiveRefused(t *testing.T) {
-	md := allTypes(t).ParentFile().Messages().ByName("Recursive")
+	md := protoref.AllTypes(t).ParentFile().Messages().ByName("Recursive")
 	if _, err := NewDecoder(nil, md); err == nil || !strings.Contains(err.Error(), "recursive") {
 		t.Fatalf("got %v, want an error about recursion", err)
 	}
+}
+
+// encoded is a test message as protoc --encode writes it.
+func encoded(t testing.TB, name string) []byte {
+	t.Helper()
+	msgs, _ := protoref.Messages(t)
+	return protoref.Encode(t, msgs[name])
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pqsink/pqsink/internal/testutil/protoref"
 	"github.com/pqsink/pqsink/rowgroup"
 	"google.golang.org/protobuf/proto"
 )
@@ -17,9 +18,10 @@ import (
 // protoc encodes them, one cut short, one with a Struct nested deep) and
 // the messages added below.
 func FuzzDecoder(f *testing.F) {
-	all, ev := allTypes(f), eventDescriptor(f)
-	for _, text := range textMessages(f) {
-		b, err := proto.Marshal(fromText(f, all, text))
+	all, ev := protoref.AllTypes(f), eventDescriptor(f)
+	msgs, _ := protoref.Messages(f)
+	for _, text := range msgs {
+		b, err := proto.Marshal(protoref.FromText(f, all, text))
 		if err != nil {
 			f.Fatal(err)
 		}
