@@ -14,6 +14,7 @@ import (
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/variant"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // format is how record values become rows: the Parquet schema of the files
@@ -37,6 +38,9 @@ type format struct {
 	// schema follows the records (see avro.go)
 	registry *avro.Registry
 	backward bool // format.schema_compatibility: backward
+
+	// protobuf with format.proto_file: the records' message (protobuf.go)
+	protoMessage protoreflect.MessageDescriptor
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -96,8 +100,12 @@ func newFormat(cfg *config.Config) (*format, error) {
 			return nil, err
 		}
 		f.registry, f.backward = reg, cfg.Format.SchemaCompatibility == "backward"
+	case "protobuf":
+		if err := f.newProtobuf(cfg); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro", f.kind)
+		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro, protobuf", f.kind)
 	}
 	return f, nil
 }
@@ -108,6 +116,8 @@ func (f *format) fixedSchema() (*schema.Schema, error) {
 	switch {
 	case f.kind == "json":
 		return f.withEnvelope(f.message.Name(), f.message.Fields()...)
+	case f.protoMessage != nil:
+		return f.protobufSchema(f.protoMessage)
 	case f.shape != nil:
 		return f.variantSchema(*f.shape)
 	}
@@ -139,6 +149,9 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 	if f.kind == "json" {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
+	if f.protoMessage != nil {
+		return f.newProtobufPayload(g)
+	}
 	return rowgroup.NewVariantShredder(g, rowgroup.VariantColumn(f.column), rowgroup.VariantEncoding(f.variantOpts...))
 }
 
@@ -148,6 +161,8 @@ func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordForm
 	switch {
 	case f.registry != nil:
 		return newAvroFormat(f, log)
+	case f.protoMessage != nil:
+		return &protobufFileFormat{fixedFormat{f: f, schema: fixed}}
 	case fixed == nil:
 		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log}
 	}

@@ -16,15 +16,11 @@ import (
 	"github.com/pqsink/pqsink/writer"
 )
 
-// ProtobufMessageKey is the key-value metadata entry that names the
-// Protobuf message type of a file's rows (its full name).
-const ProtobufMessageKey = "pqsink.protobuf.message"
-
 // RunProtobuf converts length-delimited Protobuf messages of type md (each
 // a varint length, then the message's bytes: the framing of
 // writeDelimitedTo, and of protoc --encode outputs each prefixed with
 // their length) into one Parquet file of md's Parquet schema
-// (protobuf.Parquet), with md's full name under ProtobufMessageKey. The
+// (protobuf.Parquet), with md's full name under protobuf.MessageKey. The
 // compiled decoder of rowgroup/protorow fills the columns. A message that
 // does not decode follows opts.Errors as a bad line does in Run (its Line
 // is the message's number, from 1; the rejects hold its bytes in base64);
@@ -41,7 +37,7 @@ func RunProtobuf(ctx context.Context, in io.Reader, out io.Writer, md protorefle
 		return Stats{}, err
 	}
 	r := newRun(&opts)
-	wopts := append([]writer.Option{writer.KeyValue(ProtobufMessageKey, string(md.FullName()))}, opts.Writer...)
+	wopts := append([]writer.Option{writer.KeyValue(protobuf.MessageKey, string(md.FullName()))}, opts.Writer...)
 	err = r.open(out, ps, wopts, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 		return protorow.NewDecoder(g, md)
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil/protoref"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // TestRunProtobuf: the test messages, encoded by protoc --encode and
@@ -47,8 +48,8 @@ func TestRunProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv := f.Metadata().KeyValueMetadata; !hasKeyValue(kv, ProtobufMessageKey, protoref.AllTypesMessage) {
-		t.Errorf("no %s=%s in the footer", ProtobufMessageKey, protoref.AllTypesMessage)
+	if kv := f.Metadata().KeyValueMetadata; !hasKeyValue(kv, protobuf.MessageKey, protoref.AllTypesMessage) {
+		t.Errorf("no %s=%s in the footer", protobuf.MessageKey, protoref.AllTypesMessage)
 	}
 	rows, err := f.Rows()
 	if err != nil {

@@ -8,6 +8,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
+// MessageKey is the key-value metadata entry that names the Protobuf
+// message type of a file's rows, by its full name (pqsink.test.AllTypes).
+const MessageKey = "pqsink.protobuf.message"
+
 // ErrWireFormat is wrapped by the errors of SplitWire and MessageAt: a
 // value that is not in the Confluent wire format for Protobuf, or whose
 // message indexes name no message of its schema.
