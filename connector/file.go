@@ -24,6 +24,7 @@ type fileBuffers struct {
 	g      *rowgroup.RowGroup
 	b      *rowgroup.Builder
 	av     *avroBuffers // avro: the reader schema and a builder per writer schema
+	pb     *protoSchema // protobuf with a registry: the schema id and message of the records
 	// keyValues go into the footer of each file of these buffers (the
 	// Protobuf message they hold).
 	keyValues [][2]string

@@ -13,6 +13,7 @@ import (
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/variant"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -39,8 +40,10 @@ type format struct {
 	registry *avro.Registry
 	backward bool // format.schema_compatibility: backward
 
-	// protobuf with format.proto_file: the records' message (protobuf.go)
-	protoMessage protoreflect.MessageDescriptor
+	// protobuf with format.proto_file: the records' message (protobuf.go);
+	// with format.registry, the schemas by id (protobuf_registry.go)
+	protoMessage  protoreflect.MessageDescriptor
+	protoRegistry *protobuf.Registry
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -163,6 +166,8 @@ func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordForm
 		return newAvroFormat(f, log)
 	case f.protoMessage != nil:
 		return &protobufFileFormat{fixedFormat{f: f, schema: fixed}}
+	case f.protoRegistry != nil:
+		return newProtobufRegistryFormat(f, log)
 	case fixed == nil:
 		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log}
 	}
@@ -205,7 +210,8 @@ type recordFormat interface {
 // was written with.
 type decoded struct {
 	payload []byte
-	writer  *avroSchema // avro; nil for the others
+	writer  *avroSchema  // avro; nil for the others
+	proto   *protoSchema // protobuf with a registry; nil for the others
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

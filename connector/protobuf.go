@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/protorow"
 	"github.com/pqsink/pqsink/schema"
@@ -24,8 +25,16 @@ import (
 // newProtobuf readies f for format.type protobuf.
 func (f *format) newProtobuf(cfg *config.Config) error {
 	p := cfg.Format.Protobuf
+	if cfg.Format.Registry != nil {
+		reg, err := schemaregistry.New(cfg.Format.Registry)
+		if err != nil {
+			return err
+		}
+		f.protoRegistry = protobuf.NewRegistry(reg, cfg.Format.Registry.CacheSize)
+		return nil
+	}
 	if p == nil || p.ProtoFile == "" {
-		return errors.New("format.type protobuf: format.registry is not supported yet; use format.proto_file and format.message")
+		return errors.New("format.type protobuf: needs format.registry or format.proto_file")
 	}
 	md, err := protobuf.LoadFile(context.Background(), p.ProtoFile, p.ImportPaths, p.Message)
 	if err != nil {

@@ -121,7 +121,10 @@ func TestSinkProtobufFile(t *testing.T) {
 	}
 	files := download(t, store, t.TempDir())
 	checkFileRanges(t, files)
-	checkProtobufRows(t, files, truth, "")
+	md := protoref.AllTypes(t)
+	checkProtobufRows(t, files, truth, func(p produced) []byte {
+		return protoref.Expect(t, protoref.FromText(t, md, protoref.Decode(t, p.Value)))
+	})
 }
 
 // waitConsumed waits until the sink has consumed want records and its
@@ -147,13 +150,11 @@ func waitConsumed(t *testing.T, sink *connector.Sink, want int64) {
 }
 
 // checkProtobufRows reads every landed file with pqsink's reader, arrow-go
-// and DuckDB. Each row must be protoc --decode's view of the record at its
-// offset (the value after the Confluent header of headerLen bytes, "" for
-// plain messages), every good record exactly once, and every footer must
-// name the message.
-func checkProtobufRows(t *testing.T, files []landedFile, truth map[string]produced, wire string) {
+// and DuckDB. Each row must be what expect says of the record at its
+// offset, every record not keyed poison-* must land exactly once, and
+// every footer must name the message.
+func checkProtobufRows(t *testing.T, files []landedFile, truth map[string]produced, expect func(produced) []byte) {
 	t.Helper()
-	md := protoref.AllTypes(t)
 	db := duckdb.Start(t)
 	seen := map[string]int{}
 	for _, f := range files {
@@ -217,15 +218,7 @@ func checkProtobufRows(t *testing.T, files []landedFile, truth map[string]produc
 				t.Errorf("%s: row %s is no record of the topic", f.key, id)
 				continue
 			}
-			body := p.Value
-			if wire != "" {
-				_, _, b, err := protobuf.SplitWire(body, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body = b
-			}
-			want := protoref.Expect(t, protoref.FromText(t, md, protoref.Decode(t, body)))
+			want := expect(p)
 			wants[id] = want
 			got, _ := json.Marshal(row)
 			got = protoref.SortMaps(t, got)
