@@ -21,7 +21,7 @@ import (
 // format is how record values become rows: the Parquet schema of the files
 // and the payload filler of package rowgroup, the same one convert uses.
 type format struct {
-	kind     string // json | variant | avro
+	kind     string // json | variant | avro | protobuf
 	envelope bool
 
 	// json
