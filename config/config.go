@@ -276,8 +276,9 @@ type Store struct {
 // Format is the format section: how record values become rows.
 type Format struct {
 	// Type is json (typed columns from a schema), variant (one VARIANT
-	// column) or avro (Confluent wire format, schemas from a registry)
-	// (type).
+	// column), avro (Confluent wire format, schemas from a registry) or
+	// protobuf (Confluent wire format with a registry, or plain messages
+	// of a .proto file's message) (type).
 	// Required; no default.
 	Type string
 	// SchemaFile is the Parquet schema in message syntax (schema_file);
@@ -309,7 +310,7 @@ type Format struct {
 	ShredSample int
 	// Registry is the Confluent Schema Registry that holds the writer
 	// schemas of Avro records (registry); required for avro, refused
-	// otherwise.
+	// otherwise; for protobuf, the registry or proto_file.
 	// Defaults to nil.
 	Registry *Registry
 	// SchemaCompatibility is none (a new schema id starts a new file) or
@@ -317,6 +318,11 @@ type Format struct {
 	// newest and share its files) (schema_compatibility); avro only.
 	// Defaults to "none" for avro, "" otherwise.
 	SchemaCompatibility string
+	// Protobuf holds the keys of format.type protobuf (proto_file,
+	// import_paths, message); nil for the other types. A pointer, so that
+	// Format stays comparable.
+	// Defaults to nil.
+	Protobuf *Protobuf
 }
 
 // Registry is the format.registry section: where the Avro writer schemas

@@ -32,8 +32,8 @@ var (
 	fetchKeys = []string{"min_bytes", "max_bytes", "max_wait"}
 	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
 		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries"}
-	formatKeys = []string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
-		"registry", "schema_compatibility", "lossy_numbers"}
+	formatKeys = append([]string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
+		"registry", "schema_compatibility", "lossy_numbers"}, protobufKeys...)
 	registryKeys = []string{"url", "username", "password", "ca_file", "cache_size", "timeout"}
 	rotateKeys   = []string{"records", "bytes", "interval", "schedule"}
 	parquetKeys  = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
@@ -48,7 +48,7 @@ var (
 	startValues     = []string{"earliest", "latest"}
 	mechanismValues = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	sseValues       = []string{"AES256", "aws:kms"}
-	formatValues    = []string{"json", "variant", "avro"}
+	formatValues    = []string{"json", "variant", "avro", "protobuf"}
 	compatValues    = []string{"none", "backward"}
 	logFormatValues = []string{"text", "json"}
 	logLevelValues  = []string{"debug", "info", "warn", "error"}
@@ -76,16 +76,16 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
 		if tmpl, err := archive.Parse(c.Path, needTopic); err != nil {
 			top.fail("path", "%v", err)
-		} else if c.Format.Type == "avro" && len(tmpl.Fields()) > 0 {
-			top.fail("path", "{field:...} is not supported with format.type avro yet; use {topic}, {partition} and {record_time:...}")
+		} else if (c.Format.Type == "avro" || c.Format.Type == "protobuf") && len(tmpl.Fields()) > 0 {
+			top.fail("path", "{field:...} is not supported with format.type %s yet; use {topic}, {partition} and {record_time:...}", c.Format.Type)
 		}
 	}
 	if top.str("time_field", &c.TimeField) {
 		switch {
 		case slices.Contains(strings.Split(c.TimeField, "."), ""):
 			top.fail("time_field", "%s is not a dotted field path like ts or meta.created_at", quote(c.TimeField))
-		case c.Format.Type == "avro":
-			top.fail("time_field", "not supported with format.type avro yet; {record_time} is then the Kafka timestamp")
+		case c.Format.Type == "avro" || c.Format.Type == "protobuf":
+			top.fail("time_field", "not supported with format.type %s yet; {record_time} is then the Kafka timestamp", c.Format.Type)
 		}
 	}
 	if top.str("timezone", &c.TimezoneName) {
@@ -376,9 +376,10 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 	case "avro":
 		only = []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample", "lossy_numbers"}
 	}
-	if f.Type != "avro" {
+	if f.Type != "avro" && f.Type != "protobuf" {
 		s.boolean("lossy_numbers", &f.LossyNumbers)
 	}
+	d.protobuf(s, f)
 	for _, k := range only {
 		if s.given(k) {
 			s.fail(k, "not used when format.type is %s", f.Type)

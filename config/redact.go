@@ -91,6 +91,8 @@ func (c *Config) Redacted() string {
 			))
 		}
 		format.add("schema_compatibility", yStr(f.SchemaCompatibility))
+	case "protobuf":
+		redactProtobuf(format, f)
 	}
 
 	p := c.Parquet

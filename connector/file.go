@@ -24,6 +24,10 @@ type fileBuffers struct {
 	g      *rowgroup.RowGroup
 	b      *rowgroup.Builder
 	av     *avroBuffers // avro: the reader schema and a builder per writer schema
+	pb     *protoSchema // protobuf with a registry: the schema id and message of the records
+	// keyValues go into the footer of each file of these buffers (the
+	// Protobuf message they hold).
+	keyValues [][2]string
 
 	// w is the Parquet writer of the file, taken from the sink's pool at
 	// the file's first row group: a file whose rows are all still
@@ -117,6 +121,9 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 	if f.buf.av != nil {
 		// As parquet-java does: the Avro schema the rows follow.
 		w.SetKeyValue(avro.MetadataKey, f.buf.av.reader.avro.String())
+	}
+	for _, kv := range f.buf.keyValues {
+		w.SetKeyValue(kv[0], kv[1])
 	}
 	md, err := w.Close()
 	if err != nil {

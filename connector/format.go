@@ -15,14 +15,16 @@ import (
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/table"
 	"github.com/pqsink/pqsink/variant"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // format is how record values become rows: the Parquet schema of the files
 // and the payload filler of package rowgroup, the same one convert uses.
 type format struct {
-	kind     string // json | variant | avro
+	kind     string // json | variant | avro | protobuf
 	envelope bool
 	// timeUnit is the envelope timestamp's: microseconds in a table's
 	// files (Iceberg's timestamptz), Kafka's milliseconds otherwise.
@@ -43,6 +45,11 @@ type format struct {
 	// schema follows the records (see avro.go)
 	registry *avro.Registry
 	backward bool // format.schema_compatibility: backward
+
+	// protobuf with format.proto_file: the records' message (protobuf.go);
+	// with format.registry, the schemas by id (protobuf_registry.go)
+	protoMessage  protoreflect.MessageDescriptor
+	protoRegistry *protobuf.Registry
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -105,8 +112,12 @@ func newFormat(cfg *config.Config) (*format, error) {
 			return nil, err
 		}
 		f.registry, f.backward = reg, cfg.Format.SchemaCompatibility == "backward"
+	case "protobuf":
+		if err := f.newProtobuf(cfg); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro", f.kind)
+		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro, protobuf", f.kind)
 	}
 	return f, nil
 }
@@ -117,6 +128,8 @@ func (f *format) fixedSchema() (*schema.Schema, error) {
 	switch {
 	case f.kind == "json":
 		return f.withEnvelope(f.message.Name(), f.message.Fields()...)
+	case f.protoMessage != nil:
+		return f.protobufSchema(f.protoMessage)
 	case f.shape != nil:
 		return f.variantSchema(*f.shape)
 	}
@@ -148,6 +161,9 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 	if f.kind == "json" {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
+	if f.protoMessage != nil {
+		return f.newProtobufPayload(g)
+	}
 	return rowgroup.NewVariantShredder(g, rowgroup.VariantColumn(f.column), rowgroup.VariantEncoding(f.variantOpts...))
 }
 
@@ -161,6 +177,12 @@ func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger, fit fitFun
 		a := newAvroFormat(f, log)
 		a.fit = fit
 		return a
+	case f.protoMessage != nil:
+		return &protobufFileFormat{fixedFormat{f: f, schema: fixed}}
+	case f.protoRegistry != nil:
+		pr := newProtobufRegistryFormat(f, log)
+		pr.fit = fit
+		return pr
 	case fixed == nil:
 		return &inferredFormat{fixedFormat: fixedFormat{f: f}, log: log, fit: fit}
 	}
@@ -215,7 +237,8 @@ type recordFormat interface {
 // was written with.
 type decoded struct {
 	payload []byte
-	writer  *avroSchema // avro; nil for the others
+	writer  *avroSchema  // avro; nil for the others
+	proto   *protoSchema // protobuf with a registry; nil for the others
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

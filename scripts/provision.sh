@@ -115,3 +115,18 @@ apt_install() {
 apt_install kcat kcat
 apt_install docker-compose docker-compose
 apt_install initdb postgresql '/usr/lib/postgresql/*/bin'
+# protoc encodes and decodes the Protobuf tests' messages independently of
+# Go's protobuf library; libprotobuf-dev has the well-known types' .proto
+# files (/usr/include/google/protobuf) that their schemas import.
+apt_install protoc protobuf-compiler
+if [[ ! -f /usr/include/google/protobuf/timestamp.proto ]]; then
+	apt_install_pkg=libprotobuf-dev
+	step "installing $apt_install_pkg with apt-get"
+	if [[ $(id -u) == 0 ]]; then
+		env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$apt_install_pkg" >/dev/null
+	else
+		sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$apt_install_pkg" >/dev/null
+	fi
+	[[ -f /usr/include/google/protobuf/timestamp.proto ]] || die "apt-get installed $apt_install_pkg, but /usr/include/google/protobuf/timestamp.proto is missing"
+	done_step
+fi

@@ -53,6 +53,10 @@ type testRegistry struct {
 	gets     map[int]int // GET /schemas/ids/{id} by id
 	failID   int
 	failures int
+	// answers are whole answers by path, for what schemas alone do not
+	// say: a PROTOBUF schema with its type and references, a subject's
+	// version that a reference names.
+	answers map[string]any
 }
 
 func (r *testRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -80,6 +84,10 @@ func (r *testRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			answerErr(http.StatusServiceUnavailable, 50003, "Error while forwarding the request to the leader")
 			return
 		}
+		if a, ok := r.answers[req.URL.Path]; ok {
+			json.NewEncoder(w).Encode(a)
+			return
+		}
 		text, ok := r.schemas[id]
 		if !ok {
 			answerErr(http.StatusNotFound, 40403, "Schema "+strconv.Itoa(id)+" not found")
@@ -90,6 +98,8 @@ func (r *testRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		json.NewEncoder(w).Encode([]string{"avro-events-value"})
 	case req.URL.Path == "/subjects/avro-events-value/versions":
 		json.NewEncoder(w).Encode([]int{1, 2, 3})
+	case r.answers[req.URL.Path] != nil:
+		json.NewEncoder(w).Encode(r.answers[req.URL.Path])
 	default:
 		answerErr(http.StatusNotFound, 404, "HTTP 404 Not Found")
 	}

@@ -31,7 +31,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	var o sinkbench.Options
 	fs.IntVar(&o.Records, "records", 1_000_000, "events to load and archive")
 	fs.IntVar(&o.Partitions, "partitions", 4, "partitions of the topic")
-	fs.StringVar(&o.Format, "format", "json", "json (typed columns) or variant")
+	fs.StringVar(&o.Format, "format", "json", "json (typed columns), variant, or protobuf (the events as Protobuf messages, format.proto_file)")
 	fs.StringVar(&o.Codec, "codec", "zstd", "compression `codec[:level]`")
 	fs.StringVar(&o.Memory, "memory", "", "the sink's memory budget, e.g. 256MiB (default: memory.limit's default, 512MiB)")
 	recordBytes := fs.String("record-bytes", "", "pad each event to this `SIZE` of JSON (e.g. 20MiB) with a long user name, and set max_record_bytes to it (default: events as they are, about 210 bytes)")

@@ -65,7 +65,9 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		verbose      = fs.Bool("verbose", false, "with --variant: print the chosen Parquet schema on stderr")
 		lossy        = fs.Bool("lossy-numbers", false, "store a JSON number that its column cannot hold exactly as the nearest value instead of rejecting the line: one that underflows a FLOAT or DOUBLE (1e-400) becomes 0 or a subnormal; with --variant, one over 38 digits or underflowing a double becomes the nearest double (as format.lossy_numbers in the sink)")
 		lossyVariant = fs.Bool("variant-lossy-numbers", false, "the same as --lossy-numbers (kept for scripts that use it)")
-		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, or avro (an Avro object container file, whose writer schema gives the Parquet schema)")
+		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, avro (an Avro object container file, whose writer schema gives the Parquet schema), or protobuf (length-delimited messages of --message in --proto-file)")
+		protoFile    = fs.String("proto-file", "", "with --input-format protobuf: the `FILE` (.proto) that defines --message; its imports are found in --import-path and its own directory, the well-known types built in")
+		protoMessage = fs.String("message", "", "with --input-format protobuf: the message type `NAME` (pkg.Event, or Event when the file has one of that name)")
 		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
 		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
 		threads      = fs.Int("threads", 0, "cores to use (`N`): column chunks of a row group encoded at once, and at most N goroutines running at a time (GOMAXPROCS); 0: one per core. The output is the same, byte for byte, whatever N")
@@ -79,6 +81,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.Var(&codecs, "column-codec", "`COLUMN=codec[:level]` overrides the codec of one column (repeatable)")
 	fs.Var(&blooms, "bloom-filter", "`COLUMN[:fpp]` writes a bloom filter for a column (repeatable; fpp defaults to 0.01)")
 	fs.Var(&noDict, "no-dictionary", "`COLUMN` not to dictionary-encode (repeatable)")
+	var importPaths listFlag
+	fs.Var(&importPaths, "import-path", "with --input-format protobuf: a `DIR` where --proto-file's imports are found (repeatable)")
 	fs.Var(&keyValues, "metadata", "`KEY=VALUE` added to the file's key-value metadata (repeatable)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -89,11 +93,18 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usagef("want INPUT and OUTPUT, got %d arguments", len(pos))
 	}
 	var s *schema.Schema
-	avroIn, err := avroInput(*inputFormat, *avroSchema, *asVariant, *schemaFile)
+	protoIn, err := protoInput(ctx, protoFlags{format: *inputFormat, file: *protoFile, message: *protoMessage, importPaths: importPaths,
+		variant: *asVariant, parquetSchema: *schemaFile, avroSchema: *avroSchema})
 	if err != nil {
 		return err
 	}
-	if !*asVariant && avroIn == nil { // --variant and Avro decide their own schema
+	var avroIn *avroConvert
+	if protoIn == nil {
+		if avroIn, err = avroInput(*inputFormat, *avroSchema, *asVariant, *schemaFile); err != nil {
+			return err
+		}
+	}
+	if !*asVariant && avroIn == nil && protoIn == nil { // --variant, Avro and Protobuf decide their own schema
 		if *schemaFile == "" {
 			return usagef("--schema FILE is required")
 		}
@@ -226,7 +237,9 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var st convert.Stats
-	if avroIn != nil {
+	if protoIn != nil {
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return protoIn.run(ctx, in, w, opts) })
+	} else if avroIn != nil {
 		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return avroIn.run(ctx, in, w, opts) })
 	} else if *asVariant {
 		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose, lossy: *lossy})

@@ -20,6 +20,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // ErrInterrupted is wrapped by the error of a replay stopped by its context
@@ -67,7 +68,13 @@ type Replayer struct {
 	ck          *ckState // while Run runs
 	avroMu      sync.Mutex
 	avroSchemas map[string]*avroValue
-	stats       Stats
+
+	// Protobuf: the encoders by footer, and the registry their schemas
+	// come from (made when a file needs it).
+	protoMu       sync.Mutex
+	protoValues   map[string]*protoValue
+	protoRegistry *protobuf.Registry
+	stats         Stats
 }
 
 // New prepares a replay of opts with the kafka, store and format.registry
@@ -79,7 +86,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}}
+	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}, protoValues: map[string]*protoValue{}}
 	if r.keys, err = archive.Parse(o.PathTemplate, false); err != nil {
 		return nil, fmt.Errorf("replay: path: %w", err)
 	}

@@ -88,6 +88,8 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 		return nil
 	case valueAvro:
 		b.arena, err = r.s.avro.append(b.arena, r.cur)
+	case valueProto:
+		b.arena, err = r.s.proto.append(b.arena, r.cur)
 	default:
 		if r.s.unwrap {
 			v, _ := r.cur.Field(r.s.payload[0].Name)

@@ -24,13 +24,14 @@ var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
 type valueKind uint8
 
 const (
-	valueJSON valueKind = iota // typed columns or VARIANT, as JSON
-	valueAvro                  // Avro binary in the Confluent wire format
-	valueRaw                   // the original bytes, kept in one binary column
+	valueJSON  valueKind = iota // typed columns or VARIANT, as JSON
+	valueAvro                   // Avro binary in the Confluent wire format
+	valueRaw                    // the original bytes, kept in one binary column
+	valueProto                  // Protobuf binary, plain or in the Confluent wire format
 )
 
 func (k valueKind) String() string {
-	return [...]string{"json", "avro", "bytes"}[k]
+	return [...]string{"json", "avro", "bytes", "protobuf"}[k]
 }
 
 // Paths of the envelope leaves.
@@ -85,6 +86,7 @@ type fileStream struct {
 	payload  []*schema.Node
 	unwrap   bool
 	avro     *avroValue
+	proto    *protoValue
 	groups   []int
 	rowBases []int64
 	gi       int
@@ -186,7 +188,13 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 			avroText = *e.Value
 		}
 	}
+	protoKV := protoFooter(f.Metadata())
 	switch {
+	case protoKV != nil:
+		s.kind = valueProto
+		if s.proto, err = r.protoValue(ctx, protoKV); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.key, err)
+		}
 	case avroText != "":
 		s.kind = valueAvro
 		if s.avro, err = r.avroValue(ctx, avroText); err != nil {
@@ -400,6 +408,9 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 		}
 		c.env, c.raw = cur[:5], cur[5]
 		return c, nil
+	}
+	if s.kind == valueProto { // records are assembled, then encoded
+		return nil, fmt.Errorf("%w: Protobuf records", reader.ErrNotColumnar)
 	}
 	if s.kind == valueAvro {
 		a, env, err := newAvroColumns(s.f, g, s.avro, cols)

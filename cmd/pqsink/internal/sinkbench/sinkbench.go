@@ -42,7 +42,7 @@ import (
 type Options struct {
 	Records    int    // events to load and archive. Defaults to 1,000,000.
 	Partitions int    // partitions of the topic. Defaults to 4.
-	Format     string // json or variant. Defaults to json.
+	Format     string // json, variant or protobuf. Defaults to json.
 	Topic      string // Defaults to "events".
 	// Brokers of an existing Kafka; empty starts a broker in a child
 	// process (BrokerCommand) or, with InProcessBroker, in this one.
@@ -84,6 +84,8 @@ type Options struct {
 
 // Report is what a run measured.
 type Report struct {
+	// Encoding is how the record values were encoded: JSON or Protobuf.
+	Encoding      string
 	Records       int64
 	InputBytes    int64 // bytes of record values
 	Load          time.Duration
@@ -109,13 +111,13 @@ type Report struct {
 // String renders the report for people.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "records        %d (%.1f MB of JSON, %.0f bytes/record)\n", r.Records, float64(r.InputBytes)/1e6, float64(r.InputBytes)/float64(max(r.Records, 1)))
+	fmt.Fprintf(&b, "records        %d (%.1f MB of %s, %.0f bytes/record)\n", r.Records, float64(r.InputBytes)/1e6, r.encoding(), float64(r.InputBytes)/float64(max(r.Records, 1)))
 	fmt.Fprintf(&b, "load           %.1fs (producing into Kafka, not measured)\n", r.Load.Seconds())
 	fmt.Fprintf(&b, "sink           %.2fs until the last file was uploaded (the last %.2fs finishing files)\n", r.Seconds, r.Drain)
 	fmt.Fprintf(&b, "throughput     %.0f records/s, %.1f MB/s of input\n", r.RecordsPerSec, r.InputMBPerSec)
 	fmt.Fprintf(&b, "cpu            %.2fs of this process (%.0f records per CPU-second)\n", r.CPUSeconds, float64(r.Records)/max(r.CPUSeconds, 1e-9))
 	fmt.Fprintf(&b, "peak RSS       %.1f MiB\n", float64(r.PeakRSS)/(1<<20))
-	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the JSON)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)))
+	fmt.Fprintf(&b, "output         %d files, %.1f MB, %.1f bytes/record (%.1fx smaller than the %s)\n", r.Files, float64(r.OutputBytes)/1e6, r.BytesPerRecord, float64(r.InputBytes)/float64(max(r.OutputBytes, 1)), r.encoding())
 	fmt.Fprintf(&b, "memory         budget %.0f MiB, %d fetches paused for it, %d row groups written early, %d files rotated for it\n",
 		float64(r.Memory.Limit)/(1<<20), r.Memory.FetchPauses, r.Stats.MemoryFlushes, r.Stats.Files["memory"])
 	if st := r.Stats; st.TableCommits > 0 {
@@ -125,6 +127,14 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "store          %s\n", r.Store)
 	return b.String()
+}
+
+// encoding is Encoding, JSON when unset.
+func (r Report) encoding() string {
+	if r.Encoding == "" {
+		return "JSON"
+	}
+	return r.Encoding
 }
 
 func (o *Options) defaults() error {
@@ -137,8 +147,8 @@ func (o *Options) defaults() error {
 	if o.Format == "" {
 		o.Format = "json"
 	}
-	if o.Format != "json" && o.Format != "variant" {
-		return fmt.Errorf("format %q: want json or variant", o.Format)
+	if o.Format != "json" && o.Format != "variant" && o.Format != "protobuf" {
+		return fmt.Errorf("format %q: want json, variant or protobuf", o.Format)
 	}
 	if o.Topic == "" {
 		o.Topic = "events"
@@ -167,11 +177,15 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := o.defaults(); err != nil {
 		return rep, err
 	}
+	rep.Encoding = "JSON"
+	if o.Format == "protobuf" {
+		rep.Encoding = "Protobuf"
+	}
 	brokers := o.Brokers
 	loadStart := time.Now()
 	switch {
 	case len(brokers) > 0:
-		n, err := Load(ctx, brokers, o.Topic, o.Records, o.RecordBytes)
+		n, err := LoadFormat(ctx, brokers, o.Topic, o.Format, o.Records, o.RecordBytes)
 		if err != nil {
 			return rep, err
 		}
@@ -183,7 +197,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		defer b.Close()
 		brokers = b.ListenAddrs()
-		n, err := Load(ctx, brokers, o.Topic, o.Records, o.RecordBytes)
+		n, err := LoadFormat(ctx, brokers, o.Topic, o.Format, o.Records, o.RecordBytes)
 		if err != nil {
 			return rep, err
 		}
@@ -320,6 +334,13 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 		}
 		fmt.Fprintf(&b, "  schema_file: %s\n", path)
 	}
+	if o.Format == "protobuf" {
+		path := filepath.Join(dir, "event.proto")
+		if err := os.WriteFile(path, []byte(events.ProtoSchema), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "  proto_file: %s\n  message: %s\n", path, events.ProtoMessage)
+	}
 	if o.Format == "variant" && o.Shred != "" {
 		fmt.Fprintf(&b, "  shred: %s\n", o.Shred)
 	}
@@ -381,6 +402,13 @@ func batchMaxBytes(recordBytes int64) int64 {
 // one request per broker for all partitions; the sink itself consumes with
 // kafka-go.
 func Load(ctx context.Context, brokers []string, topic string, n int, recordBytes int64) (int64, error) {
+	return LoadFormat(ctx, brokers, topic, "json", n, recordBytes)
+}
+
+// LoadFormat is Load with the events in format: as JSON (json, variant)
+// or as Protobuf messages of events.ProtoSchema (protobuf), the padding
+// applied to the JSON before it is encoded.
+func LoadFormat(ctx context.Context, brokers []string, topic, format string, n int, recordBytes int64) (int64, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.DefaultProduceTopic(topic),
@@ -414,6 +442,12 @@ func Load(ctx context.Context, brokers []string, topic string, n int, recordByte
 		if recordBytes > 0 {
 			v = pad(v, int(recordBytes), pr)
 		}
+		if format == "protobuf" {
+			var err error
+			if v, err = events.AppendProto(nil, v); err != nil {
+				return total, err
+			}
+		}
 		total += int64(len(v))
 		cl.Produce(ctx, &kgo.Record{Key: strconv.AppendInt(nil, int64(i%10007), 10), Value: v}, done)
 	}
@@ -446,8 +480,12 @@ func pad(event []byte, size int, r *rand.Rand) []byte {
 // ServeBroker is the child broker process: it starts a broker, loads the
 // events, prints "ready ADDR BYTES" on out, and runs until in closes.
 func ServeBroker(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
-	if len(args) != 4 {
-		return fmt.Errorf("want TOPIC PARTITIONS RECORDS RECORD_BYTES, got %q", args)
+	if len(args) != 4 && len(args) != 5 {
+		return fmt.Errorf("want TOPIC PARTITIONS RECORDS RECORD_BYTES [FORMAT], got %q", args)
+	}
+	format := "json"
+	if len(args) == 5 {
+		format = args[4]
 	}
 	partitions, err1 := strconv.Atoi(args[1])
 	records, err2 := strconv.Atoi(args[2])
@@ -460,7 +498,7 @@ func ServeBroker(ctx context.Context, args []string, in io.Reader, out io.Writer
 		return err
 	}
 	defer c.Close()
-	n, err := Load(ctx, c.ListenAddrs(), args[0], records, recordBytes)
+	n, err := LoadFormat(ctx, c.ListenAddrs(), args[0], format, records, recordBytes)
 	if err != nil {
 		return err
 	}
@@ -496,6 +534,9 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 		argv = []string{exe, "__broker"}
 	}
 	argv = append(argv[:len(argv):len(argv)], o.Topic, strconv.Itoa(o.Partitions), strconv.Itoa(o.Records), strconv.FormatInt(o.RecordBytes, 10))
+	if o.Format == "protobuf" {
+		argv = append(argv, o.Format)
+	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

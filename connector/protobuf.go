@@ -1,0 +1,86 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/protorow"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/protobuf"
+)
+
+// The Protobuf format (format.type: protobuf). With format.proto_file,
+// each record value is one plain serialized message of format.message: the
+// files have one schema, the message's Parquet schema and the envelope,
+// and the format is a fixedFormat whose payload is a compiled decoder.
+// With format.registry, each value is in Confluent's wire format and the
+// files' schema follows the records (see protobufRegistryFormat).
+
+// newProtobuf readies f for format.type protobuf.
+func (f *format) newProtobuf(cfg *config.Config) error {
+	p := cfg.Format.Protobuf
+	if cfg.Format.Registry != nil {
+		reg, err := schemaregistry.New(cfg.Format.Registry)
+		if err != nil {
+			return err
+		}
+		f.protoRegistry = protobuf.NewRegistry(reg, cfg.Format.Registry.CacheSize)
+		return nil
+	}
+	if p == nil || p.ProtoFile == "" {
+		return errors.New("format.type protobuf: needs format.registry or format.proto_file")
+	}
+	md, err := protobuf.LoadFile(context.Background(), p.ProtoFile, p.ImportPaths, p.Message)
+	if err != nil {
+		return fmt.Errorf("format.proto_file: %w", err)
+	}
+	if _, err := protobuf.Parquet(md); err != nil {
+		return fmt.Errorf("format.message %s: %w", p.Message, err)
+	}
+	f.protoMessage = md
+	return nil
+}
+
+// protobufSchema is the files' schema of plain messages of md.
+func (f *format) protobufSchema(md protoreflect.MessageDescriptor) (*schema.Schema, error) {
+	var extra []*schema.Node
+	if f.envelope {
+		extra = append(extra, rowgroup.EnvelopeNodeIn(f.timeUnit))
+	}
+	return protobuf.Parquet(md, extra...)
+}
+
+// protobufFileFormat is format.proto_file: a fixedFormat whose payload
+// is the message's compiled decoder, whose rejections are decode errors
+// (wire bytes that are not a message of the type), and whose files name
+// the message in their footers.
+type protobufFileFormat struct {
+	fixedFormat
+}
+
+func (x *protobufFileFormat) reason(err error) string {
+	if r := classify(err); r == rejectEnvelope {
+		return r
+	}
+	return rejectDecode
+}
+
+func (x *protobufFileFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, error) {
+	fb, err := x.fixedFormat.buffers(d, spare)
+	if err != nil {
+		return nil, err
+	}
+	fb.keyValues = [][2]string{{protobuf.MessageKey, string(x.f.protoMessage.FullName())}}
+	return fb, nil
+}
+
+// newProtobufPayload is the payload of a file of plain messages.
+func (f *format) newProtobufPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
+	return protorow.NewDecoder(g, f.protoMessage)
+}
