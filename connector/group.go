@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/consumer"
+	"github.com/segmentio/kafka-go/protocol/joingroup"
 
 	"github.com/pqsink/pqsink/config"
 )
@@ -216,12 +220,7 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 				owned = restored
 			}
 		}
-		sub := kafka.GroupProtocolSubscription{Topics: topics, OwnedPartitions: owned}
-		resp, err := m.client.JoinGroup(ctx, &kafka.JoinGroupRequest{
-			Addr: m.coord, GroupID: m.cfg.Group, SessionTimeout: m.cfg.SessionTimeout, RebalanceTimeout: m.cfg.RebalanceTimeout,
-			MemberID: m.memberID, GroupInstanceID: m.instanceID, ProtocolType: "consumer",
-			Protocols: []kafka.GroupProtocol{{Name: protocolSticky, Metadata: sub}, {Name: protocolRange, Metadata: sub}},
-		})
+		resp, err := m.joinGroup(ctx, topics, owned)
 		if err != nil {
 			m.coord = nil
 			return nil, fmt.Errorf("joining group %s: %w", m.cfg.Group, err)
@@ -245,7 +244,7 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		m.memberID = resp.MemberID
 		var assignments []kafka.SyncGroupRequestAssignment
 		if resp.LeaderID == resp.MemberID {
-			if assignments, err = m.assign(ctx, resp); err != nil {
+			if assignments, err = m.assign(ctx, resp.ProtocolName, resp.Members); err != nil {
 				return nil, err
 			}
 		}
@@ -434,11 +433,76 @@ func (m *member) leave() {
 	}
 }
 
+// joinResponse is the answer to a JoinGroup.
+type joinResponse struct {
+	Error        error
+	GenerationID int
+	ProtocolName string
+	LeaderID     string
+	MemberID     string
+	Members      []groupMember
+}
+
+// joinGroup sends a JoinGroup. It goes through kafka-go's protocol
+// package, not kafka.Client.JoinGroup, which fails on the join metadata
+// of kafka-go's own ConsumerGroup (the members of earlier releases): it
+// reads every subscription as version 1, with the owned partitions that a
+// version 0 subscription does not have.
+func (m *member) joinGroup(ctx context.Context, topics []string, owned map[string][]int) (*joinResponse, error) {
+	sub := consumer.Subscription{Version: consumer.MaxVersionSupported, Topics: topics}
+	for _, topic := range slices.Sorted(maps.Keys(owned)) {
+		tp := consumer.TopicPartition{Topic: topic}
+		for _, id := range owned[topic] {
+			tp.Partitions = append(tp.Partitions, int32(id))
+		}
+		sub.OwnedPartitions = append(sub.OwnedPartitions, tp)
+	}
+	md, err := protocol.Marshal(consumer.MaxVersionSupported, sub)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the join metadata: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.client.Timeout)
+	defer cancel()
+	msg, err := m.client.Transport.RoundTrip(ctx, m.coord, &joingroup.Request{
+		GroupID: m.cfg.Group, SessionTimeoutMS: int32(m.cfg.SessionTimeout.Milliseconds()), RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout.Milliseconds()),
+		MemberID: m.memberID, GroupInstanceID: m.instanceID, ProtocolType: "consumer",
+		Protocols: []joingroup.RequestProtocol{{Name: protocolSticky, Metadata: md}, {Name: protocolRange, Metadata: md}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := msg.(*joingroup.Response)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T to a JoinGroup", msg)
+	}
+	out := &joinResponse{GenerationID: int(r.GenerationID), ProtocolName: r.ProtocolName, LeaderID: r.LeaderID, MemberID: r.MemberID}
+	if r.ErrorCode != 0 {
+		out.Error = kafka.Error(r.ErrorCode)
+	}
+	for _, mem := range r.Members {
+		var s consumer.Subscription
+		if protocol.Unmarshal(mem.Metadata, consumer.MaxVersionSupported, &s) != nil || s.Version < 1 {
+			s = consumer.Subscription{}
+			if err := protocol.Unmarshal(mem.Metadata, 0, &s); err != nil {
+				return nil, fmt.Errorf("the join metadata of member %s: %w", mem.MemberID, err)
+			}
+		}
+		gm := groupMember{id: mem.MemberID, topics: s.Topics, owned: map[string][]int{}}
+		for _, tp := range s.OwnedPartitions {
+			for _, id := range tp.Partitions {
+				gm.owned[tp.Topic] = append(gm.owned[tp.Topic], int(id))
+			}
+		}
+		out.Members = append(out.Members, gm)
+	}
+	return out, nil
+}
+
 // assign computes the generation's assignment as its leader.
-func (m *member) assign(ctx context.Context, resp *kafka.JoinGroupResponse) ([]kafka.SyncGroupRequestAssignment, error) {
+func (m *member) assign(ctx context.Context, protocolName string, members []groupMember) ([]kafka.SyncGroupRequestAssignment, error) {
 	topics := map[string]bool{}
-	for _, mem := range resp.Members {
-		for _, t := range mem.Metadata.Topics {
+	for _, mem := range members {
+		for _, t := range mem.topics {
 			topics[t] = true
 		}
 	}
@@ -446,12 +510,8 @@ func (m *member) assign(ctx context.Context, resp *kafka.JoinGroupResponse) ([]k
 	if err != nil {
 		return nil, err
 	}
-	members := make([]groupMember, len(resp.Members))
-	for i, mem := range resp.Members {
-		members[i] = groupMember{id: mem.ID, topics: mem.Metadata.Topics, owned: mem.Metadata.OwnedPartitions}
-	}
 	var plan map[string]map[string][]int
-	if resp.ProtocolName == protocolSticky {
+	if protocolName == protocolSticky {
 		plan = stickyAssign(members, counts)
 	} else {
 		plan = rangeAssign(members, counts)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
@@ -176,6 +178,40 @@ func (g *rebalanceGroup) terminate(p *sinkProcess) {
 	g.remove(p)
 }
 
+// pauses returns the count and mean of pqsink_rebalance_seconds over the
+// running members: the time from the start of a rebalance until every
+// partition of the member consumes again.
+func (g *rebalanceGroup) pauses() (int64, time.Duration) {
+	var n int64
+	var sum float64
+	for _, p := range g.members {
+		m := metricsAddr.FindStringSubmatch(p.log.String())
+		if m == nil {
+			continue
+		}
+		resp, err := http.Get("http://" + m[1] + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "pqsink_rebalance_seconds_sum "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				sum += f
+			}
+			if v, ok := strings.CutPrefix(line, "pqsink_rebalance_seconds_count "); ok {
+				c, _ := strconv.ParseInt(v, 10, 64)
+				n += c
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return n, time.Duration(sum / float64(n) * float64(time.Second))
+}
+
 var stoppedLine = regexp.MustCompile(`msg="pqsink stopped" .*records_consumed=(\d+)`)
 
 // finish stops every member, lets one last member with short rotation
@@ -239,6 +275,9 @@ func TestSinkRebalanceRollingRestart(t *testing.T) {
 		t.Logf("member %d restarted, group balanced again in %v", i, time.Since(restart).Round(time.Millisecond))
 	}
 	producing.Wait()
+	if n, mean := g.pauses(); n > 0 {
+		t.Logf("the members in the group now saw %d generations, %v on average from the start of a rebalance until all their partitions consumed", n, mean.Round(time.Millisecond))
+	}
 	reread := g.finish(n)
 	t.Logf("rolling restart of 3 members over %d partitions, %d records, in %v: %d records read again (%.1f%% of the topic)",
 		partitions, n, time.Since(begin).Round(time.Second), reread, 100*float64(reread)/n)
@@ -303,6 +342,9 @@ func TestSinkRebalanceScaleOut(t *testing.T) {
 		t.Errorf("the three members handed over %d partitions, want 3 (one each)", handed)
 	}
 	producing.Wait()
+	if n, mean := g.pauses(); n > 0 {
+		t.Logf("the members saw %d generations, %v on average from the start of a rebalance until all their partitions consumed", n, mean.Round(time.Millisecond))
+	}
 	reread := g.finish(n)
 	t.Logf("scale-out from 3 to 4 members: %d records read again", reread)
 	if reread != 0 {
@@ -367,4 +409,65 @@ func TestSinkRebalanceStatic(t *testing.T) {
 	if reread > open {
 		t.Errorf("%d records read again, want at most the %d of the killed member's open windows", reread, open)
 	}
+}
+
+// TestSinkRebalanceMixedVersions runs two members beside a member of an
+// earlier release, whose eager kafka-go consumer group offers only the
+// range and round-robin protocols (it holds its partitions without
+// consuming them, as a stand-in). The group runs range while it is there:
+// the new members take the range assignment and drop what moves, as
+// earlier releases did; once it leaves, the group is back on the
+// cooperative protocol, and the archive is exact.
+func TestSinkRebalanceMixedVersions(t *testing.T) {
+	const partitions, n = 12, 24000
+	g := newRebalanceGroup(t, "mixed", partitions, "6s")
+	producing := produceSlowly(t, g.broker.Brokers, g.topic, n, 16, 8*time.Second)
+	a, b := g.start("sink-0"), g.start("sink-1")
+	g.waitBalanced(partitions, 30*time.Second)
+
+	old, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID: g.topic, Brokers: g.broker.Brokers, Topics: []string{g.topic},
+		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second, RebalanceTimeout: 10 * time.Second,
+		JoinGroupBackoff: 100 * time.Millisecond, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan int, 16)
+	go func() {
+		for {
+			gen, err := old.Next(context.Background())
+			if errors.Is(err, kafka.ErrGroupClosed) {
+				return
+			} else if err != nil {
+				continue
+			}
+			held <- len(gen.Assignments[g.topic])
+			gen.Start(func(ctx context.Context) { <-ctx.Done() })
+		}
+	}()
+	for _, p := range []*sinkProcess{a, b} {
+		p.waitLog(t, "protocol=range", 30*time.Second)
+	}
+	select {
+	case got := <-held:
+		t.Logf("the member of the earlier release holds %d partitions", got)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the member of the earlier release got no generation")
+	}
+	time.Sleep(2 * time.Second)
+	marks := []int{len(a.log.String()), len(b.log.String())}
+	old.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for i, p := range []*sinkProcess{a, b} {
+		for !strings.Contains(p.log.String()[marks[i]:], "protocol=pqsink-cooperative-sticky partitions=6") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is not back on the cooperative protocol with 6 partitions after the old member left", p.name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	producing.Wait()
+	reread := g.finish(n)
+	t.Logf("with a member of the earlier release for a while: %d records read again", reread)
 }
