@@ -365,11 +365,21 @@ func TestSinkRebalanceZombie(t *testing.T) {
 	}
 	g.waitBalanced(partitions, 30*time.Second)
 	zombie := g.members[1]
+	mark := len(zombie.log.String())
 	g.start("sink-3")
-	time.Sleep(100 * time.Millisecond) // the handover has begun
+	// Frozen as the generation that takes a partition from it starts: its
+	// handover has begun and cannot end.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(zombie.log.String()[mark:], `msg="generation started"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s saw no new generation after a fourth member started", zombie.name)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	zombie.cmd.Process.Signal(syscall.SIGSTOP)
 	time.Sleep(3 * time.Second)
 	zombie.cmd.Process.Signal(syscall.SIGCONT)
+	zombie.waitLog(t, "this member is no longer in the group", 30*time.Second)
 	g.waitBalanced(partitions, 30*time.Second)
 	producing.Wait()
 	reread := g.finish(n)
