@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -244,5 +245,91 @@ func TestMembershipHandover(t *testing.T) {
 		if h.gens.Load() < 2 && h.name != "c" {
 			t.Errorf("%s saw %d generations", h.name, h.gens.Load())
 		}
+	}
+}
+
+// genHandler records the generations of a member.
+type genHandler struct{ gens chan *generation }
+
+func (h *genHandler) owned() map[string][]int { return nil }
+func (h *genHandler) assigned(ctx context.Context, gen *generation) {
+	h.gens <- gen
+}
+func (h *genHandler) lost() {}
+
+// TestCommitAcrossGenerations checks the commit batcher's fencing: a
+// commit refused because its generation is over is sent again in the
+// next generation of the same member when that member still holds the
+// partition, and fails otherwise.
+func TestCommitAcrossGenerations(t *testing.T) {
+	broker := kafkatest.Start(t, 2, "t")
+	cfg := &config.Kafka{Brokers: broker.Brokers, Group: "g", ClientID: "test", SessionTimeout: 6 * time.Second,
+		HeartbeatInterval: 100 * time.Millisecond, RebalanceTimeout: 5 * time.Second, CommitTimeout: 10 * time.Second}
+	k, err := newKafkaClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &genHandler{gens: make(chan *generation, 4)}
+	m := newMember(k, cfg, slog.New(slog.DiscardHandler), h, newStats(), []string{"t"})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { m.run(ctx, make(chan struct{})) })
+	var gen *generation
+	select {
+	case gen = <-h.gens:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no generation")
+	}
+	b := newCommitBatcher(k)
+	wg.Go(func() { b.run(ctx) })
+	committedAt := func() int64 {
+		got, err := k.fetchCommitted(ctx, "g", map[string][]int{"t": {0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["t"][0].offset
+	}
+	stale := func() *generation { g := *gen; g.id--; return &g }
+	range0 := func(assigned bool) *generation {
+		g := *gen
+		g.protocol = protocolRange
+		if !assigned {
+			g.assigned = map[string][]int{"t": {1}}
+		}
+		return &g
+	}
+	for i, tc := range []struct {
+		name string
+		next *generation // the generation that follows the stale one
+		ok   bool
+	}{
+		{"the same member, cooperative", gen, true},
+		{"the same member, range, still assigned", range0(true), true},
+		{"the same member, range, not assigned", range0(false), false},
+		{"the membership is lost", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.setGeneration(stale())
+			offset := int64(10 * (i + 1))
+			done := make(chan error, 1)
+			go func() { done <- b.commit(ctx, "t", 0, offset, "") }()
+			time.Sleep(200 * time.Millisecond) // refused by now
+			b.setGeneration(tc.next)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the commit did not end")
+			}
+			if tc.ok {
+				if err != nil || committedAt() != offset {
+					t.Errorf("commit: %v, committed offset %d, want %d", err, committedAt(), offset)
+				}
+			} else if !errors.Is(err, errGenerationOver) || committedAt() == offset {
+				t.Errorf("commit: %v (want the generation over), committed offset %d", err, committedAt())
+			}
+		})
 	}
 }
