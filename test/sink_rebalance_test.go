@@ -481,3 +481,45 @@ func TestSinkRebalanceMixedVersions(t *testing.T) {
 	reread := g.finish(n)
 	t.Logf("with a member of the earlier release for a while: %d records read again", reread)
 }
+
+// TestSinkRebalanceTable adds a fourth member to a group of three that
+// commit to an Iceberg table (SQLite catalog) with 10-minute rotation and
+// a 10-minute table.commit_interval: files reach the table only at a
+// handover or a shutdown. The partitions handed over are in the table
+// before their new owner starts from the table's state, so nothing is
+// read twice, and the table holds every record once.
+func TestSinkRebalanceTable(t *testing.T) {
+	const partitions, n = 12, 12000
+	env := newTableEnv(t, "tablerebalance")
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "tablerebalance", "10m", 10_000_000)
+	text = replaceLine(text, "  interval: 500ms", "  interval: 10m")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 200ms")
+	text += "metrics:\n  listen: 127.0.0.1:0\n"
+	g := &rebalanceGroup{t: t, broker: broker, topic: env.topic, text: text}
+	producing := produceSlowly(t, broker.Brokers, env.topic, n, 12, 6*time.Second)
+	for i := range 3 {
+		g.start(fmt.Sprintf("sink-%d", i))
+	}
+	g.waitBalanced(partitions, 30*time.Second)
+	g.start("sink-3")
+	g.waitBalanced(partitions, 30*time.Second)
+	producing.Wait()
+	g.waitConsumed(n, 30*time.Second)
+	for len(g.members) > 0 {
+		g.terminate(g.members[0])
+	}
+	env.waitRows(t, n, 30*time.Second)
+	var total int64
+	for _, p := range g.all {
+		if m := stoppedLine.FindStringSubmatch(p.log.String()); m != nil {
+			c, _ := strconv.ParseInt(m[1], 10, 64)
+			total += c
+		}
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+	t.Logf("scale-out from 3 to 4 members committing to a table: %d records read again", total-n)
+	if total != n {
+		t.Errorf("the members consumed %d records, want each of the %d once", total, n)
+	}
+}
