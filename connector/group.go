@@ -461,12 +461,20 @@ func (m *member) joinGroup(ctx context.Context, topics []string, owned map[strin
 	if err != nil {
 		return nil, fmt.Errorf("encoding the join metadata: %w", err)
 	}
+	// The range protocol's metadata is what kafka-go's ConsumerGroup
+	// writes and reads (version 1 without owned partitions: it refuses
+	// bytes it does not read), so that a member of an earlier release can
+	// lead a group that runs range.
+	rangeMD, err := protocol.Marshal(0, consumer.Subscription{Version: 1, Topics: topics, UserData: []byte{}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the join metadata: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.client.Timeout)
 	defer cancel()
 	msg, err := m.client.Transport.RoundTrip(ctx, m.coord, &joingroup.Request{
 		GroupID: m.cfg.Group, SessionTimeoutMS: int32(m.cfg.SessionTimeout.Milliseconds()), RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout.Milliseconds()),
 		MemberID: m.memberID, GroupInstanceID: m.instanceID, ProtocolType: "consumer",
-		Protocols: []joingroup.RequestProtocol{{Name: protocolSticky, Metadata: md}, {Name: protocolRange, Metadata: md}},
+		Protocols: []joingroup.RequestProtocol{{Name: protocolSticky, Metadata: md}, {Name: protocolRange, Metadata: rangeMD}},
 	})
 	if err != nil {
 		return nil, err
@@ -481,7 +489,7 @@ func (m *member) joinGroup(ctx context.Context, topics []string, owned map[strin
 	}
 	for _, mem := range r.Members {
 		var s consumer.Subscription
-		if protocol.Unmarshal(mem.Metadata, consumer.MaxVersionSupported, &s) != nil || s.Version < 1 {
+		if r.ProtocolName != protocolSticky || protocol.Unmarshal(mem.Metadata, consumer.MaxVersionSupported, &s) != nil {
 			s = consumer.Subscription{}
 			if err := protocol.Unmarshal(mem.Metadata, 0, &s); err != nil {
 				return nil, fmt.Errorf("the join metadata of member %s: %w", mem.MemberID, err)

@@ -424,62 +424,93 @@ func TestSinkRebalanceStatic(t *testing.T) {
 // TestSinkRebalanceMixedVersions runs two members beside a member of an
 // earlier release, whose eager kafka-go consumer group offers only the
 // range and round-robin protocols (it holds its partitions without
-// consuming them, as a stand-in). The group runs range while it is there:
-// the new members take the range assignment and drop what moves, as
-// earlier releases did; once it leaves, the group is back on the
-// cooperative protocol, and the archive is exact.
+// consuming them, as a stand-in). The group runs range while it is there,
+// whether it leads the group (it joins first) or a new member does (it
+// joins again later): the new members take the range assignment and drop
+// what moves, as earlier releases did. Once it leaves, the group is back
+// on the cooperative protocol, and the archive is exact.
 func TestSinkRebalanceMixedVersions(t *testing.T) {
 	const partitions, n = 12, 24000
 	g := newRebalanceGroup(t, "mixed", partitions, "6s")
 	producing := produceSlowly(t, g.broker.Brokers, g.topic, n, 16, 8*time.Second)
-	a, b := g.start("sink-0"), g.start("sink-1")
-	g.waitBalanced(partitions, 30*time.Second)
-
-	old, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: g.topic, Brokers: g.broker.Brokers, Topics: []string{g.topic},
-		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second, RebalanceTimeout: 10 * time.Second,
-		JoinGroupBackoff: 100 * time.Millisecond, Timeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan int, 16)
-	go func() {
-		for {
-			gen, err := old.Next(context.Background())
-			if errors.Is(err, kafka.ErrGroupClosed) {
-				return
-			} else if err != nil {
-				continue
-			}
-			held <- len(gen.Assignments[g.topic])
-			gen.Start(func(ctx context.Context) { <-ctx.Done() })
+	for _, leads := range []bool{true, false} {
+		old, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+			ID: g.topic, Brokers: g.broker.Brokers, Topics: []string{g.topic},
+			HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second, RebalanceTimeout: 10 * time.Second,
+			JoinGroupBackoff: 100 * time.Millisecond, Timeout: 10 * time.Second,
+			// As leader it reads every member's join metadata and refuses
+			// what it cannot read whole.
+			ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+				t.Errorf("the member of the earlier release: "+msg, args...)
+			}),
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	for _, p := range []*sinkProcess{a, b} {
-		p.waitLog(t, "protocol=range", 30*time.Second)
-	}
-	select {
-	case got := <-held:
-		t.Logf("the member of the earlier release holds %d partitions", got)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the member of the earlier release got no generation")
-	}
-	time.Sleep(2 * time.Second)
-	marks := []int{len(a.log.String()), len(b.log.String())}
-	old.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for i, p := range []*sinkProcess{a, b} {
-		for !strings.Contains(p.log.String()[marks[i]:], "protocol=pqsink-cooperative-sticky partitions=6") {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s is not back on the cooperative protocol with 6 partitions after the old member left", p.name)
+		held := make(chan int, 16)
+		go func() {
+			for {
+				gen, err := old.Next(context.Background())
+				if errors.Is(err, kafka.ErrGroupClosed) {
+					return
+				} else if err != nil {
+					continue
+				}
+				held <- len(gen.Assignments[g.topic])
+				gen.Start(func(ctx context.Context) { <-ctx.Done() })
 			}
-			time.Sleep(50 * time.Millisecond)
+		}()
+		var marks []int
+		if leads {
+			select {
+			case got := <-held:
+				if got != partitions {
+					t.Errorf("the member of the earlier release, alone, holds %d partitions", got)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the member of the earlier release got no generation")
+			}
+			g.start("sink-0")
+			g.start("sink-1")
+		} else {
+			for _, p := range g.members {
+				marks = append(marks, len(p.log.String()))
+			}
+		}
+		for i, p := range g.members {
+			since := 0
+			if marks != nil {
+				since = marks[i]
+			}
+			waitLogSince(t, p, since, "protocol=range partitions=4", 30*time.Second)
+		}
+		t.Logf("with a member of the earlier release (leading the group: %v), the group runs range, 4 partitions each", leads)
+		time.Sleep(time.Second)
+		marks = marks[:0]
+		for _, p := range g.members {
+			marks = append(marks, len(p.log.String()))
+		}
+		old.Close()
+		for i, p := range g.members {
+			waitLogSince(t, p, marks[i], "protocol=pqsink-cooperative-sticky partitions=6", 30*time.Second)
 		}
 	}
 	producing.Wait()
 	reread := g.finish(n)
-	t.Logf("with a member of the earlier release for a while: %d records read again", reread)
+	t.Logf("with a member of the earlier release twice for a while: %d records read again", reread)
+}
+
+// waitLogSince waits until p has logged s after the first since bytes of
+// its log.
+func waitLogSince(t *testing.T, p *sinkProcess, since int, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(p.log.String()[since:], s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q within %v", p.name, s, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestSinkRebalanceTable adds a fourth member to a group of three that
