@@ -25,7 +25,6 @@ type holdings struct {
 	runs     map[topicPartition]*partRun
 	starting int           // partitions being assigned, not in runs yet
 	changed  chan struct{} // closed when runs or starting change
-	gen      *generation
 }
 
 // topicPartition names one partition.
@@ -86,7 +85,6 @@ func (h *holdings) lost() {
 	for _, r := range h.runs {
 		r.drop()
 	}
-	h.gen = nil
 	h.mu.Unlock()
 	h.s.stats.rebalancePartitions("dropped", n)
 	h.empty(context.Background())
@@ -111,7 +109,6 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	stopping := h.ctx.Err() != nil
 
 	h.mu.Lock()
-	h.gen = gen
 	var kept, fresh []topicPartition
 	var leaving []*partRun
 	for k, r := range h.runs {
