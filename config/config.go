@@ -124,6 +124,13 @@ type Kafka struct {
 	// ClientID is the Kafka client id (client_id).
 	// Defaults to "pqsink".
 	ClientID string
+	// InstanceID makes the sink a static member of the group
+	// (instance_id, Kafka's group.instance.id, KIP-345): unique in the
+	// group and stable across restarts of the same member, such as a pod
+	// name. A static member restarted within the session timeout gets its
+	// partitions back with no rebalance. Empty: a dynamic member.
+	// Defaults to "".
+	InstanceID string
 	// SASL is the authentication (sasl); nil when the key is absent.
 	// Defaults to nil.
 	SASL *SASL

@@ -218,6 +218,7 @@ kafka:
   topic_regex: '^events\..*$'
   start: LATEST
   client_id: me
+  instance_id: pod-0
   sasl: {mechanism: scram-sha-256, username: u, password: p}
   tls: {ca_file: ca.pem, cert_file: ./cert.pem, key_file: KEY, insecure_skip_verify: true, server_name: kafka.local}
   fetch: {min_bytes: 1KiB, max_bytes: 1MB, max_wait: 1s}
@@ -274,7 +275,7 @@ errors: skip
 	want := &Config{
 		Kafka: Kafka{
 			Brokers: []string{"k1:9092", "k2:9093"}, Group: "g", TopicRegex: `^events\..*$`,
-			Start: "latest", ClientID: "me",
+			Start: "latest", ClientID: "me", InstanceID: "pod-0",
 			SASL: &SASL{Mechanism: "SCRAM-SHA-256", Username: "u", Password: "p"},
 			TLS: &TLS{
 				CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"),

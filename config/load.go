@@ -25,7 +25,7 @@ var (
 		"rotate", "parquet", "memory", "metrics", "log", "shutdown", "shutdown_timeout",
 		"max_record_bytes", "errors", "dead_letter", "table"}
 	deadLetterKeys = []string{"topic", "url"}
-	kafkaKeys      = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "sasl", "tls",
+	kafkaKeys      = []string{"brokers", "group", "topics", "topic_regex", "start", "client_id", "instance_id", "sasl", "tls",
 		"fetch", "session_timeout", "heartbeat_interval", "rebalance_timeout", "commit_timeout", "topic_refresh"}
 	saslKeys  = []string{"mechanism", "username", "password"}
 	tlsKeys   = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name"}
@@ -189,6 +189,7 @@ func (d *decoder) kafka(s *section, k *Kafka) {
 	}
 	s.oneOf("start", &k.Start, startValues, nil)
 	s.str("client_id", &k.ClientID)
+	s.str("instance_id", &k.InstanceID)
 
 	if sasl := s.optional("sasl", saslKeys); sasl != nil {
 		k.SASL = &SASL{}

@@ -26,6 +26,9 @@ func (c *Config) Redacted() string {
 		kafka.add("topics", yStrs(k.Topics))
 	}
 	kafka.add("start", yStr(k.Start), "client_id", yStr(k.ClientID))
+	if k.InstanceID != "" {
+		kafka.add("instance_id", yStr(k.InstanceID))
+	}
 	if k.SASL != nil {
 		kafka.add("sasl", yMap(
 			"mechanism", yStr(k.SASL.Mechanism),

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -14,17 +15,25 @@ import (
 // A sink with ten thousand partitions that all finish their files at once
 // (a shutdown, a schedule boundary) then sends a few requests, not ten
 // thousand.
+//
+// The batcher serves a whole membership of the group: its generation
+// changes at each rebalance. A commit refused because the group moved on
+// is sent again in the next generation when this member still holds the
+// partition there (the same member, and the partition assigned to it, or
+// being handed over by it); otherwise it fails with errGenerationOver.
 type commitBatcher struct {
-	k   *kafkaClients
-	gen *kafka.Generation
+	k *kafkaClients
 
 	mu      sync.Mutex
+	gen     *generation   // nil once the membership is lost
+	changed chan struct{} // closed when gen changes
 	pending []*pendingCommit
 	wake    chan struct{}
 }
 
 // pendingCommit is one partition's commit waiting for its request.
 type pendingCommit struct {
+	gen       *generation
 	topic     string
 	partition int32
 	offset    int64
@@ -32,14 +41,61 @@ type pendingCommit struct {
 	done      chan error
 }
 
-func newCommitBatcher(k *kafkaClients, gen *kafka.Generation) *commitBatcher {
-	return &commitBatcher{k: k, gen: gen, wake: make(chan struct{}, 1)}
+func newCommitBatcher(k *kafkaClients) *commitBatcher {
+	return &commitBatcher{k: k, wake: make(chan struct{}, 1), changed: make(chan struct{})}
 }
 
-// commit commits one partition's offset and metadata in the batcher's
-// generation and waits for the answer.
+// setGeneration makes gen the generation of the next commits; nil means
+// that the membership is lost.
+func (b *commitBatcher) setGeneration(gen *generation) {
+	b.mu.Lock()
+	b.gen = gen
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// generation returns the current generation, and a channel closed when
+// it changes.
+func (b *commitBatcher) generation() (*generation, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gen, b.changed
+}
+
+// commit commits one partition's offset and metadata and waits for the
+// answer. A refusal because the group moved on is tried again in the next
+// generation while this member still holds the partition.
 func (b *commitBatcher) commit(ctx context.Context, topic string, partition int32, offset int64, md string) error {
-	c := &pendingCommit{topic: topic, partition: partition, offset: offset, metadata: md, done: make(chan error, 1)}
+	for {
+		gen, changed := b.generation()
+		if gen == nil {
+			return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, errGenerationOver)
+		}
+		err := b.commitIn(ctx, gen, topic, partition, offset, md)
+		if !errors.Is(err, errGenerationOver) {
+			return err
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-changed:
+			}
+			var next *generation
+			if next, changed = b.generation(); next == nil || next.id != gen.id {
+				if next == nil || next.memberID != gen.memberID || !(next.cooperative() || next.has(topic, int(partition))) {
+					return err
+				}
+				break
+			}
+		}
+	}
+}
+
+// commitIn commits in generation gen.
+func (b *commitBatcher) commitIn(ctx context.Context, gen *generation, topic string, partition int32, offset int64, md string) error {
+	c := &pendingCommit{gen: gen, topic: topic, partition: partition, offset: offset, metadata: md, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
 	b.mu.Unlock()
@@ -76,14 +132,26 @@ func (b *commitBatcher) run(ctx context.Context) {
 		batch := b.pending
 		b.pending = nil
 		b.mu.Unlock()
-		if len(batch) > 0 {
-			b.send(ctx, batch)
+		// One request per generation (a rebalance may leave commits of
+		// two in the queue).
+		for len(batch) > 0 {
+			gen := batch[0].gen
+			var now, later []*pendingCommit
+			for _, c := range batch {
+				if c.gen == gen {
+					now = append(now, c)
+				} else {
+					later = append(later, c)
+				}
+			}
+			b.send(ctx, gen, now)
+			batch = later
 		}
 	}
 }
 
 // send commits batch in one request and answers each of its commits.
-func (b *commitBatcher) send(ctx context.Context, batch []*pendingCommit) {
+func (b *commitBatcher) send(ctx context.Context, gen *generation, batch []*pendingCommit) {
 	topics := map[string][]kafka.OffsetCommit{}
 	type key struct {
 		topic     string
@@ -108,7 +176,7 @@ func (b *commitBatcher) send(ctx context.Context, batch []*pendingCommit) {
 		}
 		byKey[k] = append(byKey[k], c)
 	}
-	errs, err := b.k.commitMany(ctx, b.gen, topics)
+	errs, err := b.k.commitMany(ctx, gen, topics)
 	for k, cs := range byKey {
 		e := err
 		if e == nil {

@@ -283,7 +283,7 @@ func (s *Sink) fetchSize() int64 {
 
 // commit sends one offset commit in generation gen and returns the first
 // error of the request or of a partition.
-func (k *kafkaClients) commit(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) error {
+func (k *kafkaClients) commit(ctx context.Context, gen *generation, topics map[string][]kafka.OffsetCommit) error {
 	errs, err := k.commitMany(ctx, gen, topics)
 	if err != nil {
 		return err
@@ -300,9 +300,9 @@ func (k *kafkaClients) commit(ctx context.Context, gen *kafka.Generation, topics
 // (a fenced-off member's commit is refused), and returns the error of the
 // request or, per topic and partition, those of the partitions that
 // failed. A refusal because the group moved on wraps errGenerationOver.
-func (k *kafkaClients) commitMany(ctx context.Context, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) (map[string]map[int]error, error) {
+func (k *kafkaClients) commitMany(ctx context.Context, gen *generation, topics map[string][]kafka.OffsetCommit) (map[string]map[int]error, error) {
 	resp, err := k.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: topics,
+		GroupID: gen.group, GenerationID: gen.id, MemberID: gen.memberID, InstanceID: gen.instanceID, Topics: topics,
 	})
 	if err != nil {
 		return nil, generationOver(err)
@@ -407,7 +407,7 @@ func (k *kafkaClients) startOffsets(ctx context.Context, parts map[string][]int,
 
 // commitOffsets commits offsets without metadata for many partitions in
 // one request.
-func (k *kafkaClients) commitOffsets(ctx context.Context, gen *kafka.Generation, offsets map[string]map[int]int64) error {
+func (k *kafkaClients) commitOffsets(ctx context.Context, gen *generation, offsets map[string]map[int]int64) error {
 	topics := map[string][]kafka.OffsetCommit{}
 	for topic, offs := range offsets {
 		for id, off := range offs {

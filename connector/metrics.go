@@ -177,6 +177,10 @@ func (s *Sink) collector() prometheus.Collector {
 		"failed":   d("partitions_stopped", "Partitions stopped by a record error (errors: fail)."),
 		"stalled":  d("partitions_stalled", "Partitions with lag that have not reached a new offset for metrics.stall_timeout."),
 
+		"rebalances": d("rebalances_total", "Generations of the consumer group this member took part in."),
+		"rebparts":   d("rebalance_partitions_total", "Partitions by what a rebalance did with them: kept (open files and all), moved (finished and handed over), dropped (open files dropped, read again), assigned (taken anew).", "outcome"),
+		"reread":     d("records_reread_total", "Records read again: below an offset this process had reached on the partition (after a rebalance, or a restart from the committed offset)."),
+
 		"tcommits":   d("table_commits_total", "Table commits that succeeded."),
 		"tconflicts": d("table_commit_conflicts_total", "Table commits that lost the catalog's compare-and-swap and were tried again."),
 		"terrors":    d("table_commit_errors_total", "Table commits that failed; their files wait for the next commit, and so do the Kafka offsets."),
@@ -195,6 +199,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.s.stats.uploadSeconds.Describe(ch)
 	c.s.stats.commitSeconds.Describe(ch)
 	c.s.stats.tableCommitSeconds.Describe(ch)
+	c.s.stats.rebalanceSeconds.Describe(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -203,6 +208,12 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v))
 	}
 	counter("consumed", st.Consumed)
+	counter("reread", st.Reread)
+	counter("rebalances", st.Rebalances)
+	for _, outcome := range []string{"kept", "moved", "dropped", "assigned"} { // at 0 from the start
+		ch <- prometheus.MustNewConstMetric(c.descs["rebparts"], prometheus.CounterValue, float64(st.RebalancePartitions[outcome]), outcome)
+	}
+	c.s.stats.rebalanceSeconds.Collect(ch)
 	counter("written", st.Written)
 	counter("uploaded", st.RecordsUploaded)
 	counter("skipped", st.SkippedUploaded)
@@ -276,7 +287,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 // rotationReasons are the reasons a file is finished, as
 // pqsink_files_uploaded_total counts them.
 func rotationReasons() []string {
-	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema}
+	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance}
 }
 
 // rejectReasons are the reasons a record is rejected, as

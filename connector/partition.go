@@ -29,6 +29,9 @@ const (
 	reasonMemory   = "memory"
 	reasonStopped  = "partition-stopped"
 	reasonSchema   = "schema" // avro: the record's schema does not fit the open file's
+	// reasonRebalance: the partition moves to another member, which
+	// starts where this file ends.
+	reasonRebalance = "rebalance"
 )
 
 // errRestart asks the partition's loop to drop what it holds and consume
@@ -113,6 +116,18 @@ type partition struct {
 
 	uploadFailures int // uploads failed in a row: the backoff before reading again
 
+	// left are the last commits this member made of the partition (or the
+	// state it started from), newest last: a generation that keeps the
+	// partition finds one of them committed, unless someone else held it
+	// in between. With a table, only their offsets count.
+	left []committed
+	// rereadBelow is the highest offset this process had reached on the
+	// partition before the records now being read: records below it are
+	// read again (after a rebalance or a restart from the committed
+	// offset).
+	rereadBelow int64
+	reread      int64 // records read again, not yet added to the stats
+
 	ctrl  chan int   // requests of the pressure relief
 	wake  func()     // called after a request: the partition has work
 	memMu sync.Mutex // guards mem, read by the pressure relief
@@ -147,6 +162,7 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	}
 	p.format = s.format.forPartition(sch, p.log, fit)
 	p.highest = committed
+	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
 	paths := p.tmpl.Fields()
 	if s.cfg.TimeField != "" {
@@ -170,6 +186,9 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	}
 	p.next = r.offset + 1
 	p.consumed++
+	if r.offset < p.rereadBelow {
+		p.reread++
+	}
 	if p.format.sampling() {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
@@ -290,6 +309,10 @@ func (p *partition) report() {
 		p.s.stats.consumed.Add(p.consumed)
 		p.consumed = 0
 	}
+	if p.reread != 0 {
+		p.s.stats.reread.Add(p.reread)
+		p.reread = 0
+	}
 	if p.written != 0 {
 		p.s.stats.written.Add(p.written)
 		p.written = 0
@@ -393,6 +416,7 @@ func (p *partition) dropAll(ctx context.Context) {
 	}
 	p.pending = nil
 	p.letters = p.letters[:0]
+	p.rereadBelow = max(p.rereadBelow, p.next, p.highest)
 	p.next = p.committed
 }
 
@@ -545,6 +569,7 @@ func (p *partition) commitNow(ctx context.Context) error {
 		p.table.add(p.genCtx, p.id, p.tableFiles, table.Progress{Committed: offset, Paths: paths}, p.commit)
 		p.tableFiles = nil
 		p.committed = offset
+		p.noteCommit(committed{offset: offset})
 		p.skipChanged = false
 		return nil
 	}
@@ -560,6 +585,7 @@ func (p *partition) commitNow(ctx context.Context) error {
 			p.s.stats.commitLatency(time.Since(start))
 			p.committed = offset
 			p.skipChanged = false
+			p.noteCommit(committed{offset: offset, metadata: md})
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -735,6 +761,60 @@ func (p *partition) shutdown(ctx context.Context, finish bool) error {
 		return nil
 	}
 	return p.finishAll(ctx, reasonShutdown)
+}
+
+// handOver finishes every open file before the partition moves to another
+// member: that member starts where the last file ends, and reads nothing
+// again.
+func (p *partition) handOver(ctx context.Context) error {
+	defer p.report()
+	return p.finishAll(ctx, reasonRebalance)
+}
+
+// maxLeft is how many of its last commits a partition remembers. With a
+// table, progress is committed every table.commit_interval, so the
+// table's state may be several commits behind.
+const maxLeft = 64
+
+// noteCommit remembers a commit of the partition.
+func (p *partition) noteCommit(c committed) {
+	if len(p.left) == maxLeft {
+		p.left = append(p.left[:0], p.left[1:]...)
+	}
+	p.left = append(p.left, c)
+}
+
+// leftAt says whether c, the committed state read at a generation that
+// keeps the partition, is one this member left: then nobody else held
+// the partition in between, and its open files go on. With a table, the
+// table's state is the authority and is compared instead (offsets only:
+// the table merges the skip sets it is given); ctx is the generation's,
+// in which the table's state is read once.
+func (p *partition) leftAt(ctx context.Context, c committed) bool {
+	if p.table != nil {
+		off, _, ok, err := p.table.tableState(ctx, p.s.cfg.Kafka.Group, p.topic, p.id)
+		if err != nil {
+			return false
+		}
+		if !ok {
+			return len(p.left) == 0 || p.left[0].offset == c.offset
+		}
+		c = committed{offset: off}
+	}
+	for _, l := range p.left {
+		if l.offset == c.offset && (p.table != nil || l.metadata == c.metadata) {
+			return true
+		}
+	}
+	return false
+}
+
+// restartAt makes the partition consume again from a committed state
+// that someone else left: offset, its metadata and skip set.
+func (p *partition) restartAt(offset int64, md string, skip skipSet) {
+	p.committed, p.next, p.skip = offset, offset, skip
+	p.skipChanged = false
+	p.left = append(p.left[:0], committed{offset: offset, metadata: md})
 }
 
 // nextBoundary is the first instant after t that is a multiple of period

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
@@ -62,12 +60,15 @@ type Sink struct {
 	mu     sync.Mutex
 	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
 	parts  map[*partition]struct{} // being consumed, for the pressure relief
+	// reachedAt is the highest offset reached on each partition this
+	// process held, to count the records it reads again.
+	reachedAt map[topicPartition]int64
 }
 
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, error) {
-	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}}
+	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}, reachedAt: map[topicPartition]int64{}}
 	s.mem = newBudget(cfg.Memory.Limit)
 	s.mux = newFetchMux(s)
 	if s.loc == nil {
@@ -271,171 +272,62 @@ func (s *Sink) resolveTopics(ctx context.Context) ([]string, error) {
 	return topics, nil
 }
 
-// runGroup is a membership of the consumer group for a set of topics. It
-// returns when ctx ends (after the shutdown) or when a topic regex starts
-// matching another set of topics.
+// runGroup is a membership of the consumer group for a set of topics
+// (group.go). It returns when ctx ends, after the shutdown: the open files
+// are finished and committed while the member is still in the group.
 func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	k := &s.cfg.Kafka
-	start := kafka.FirstOffset
-	if k.Start == "latest" {
-		start = kafka.LastOffset
-	}
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                    k.Group,
-		Brokers:               k.Brokers,
-		Dialer:                s.kafka.dialer,
-		Topics:                topics,
-		HeartbeatInterval:     k.HeartbeatInterval,
-		SessionTimeout:        k.SessionTimeout,
-		RebalanceTimeout:      k.RebalanceTimeout,
-		JoinGroupBackoff:      time.Second,
-		StartOffset:           start,
-		WatchPartitionChanges: true,
-		Timeout:               10 * time.Second,
-	})
-	if err != nil {
-		return fmt.Errorf("kafka: joining group %s: %w", k.Group, err)
-	}
-	defer group.Close()
 	s.log.Info("joining consumer group", "group", k.Group, "topics", topics)
+	mctx, endMembership := context.WithCancel(context.Background())
+	defer endMembership()
+	commits := newCommitBatcher(s.kafka)
+	committing := make(chan struct{})
+	go func() { defer close(committing); commits.run(mctx) }()
+	h := newHoldings(s, ctx, mctx, commits)
+	m := newMember(s.kafka, k, s.log, h, s.stats, topics)
+	m.instanceID = s.instanceID()
+	h.m = m
+	go h.clock(mctx)
 
-	// A regex subscription watches for topics that appear or go.
-	gctx, cancelGroup := context.WithCancel(ctx)
-	defer cancelGroup()
+	// A regex subscription watches for topics that appear or go, and
+	// rejoins with them.
 	if s.regex != nil {
 		go func() {
-			for sleep(gctx, k.TopicRefresh) {
-				now, err := s.resolveTopics(gctx)
+			for sleep(ctx, k.TopicRefresh) {
+				now, err := s.resolveTopics(ctx)
 				if err == nil && !slices.Equal(now, topics) {
 					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)
-					cancelGroup()
-					group.Close()
-					return
+					topics = now
+					m.subscribe(now)
 				}
 			}
 		}()
 	}
-	for {
-		gen, err := group.Next(gctx)
-		if err != nil {
-			if gctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				return nil
-			}
-			s.log.Warn("consumer group", "error", err)
-			continue
-		}
-		s.runGeneration(ctx, gen)
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-}
-
-// runGeneration runs the partitions of one generation until it ends (a
-// rebalance: open files are dropped, as the partitions may now be
-// someone else's) or ctx ends (a shutdown: open files are finished and
-// committed while the generation still allows it).
-func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
-	done := make(chan struct{})
-	// kafka-go ends a generation when any function started in it returns,
-	// and waits for them all before rejoining: one function holds every
-	// partition and returns only when all of them are done.
-	gen.Start(func(genCtx context.Context) {
-		defer close(done)
-		var parts []string
-		assigned := map[string][]int{}
-		for topic, as := range gen.Assignments {
-			for _, a := range as {
-				assigned[topic] = append(assigned[topic], a.ID)
-				parts = append(parts, fmt.Sprintf("%s[%d]", topic, a.ID))
-			}
-		}
-		sort.Strings(parts)
-		s.joined.Store(true)
-		shown := parts
-		if len(shown) > 20 {
-			shown = append(shown[:20:20], fmt.Sprintf("… %d more", len(parts)-20))
-		}
-		s.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", len(parts), "assigned", shown)
-		// One request for the committed offsets of every partition, one for
-		// the start offsets of those never committed: thousands of
-		// partitions must not mean thousands of requests.
-		var committed map[string]map[int]committed
-		for {
-			var err error
-			if committed, err = s.startPositions(genCtx, gen, assigned); err == nil {
-				break
-			}
-			s.log.Warn("reading committed offsets", "error", err)
-			if !sleep(genCtx, time.Second) {
-				return
-			}
-		}
-		// Uploads a crashed or fenced-off owner left behind are aborted on
-		// every assignment (once old enough), not only at startup.
-		go s.abortStale(genCtx)
-		// The batcher outlives the partitions: their last commits come
-		// during a shutdown.
-		commits := newCommitBatcher(s.kafka, gen)
-		commitCtx, stopCommits := context.WithCancel(genCtx)
-		committing := make(chan struct{})
-		go func() { defer close(committing); commits.run(commitCtx) }()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var runs []*partRun
-		for topic, ids := range assigned {
-			for _, id := range ids {
-				wg.Add(1)
-				go func() {
-					r := s.runPartition(ctx, genCtx, commits, topic, int32(id), committed[topic][id], wg.Done)
-					if r != nil {
-						mu.Lock()
-						runs = append(runs, r)
-						mu.Unlock()
-					}
-				}()
-			}
-		}
-		// The partitions' clock, and their wake-up at the end: they have no
-		// goroutines of their own waiting for either.
-		ended := make(chan struct{})
-		go func() { wg.Wait(); close(ended) }()
-		ticker := time.NewTicker(s.tick)
-		sinkDone, genDone := ctx.Done(), genCtx.Done()
-	clock:
-		for {
-			select {
-			case <-ticker.C:
-			case <-sinkDone:
-				sinkDone = nil // woken once; they end by themselves
-			case <-genDone:
-				genDone = nil
-			case <-ended:
-				break clock
-			}
-			mu.Lock()
-			for _, r := range runs {
-				r.tick()
-			}
-			mu.Unlock()
-		}
-		ticker.Stop()
+	// The shutdown: the partitions finish their files (partRun.step) as
+	// members of the generation, then the tables commit them, and only
+	// then does the member leave.
+	stopped := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		h.empty(mctx)
 		if s.tables != nil {
-			// What the partitions uploaded goes to the tables while the
-			// generation can still commit the offsets after it.
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 			s.tables.commitAll(fctx)
 			cancel()
 		}
-		stopCommits()
-		<-committing
-		s.log.Info("generation ended", "generation", gen.ID)
-	})
-	<-done
+		close(stopped)
+	}()
+	m.run(mctx, stopped)
+	endMembership()
+	<-committing
+	s.log.Info("left consumer group", "group", k.Group)
+	return nil
 }
 
-// runPartition takes one partition for the length of a generation and
-// consumes it, calling done when the partition is given up.
+// runPartition takes one partition and prepares its run, which holds it
+// across generations until it is handed over, dropped or the sink stops;
+// ended is called when the run ends. It returns nil when genCtx (the
+// generation that assigned it) ends first.
 //
 // A partition has no goroutine of its own while it has nothing to do: its
 // work (records fetched, a request of the pressure relief, a tick, the end
@@ -443,43 +335,52 @@ func (s *Sink) runGeneration(ctx context.Context, gen *kafka.Generation) {
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
-func (s *Sink) runPartition(ctx, genCtx context.Context, commits *commitBatcher, topic string, id int32, c committed, done func()) *partRun {
+func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	for err != nil {
 		log.Warn("taking partition", "error", err)
 		if !sleep(genCtx, time.Second) {
-			done()
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
-	r := &partRun{s: s, p: p, ctx: ctx, genCtx: genCtx, log: log, key: fmt.Sprintf("%s[%d]", topic, id), done: done}
-	r.running.Store(true) // until the first run below
+	p.genCtx = mctx
+	own, drop := context.WithCancel(mctx)
+	r := &partRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
+		ended: ended, handover: make(chan struct{}), checks: make(chan recheck, 1)}
+	r.running.Store(true) // until the first run, started by the caller
 	p.wake = r.wake
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
 	r.f = s.mux.add(topic, id, p.committed, &p.lag, r.wake)
-	go r.run()
 	return r
 }
 
 // partRun is one assigned partition and the fetch that feeds it, run by
 // whichever goroutine its work woke.
 type partRun struct {
-	s           *Sink
-	p           *partition
-	f           *fetcher
-	ctx, genCtx context.Context
-	log         *slog.Logger
-	key         string
-	done        func()
+	s   *Sink
+	p   *partition
+	f   *fetcher
+	ctx context.Context // the sink's: its end is a shutdown
+	// own ends when the partition is dropped (the member lost it, or an
+	// eager rebalance gave it to another); dropIt ends it.
+	own    context.Context
+	dropIt context.CancelFunc
+	log    *slog.Logger
+	key    string
+	ended  func(*partRun)
+
+	handover chan struct{} // closed when the partition is handed over: finish it
+	checks   chan recheck  // the committed state at a generation that keeps the partition
+	leaving  bool          // handed over or dropped (guarded by the holdings' lock)
 
 	running atomic.Bool  // a goroutine is running the partition (or it ended)
 	wakes   atomic.Int64 // wake calls so far: work that may have arrived
 	ticked  atomic.Bool  // a tick is due
-	held    bool         // the partition failed: it consumes no more, and waits for the generation's end
+	held    bool         // the partition failed: it consumes no more until the next generation
 }
 
 // wake makes sure a goroutine runs the partition's work.
@@ -488,6 +389,40 @@ func (r *partRun) wake() {
 	if r.running.CompareAndSwap(false, true) {
 		go r.run()
 	}
+}
+
+// handOver asks the partition to finish its files and end.
+func (r *partRun) handOver() {
+	close(r.handover)
+	r.wake()
+}
+
+// drop asks the partition to drop its files and end.
+func (r *partRun) drop() {
+	r.dropIt()
+	r.wake()
+}
+
+// recheck is the committed state of a partition read at a generation
+// that keeps it, and that generation's context.
+type recheck struct {
+	c   committed
+	ctx context.Context
+}
+
+// recheck hands the partition the committed state read at a generation
+// that keeps it.
+func (r *partRun) recheck(c recheck) {
+	select {
+	case r.checks <- c:
+	default:
+		select { // replace a state not looked at yet
+		case <-r.checks:
+		default:
+		}
+		r.checks <- c
+	}
+	r.wake()
 }
 
 // tick asks the partition for its clock-driven work.
@@ -521,7 +456,7 @@ func (r *partRun) step() bool {
 	s, p := r.s, r.p
 	for {
 		select {
-		case <-r.genCtx.Done():
+		case <-r.own.Done():
 			p.dropAll(context.Background())
 			return true
 		case <-r.ctx.Done():
@@ -529,7 +464,7 @@ func (r *partRun) step() bool {
 				return true
 			}
 			r.f.stop()
-			sctx, cancel := context.WithTimeout(r.genCtx, s.cfg.ShutdownTimeout)
+			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
 			err := p.shutdown(sctx, s.cfg.Shutdown != "abandon")
 			cancel()
 			if err != nil {
@@ -537,6 +472,46 @@ func (r *partRun) step() bool {
 				p.dropAll(context.Background())
 			}
 			return true
+		case <-r.handover:
+			if r.held {
+				return true
+			}
+			r.f.stop()
+			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
+			err := p.handOver(sctx)
+			cancel()
+			if err != nil {
+				r.log.Error("handover: files not finished; the next owner reads them again", "error", err)
+				p.dropAll(context.Background())
+				s.stats.rebalancePartitions("dropped", 1)
+			}
+			return true
+		case rc := <-r.checks:
+			c := rc.c
+			if r.held || !p.leftAt(rc.ctx, c) {
+				// A partition stopped by an error tries again at a
+				// rebalance, as it did when every rebalance restarted it.
+				// Someone else committed it in between: what it holds may
+				// be in their files; read again from the committed state.
+				if !r.held {
+					r.log.Info("partition kept, but its commit changed since; reading again from the committed offset", "committed", c.offset, "ours", p.committed)
+					s.stats.rebalancePartitions("dropped", 1)
+				}
+				r.f.stop()
+				p.dropAll(r.own)
+				skip, err := decodeMetadata(r.own, s.store, c.metadata)
+				if err != nil {
+					skip = nil
+					r.log.Error("reading the committed state; partition stopped", "error", err)
+					s.setFailed(r.key, err)
+					r.held = true
+					return false
+				}
+				p.restartAt(c.offset, c.metadata, skip)
+				r.held = false
+				r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
+			}
+			continue
 		default:
 		}
 		if r.held {
@@ -546,27 +521,27 @@ func (r *partRun) step() bool {
 		select {
 		case <-r.f.ready:
 			batch, bytes := r.f.take()
-			err = s.handleBatch(r.genCtx, p, batch)
+			err = s.handleBatch(r.own, p, batch)
 			r.f.giveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case req := <-p.ctrl:
-			err = p.relieveMemory(r.genCtx, req)
+			err = p.relieveMemory(r.own, req)
 		default:
 			if !r.ticked.Swap(false) {
 				return false
 			}
-			err = p.tick(r.genCtx, time.Now())
+			err = p.tick(r.own, time.Now())
 			p.account()
 		}
 		switch {
 		case err == nil:
 		case errors.Is(err, errRestart):
 			r.f.stop()
-			p.dropAll(r.genCtx)
+			p.dropAll(r.own)
 			r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
 		default:
-			if !errors.Is(err, errGenerationOver) && r.genCtx.Err() == nil {
+			if !errors.Is(err, errGenerationOver) && r.own.Err() == nil {
 				r.log.Error("partition stopped", "error", err)
 				s.setFailed(r.key, err)
 			}
@@ -589,8 +564,10 @@ func (r *partRun) end() {
 	r.s.mu.Lock()
 	delete(r.s.parts, r.p)
 	r.s.mu.Unlock()
+	r.s.noteReached(r.p.topic, r.p.id, max(r.p.highest, r.p.next))
 	r.p.release()
-	r.done()
+	r.dropIt()
+	r.ended(r)
 }
 
 // abortStale aborts the uploads under the store's prefix that were
@@ -624,8 +601,8 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) er
 // committed offset and metadata, or, for a partition the group never
 // committed, the start position resolved to an offset and committed at
 // once, so that "latest" means the same offset after a restart.
-func (s *Sink) startPositions(ctx context.Context, gen *kafka.Generation, assigned map[string][]int) (map[string]map[int]committed, error) {
-	got, err := s.kafka.fetchCommitted(ctx, gen.GroupID, assigned)
+func (s *Sink) startPositions(ctx context.Context, gen *generation, assigned map[string][]int) (map[string]map[int]committed, error) {
+	got, err := s.kafka.fetchCommitted(ctx, gen.group, assigned)
 	if err != nil {
 		return nil, err
 	}
@@ -692,8 +669,29 @@ func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string,
 	s.log.Debug("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
 	p := newTablePartition(s, topic, id, c.offset, skip, commit, tc)
 	p.genCtx = ctx
+	p.noteCommit(c)
 	return p, nil
 }
+
+// reached returns the highest offset this process has reached on a
+// partition, 0 when it never held it.
+func (s *Sink) reached(topic string, id int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reachedAt[topicPartition{topic, id}]
+}
+
+// noteReached records the offset a partition reached when it is let go.
+func (s *Sink) noteReached(topic string, id int32, next int64) {
+	s.mu.Lock()
+	k := topicPartition{topic, id}
+	s.reachedAt[k] = max(s.reachedAt[k], next)
+	s.mu.Unlock()
+}
+
+// instanceID is the member's group.instance.id: static membership when
+// set.
+func (s *Sink) instanceID() string { return s.cfg.Kafka.InstanceID }
 
 func (s *Sink) setFailed(key string, err error) {
 	s.mu.Lock()

@@ -21,6 +21,8 @@ type Stats struct {
 	memoryFlushes    atomic.Int64 // row groups written early under memory pressure
 	s3Retries        atomic.Int64 // S3 requests retried
 	deadLetterErrors atomic.Int64 // sends of dead letters that failed (and are tried again)
+	reread           atomic.Int64 // records read again: below an offset this process had reached
+	rebalances       atomic.Int64 // generations of the group this member took part in
 
 	// With a table: its commits, and the files uploaded (or adopted) and
 	// not in a table yet.
@@ -31,6 +33,7 @@ type Stats struct {
 	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
+	rebalanceSeconds                                 prometheus.Histogram
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
@@ -38,19 +41,34 @@ type Stats struct {
 	files       map[string]int64    // by rotation reason
 	commits     int64
 	commitTotal time.Duration
+	rebalanced  map[string]int64 // partitions by what a rebalance did with them
 }
 
 func newStats() *Stats {
 	buckets := prometheus.ExponentialBuckets(0.005, 2, 14) // 5 ms to 41 s
 	return &Stats{
-		files: map[string]int64{}, rejects: map[[2]string]int64{}, oversized: map[string]int64{},
+		files: map[string]int64{}, rejects: map[[2]string]int64{}, oversized: map[string]int64{}, rebalanced: map[string]int64{},
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_upload_seconds", Help: "Time to finish a file: last row group, footer and upload completion.", Buckets: buckets}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_commit_seconds", Help: "Time of an offset commit.", Buckets: buckets}),
 		tableCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_table_commit_seconds", Help: "Time of a table commit, retries included.", Buckets: buckets}),
+		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pqsink_rebalance_seconds", Help: "Time from the start of a rebalance until every partition of this member consumes again.", Buckets: buckets}),
 	}
+}
+
+// rebalancePartitions counts n partitions that a rebalance kept (with
+// their open files), handed over (moved), dropped (open files lost) or
+// assigned anew.
+func (s *Stats) rebalancePartitions(what string, n int) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.rebalanced[what] += int64(n)
+	s.mu.Unlock()
 }
 
 // reject counts a rejected record.
@@ -106,6 +124,14 @@ type Snapshot struct {
 	// fit) or "url" (written to dead_letter.url instead).
 	DeadLettersOversized map[string]int64
 
+	Reread     int64 // records read again: below an offset this process had reached on the partition
+	Rebalances int64 // generations of the group this member took part in
+	// RebalancePartitions counts partitions by what rebalances did with
+	// them: "kept" (open files and all), "moved" (finished and handed
+	// over), "dropped" (open files dropped, read again by the next
+	// owner), "assigned" (taken anew).
+	RebalancePartitions map[string]int64
+
 	// With a table section:
 	TableCommits        int64 // table commits that succeeded (one snapshot each, or none when the table held every file)
 	TableConflicts      int64 // table commits that lost the compare-and-swap and were tried again
@@ -138,6 +164,10 @@ func (s *Stats) Snapshot() Snapshot {
 	for k, v := range s.oversized {
 		oversized[k] = v
 	}
+	rebalanced := map[string]int64{}
+	for k, v := range s.rebalanced {
+		rebalanced[k] = v
+	}
 	s.mu.Unlock()
 	return Snapshot{
 		Consumed:         s.consumed.Load(),
@@ -157,6 +187,10 @@ func (s *Stats) Snapshot() Snapshot {
 		DeadLetterErrors: s.deadLetterErrors.Load(),
 
 		DeadLettersOversized: oversized,
+
+		Reread:              s.reread.Load(),
+		Rebalances:          s.rebalances.Load(),
+		RebalancePartitions: rebalanced,
 
 		TableCommits:        s.tableCommits.Load(),
 		TableConflicts:      s.tableConflicts.Load(),

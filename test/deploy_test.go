@@ -662,7 +662,14 @@ type k8sContainer struct {
 	Image   string
 	Command []string
 	Args    []string
-	Env     []struct{ Name, Value string }
+	Env     []struct {
+		Name, Value string
+		ValueFrom   *struct {
+			FieldRef *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
+		} `yaml:"valueFrom"`
+	}
 	EnvFrom []struct {
 		SecretRef    *struct{ Name string } `yaml:"secretRef"`
 		ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
@@ -907,8 +914,12 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 	}
 	env := map[string]string{}
+	const podName = "pqsink-6f7d9c8b5-x2x7q" // what the Downward API gives metadata.name
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			env[e.Name] = podName
+		}
 	}
 	for _, e := range c.EnvFrom {
 		if e.SecretRef == nil || e.SecretRef.Name != secret.Metadata.Name {
@@ -922,6 +933,13 @@ func TestDeployKubernetes(t *testing.T) {
 	cfg, err := config.Load(filepath.Join(mounted, path.Base(cfgPath)), envFrom(env))
 	if err != nil {
 		t.Fatalf("the ConfigMap's %s does not load with the Secret's and the container's variables: %v", path.Base(cfgPath), err)
+	}
+
+	// Static membership: each pod is a member under its own name, so that a
+	// container restarted in its pod gets its partitions back with no
+	// rebalance.
+	if cfg.Kafka.InstanceID != podName {
+		t.Errorf("kafka.instance_id is %q, want the pod's name (from the Downward API)", cfg.Kafka.InstanceID)
 	}
 
 	// Probes and PodMonitor on the metrics.listen port.

@@ -81,7 +81,8 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		return err
 	}
 	st := sink.Stats().Snapshot()
-	log.Info("pqsink stopped", "records_uploaded", st.RecordsUploaded, "files", sum(st.Files), "bytes", st.BytesUploaded)
+	log.Info("pqsink stopped", "records_uploaded", st.RecordsUploaded, "files", sum(st.Files), "bytes", st.BytesUploaded,
+		"records_consumed", st.Consumed, "records_reread", st.Reread)
 	return nil
 }
 
