@@ -66,6 +66,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		lossy        = fs.Bool("lossy-numbers", false, "store a JSON number that its column cannot hold exactly as the nearest value instead of rejecting the line: one that underflows a FLOAT or DOUBLE (1e-400) becomes 0 or a subnormal; with --variant, one over 38 digits or underflowing a double becomes the nearest double (as format.lossy_numbers in the sink)")
 		lossyVariant = fs.Bool("variant-lossy-numbers", false, "the same as --lossy-numbers (kept for scripts that use it)")
 		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, or avro (an Avro object container file, whose writer schema gives the Parquet schema)")
+		jsonSchema   = fs.String("json-schema", "", "JSON Schema `FILE` (draft-07 or 2020-12): each line is validated against it, and the Parquet schema is its mapping (instead of --schema); see docs/json-schema.md")
 		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
 		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
 		threads      = fs.Int("threads", 0, "cores to use (`N`): column chunks of a row group encoded at once, and at most N goroutines running at a time (GOMAXPROCS); 0: one per core. The output is the same, byte for byte, whatever N")
@@ -93,7 +94,11 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	if !*asVariant && avroIn == nil { // --variant and Avro decide their own schema
+	js, err := jsonSchemaInput(*jsonSchema, *inputFormat, *asVariant, *schemaFile, *avroSchema)
+	if err != nil {
+		return err
+	}
+	if !*asVariant && avroIn == nil && js == nil { // --variant, Avro and JSON Schema decide their own schema
 		if *schemaFile == "" {
 			return usagef("--schema FILE is required")
 		}
@@ -196,6 +201,9 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *asVariant {
 		inputs = []string{*shred}
 	}
+	if js != nil {
+		inputs = []string{*jsonSchema}
+	}
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
@@ -228,6 +236,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var st convert.Stats
 	if avroIn != nil {
 		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return avroIn.run(ctx, in, w, opts) })
+	} else if js != nil {
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunJSONSchema(ctx, in, w, js, opts) })
 	} else if *asVariant {
 		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose, lossy: *lossy})
 	} else {

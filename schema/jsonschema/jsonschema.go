@@ -583,3 +583,11 @@ func (m *mapper) withIDs(n *schema.Node, parent string) *schema.Node {
 	}
 	return c
 }
+
+// AppendWrapped appends value as the one member of an object, the record
+// the Parquet schema of a Wrapped schema takes: {"value":VALUE}.
+func AppendWrapped(dst, value []byte) []byte {
+	dst = append(dst, `{"`+ValueField+`":`...)
+	dst = append(dst, value...)
+	return append(dst, '}')
+}
