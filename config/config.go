@@ -276,12 +276,15 @@ type Store struct {
 // Format is the format section: how record values become rows.
 type Format struct {
 	// Type is json (typed columns from a schema), variant (one VARIANT
-	// column) or avro (Confluent wire format, schemas from a registry)
-	// (type).
+	// column), avro (Confluent wire format, schemas from a registry) or
+	// json_schema (JSON validated against a JSON Schema, from a registry
+	// in Confluent's wire format or from SchemaFile) (type).
 	// Required; no default.
 	Type string
 	// SchemaFile is the Parquet schema in message syntax (schema_file);
-	// required for json, refused for variant. Resolved against Config.Dir.
+	// required for json, refused for variant. For json_schema, the JSON
+	// Schema of plain JSON values, when there is no Registry. Resolved
+	// against Config.Dir.
 	// Defaults to "".
 	SchemaFile string
 	// IgnoreUnknownFields drops JSON fields the schema lacks instead of
@@ -308,8 +311,9 @@ type Format struct {
 	// Defaults to 10000.
 	ShredSample int
 	// Registry is the Confluent Schema Registry that holds the writer
-	// schemas of Avro records (registry); required for avro, refused
-	// otherwise.
+	// schemas of Avro records (registry); required for avro, and for
+	// json_schema without SchemaFile (the JSON Schemas of records in
+	// Confluent's JSON Schema wire format); refused otherwise.
 	// Defaults to nil.
 	Registry *Registry
 	// SchemaCompatibility is none (a new schema id starts a new file) or

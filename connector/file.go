@@ -24,6 +24,7 @@ type fileBuffers struct {
 	g      *rowgroup.RowGroup
 	b      *rowgroup.Builder
 	av     *avroBuffers // avro: the reader schema and a builder per writer schema
+	footer [][2]string  // key-value metadata of the files: json_schema's schema
 
 	// w is the Parquet writer of the file, taken from the sink's pool at
 	// the file's first row group: a file whose rows are all still
@@ -117,6 +118,9 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 	if f.buf.av != nil {
 		// As parquet-java does: the Avro schema the rows follow.
 		w.SetKeyValue(avro.MetadataKey, f.buf.av.reader.avro.String())
+	}
+	for _, kv := range f.buf.footer {
+		w.SetKeyValue(kv[0], kv[1])
 	}
 	md, err := w.Close()
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // format is how record values become rows: the Parquet schema of the files
 // and the payload filler of package rowgroup, the same one convert uses.
 type format struct {
-	kind     string // json | variant | avro
+	kind     string // json | variant | avro | json_schema
 	envelope bool
 
 	// json
@@ -37,6 +37,9 @@ type format struct {
 	// schema follows the records (see avro.go)
 	registry *avro.Registry
 	backward bool // format.schema_compatibility: backward
+
+	// json_schema: the schemas (see jsonschema.go)
+	js *jsonSchemaSink
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -96,8 +99,12 @@ func newFormat(cfg *config.Config) (*format, error) {
 			return nil, err
 		}
 		f.registry, f.backward = reg, cfg.Format.SchemaCompatibility == "backward"
+	case "json_schema":
+		if err := f.newJSONSchema(cfg); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro", f.kind)
+		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro, json_schema", f.kind)
 	}
 	return f, nil
 }
@@ -108,6 +115,8 @@ func (f *format) fixedSchema() (*schema.Schema, error) {
 	switch {
 	case f.kind == "json":
 		return f.withEnvelope(f.message.Name(), f.message.Fields()...)
+	case f.js != nil && f.js.file != nil:
+		return f.js.file.parquet, nil
 	case f.shape != nil:
 		return f.variantSchema(*f.shape)
 	}
@@ -136,7 +145,7 @@ func (f *format) withEnvelope(name string, fields ...*schema.Node) (*schema.Sche
 
 // newPayload returns the filler of g's payload columns.
 func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
-	if f.kind == "json" {
+	if f.kind == "json" || f.kind == "json_schema" {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
 	return rowgroup.NewVariantShredder(g, rowgroup.VariantColumn(f.column), rowgroup.VariantEncoding(f.variantOpts...))
@@ -146,6 +155,8 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 // the sink's fixedSchema, log the partition's logger.
 func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordFormat {
 	switch {
+	case f.js != nil:
+		return newJSONSchemaFormat(f, log)
 	case f.registry != nil:
 		return newAvroFormat(f, log)
 	case fixed == nil:
@@ -191,6 +202,7 @@ type recordFormat interface {
 type decoded struct {
 	payload []byte
 	writer  *avroSchema // avro; nil for the others
+	js      *jsSchema   // json_schema; nil for the others
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

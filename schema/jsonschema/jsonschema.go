@@ -78,6 +78,10 @@ const defaultBase = "pqsink:///schema.json"
 // the schema.
 var ErrInvalid = errors.New("json schema: invalid value")
 
+// ErrNotJSON is wrapped by Validate's errors for a value that is not
+// one JSON text.
+var ErrNotJSON = errors.New("json schema: not JSON")
+
 // Schema is a compiled JSON Schema with its Parquet mapping. It is
 // immutable and safe for concurrent use.
 type Schema struct {
@@ -267,12 +271,12 @@ func (s *Schema) Parquet(extra ...*schema.Node) (*schema.Schema, error) {
 
 // Validate checks the JSON text value against the schema. An error wraps
 // ErrInvalid when the value does not satisfy it (its text names the
-// value's location and the keyword that failed), or tells why value is
-// not JSON.
+// value's location and the keyword that failed), or ErrNotJSON when it is
+// not one JSON text.
 func (s *Schema) Validate(value []byte) error {
 	v, err := unmarshal(value)
 	if err != nil {
-		return fmt.Errorf("%w: not JSON: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	if err := s.validator.Validate(v); err != nil {
 		var ve *jsv.ValidationError
@@ -591,3 +595,9 @@ func AppendWrapped(dst, value []byte) []byte {
 	dst = append(dst, value...)
 	return append(dst, '}')
 }
+
+// ReferencesKey is the key-value metadata key that holds, for a schema
+// from a Schema Registry with references, its references as the registry
+// lists them (a JSON array of {"name", "subject", "version"}), so that
+// replay can register the schema again with them.
+const ReferencesKey = "json.schema.references"
