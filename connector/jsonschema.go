@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -94,7 +95,7 @@ func (f *format) newJSONSchema(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("format.schema_file %s: %w", path, err)
 	}
-	s := f.jsSchema(0, js, nil)
+	s := f.jsSchema(0, js, js.Loaded(), false)
 	if s.err != nil {
 		return fmt.Errorf("format.schema_file %s: %w", path, s.err)
 	}
@@ -104,11 +105,14 @@ func (f *format) newJSONSchema(cfg *config.Config) error {
 
 // jsSchema makes the sink's record of a compiled schema: its Parquet
 // schema with the envelope, and the footer entries of its files.
-func (f *format) jsSchema(id uint32, js *jsonschema.Schema, refs []avro.SchemaReference) *jsSchema {
+func (f *format) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.FileReference, wire bool) *jsSchema {
 	s := &jsSchema{id: id, js: js, footer: [][2]string{{jsonschema.MetadataKey, string(js.Text())}}}
 	if len(refs) > 0 {
 		b, _ := json.Marshal(refs)
 		s.footer = append(s.footer, [2]string{jsonschema.ReferencesKey, string(b)})
+	}
+	if wire {
+		s.footer = append(s.footer, [2]string{jsonschema.IDKey, strconv.FormatUint(uint64(id), 10)})
 	}
 	var extra []*schema.Node
 	if f.envelope {
@@ -165,6 +169,7 @@ func (k *jsonSchemaSink) compile(ctx context.Context, f *format, id uint32, t *a
 		return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: the registry holds a %s schema under it, not JSON", id, t.Type)}, nil
 	}
 	opts := []jsonschema.Option{}
+	var refs []jsonschema.FileReference
 	seen := map[string]bool{}
 	queue := append([]avro.SchemaReference(nil), t.References...)
 	for len(queue) > 0 {
@@ -183,13 +188,14 @@ func (k *jsonSchemaSink) compile(ctx context.Context, f *format, id uint32, t *a
 			return nil, err
 		}
 		opts = append(opts, jsonschema.Reference(ref.Name, []byte(rt.Text)))
+		refs = append(refs, jsonschema.FileReference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version, Schema: rt.Text})
 		queue = append(queue, rt.References...)
 	}
 	js, err := jsonschema.Compile([]byte(t.Text), opts...)
 	if err != nil {
 		return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: %w", id, err)}, nil
 	}
-	s := f.jsSchema(id, js, t.References)
+	s := f.jsSchema(id, js, refs, true)
 	if s.err != nil {
 		s.err = fmt.Errorf("json schema id %d: %w", id, s.err)
 	}

@@ -67,6 +67,7 @@ type Replayer struct {
 	ck          *ckState // while Run runs
 	avroMu      sync.Mutex
 	avroSchemas map[string]*avroValue
+	jsSchemas   map[string]*jsonSchemaValue // under avroMu
 	stats       Stats
 }
 

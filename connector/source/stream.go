@@ -12,6 +12,7 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // ErrNotPqsink is wrapped by the error of a file that replay cannot read
@@ -23,13 +24,14 @@ var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
 type valueKind uint8
 
 const (
-	valueJSON valueKind = iota // typed columns or VARIANT, as JSON
-	valueAvro                  // Avro binary in the Confluent wire format
-	valueRaw                   // the original bytes, kept in one binary column
+	valueJSON       valueKind = iota // typed columns or VARIANT, as JSON
+	valueAvro                        // Avro binary in the Confluent wire format
+	valueRaw                         // the original bytes, kept in one binary column
+	valueJSONSchema                  // JSON of a JSON Schema, plain or in the Confluent wire format
 )
 
 func (k valueKind) String() string {
-	return [...]string{"json", "avro", "bytes"}[k]
+	return [...]string{"json", "avro", "bytes", "json_schema"}[k]
 }
 
 // Paths of the envelope leaves.
@@ -84,6 +86,7 @@ type fileStream struct {
 	payload  []*schema.Node
 	unwrap   bool
 	avro     *avroValue
+	js       *jsonSchemaValue
 	groups   []int
 	rowBases []int64
 	gi       int
@@ -155,12 +158,19 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		return nil, fmt.Errorf("%s: %w: no payload columns beside %s", ref.key, ErrNotPqsink, envField)
 	}
 	var avroText string
+	jsonSchema := false
 	for _, e := range f.Metadata().KeyValueMetadata {
 		if e.Key == avro.MetadataKey && e.Value != nil {
 			avroText = *e.Value
 		}
+		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
 	}
 	switch {
+	case jsonSchema && avroText == "":
+		s.kind = valueJSONSchema
+		if s.js, err = r.jsonSchemaValue(ctx, f.Metadata().KeyValueMetadata); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.key, err)
+		}
 	case avroText != "":
 		s.kind = valueAvro
 		if s.avro, err = r.avroValue(ctx, avroText); err != nil {
@@ -307,6 +317,10 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
+	if s.kind == valueJSONSchema {
+		// Rendered from reader.Rows, as the JSON Schema asks for it.
+		return newRowsSource(s, g)
+	}
 	src, err := newColumnSource(s, g)
 	if err == nil {
 		return src, nil

@@ -53,6 +53,7 @@ import (
 	"hash/fnv"
 	"math/big"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -89,6 +90,8 @@ type Schema struct {
 	fields    []*schema.Node
 	wrapped   bool
 	validator *jsv.Schema
+	nulls     map[string]bool // dotted Parquet paths of required, nullable properties
+	loaded    []FileReference // files loaded for $ref (LocalFiles)
 }
 
 // Option configures Compile.
@@ -160,8 +163,9 @@ func Compile(text []byte, opts ...Option) (*Schema, error) {
 	c := jsv.NewCompiler()
 	c.DefaultDraft(jsv.Draft7)
 	c.AssertFormat()
+	files := &fileLoader{}
 	if o.files {
-		c.UseLoader(jsv.SchemeURLLoader{"file": jsv.FileLoader{}})
+		c.UseLoader(jsv.SchemeURLLoader{"file": files})
 	} else {
 		c.UseLoader(noLoader{})
 	}
@@ -205,14 +209,28 @@ func Compile(text []byte, opts ...Option) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("json schema: %w", err)
 	}
-	m := &mapper{idx: idx, ids: map[int32]bool{}}
-	s := &Schema{text: bytes.Clone(text), validator: compiled}
+	m := &mapper{idx: idx, ids: map[int32]bool{}, nulls: map[string]bool{}}
+	s := &Schema{text: bytes.Clone(text), validator: compiled, nulls: m.nulls}
+	for _, f := range files.loaded {
+		// Named relative to the root, as its $ref names them, so that
+		// the schema compiles again from a footer under any base.
+		rel, err := relativeURL(o.base, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.loaded = append(s.loaded, FileReference{Name: rel, Schema: f.Schema})
+	}
 	top, err := m.node(ValueField, compiled, true)
 	if err != nil {
 		return nil, err
 	}
 	if top.Logical.Kind == schema.None && !top.IsLeaf() {
 		s.fields = top.Fields
+		unwrapped := map[string]bool{}
+		for p := range m.nulls {
+			unwrapped[strings.TrimPrefix(p, ValueField+".")] = true
+		}
+		s.nulls = unwrapped
 	} else {
 		s.wrapped = true
 		s.fields = []*schema.Node{top}
@@ -240,6 +258,53 @@ func resolveURL(base, ref string) string {
 	u.Fragment = ""
 	return u.String()
 }
+
+// Loaded returns the local files that $ref loaded (with LocalFiles),
+// named by their path relative to the root schema's.
+func (s *Schema) Loaded() []FileReference { return s.loaded }
+
+// fileLoader loads local files for $ref and keeps their text.
+type fileLoader struct {
+	loaded []FileReference // Name: the file URL
+}
+
+func (l *fileLoader) Load(u string) (any, error) {
+	path, err := jsv.FileLoader{}.ToFile(u)
+	if err != nil {
+		return nil, err
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := unmarshal(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.loaded = append(l.loaded, FileReference{Name: u, Schema: string(text)})
+	return doc, nil
+}
+
+// relativeURL returns target relative to the directory of base, both
+// file URLs.
+func relativeURL(base, target string) (string, error) {
+	b, err1 := url.Parse(base)
+	t, err2 := url.Parse(target)
+	if err1 != nil || err2 != nil {
+		return "", fmt.Errorf("json schema: %s relative to %s: not URLs", target, base)
+	}
+	rel, err := filepath.Rel(filepath.Dir(filepath.FromSlash(b.Path)), filepath.FromSlash(t.Path))
+	if err != nil {
+		return "", fmt.Errorf("json schema: %s relative to %s: %w", target, base, err)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// KeepsNull reports whether the field at the dotted Parquet path (as
+// schema.Node.PathString gives it) is a property that `required` names
+// but whose schema admits null: a null there is written as null, where
+// the null of any other property is an absent member.
+func (s *Schema) KeepsNull(path string) bool { return s.nulls[path] }
 
 // Text returns the root schema's text, as given to Compile.
 func (s *Schema) Text() []byte { return s.text }
@@ -313,6 +378,8 @@ type mapper struct {
 	idx   *orderIndex
 	stack []*jsv.Schema // the object and array schemas enclosing the walk
 	ids   map[int32]bool
+	path  []string        // Parquet names from the root's field down to the node mapped
+	nulls map[string]bool // see Schema.KeepsNull
 }
 
 // kindOf is what a schema maps to before names and repetition.
@@ -330,9 +397,14 @@ func variantNode(name string, rep schema.Repetition) *schema.Node {
 // node maps s to a field called name, REQUIRED when required is true and s
 // does not admit null.
 func (m *mapper) node(name string, s *jsv.Schema, required bool) (*schema.Node, error) {
+	m.path = append(m.path, name)
+	defer func() { m.path = m.path[:len(m.path)-1] }()
 	mp, err := m.shape(s)
 	if err != nil {
 		return nil, err
+	}
+	if required && mp.nullable {
+		m.nulls[strings.Join(m.path, ".")] = true
 	}
 	rep := schema.Optional
 	if required && !mp.nullable {
@@ -518,7 +590,10 @@ func (m *mapper) array(s *jsv.Schema, nullable bool) (mapped, error) {
 		elem = variantNode("element", schema.Optional)
 	} else {
 		var err error
-		if elem, err = m.node("element", items, true); err != nil {
+		m.path = append(m.path, "list")
+		elem, err = m.node("element", items, true)
+		m.path = m.path[:len(m.path)-1]
+		if err != nil {
 			return mapped{}, err
 		}
 	}
@@ -596,8 +671,23 @@ func AppendWrapped(dst, value []byte) []byte {
 	return append(dst, '}')
 }
 
-// ReferencesKey is the key-value metadata key that holds, for a schema
-// from a Schema Registry with references, its references as the registry
-// lists them (a JSON array of {"name", "subject", "version"}), so that
-// replay can register the schema again with them.
+// ReferencesKey is the key-value metadata key that holds the schemas the
+// root refers to, for a schema with references: a JSON array of
+// FileReference, so that the file's schema compiles again from its
+// footer alone.
 const ReferencesKey = "json.schema.references"
+
+// IDKey is the key-value metadata key that holds the Schema Registry id
+// of the files' schema, in decimal, when the values came in Confluent's
+// wire format: replay then writes them back in it.
+const IDKey = "json.schema.id"
+
+// FileReference is a schema the root refers to, as a file's footer
+// keeps it: the name $ref uses, where the registry holds it (subject and
+// version; empty for a local file) and its text.
+type FileReference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject,omitempty"`
+	Version int    `json:"version,omitempty"`
+	Schema  string `json:"schema"`
+}

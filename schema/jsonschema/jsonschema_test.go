@@ -152,10 +152,37 @@ func TestLocalFiles(t *testing.T) {
 	if ps, _ := s.Parquet(); ps.Lookup("u", "name") == nil {
 		t.Errorf("u.name missing:\n%s", ps)
 	}
+	// The loaded file, named as $ref names it, compiles the schema again
+	// under any base.
+	loaded := s.Loaded()
+	if len(loaded) != 1 || loaded[0].Name != "user.schema.json" {
+		t.Fatalf("loaded %+v", loaded)
+	}
+	again, err := Compile(text, Reference(loaded[0].Name, []byte(loaded[0].Schema)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := again.Fields(), s.Fields(); len(a) != len(b) || a[0].Fields[0].Name != "name" {
+		t.Errorf("compiled again: %v", a)
+	}
 }
 
 // TestFieldIDsStable: a field keeps its id when fields are added before it
 // and around it.
+func TestKeepsNull(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","additionalProperties":false,"required":["a","b"],"properties":{
+		"a":{"type":["string","null"]},"b":{"type":"string"},"c":{"type":["string","null"]},
+		"l":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["x"],"properties":{"x":{"anyOf":[{"type":"null"},{"type":"integer"}]}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{"a": true, "b": false, "c": false, "l.list.element.x": true, "l": false} {
+		if got := s.KeepsNull(path); got != want {
+			t.Errorf("KeepsNull(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 func TestFieldIDsStable(t *testing.T) {
 	a, err := Compile([]byte(`{"type":"object","additionalProperties":false,"properties":{"x":{"type":"integer"},"o":{"type":"object","additionalProperties":false,"properties":{"y":{"type":"string"}}}}}`))
 	if err != nil {
