@@ -56,6 +56,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -92,6 +93,7 @@ type Schema struct {
 	validator *jsv.Schema
 	nulls     map[string]bool // dotted Parquet paths of required, nullable properties
 	loaded    []FileReference // files loaded for $ref (LocalFiles)
+	decoders  sync.Pool       // of *decoder, for Validate
 }
 
 // Option configures Compile.
@@ -339,7 +341,12 @@ func (s *Schema) Parquet(extra ...*schema.Node) (*schema.Schema, error) {
 // value's location and the keyword that failed), or ErrNotJSON when it is
 // not one JSON text.
 func (s *Schema) Validate(value []byte) error {
-	v, err := unmarshal(value)
+	d, _ := s.decoders.Get().(*decoder)
+	if d == nil {
+		d = &decoder{}
+	}
+	v, err := d.decode(value)
+	s.decoders.Put(d)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
