@@ -112,12 +112,16 @@ func (r *registeringRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request
 
 // TestReplayJSONSchema lands JSON Schema topics (plain JSON of a
 // schema_file, and Confluent's wire format with a registry schema that has
-// a reference) and replays them: a value in the canonical form comes back
+// a reference, and an open object root, one VARIANT column) and replays them: a value in the canonical form comes back
 // byte for byte, in the wire format with the schema's id; the others come
 // back in the canonical form, as documented.
 func TestReplayJSONSchema(t *testing.T) {
-	for _, registry := range []bool{false, true} {
-		name := map[bool]string{false: "schema_file", true: "registry"}[registry]
+	openSchema := filepath.Join(t.TempDir(), "open.schema.json")
+	if err := os.WriteFile(openSchema, []byte(`{"type":"object","required":["id"],"properties":{"id":{"type":"integer"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"schema_file", "registry", "wrapped"} {
+		registry, wrapped := name == "registry", name == "wrapped"
 		t.Run(name, func(t *testing.T) {
 			const partitions = 2
 			topic, target := "jsr-"+strings.ReplaceAll(name, "_", ""), "jsr-target-"+strings.ReplaceAll(name, "_", "")
@@ -140,10 +144,19 @@ func TestReplayJSONSchema(t *testing.T) {
 			}
 			for i := range 300 {
 				key := fmt.Sprintf("c%04d", i)
-				msgs = append(msgs, kafka.Message{Key: []byte(key), Value: frame(jsCanonical(i))})
-				want[key] = string(frame(jsCanonical(i)))
+				v := jsCanonical(i)
+				if wrapped {
+					// The root is an open object: one VARIANT column, whose
+					// members come back sorted by name.
+					v = fmt.Sprintf(`{"a":[%d,"x",null],"id":%d,"z":{"k":true}}`, i, i)
+				}
+				msgs = append(msgs, kafka.Message{Key: []byte(key), Value: frame(v)})
+				want[key] = string(frame(v))
 			}
 			for i, nc := range jsNonCanonical {
+				if wrapped {
+					break
+				}
 				key := fmt.Sprintf("n%d", i)
 				msgs = append(msgs, kafka.Message{Key: []byte(key), Value: frame(nc.in)})
 				want[key] = string(frame(nc.out))
@@ -161,6 +174,9 @@ func TestReplayJSONSchema(t *testing.T) {
 			formatYAML := fmt.Sprintf("format:\n  type: json_schema\n  schema_file: %s\n", jsEventSchemaPath(t))
 			if registry {
 				formatYAML = fmt.Sprintf("format:\n  type: json_schema\n  registry: {url: %q}\n", rs.URL)
+			}
+			if wrapped {
+				formatYAML = fmt.Sprintf("format:\n  type: json_schema\n  schema_file: %s\n", openSchema)
 			}
 			text := strings.Replace(cfg.yaml(t), "format:\n  type: json_schema\n", formatYAML, 1)
 			store, err := objstore.Open(context.Background(), storeURL)

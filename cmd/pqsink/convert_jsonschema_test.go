@@ -47,3 +47,31 @@ func TestConvertJSONSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertJSONSchemaWrapped: a schema whose root is no closed object
+// (here an open one) is one column, value, that holds each line whole.
+func TestConvertJSONSchemaWrapped(t *testing.T) {
+	dir := t.TempDir()
+	schemaFile := writeFile(t, dir, "open.schema.json", `{"type":"object","required":["id"],"properties":{"id":{"type":"integer"}}}`)
+	in := writeFile(t, dir, "in.jsonl", `{"id":1,"more":{"b":[1,2]}}
+{"id":"x"}
+{"id":2}
+`)
+	out := filepath.Join(dir, "out.parquet")
+	code, _, stderr := pqsink(t, "", "convert", "--quiet", "--json-schema", schemaFile, "--errors", "skip", in, out)
+	if code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "line 2: json schema: invalid value: at /id") {
+		t.Errorf("stderr does not report line 2:\n%s", stderr)
+	}
+	code, stdout, stderr := pqsink(t, "", "inspect", "rows", "--json", out)
+	if code != 0 {
+		t.Fatalf("inspect rows: exit %d: %s", code, stderr)
+	}
+	want := `{"value":{"id":1,"more":{"b":[1,2]}}}
+{"value":{"id":2}}`
+	if got := strings.TrimSpace(stdout); got != want {
+		t.Errorf("rows:\n%s\nwant\n%s", got, want)
+	}
+}
