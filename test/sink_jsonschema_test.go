@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
@@ -304,5 +306,84 @@ func checkJSONSchemaRows(t *testing.T, db *duckdb.DB, files []landedFile, truth 
 		if seen[id] != want {
 			t.Errorf("record %s (key %s) landed %d times, want %d", id, p.Key, seen[id], want)
 		}
+	}
+}
+
+// TestSinkJSONSchemaIncompatibleFails: under errors: fail, the first
+// record of a schema that does not evolve the partition's (v3 retypes
+// count) stops its partition with an error naming the field; the records
+// before it land, and none after.
+func TestSinkJSONSchemaIncompatibleFails(t *testing.T) {
+	topic := "js-fail"
+	broker := kafkatest.Start(t, 1, topic)
+	v1, _, v3, user := jsRegistrySchemas(t)
+	reg := &testRegistry{schemas: map[int]string{jsIDv1: v1, jsIDv3: v3}, gets: map[int]int{},
+		types:    map[int]string{jsIDv1: "JSON", jsIDv3: "JSON"},
+		refs:     map[int][]map[string]any{},
+		versions: map[string]string{"user/1": user}}
+	for _, id := range []int{jsIDv1, jsIDv3} {
+		reg.refs[id] = []map[string]any{{"name": "user.schema.json", "subject": "user", "version": 1}}
+	}
+	rs := httptestServer(t, reg)
+	var msgs []kafka.Message
+	for i := range 60 {
+		v, _ := jsEvent(i)
+		id := jsIDv1
+		if i >= 50 {
+			id = jsIDv3
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: append(avro.AppendWire(nil, uint32(id)), v...)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	dir := t.TempDir()
+	cfg := sinkConfig{brokers: broker.Brokers, group: "js-fail", topic: topic, storeURL: "file://" + dir, format: "json_schema", envelope: true,
+		records: 100000, interval: "10m", path: "{topic}/{topic}+{partition}+{first_offset}.parquet", extra: "errors: fail\n"}
+	text := strings.Replace(cfg.yaml(t), "format:\n  type: json_schema\n", fmt.Sprintf("format:\n  type: json_schema\n  registry: {url: %q}\n", rs), 1)
+	c, err := config.Parse([]byte(text), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Tail{Max: 1 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sink, err := connector.New(ctx, c, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) && !strings.Contains(logs.String(), "partition stopped") {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	log := logs.String()
+	if !strings.Contains(log, "partition stopped (errors: fail)") || !strings.Contains(log, "json schema id 23 is incompatible with id 21: field count changed from INT64 to BYTE_ARRAY (STRING)") {
+		t.Fatalf("no stop naming the field in the log:\n%s", log)
+	}
+	if got := sink.Stats().Snapshot().Rejects[[2]string{"schema", "fail"}]; got != 1 {
+		t.Errorf("%d rejections under fail, want 1", got)
+	}
+	store, err := objstore.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var rows int64
+	for _, f := range download(t, store, t.TempDir()) {
+		rows += f.rows
+		if f.rng["pqsink.kafka.last_offset"] != "49" {
+			t.Errorf("%s: last offset %s, want 49, the record before v3's", f.key, f.rng["pqsink.kafka.last_offset"])
+		}
+	}
+	if rows != 50 {
+		t.Errorf("%d records landed, want the 50 of v1", rows)
 	}
 }
