@@ -156,7 +156,7 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger) recordFormat {
 	switch {
 	case f.js != nil:
-		return newJSONSchemaFormat(f, log)
+		return newJSONSchemaFormat(f, fixed, log)
 	case f.registry != nil:
 		return newAvroFormat(f, log)
 	case fixed == nil:

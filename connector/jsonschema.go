@@ -208,13 +208,25 @@ func (k *jsonSchemaSink) compile(ctx context.Context, f *format, id uint32, t *a
 type jsonSchemaFormat struct {
 	f        *format
 	log      *slog.Logger
+	file     *jsSchema        // the schema_file's, with the partition's Parquet schema
+
 	verdicts map[uint32]error // nil: the schema's records are admitted
 	admitted []*jsSchema      // ascending ids
 	wrapped  []byte
 }
 
-func newJSONSchemaFormat(f *format, log *slog.Logger) *jsonSchemaFormat {
-	return &jsonSchemaFormat{f: f, log: log, verdicts: map[uint32]error{}}
+// newJSONSchemaFormat returns a partition's side of the format. fixed is
+// the files' schema the partition writes, when it is known at startup (a
+// schema_file): the sink's, or the table's, which carries the table's
+// field ids instead of the mapping's.
+func newJSONSchemaFormat(f *format, fixed *schema.Schema, log *slog.Logger) *jsonSchemaFormat {
+	x := &jsonSchemaFormat{f: f, log: log, verdicts: map[uint32]error{}, file: f.js.file}
+	if x.file != nil && fixed != nil && fixed != x.file.parquet {
+		c := *x.file
+		c.parquet = fixed
+		x.file = &c
+	}
+	return x
 }
 
 func (x *jsonSchemaFormat) sampling() bool          { return false }
@@ -229,7 +241,7 @@ func (x *jsonSchemaFormat) reason(err error) string { return classify(err) }
 // after a pause): the record is read again, never rejected for it.
 func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rejection, error) {
 	k := x.f.js
-	s, body := k.file, r.value
+	s, body := x.file, r.value
 	if k.registry != nil {
 		id, rest, err := avro.SplitWire(r.value)
 		if err != nil {

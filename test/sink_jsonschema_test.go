@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -386,4 +387,26 @@ func TestSinkJSONSchemaIncompatibleFails(t *testing.T) {
 	if rows != 50 {
 		t.Errorf("%d records landed, want the 50 of v1", rows)
 	}
+}
+
+// TestTableSinkJSONSchema: format.type json_schema with a schema_file
+// commits to an Iceberg table: the files carry the table's field ids (not
+// the mapping's hashed ones), and the table holds every record once.
+func TestTableSinkJSONSchema(t *testing.T) {
+	const partitions, n = 2, 1200
+	env := newTableEnv(t, "jsevents")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	text := env.config(t, broker.Brokers, "jst", "1s", 500)
+	i := strings.Index(text, "format:\n  type: json\n  schema_file: ")
+	if i < 0 {
+		t.Fatalf("the table config has no json format:\n%s", text)
+	}
+	j := i + strings.Index(text[i:], ".schema\n") + len(".schema\n")
+	schemaFile := filepath.Join(testutil.RepoRoot(t), "convert", "testdata", "events.schema.json")
+	text = text[:i] + fmt.Sprintf("format:\n  type: json_schema\n  schema_file: %s\n", schemaFile) + text[j:]
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 }
