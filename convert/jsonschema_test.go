@@ -126,3 +126,32 @@ func FuzzRunJSONSchema(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONSchemaValidButUnstorable: values the schema admits but the
+// columns cannot hold are bad lines with the shredder's reason, as
+// docs/json-schema.md lists them.
+func TestJSONSchemaValidButUnstorable(t *testing.T) {
+	s, err := jsonschema.Compile([]byte(`{"type":"object","additionalProperties":false,"properties":{
+		"n":{"type":"integer"},"at":{"type":"string","format":"date-time"},"d":{"type":"number","multipleOf":0.01}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"n":99999999999999999999}`,
+		`{"at":"2026-11-27T08:00:00.1234567Z"}`,
+		`{"d":1234567890123456789012345678901234567.89}`,
+	} {
+		if err := s.Validate([]byte(line)); err != nil {
+			t.Errorf("%s: the schema refuses it: %v", line, err)
+			continue
+		}
+		var rejects bytes.Buffer
+		st, err := RunJSONSchema(context.Background(), bytes.NewReader([]byte(line+"\n{}\n")), io.Discard, s, Options{Errors: Skip, Rejects: &rejects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Rows != 1 || st.Skipped != 1 || !bytes.Contains(rejects.Bytes(), []byte("json record:")) {
+			t.Errorf("%s: %d rows, %d skipped: %s", line, st.Rows, st.Skipped, rejects.String())
+		}
+	}
+}
