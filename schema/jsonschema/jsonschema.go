@@ -8,8 +8,8 @@
 //   - an object whose members are all declared (additionalProperties:
 //     false, or unevaluatedProperties: false, and no patternProperties) is
 //     a group of its properties, in the order the schema lists them; any
-//     other object (one that admits members it does not name) is a
-//     VARIANT, so that no member is ever lost;
+//     other object (one that admits members it does not name, or has no
+//     properties) is a VARIANT, so that no member is ever lost;
 //   - an array with one items schema is a LIST of it (element name
 //     "element"); a tuple (prefixItems, or draft-07 items as an array) is
 //     a VARIANT;
@@ -27,7 +27,7 @@
 //     {"type": "null"}, are that type, nullable; integer with number is
 //     number;
 //   - anything else is a VARIANT: oneOf and anyOf, allOf of more than one
-//     schema, several types, no type at all (true, {}, a schema of only
+//     schema, not, if, several types, no type at all (true, {}, a schema of only
 //     constraints), enums that are not all strings, $dynamicRef and
 //     $recursiveRef;
 //   - $ref is followed; a $ref to a schema that encloses it (a recursive
@@ -43,7 +43,9 @@
 // depth-first order.
 //
 // Validation is the validator's, with formats asserted: a value passes
-// Validate exactly when it is valid against the schema.
+// Validate exactly when it is valid against the schema. The value is
+// decoded for it with internal/jsonscan, the tokenizer of the JSON
+// shredder, which refuses invalid UTF-8 and lone surrogates.
 package jsonschema
 
 import (
@@ -389,7 +391,8 @@ type mapper struct {
 	nulls map[string]bool // see Schema.KeepsNull
 }
 
-// kindOf is what a schema maps to before names and repetition.
+// mapped is what a schema maps to before its name and repetition: a nil
+// node is a VARIANT.
 type mapped struct {
 	node     *schema.Node // with Name and Repetition to be set
 	nullable bool
