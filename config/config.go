@@ -285,11 +285,15 @@ type Format struct {
 	// Type is json (typed columns from a schema), variant (one VARIANT
 	// column), avro (Confluent wire format, schemas from a registry) or
 	// protobuf (Confluent wire format with a registry, or plain messages
-	// of a .proto file's message) (type).
+	// of a .proto file's message), json_schema (JSON validated against a
+	// JSON Schema, from a registry in Confluent's wire format or from
+	// SchemaFile) (type).
 	// Required; no default.
 	Type string
 	// SchemaFile is the Parquet schema in message syntax (schema_file);
-	// required for json, refused for variant. Resolved against Config.Dir.
+	// required for json, refused for variant. For json_schema, the JSON
+	// Schema of plain JSON values, when there is no Registry. Resolved
+	// against Config.Dir.
 	// Defaults to "".
 	SchemaFile string
 	// IgnoreUnknownFields drops JSON fields the schema lacks instead of
@@ -316,8 +320,10 @@ type Format struct {
 	// Defaults to 10000.
 	ShredSample int
 	// Registry is the Confluent Schema Registry that holds the writer
-	// schemas of Avro records (registry); required for avro, refused
-	// otherwise; for protobuf, the registry or proto_file.
+	// schemas of Avro records (registry); required for avro, and for
+	// json_schema without SchemaFile (the JSON Schemas of records in
+	// Confluent's JSON Schema wire format); for protobuf, the registry or
+	// proto_file; refused otherwise.
 	// Defaults to nil.
 	Registry *Registry
 	// SchemaCompatibility is none (a new schema id starts a new file) or

@@ -463,7 +463,7 @@ func TestInvalid(t *testing.T) {
 		{"sse", kafkaOK + "store: {url: 's3://b', sse: kms}\n" + formatOK, []string{`store.sse: "kms" is not one of AES256, aws:kms`}},
 		{"kms key without kms", kafkaOK + "store: {url: 's3://b', sse: AES256, sse_kms_key_id: k}\n" + formatOK, []string{"store.sse_kms_key_id: only used with store.sse: aws:kms"}},
 		{"max retries", kafkaOK + "store: {url: 's3://b', max_retries: -1}\n" + formatOK, []string{"store.max_retries: must not be negative, got -1"}},
-		{"format type", kafkaOK + storeOK + "format: {type: thrift}\n", []string{`format.type: "thrift" is not one of json, variant, avro, protobuf`}},
+		{"format type", kafkaOK + storeOK + "format: {type: thrift}\n", []string{`format.type: "thrift" is not one of json, variant, avro, protobuf, json_schema`}},
 		{"avro without registry", kafkaOK + storeOK + "format: {type: avro}\n", []string{"format.registry: required when format.type is avro"}},
 		{"avro registry without url", kafkaOK + storeOK + "format: {type: avro, registry: {username: u}}\n", []string{"format.registry.url: "}},
 		{"avro registry url", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'localhost:8081'}}\n", []string{"format.registry.url: want a URL like http://127.0.0.1:8081"}},

@@ -48,7 +48,7 @@ var (
 	startValues     = []string{"earliest", "latest"}
 	mechanismValues = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	sseValues       = []string{"AES256", "aws:kms"}
-	formatValues    = []string{"json", "variant", "avro", "protobuf"}
+	formatValues    = []string{"json", "variant", "avro", "protobuf", "json_schema"}
 	compatValues    = []string{"none", "backward"}
 	logFormatValues = []string{"text", "json"}
 	logLevelValues  = []string{"debug", "info", "warn", "error"}
@@ -76,6 +76,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
 		if tmpl, err := archive.Parse(c.Path, needTopic); err != nil {
 			top.fail("path", "%v", err)
+		} else if c.Format.Type == "json_schema" && c.Format.Registry != nil && len(tmpl.Fields()) > 0 {
+			top.fail("path", "{field:...} is not supported with format.type json_schema and a registry yet; use {topic}, {partition} and {record_time:...}")
 		} else if (c.Format.Type == "avro" || c.Format.Type == "protobuf") && len(tmpl.Fields()) > 0 {
 			top.fail("path", "{field:...} is not supported with format.type %s yet; use {topic}, {partition} and {record_time:...}", c.Format.Type)
 		}
@@ -84,6 +86,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		switch {
 		case slices.Contains(strings.Split(c.TimeField, "."), ""):
 			top.fail("time_field", "%s is not a dotted field path like ts or meta.created_at", quote(c.TimeField))
+		case c.Format.Type == "json_schema" && c.Format.Registry != nil:
+			top.fail("time_field", "not supported with format.type json_schema and a registry yet; {record_time} is then the Kafka timestamp")
 		case c.Format.Type == "avro" || c.Format.Type == "protobuf":
 			top.fail("time_field", "not supported with format.type %s yet; {record_time} is then the Kafka timestamp", c.Format.Type)
 		}
@@ -376,6 +380,8 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 		only = []string{"schema_file", "ignore_unknown_fields", "registry", "schema_compatibility"}
 	case "avro":
 		only = []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample", "lossy_numbers"}
+	case "json_schema":
+		only = jsonSchemaRefused
 	}
 	if f.Type != "avro" && f.Type != "protobuf" {
 		s.boolean("lossy_numbers", &f.LossyNumbers)
@@ -415,6 +421,9 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 			}
 		}
 		s.intValue("shred_sample", &f.ShredSample, 1, math.MaxInt32)
+	}
+	if f.Type == "json_schema" {
+		d.jsonSchema(s, f)
 	}
 	if f.Type == "avro" {
 		f.SchemaCompatibility = "none"

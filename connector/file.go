@@ -26,7 +26,7 @@ type fileBuffers struct {
 	av     *avroBuffers // avro: the reader schema and a builder per writer schema
 	pb     *protoSchema // protobuf with a registry: the schema id and message of the records
 	// keyValues go into the footer of each file of these buffers (the
-	// Protobuf message they hold).
+	// Protobuf message they hold, json_schema's schema).
 	keyValues [][2]string
 
 	// w is the Parquet writer of the file, taken from the sink's pool at

@@ -24,7 +24,7 @@ import (
 // format is how record values become rows: the Parquet schema of the files
 // and the payload filler of package rowgroup, the same one convert uses.
 type format struct {
-	kind     string // json | variant | avro | protobuf
+	kind     string // json | variant | avro | protobuf | json_schema
 	envelope bool
 	// timeUnit is the envelope timestamp's: microseconds in a table's
 	// files (Iceberg's timestamptz), Kafka's milliseconds otherwise.
@@ -50,6 +50,8 @@ type format struct {
 	// with format.registry, the schemas by id (protobuf_registry.go)
 	protoMessage  protoreflect.MessageDescriptor
 	protoRegistry *protobuf.Registry
+	// json_schema: the schemas (see jsonschema.go)
+	js *jsonSchemaSink
 }
 
 func newFormat(cfg *config.Config) (*format, error) {
@@ -116,8 +118,12 @@ func newFormat(cfg *config.Config) (*format, error) {
 		if err := f.newProtobuf(cfg); err != nil {
 			return nil, err
 		}
+	case "json_schema":
+		if err := f.newJSONSchema(cfg); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro, protobuf", f.kind)
+		return nil, fmt.Errorf("format.type: %q is not one of json, variant, avro, protobuf, json_schema", f.kind)
 	}
 	return f, nil
 }
@@ -130,6 +136,8 @@ func (f *format) fixedSchema() (*schema.Schema, error) {
 		return f.withEnvelope(f.message.Name(), f.message.Fields()...)
 	case f.protoMessage != nil:
 		return f.protobufSchema(f.protoMessage)
+	case f.js != nil && f.js.file != nil:
+		return f.js.file.parquet, nil
 	case f.shape != nil:
 		return f.variantSchema(*f.shape)
 	}
@@ -158,7 +166,7 @@ func (f *format) withEnvelope(name string, fields ...*schema.Node) (*schema.Sche
 
 // newPayload returns the filler of g's payload columns.
 func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
-	if f.kind == "json" {
+	if f.kind == "json" || f.kind == "json_schema" {
 		return rowgroup.NewJSONShredder(g, f.jsonOpts...)
 	}
 	if f.protoMessage != nil {
@@ -173,6 +181,8 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 // the table's field ids (see table.Handle.Fit).
 func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger, fit fitFunc) recordFormat {
 	switch {
+	case f.js != nil:
+		return newJSONSchemaFormat(f, fixed, log)
 	case f.registry != nil:
 		a := newAvroFormat(f, log)
 		a.fit = fit
@@ -239,6 +249,7 @@ type decoded struct {
 	payload []byte
 	writer  *avroSchema  // avro; nil for the others
 	proto   *protoSchema // protobuf with a registry; nil for the others
+	js      *jsSchema    // json_schema; nil for the others
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

@@ -77,7 +77,7 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		case jsonscan.Number:
 			v, err = parseInteger(b, intRange{pos: uint64(secondsPerDay*unitsPerSecond(unit) - 1)})
 		case jsonscan.String:
-			v, err = parseTimeOfDay(b, unit)
+			v, err = parseTimeOfDay(b, unit, p.node.Logical.UTC)
 		default:
 			return s.mismatch(p, k, key, `"HH:MM:SS[.fraction]" string or number`)
 		}

@@ -142,19 +142,46 @@ func scaleNanos(nanos int64, u schema.TimeUnit) (int64, error) {
 }
 
 // parseTimeOfDay parses "HH:MM:SS[.fraction]" into a TIME value in unit u.
-func parseTimeOfDay(b []byte, u schema.TimeUnit) (int64, error) {
+// A column adjusted to UTC also takes the RFC 3339 full-time that JSON
+// Schema's "time" format asks for, with "Z" or a "±HH:MM" offset, and
+// stores the time of day in UTC (wrapping around midnight).
+func parseTimeOfDay(b []byte, u schema.TimeUnit, utc bool) (int64, error) {
 	sec, nanos, n, err := parseClock(b)
 	if err != nil {
 		return 0, err
 	}
 	if n != len(b) {
-		return 0, errSyntax
+		off, ok := timeOffset(b[n:])
+		if !ok || !utc {
+			return 0, errSyntax
+		}
+		sec = ((sec-off)%secondsPerDay + secondsPerDay) % secondsPerDay
 	}
 	f, err := scaleNanos(nanos, u)
 	if err != nil {
 		return 0, err
 	}
 	return sec*unitsPerSecond(u) + f, nil
+}
+
+// timeOffset parses "Z" or "±HH:MM" into seconds east of UTC.
+func timeOffset(rest []byte) (int64, bool) {
+	switch {
+	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
+		return 0, true
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
+		h, ok1 := digits2(rest, 1)
+		m, ok2 := digits2(rest, 4)
+		if !ok1 || !ok2 || h > 23 || m > 59 {
+			return 0, false
+		}
+		off := h*3600 + m*60
+		if rest[0] == '-' {
+			off = -off
+		}
+		return off, true
+	}
+	return 0, false
 }
 
 // dateTime is an RFC 3339 date-time split into its parts.

@@ -57,6 +57,13 @@ type testRegistry struct {
 	// say: a PROTOBUF schema with its type and references, a subject's
 	// version that a reference names.
 	answers map[string]any
+
+	// For schemas that are not Avro: the schemaType and the references of
+	// an id, and the schemas of subject versions ("subject/1"), which
+	// references name.
+	types    map[int]string
+	refs     map[int][]map[string]any
+	versions map[string]string
 }
 
 func (r *testRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -93,7 +100,17 @@ func (r *testRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			answerErr(http.StatusNotFound, 40403, "Schema "+strconv.Itoa(id)+" not found")
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"schema": text})
+		answer := map[string]any{"schema": text}
+		if typ := r.types[id]; typ != "" {
+			answer["schemaType"] = typ
+		}
+		if refs := r.refs[id]; refs != nil {
+			answer["references"] = refs
+		}
+		json.NewEncoder(w).Encode(answer)
+	case strings.HasPrefix(req.URL.Path, "/subjects/") && r.versions[strings.Replace(strings.TrimPrefix(req.URL.Path, "/subjects/"), "/versions/", "/", 1)] != "":
+		text := r.versions[strings.Replace(strings.TrimPrefix(req.URL.Path, "/subjects/"), "/versions/", "/", 1)]
+		json.NewEncoder(w).Encode(map[string]any{"schema": text, "schemaType": "JSON"})
 	case req.URL.Path == "/subjects":
 		json.NewEncoder(w).Encode([]string{"avro-events-value"})
 	case req.URL.Path == "/subjects/avro-events-value/versions":

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/connector/source"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
@@ -140,28 +139,6 @@ func TestSinkProtobufFile(t *testing.T) {
 		fmt.Sscanf(string(p.Key), "k%04d", &i)
 		return i%2 == 1
 	})
-}
-
-// waitConsumed waits until the sink has consumed want records and its
-// counts stop moving.
-func waitConsumed(t *testing.T, sink *connector.Sink, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	var last connector.Snapshot
-	stable := 0
-	for time.Now().Before(deadline) && stable < 10 {
-		time.Sleep(200 * time.Millisecond)
-		st := sink.Stats().Snapshot()
-		if st.Consumed >= want && st.Consumed == last.Consumed {
-			stable++
-		} else {
-			stable = 0
-		}
-		last = st
-	}
-	if last.Consumed < want {
-		t.Fatalf("consumed %d records of %d", last.Consumed, want)
-	}
 }
 
 // checkProtobufRows reads every landed file with pqsink's reader, arrow-go

@@ -68,6 +68,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		inputFormat  = fs.String("input-format", "jsonl", "input `FORMAT`: jsonl, avro (an Avro object container file, whose writer schema gives the Parquet schema), or protobuf (length-delimited messages of --message in --proto-file)")
 		protoFile    = fs.String("proto-file", "", "with --input-format protobuf: the `FILE` (.proto) that defines --message; its imports are found in --import-path and its own directory, the well-known types built in")
 		protoMessage = fs.String("message", "", "with --input-format protobuf: the message type `NAME` (pkg.Event, or Event when the file has one of that name)")
+		jsonSchema   = fs.String("json-schema", "", "JSON Schema `FILE` (draft-07 or 2020-12): each line is validated against it, and the Parquet schema is its mapping (instead of --schema); see docs/json-schema.md")
 		avroSchema   = fs.String("avro-schema", "", "Avro schema `FILE` (.avsc): the lines are records in Avro's JSON encoding, and the Parquet schema is the Avro schema's (instead of --schema)")
 		maxRecord    = fs.String("max-record-bytes", "64MiB", "longest input line (`SIZE`); a longer one is a bad line, handled by --errors, and is never held in memory whole")
 		threads      = fs.Int("threads", 0, "cores to use (`N`): column chunks of a row group encoded at once, and at most N goroutines running at a time (GOMAXPROCS); 0: one per core. The output is the same, byte for byte, whatever N")
@@ -104,7 +105,11 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 	}
-	if !*asVariant && avroIn == nil && protoIn == nil { // --variant, Avro and Protobuf decide their own schema
+	js, err := jsonSchemaInput(*jsonSchema, *inputFormat, *asVariant, *schemaFile, *avroSchema)
+	if err != nil {
+		return err
+	}
+	if !*asVariant && avroIn == nil && protoIn == nil && js == nil { // --variant, Avro, Protobuf and JSON Schema decide their own schema
 		if *schemaFile == "" {
 			return usagef("--schema FILE is required")
 		}
@@ -207,6 +212,9 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *asVariant {
 		inputs = []string{*shred}
 	}
+	if js != nil {
+		inputs = []string{*jsonSchema}
+	}
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
@@ -241,6 +249,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return protoIn.run(ctx, in, w, opts) })
 	} else if avroIn != nil {
 		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return avroIn.run(ctx, in, w, opts) })
+	} else if js != nil {
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunJSONSchema(ctx, in, w, js, opts) })
 	} else if *asVariant {
 		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose, lossy: *lossy})
 	} else {

@@ -24,7 +24,10 @@ and produces their records to the topic TARGET, in their original order per
 partition, with keys, headers and timestamps restored from the _kafka
 envelope. Values are JSON (typed columns as an object, VARIANT as its JSON),
 Avro in the Confluent wire format for files that came from Avro (the schema
-is registered under TARGET-value in format.registry), or the original bytes.
+is registered under TARGET-value in format.registry), JSON of their JSON
+Schema for files of format.type json_schema (in Confluent's wire format, the
+schema registered likewise, when they came from a registry), or the original
+bytes.
 The config's kafka and store sections are used as by pqsink run.
 
 With --from iceberg:NAMESPACE.TABLE, the files are exactly the data files

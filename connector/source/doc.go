@@ -28,6 +28,12 @@
 //
 // # Values
 //
+// A file whose footer holds json.schema came from format.type json_schema:
+// each record is rendered from reader.Rows as the JSON its schema
+// validates, in Confluent's wire format when the footer holds
+// json.schema.id (the schema registered with its references under the
+// target's subject).
+//
 // A file whose footer holds avro.schema came from Avro: its schema is
 // registered under the target topic's value subject and each record is
 // encoded in the Confluent wire format. A file whose payload is one

@@ -74,6 +74,7 @@ type Replayer struct {
 	protoMu       sync.Mutex
 	protoValues   map[string]*protoValue
 	protoRegistry *protobuf.Registry
+	jsSchemas     map[string]*jsonSchemaValue // under avroMu
 	stats         Stats
 }
 

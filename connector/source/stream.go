@@ -13,6 +13,7 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // ErrNotPqsink is wrapped by the error of a file that replay cannot read
@@ -24,14 +25,15 @@ var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
 type valueKind uint8
 
 const (
-	valueJSON  valueKind = iota // typed columns or VARIANT, as JSON
-	valueAvro                   // Avro binary in the Confluent wire format
-	valueRaw                    // the original bytes, kept in one binary column
-	valueProto                  // Protobuf binary, plain or in the Confluent wire format
+	valueJSON       valueKind = iota // typed columns or VARIANT, as JSON
+	valueAvro                        // Avro binary in the Confluent wire format
+	valueRaw                         // the original bytes, kept in one binary column
+	valueProto                       // Protobuf binary, plain or in the Confluent wire format
+	valueJSONSchema                  // JSON of a JSON Schema, plain or in the Confluent wire format
 )
 
 func (k valueKind) String() string {
-	return [...]string{"json", "avro", "bytes", "protobuf"}[k]
+	return [...]string{"json", "avro", "bytes", "protobuf", "json_schema"}[k]
 }
 
 // Paths of the envelope leaves.
@@ -87,6 +89,7 @@ type fileStream struct {
 	unwrap   bool
 	avro     *avroValue
 	proto    *protoValue
+	js       *jsonSchemaValue
 	groups   []int
 	rowBases []int64
 	gi       int
@@ -183,16 +186,23 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		return nil, fmt.Errorf("%s: %w: no payload columns beside %s", ref.key, ErrNotPqsink, envField)
 	}
 	var avroText string
+	jsonSchema := false
 	for _, e := range f.Metadata().KeyValueMetadata {
 		if e.Key == avro.MetadataKey && e.Value != nil {
 			avroText = *e.Value
 		}
+		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
 	}
 	protoKV := protoFooter(f.Metadata())
 	switch {
 	case protoKV != nil:
 		s.kind = valueProto
 		if s.proto, err = r.protoValue(ctx, protoKV); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.key, err)
+		}
+	case jsonSchema && avroText == "":
+		s.kind = valueJSONSchema
+		if s.js, err = r.jsonSchemaValue(ctx, f.Metadata().KeyValueMetadata); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.key, err)
 		}
 	case avroText != "":
@@ -352,6 +362,10 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
+	if s.kind == valueJSONSchema {
+		// Rendered from reader.Rows, as the JSON Schema asks for it.
+		return newRowsSource(s, g)
+	}
 	src, err := newColumnSource(s, g)
 	if err == nil {
 		return src, nil

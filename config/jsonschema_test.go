@@ -1,0 +1,54 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestJSONSchemaFormat: format.type json_schema takes a registry or a
+// schema_file, exactly one, and refuses the keys of the other types.
+func TestJSONSchemaFormat(t *testing.T) {
+	dir := testDir(t)
+	writeFiles(t, dir, "event.schema.json")
+	env := envOf(map[string]string{"DIR": dir})
+	for _, tc := range []struct {
+		name, format string
+		want         string // substring of the error; "" for a valid config
+	}{
+		{"registry", "{type: json_schema, registry: {url: 'http://registry:8081'}}", ""},
+		{"schema file", "{type: json_schema, schema_file: '${DIR}/event.schema.json'}", ""},
+		{"lossy numbers", "{type: json_schema, schema_file: '${DIR}/event.schema.json', lossy_numbers: true}", ""},
+		{"neither", "{type: json_schema}", "format.registry: required when format.type is json_schema"},
+		{"both", "{type: json_schema, schema_file: '${DIR}/event.schema.json', registry: {url: 'http://r:8081'}}", "format.schema_file: not used with format.registry"},
+		{"missing file", "{type: json_schema, schema_file: '${DIR}/nope.json'}", "format.schema_file: "},
+		{"bad registry url", "{type: json_schema, registry: {url: 'r:8081'}}", "format.registry.url: want a URL"},
+		{"column", "{type: json_schema, registry: {url: 'http://r:8081'}, column: c}", "format.column: not used when format.type is json_schema"},
+		{"ignore unknown", "{type: json_schema, registry: {url: 'http://r:8081'}, ignore_unknown_fields: true}", "format.ignore_unknown_fields: not used when format.type is json_schema"},
+		{"compatibility", "{type: json_schema, registry: {url: 'http://r:8081'}, schema_compatibility: backward}", "format.schema_compatibility: not used when format.type is json_schema"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(kafkaOK+storeOK+"format: "+tc.format+"\n"), env)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Format.Type != "json_schema" || (c.Format.Registry == nil) == (c.Format.SchemaFile == "") {
+					t.Errorf("format %+v: want type json_schema and one of registry, schema_file", c.Format)
+				}
+				if c.Format.SchemaFile != "" && c.Format.SchemaFile != filepath.Join(dir, "event.schema.json") {
+					t.Errorf("schema_file %q", c.Format.SchemaFile)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	// With a registry the value is not plain JSON: no payload fields yet.
+	_, err := Parse([]byte(kafkaOK+storeOK+"format: {type: json_schema, registry: {url: 'http://r:8081'}}\ntime_field: ts\n"), env)
+	if err == nil || !strings.Contains(err.Error(), "time_field: not supported with format.type json_schema and a registry") {
+		t.Errorf("time_field with a registry: %v", err)
+	}
+}
