@@ -85,6 +85,9 @@ var errBadValue = errors.New("value does not fit the column's type")
 // path), e.g. "3" for a bucket, "2026-11-27" for a day, "DE" for a
 // truncated string, "12.30" for a decimal, base64 for binary.
 func (t transform) apply(v []byte) (string, error) {
+	if _, ok := t.src.(iceberg.DecimalType); ok && len(toTwos(fromTwos(v))) > 16 {
+		return "", fmt.Errorf("decimal wider than 128 bits: %w", errBadValue)
+	}
 	switch t.name {
 	case "bucket":
 		h, err := bucketHash(t.src, v)
@@ -208,7 +211,10 @@ func (t transform) truncate(v []byte) (string, error) {
 		x := fromTwos(v)
 		bw := big.NewInt(w)
 		r := new(big.Int).Mod(x, bw) // Euclidean: 0 <= r < w
-		return renderDecimal(x.Sub(x, r), tt.Scale()), nil
+		if x.Sub(x, r); len(toTwos(x)) > 16 {
+			return "", fmt.Errorf("truncated decimal wider than 128 bits: %w", errBadValue)
+		}
+		return renderDecimal(x, tt.Scale()), nil
 	case iceberg.StringType:
 		s, n := string(v), t.param
 		for i := range s {
@@ -249,6 +255,9 @@ func (t transform) timeUnit(v []byte) (string, error) {
 	default:
 		return "", fmt.Errorf("%s of type %s", t.name, t.src)
 	}
+	if err := pathYear(at); err != nil {
+		return "", err
+	}
 	switch t.name {
 	case "year":
 		return strconv.Itoa(at.Year()), nil
@@ -258,6 +267,16 @@ func (t transform) timeUnit(v []byte) (string, error) {
 		return at.Format("2006-01-02"), nil
 	}
 	return at.Format("2006-01-02-15"), nil
+}
+
+// pathYear refuses a time whose year a path cannot write as four digits
+// and read back: a record with such a time has no partition value the
+// sink can put in a path (it is rejected, reason path).
+func pathYear(at time.Time) error {
+	if y := at.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("year %d is outside 0000 to 9999: %w", y, errBadValue)
+	}
+	return nil
 }
 
 // Layouts of the human-readable forms of times.
@@ -274,6 +293,24 @@ func renderValue(t iceberg.Type, v []byte) (string, error) {
 	want := map[string]int{"boolean": 1, "int": 4, "date": 4, "float": 4, "double": 8, "long": 8, "time": 8, "timestamp": 8, "timestamptz": 8, "timestamp_ns": 8, "timestamptz_ns": 8, "uuid": 16}
 	if n, ok := want[t.String()]; ok && len(v) != n {
 		return "", errBadValue
+	}
+	switch t.(type) {
+	case iceberg.DateType:
+		if err := pathYear(time.Unix(int64(int32(binary.LittleEndian.Uint32(v)))*86400, 0)); err != nil {
+			return "", err
+		}
+	case iceberg.TimeType:
+		if us := int64(binary.LittleEndian.Uint64(v)); us < 0 || us >= 86400e6 {
+			return "", fmt.Errorf("time %d µs: %w", us, errBadValue)
+		}
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+		if err := pathYear(time.UnixMicro(int64(binary.LittleEndian.Uint64(v)))); err != nil {
+			return "", err
+		}
+	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		if err := pathYear(time.Unix(0, int64(binary.LittleEndian.Uint64(v)))); err != nil {
+			return "", err
+		}
 	}
 	switch tt := t.(type) {
 	case iceberg.BooleanType:
@@ -435,6 +472,9 @@ func parseValue(t iceberg.Type, text string) (any, error) {
 		x, err := parseDecimal(text, tt.Scale())
 		if err != nil {
 			return nil, err
+		}
+		if len(toTwos(x)) > 16 {
+			return nil, fmt.Errorf("decimal wider than 128 bits: %w", errBadValue)
 		}
 		lit, err := iceberg.LiteralFromBytes(tt, toTwos(x))
 		if err != nil {
