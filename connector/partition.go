@@ -71,13 +71,10 @@ type partition struct {
 	lookup  *fieldLookup
 	vals    []string
 	idbuf   []byte
-	idFixed bool // every record has the same identity: the path reads no time or field
-	// tableVals computes the values of the table's partition fields over
-	// payload columns (the path's {field} parts with a table).
-	tableVals *tablePartValues
-	fixedID   []byte // that identity, once rendered
-	env       rowgroup.Envelope
-	stopped   error // errors: fail stopped the partition on this
+	idFixed bool   // every record has the same identity: the path reads no time or field
+	fixedID []byte // that identity, once rendered
+	env     rowgroup.Envelope
+	stopped error // errors: fail stopped the partition on this
 
 	// skipChanged says the skip set holds an upload or an adoption that
 	// is not committed yet.
@@ -89,6 +86,9 @@ type partition struct {
 	table      *tableCommitter
 	tableFiles []table.File
 	genCtx     context.Context
+	// tableVals computes the values of the table's partition fields over
+	// payload columns (the path's {field} parts with a table).
+	tableVals *tablePartValues
 
 	letters    []letter // dead letters not sent yet
 	rejectedTo int64    // the offset of the last rejected record counted in the stats

@@ -118,20 +118,20 @@ func tableSettings(c *config.Config) error {
 		return errors.New("time_field: not supported with a table; partition by a transform of a column (table.partition_by) instead")
 	}
 	for _, p := range c.Table.PartitionBy {
-		if err := partitionPart(c, p); err != nil {
+		if err := checkPartitionField(c, p); err != nil {
 			return fmt.Errorf("table.partition_by: %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
-// partitionPart checks that the sink can put partition field p in a
-// file's path: every transform of a column of the _kafka envelope that
+// checkPartitionField checks that the sink can put partition field p in
+// a file's path: every transform of a column of the _kafka envelope that
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
 // field with format json, whose value the sink computes from the record
 // (tablePath).
-func partitionPart(c *config.Config, p config.PartitionField) error {
+func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
 		if !slices.Contains([]string{"year", "month", "day", "hour"}, p.Transform) {
