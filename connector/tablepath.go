@@ -46,7 +46,7 @@ type tablePartValues struct {
 func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
 	v := &tablePartValues{tc: tc}
 	for _, f := range tc.computed {
-		c, err := rowgroup.NewScalarConverter(f.Leaf)
+		c, err := rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: partition field %s: %w", tc.h.Name(), f.Name, err)
 		}

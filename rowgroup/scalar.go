@@ -24,11 +24,18 @@ type ScalarConverter struct {
 }
 
 // NewScalarConverter prepares the conversion of JSON values to leaf's
-// column. Leaves of a JSON, INTERVAL or unknown type, whose values are not
-// one scalar, are refused.
-func NewScalarConverter(leaf *schema.Node) (*ScalarConverter, error) {
+// column, with the options of the shredder it must agree with
+// (LossyNumbers). Leaves of a JSON, INTERVAL or unknown type, whose values
+// are not one scalar, are refused.
+func NewScalarConverter(leaf *schema.Node, opts ...JSONOption) (*ScalarConverter, error) {
 	if leaf == nil || !leaf.IsLeaf() {
 		return nil, errors.New("rowgroup: a scalar conversion needs a leaf column")
+	}
+	c := &ScalarConverter{}
+	for _, o := range opts {
+		if err := o(&c.s.opts); err != nil {
+			return nil, err
+		}
 	}
 	col := newColumn(leaf)
 	p := &jsonPlan{node: leaf, name: leaf.Name, kind: planLeaf, def: uint8(leaf.MaxDef), col: col, required: leaf.Repetition == schema.Required}
@@ -39,7 +46,8 @@ func NewScalarConverter(leaf *schema.Node) (*ScalarConverter, error) {
 	case convJSON, convInterval, convNull:
 		return nil, fmt.Errorf("field %s: %s values are not scalars", leaf.PathString(), p.typeName)
 	}
-	return &ScalarConverter{plan: p, col: col}, nil
+	c.plan, c.col = p, col
+	return c, nil
 }
 
 // Plain converts the scalar JSON token k with bytes b (a string

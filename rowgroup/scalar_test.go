@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 )
 
@@ -71,5 +72,21 @@ func TestScalarConverter(t *testing.T) {
 	}
 	if _, err := NewScalarConverter(s.Lookup("doc")); err == nil {
 		t.Error("a JSON column converted as a scalar")
+	}
+	// The shredder's options hold: an underflow is refused, unless lossy.
+	d := schema.Leaf("d", schema.Required, meta.TypeDouble, schema.Logical{})
+	strict, err := NewScalarConverter(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := strict.Plain(jsonscan.Number, []byte("1e-400")); err == nil {
+		t.Errorf("1e-400 converted to %x without lossy numbers", got)
+	}
+	lossy, err := NewScalarConverter(d, LossyNumbers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lossy.Plain(jsonscan.Number, []byte("1e-400")); err != nil || !bytes.Equal(got, make([]byte, 8)) {
+		t.Errorf("1e-400 with lossy numbers = %x (%v), want 0", got, err)
 	}
 }
