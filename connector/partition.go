@@ -95,6 +95,9 @@ type partition struct {
 	table      *tableCommitter
 	tableFiles []table.File
 	genCtx     context.Context
+	// tableVals computes the values of the table's partition fields over
+	// payload columns (the path's {field} parts with a table).
+	tableVals *tablePartValues
 
 	letters    []letter // dead letters not sent yet
 	rejectedTo int64    // the offset of the last rejected record counted in the stats
@@ -165,6 +168,13 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
 	paths := p.tmpl.Fields()
+	if tc != nil {
+		paths = tc.lookupPaths
+		var err error
+		if p.tableVals, err = newTablePartValues(tc); err != nil {
+			p.stopped = err // checked when the table was opened: not met
+		}
+	}
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
@@ -345,11 +355,19 @@ func (p *partition) identity(r *record) ([]byte, error) {
 			return nil, fmt.Errorf("path fields: %w", err)
 		}
 		n := len(p.vals)
-		for i := range n {
-			if p.lookup.found[i] && p.lookup.vals[i] != "" {
-				p.vals[i] = string(archive.AppendEscaped(p.idbuf[:0], p.lookup.vals[i]))
-			} else {
-				p.vals[i] = archive.HiveNull
+		if p.tableVals != nil {
+			// A table's values are its partition values (time_field is
+			// refused with a table).
+			if err := p.tableVals.values(p.lookup, p.vals); err != nil {
+				return nil, err
+			}
+		} else {
+			for i := range n {
+				if p.lookup.found[i] && p.lookup.vals[i] != "" {
+					p.vals[i] = string(archive.AppendEscaped(p.idbuf[:0], p.lookup.vals[i]))
+				} else {
+					p.vals[i] = archive.HiveNull
+				}
 			}
 		}
 		if p.s.cfg.TimeField != "" {

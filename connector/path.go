@@ -26,10 +26,11 @@ type fieldLookup struct {
 	scan  jsonscan.Scanner
 	vals  []string
 	found []bool
+	kinds []jsonscan.Kind // the token of each value found: String, Number, True, False or Null
 }
 
 func newFieldLookup(paths [][]string) *fieldLookup {
-	return &fieldLookup{paths: paths, vals: make([]string, len(paths)), found: make([]bool, len(paths))}
+	return &fieldLookup{paths: paths, vals: make([]string, len(paths)), found: make([]bool, len(paths)), kinds: make([]jsonscan.Kind, len(paths))}
 }
 
 // lookup sets l.vals[i] to the text of paths[i] in doc (strings unescaped,
@@ -101,7 +102,7 @@ func (l *fieldLookup) object(depth int, prefix []string) error {
 					l.vals[leaf] = "false"
 				}
 			}
-			l.found[leaf] = true
+			l.found[leaf], l.kinds[leaf] = true, k
 			// Another wanted path may continue below this one only if it is
 			// an object, which it is not; nothing more to do.
 		default:

@@ -46,6 +46,12 @@ type tableCommitter struct {
 	tmpl  *archive.Template
 	// url is the store's URL: a file's location in the table is url/key.
 	url string
+	// computed are the partition fields whose values the records give, in
+	// the order of tmpl's {field} parts; lookupPaths the distinct columns
+	// they read, and lookupAt which one each reads (see setComputed).
+	computed    []*table.PathField
+	lookupPaths [][]string
+	lookupAt    []int
 
 	commitMu sync.Mutex // one commit at a time
 
@@ -117,38 +123,70 @@ func tableSettings(c *config.Config) error {
 		return errors.New("time_field: not supported with a table; partition by a transform of a column (table.partition_by) instead")
 	}
 	for _, p := range c.Table.PartitionBy {
-		if _, err := partitionPart(c, p); err != nil {
+		if err := checkPartitionField(c, p); err != nil {
 			return fmt.Errorf("table.partition_by: %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
-// partitionPart renders one partition field as a path segment template:
-// the field's name, "=", and the placeholder whose value is the field's
-// partition value, so that a file, which holds one path identity, holds
-// one partition tuple.
-func partitionPart(c *config.Config, p config.PartitionField) (string, error) {
-	name := strings.ReplaceAll(p.Column, ".", "_")
-	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
+// checkPartitionField checks that the sink can put partition field p in
+// a file's path: every transform of a column of the _kafka envelope that
+// the path can hold (a time transform of _kafka.timestamp, identity of
+// _kafka.topic and _kafka.partition), and every transform of a payload
+// field with format json, whose value the sink computes from the record
+// (tablePath).
+func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
-	case layouts[p.Transform] != "":
-		if p.Column != "_kafka.timestamp" {
-			return "", errors.New("year, month, day and hour are supported on _kafka.timestamp only")
+	case p.Column == "_kafka.timestamp":
+		if !slices.Contains([]string{"year", "month", "day", "hour"}, p.Transform) {
+			return errors.New("_kafka.timestamp takes year, month, day or hour")
 		}
-		return name + "_" + p.Transform + "={record_time:" + layouts[p.Transform] + "}", nil
-	case p.Transform != "identity":
-		return "", fmt.Errorf("%s is not supported by the sink yet; use identity, year, month, day or hour", p.Transform)
-	case p.Column == "_kafka.topic":
-		return name + "={topic}", nil
-	case p.Column == "_kafka.partition":
-		return name + "={partition}", nil
+	case p.Column == "_kafka.topic" || p.Column == "_kafka.partition":
+		if p.Transform != "identity" {
+			return fmt.Errorf("%s takes identity only", p.Column)
+		}
 	case strings.HasPrefix(p.Column, "_kafka."):
-		return "", errors.New("identity is supported on _kafka.topic, _kafka.partition and payload fields only")
+		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
 	case c.Format.Type != "json":
-		return "", fmt.Errorf("identity of a payload field needs format.type json (not %s)", c.Format.Type)
+		return fmt.Errorf("a payload field partitions a table with format.type json only (not %s)", c.Format.Type)
 	}
-	return name + "={field:" + p.Column + "}", nil
+	return nil
+}
+
+// tablePath is the template of a table's files' keys,
+// {table location}/data/{name=value/ per partition field}{topic}+{partition}+{first_offset}.parquet,
+// and the partition fields whose values the partitions compute from their
+// records, in the order of the template's {field} parts.
+func tablePath(root string, fields []table.PathField) (string, []*table.PathField, error) {
+	text := root + "/data/"
+	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
+	var computed []*table.PathField
+	for i, f := range fields {
+		var value string
+		switch {
+		case f.Column == "_kafka.timestamp" && layouts[f.Transform] != "":
+			// Iceberg's transforms take times in UTC, as the table's
+			// partitions write them.
+			value = "{record_time:" + layouts[f.Transform] + "}"
+		case f.Column == "_kafka.topic" && f.Transform == "identity":
+			value = "{topic}"
+		case f.Column == "_kafka.partition" && f.Transform == "identity":
+			value = "{partition}"
+		case strings.HasPrefix(f.Column, "_kafka."):
+			return "", nil, fmt.Errorf("partition field %s: %s(%s) cannot be put in a file's path", f.Name, f.Transform, f.Column)
+		case f.Leaf == nil:
+			return "", nil, fmt.Errorf("partition field %s: %s is not a column of the files", f.Name, f.Column)
+		default:
+			value = "{field:" + f.Column + "}"
+			computed = append(computed, &fields[i])
+		}
+		if strings.ContainsAny(f.Name, "/{}") || f.Name == "" {
+			return "", nil, fmt.Errorf("partition field name %q cannot be a folder name", f.Name)
+		}
+		text += f.Name + "=" + value + "/"
+	}
+	return text + "{topic}+{partition}+{first_offset}.parquet", computed, nil
 }
 
 // forTopic returns the committer of topic's table, creating or adopting
@@ -176,24 +214,31 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", h.Name(), got, want)
 	}
 	url := strings.TrimSuffix(c.Store.URL, "/")
-	root, ok := strings.CutPrefix(t.cat.Location(name), url+"/")
+	loc, err := h.Location(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, ok := strings.CutPrefix(strings.TrimSuffix(loc, "/"), url+"/")
 	if !ok {
-		return nil, fmt.Errorf("table %s: its location %s is not under store.url", h.Name(), t.cat.Location(name))
+		return nil, fmt.Errorf("table %s: its location %s is not under store.url %s: the sink writes the table's files through the store, so the table must live in it", h.Name(), loc, url)
 	}
-	text := root + "/data/"
-	for _, p := range c.Table.PartitionBy {
-		seg, err := partitionPart(c, p)
-		if err != nil {
-			return nil, err
-		}
-		text += seg + "/"
+	fields, err := h.PathFields(ctx)
+	if err != nil {
+		return nil, err
 	}
-	text += "{topic}+{partition}+{first_offset}.parquet"
+	text, computed, err := tablePath(root, fields)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
+	}
 	tmpl, err := archive.Parse(text, true)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: the files' path: %w", h.Name(), err)
 	}
 	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
+	tc.setComputed(computed)
+	if _, err := newTablePartValues(tc); err != nil {
+		return nil, err
+	}
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
 	return tc, nil

@@ -13,34 +13,42 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 )
 
 // TestTableSettings: what the sink can put in a table's file paths is
-// rendered as a path segment; the rest is refused at startup, naming the
-// key.
+// rendered as a path segment, the partition field's name and its value's
+// placeholder; the rest is refused at startup, naming the key.
 func TestTableSettings(t *testing.T) {
+	leaves, err := schema.Parse("message m { required int64 id; required binary user (STRING); required int64 ts (TIMESTAMP(MICROS,true)); optional group user2 { optional binary country (STRING); } }")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		format    string
 		path      string
 		timeField string
 		by        config.PartitionField
+		field     string // the partition field's name in the spec
 		segment   string // the partition field's segment; "" when refused
 		err       string // part of the error when refused
 	}{
-		{name: "day", by: config.PartitionField{Transform: "day", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_day={record_time:2006-01-02}"},
-		{name: "hour", by: config.PartitionField{Transform: "hour", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_hour={record_time:2006-01-02-15}"},
-		{name: "month", by: config.PartitionField{Transform: "month", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_month={record_time:2006-01}"},
-		{name: "year", by: config.PartitionField{Transform: "year", Column: "_kafka.timestamp"}, segment: "_kafka_timestamp_year={record_time:2006}"},
-		{name: "identity of a field", by: config.PartitionField{Transform: "identity", Column: "user.country"}, segment: "user_country={field:user.country}"},
-		{name: "identity of the partition", by: config.PartitionField{Transform: "identity", Column: "_kafka.partition"}, segment: "_kafka_partition={partition}"},
-		{name: "identity of the topic", by: config.PartitionField{Transform: "identity", Column: "_kafka.topic"}, segment: "_kafka_topic={topic}"},
-		{name: "bucket", by: config.PartitionField{Transform: "bucket", Param: 16, Column: "id"}, err: "table.partition_by: bucket[16](id): bucket is not supported"},
-		{name: "truncate", by: config.PartitionField{Transform: "truncate", Param: 4, Column: "user"}, err: "truncate is not supported"},
-		{name: "day of a field", by: config.PartitionField{Transform: "day", Column: "ts"}, err: "on _kafka.timestamp only"},
-		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "_kafka.topic, _kafka.partition and payload fields only"},
-		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "needs format.type json"},
+		{name: "day", by: config.PartitionField{Transform: "day", Column: "_kafka.timestamp"}, field: "_kafka_timestamp_day", segment: "_kafka_timestamp_day={record_time:2006-01-02}"},
+		{name: "hour", by: config.PartitionField{Transform: "hour", Column: "_kafka.timestamp"}, field: "_kafka_timestamp_hour", segment: "_kafka_timestamp_hour={record_time:2006-01-02-15}"},
+		{name: "month", by: config.PartitionField{Transform: "month", Column: "_kafka.timestamp"}, field: "_kafka_timestamp_month", segment: "_kafka_timestamp_month={record_time:2006-01}"},
+		{name: "year", by: config.PartitionField{Transform: "year", Column: "_kafka.timestamp"}, field: "_kafka_timestamp_year", segment: "_kafka_timestamp_year={record_time:2006}"},
+		{name: "identity of a field", by: config.PartitionField{Transform: "identity", Column: "user2.country"}, field: "user2_country", segment: "user2_country={field:user2.country}"},
+		{name: "identity of the partition", by: config.PartitionField{Transform: "identity", Column: "_kafka.partition"}, field: "_kafka_partition", segment: "_kafka_partition={partition}"},
+		{name: "identity of the topic", by: config.PartitionField{Transform: "identity", Column: "_kafka.topic"}, field: "_kafka_topic", segment: "_kafka_topic={topic}"},
+		{name: "bucket", by: config.PartitionField{Transform: "bucket", Param: 16, Column: "id"}, field: "id_bucket", segment: "id_bucket={field:id}"},
+		{name: "truncate", by: config.PartitionField{Transform: "truncate", Param: 4, Column: "user"}, field: "user_trunc", segment: "user_trunc={field:user}"},
+		{name: "day of a field", by: config.PartitionField{Transform: "day", Column: "ts"}, field: "ts_day", segment: "ts_day={field:ts}"},
+		{name: "bucket of the record time", by: config.PartitionField{Transform: "bucket", Param: 4, Column: "_kafka.timestamp"}, err: "_kafka.timestamp takes year, month, day or hour"},
+		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "only timestamp, topic and partition"},
+		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json only (not variant)"},
+		{name: "bucket of a field in avro", format: "avro", by: config.PartitionField{Transform: "bucket", Param: 2, Column: "id"}, err: "with format.type json only (not avro)"},
 		{name: "a path", path: "{topic}/{partition}/{first_offset}.parquet", err: "path: not used with a table"},
 		{name: "time_field", timeField: "ts", err: "time_field: not supported with a table"},
 	} {
@@ -63,12 +71,19 @@ func TestTableSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seg, err := partitionPart(c, tc.by)
-			if err != nil || seg != tc.segment {
-				t.Errorf("segment = %q (%v), want %q", seg, err, tc.segment)
+			f := table.PathField{Name: tc.field, Transform: tc.by.Transform, Column: tc.by.Column}
+			if !strings.HasPrefix(f.Column, "_kafka.") {
+				f.Leaf = leaves.Lookup(strings.Split(f.Column, ".")...)
+			}
+			text, computed, err := tablePath("kafka/t", []table.PathField{f})
+			if want := "kafka/t/data/" + tc.segment + "/{topic}+{partition}+{first_offset}.parquet"; err != nil || text != want {
+				t.Errorf("path = %q (%v), want %q", text, err, want)
+			}
+			if got, want := len(computed), strings.Count(tc.segment, "{field:"); got != want {
+				t.Errorf("%d fields computed from the records, want %d", got, want)
 			}
 			// A file path of the table must be a valid template.
-			if _, err := archive.Parse("kafka/t/data/"+seg+"/{topic}+{partition}+{first_offset}.parquet", true); err != nil {
+			if _, err := archive.Parse(text, true); err != nil {
 				t.Error(err)
 			}
 		})

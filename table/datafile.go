@@ -97,7 +97,11 @@ func dataFile(tbl *itable.Table, f File, firstRowID *int64) (iceberg.DataFile, e
 	}
 
 	spec := tbl.Spec()
-	part, err := partitionValues(&spec, ts, leaves, stats, byID)
+	inPath, found, err := pathValues(tbl, f.Location)
+	if err != nil {
+		return nil, err
+	}
+	part, err := partitionValues(&spec, ts, leaves, stats, byID, inPath, found)
 	if err != nil {
 		return nil, err
 	}
@@ -331,53 +335,75 @@ func cmpOrdered[T int32 | int64 | float32 | float64](x, y T) int {
 	return 0
 }
 
-// partitionValues derives the file's partition tuple from its bounds: each
-// partition field's transform of the source column's lower and upper
-// bounds must agree (a file holds one tuple), and the bounds must be exact.
-// A bucket, which does not preserve order, needs a single value. A column
-// with only nulls has the null partition value; one with nulls and values
-// spans two partitions.
-func partitionValues(spec *iceberg.PartitionSpec, ts *iceberg.Schema, leaves []*schema.Node, stats []columnStats, byID map[int]int) (map[int]any, error) {
+// partitionValues derives the file's partition tuple. The sink writes
+// each value in the file's path (PathField), which is where it is read
+// from when the path has it (path, with found saying which fields it
+// has); the bounds of the source column must then agree with it where
+// they tell a partition value: exact, and transforming to one value (a
+// bucket, which does not preserve order, only from a single value). A
+// file without the path's folders (one the sink did not name) takes its
+// tuple from the bounds alone. A column with only nulls has the null
+// partition value; one with nulls and values spans two partitions.
+func partitionValues(spec *iceberg.PartitionSpec, ts *iceberg.Schema, leaves []*schema.Node, stats []columnStats, byID map[int]int, path map[int]any, found map[int]bool) (map[int]any, error) {
 	out := map[int]any{}
 	for _, pf := range spec.Fields() {
-		src := pf.SourceID()
-		i, ok := byID[src]
-		name, _ := ts.FindColumnName(src)
-		if !ok || leaves[i].MaxRep > 0 {
-			return nil, fmt.Errorf("partition field %s: source column %s is not a column of the file outside lists and maps", pf.Name, name)
-		}
-		st := stats[i]
-		if !st.hasNulls {
-			return nil, fmt.Errorf("partition field %s: column %s has no null count", pf.Name, name)
-		}
-		if st.nulls == st.values {
-			out[pf.FieldID] = nil
-			continue
-		}
+		v, ok, err := boundsValue(pf, ts, leaves, stats, byID)
 		switch {
-		case st.nulls > 0:
-			return nil, fmt.Errorf("partition field %s: column %s has nulls and values: the file spans two partitions", pf.Name, name)
-		case st.lower == nil || st.upper == nil || st.noLower || st.noUpper || !st.exactLo || !st.exact:
-			return nil, fmt.Errorf("partition field %s: column %s has no exact bounds to derive the partition from", pf.Name, name)
+		case err != nil:
+			return nil, err
+		case found[pf.FieldID] && ok && !samePartitionValue(v, path[pf.FieldID]):
+			return nil, fmt.Errorf("partition field %s: the file's path says %v, its column's bounds %v", pf.Name, path[pf.FieldID], v)
+		case found[pf.FieldID]:
+			out[pf.FieldID] = path[pf.FieldID]
+		case !ok:
+			name, _ := ts.FindColumnName(pf.SourceID())
+			return nil, fmt.Errorf("partition field %s: column %s has no exact bounds that transform to one value, and the file's path has no %s folder", pf.Name, name, pf.Name)
+		default:
+			out[pf.FieldID] = v
 		}
-		t, _ := ts.FindTypeByID(src)
-		lo, err := iceberg.LiteralFromBytes(t, st.lower)
-		if err != nil {
-			return nil, fmt.Errorf("partition field %s: lower bound: %w", pf.Name, err)
-		}
-		hi, err := iceberg.LiteralFromBytes(t, st.upper)
-		if err != nil {
-			return nil, fmt.Errorf("partition field %s: upper bound: %w", pf.Name, err)
-		}
-		a := pf.Transform.Apply(iceberg.Optional[iceberg.Literal]{Val: lo, Valid: true})
-		z := pf.Transform.Apply(iceberg.Optional[iceberg.Literal]{Val: hi, Valid: true})
-		if !a.Valid || !z.Valid {
-			return nil, fmt.Errorf("partition field %s: %s cannot transform column %s", pf.Name, pf.Transform, name)
-		}
-		if !a.Val.Equals(z.Val) || !pf.Transform.PreservesOrder() && !lo.Equals(hi) {
-			return nil, fmt.Errorf("partition field %s: column %s goes from %s to %s: the file spans more than one partition", pf.Name, name, lo, hi)
-		}
-		out[pf.FieldID] = a.Val.Any()
 	}
 	return out, nil
+}
+
+// boundsValue is the partition value of pf that the bounds of its source
+// column tell; ok is false when they tell none (not exact, or a bucket of
+// more than one value). The error says the file holds more than one.
+func boundsValue(pf iceberg.PartitionField, ts *iceberg.Schema, leaves []*schema.Node, stats []columnStats, byID map[int]int) (any, bool, error) {
+	src := pf.SourceID()
+	i, ok := byID[src]
+	name, _ := ts.FindColumnName(src)
+	if !ok || leaves[i].MaxRep > 0 {
+		return nil, false, fmt.Errorf("partition field %s: source column %s is not a column of the file outside lists and maps", pf.Name, name)
+	}
+	st := stats[i]
+	switch {
+	case !st.hasNulls:
+		return nil, false, nil
+	case st.nulls == st.values:
+		return nil, true, nil
+	case st.nulls > 0:
+		return nil, false, fmt.Errorf("partition field %s: column %s has nulls and values: the file spans two partitions", pf.Name, name)
+	case st.lower == nil || st.upper == nil || st.noLower || st.noUpper || !st.exactLo || !st.exact:
+		return nil, false, nil
+	}
+	t, _ := ts.FindTypeByID(src)
+	lo, err := iceberg.LiteralFromBytes(t, st.lower)
+	if err != nil {
+		return nil, false, fmt.Errorf("partition field %s: lower bound: %w", pf.Name, err)
+	}
+	hi, err := iceberg.LiteralFromBytes(t, st.upper)
+	if err != nil {
+		return nil, false, fmt.Errorf("partition field %s: upper bound: %w", pf.Name, err)
+	}
+	a := pf.Transform.Apply(iceberg.Optional[iceberg.Literal]{Val: lo, Valid: true})
+	z := pf.Transform.Apply(iceberg.Optional[iceberg.Literal]{Val: hi, Valid: true})
+	switch {
+	case !a.Valid || !z.Valid:
+		return nil, false, fmt.Errorf("partition field %s: %s cannot transform column %s", pf.Name, pf.Transform, name)
+	case !pf.Transform.PreservesOrder() && !lo.Equals(hi):
+		return nil, false, nil // a bucket of several values: the path says which
+	case !a.Val.Equals(z.Val):
+		return nil, false, fmt.Errorf("partition field %s: column %s goes from %s to %s: the file spans more than one partition", pf.Name, name, lo, hi)
+	}
+	return a.Val.Any(), true, nil
 }
