@@ -170,9 +170,23 @@ func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, erro
 	return opts, nil
 }
 
-// openStore opens the store of the config.
+// OpenStore opens the store of a config's store section as the sink does
+// (endpoint, credentials, encryption...), for the commands that read and
+// write its objects besides the sink (compact).
+func OpenStore(ctx context.Context, c *config.Store) (objstore.Store, error) {
+	return openStore(ctx, c, nil, nil)
+}
+
+// openStore opens the store of the config, with the part buffers of pool
+// and the retry hook onRetry when they are not nil.
 func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, onRetry func(op string, attempt int, err error)) (objstore.Store, error) {
-	opts := []objstore.Option{objstore.Buffers(pool), objstore.OnRetry(onRetry)}
+	var opts []objstore.Option
+	if pool != nil {
+		opts = append(opts, objstore.Buffers(pool))
+	}
+	if onRetry != nil {
+		opts = append(opts, objstore.OnRetry(onRetry))
+	}
 	if strings.HasPrefix(c.URL, "s3://") {
 		if c.Endpoint != "" {
 			opts = append(opts, objstore.Endpoint(c.Endpoint))

@@ -226,6 +226,39 @@ func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Ha
 	return h, nil
 }
 
+// Existing returns the handle of the table ident (its namespace levels,
+// then its name), which must exist: it is never created, and the handle
+// has no schema (see Fit). The error wraps ErrNoSuchTable when the table is
+// not in the catalog.
+func (k *Catalog) Existing(ctx context.Context, ident []string) (*Handle, error) {
+	what := strings.Join(ident, ".")
+	tbl, err := k.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("table %s: %w in catalog %s", what, ErrNoSuchTable, k.cfg.Catalog.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	h := &Handle{k: k, cat: k.cat, ident: ident, name: what, warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	if err := h.adopt(tbl); err != nil {
+		return nil, fmt.Errorf("table %s: %w", what, err)
+	}
+	return h, nil
+}
+
+// Tables lists the tables of the configured namespace, each as its
+// namespace levels then its name.
+func (k *Catalog) Tables(ctx context.Context) ([][]string, error) {
+	var out [][]string
+	for ident, err := range k.cat.ListTables(ctx, k.namespace()) {
+		if err != nil {
+			return nil, fmt.Errorf("listing the tables of namespace %s: %w", k.cfg.Namespace, err)
+		}
+		out = append(out, ident)
+	}
+	return out, nil
+}
+
 // create makes the namespace when absent and the table in it.
 func (k *Catalog) create(ctx context.Context, ident itable.Identifier, s *schema.Schema) (*itable.Table, error) {
 	is, err := icebergSchema(s, k.cfg.FormatVersion)

@@ -299,17 +299,8 @@ func (h *Handle) State(ctx context.Context) (State, error) {
 }
 
 func (h *Handle) state(ctx context.Context, tbl *itable.Table) (State, error) {
-	md := tbl.Metadata()
-	for snap := tbl.CurrentSnapshot(); snap != nil; {
-		if snap.Summary != nil {
-			if v, ok := snap.Summary.Properties[SummaryState]; ok {
-				return readState(ctx, tbl, v)
-			}
-		}
-		if snap.ParentSnapshotID == nil {
-			break
-		}
-		snap = md.SnapshotByID(*snap.ParentSnapshotID)
+	if v, ok := stateValue(tbl); ok {
+		return readState(ctx, tbl, v)
 	}
 	return State{}, nil
 }

@@ -4,6 +4,7 @@
 //	pqsink run --config FILE              the sink daemon: Kafka to Parquet in an object store
 //	pqsink replay --config FILE --from URL --topic TOPIC
 //	                                      the archived records back into a Kafka topic
+//	pqsink compact --config FILE          the small files of Iceberg tables rewritten into bigger ones
 //	pqsink demo [flags]                   the whole pipeline on an in-process Kafka
 //	pqsink bench [flags]                  the sink measured end to end on generated events
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines (or Avro) to one Parquet file
@@ -38,6 +39,7 @@ func commands() []command {
 	return []command{
 		{"run", "archive Kafka topics into an object store as Parquet (the daemon)", runRun},
 		{"replay", "produce archived Parquet files back into a Kafka topic", runReplay},
+		{"compact", "rewrite the small files of Iceberg tables into bigger ones", runCompact},
 		{"demo", "run the whole pipeline on an in-process Kafka into ./pqsink-demo", runDemo},
 		{"bench", "measure the sink end to end on generated events", runBench},
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pqsink/pqsink/compact"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/table"
+)
+
+const compactUsage = `usage: pqsink compact --config FILE [--table NAMESPACE.TABLE] [--target-file-size 256MiB]
+                      [--min-input-files 5] [--older-than 10m] [--dry-run]
+
+Rewrites the small data files of the Iceberg tables that pqsink run lands
+(the config's table section; every table of its namespace, or the one
+named) into files near the target size, exactly: the same rows, each
+once, in one replace snapshot per table that carries the tables'
+exactly-once state, so that running sinks go on where they were. Files of
+three quarters of the target or more, and files committed less than
+--older-than ago, are left alone; so is a folder (a partition tuple) with
+fewer than --min-input-files small files. --dry-run prints the plan.
+
+flags:
+`
+
+func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, compactUsage); fs.PrintDefaults() }
+	configFile := fs.String("config", "", "the YAML configuration `FILE` of pqsink run (its table and store sections; required)")
+	tableName := fs.String("table", "", "compact only this table, `NAMESPACE.TABLE` (default: every table of table.namespace)")
+	target := fs.String("target-file-size", "256MiB", "the `SIZE` the rewritten files aim at")
+	minInputs := fs.Int("min-input-files", 5, "the fewest small files of a folder worth rewriting")
+	olderThan := fs.Duration("older-than", 10*time.Minute, "leave files committed more recently than this alone")
+	dryRun := fs.Bool("dry-run", false, "print what would be rewritten, and rewrite nothing")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("compact takes no arguments, got %q", rest)
+	}
+	if *configFile == "" {
+		return usagef("--config is required")
+	}
+	o := compact.Options{MinInputFiles: *minInputs, OlderThan: *olderThan, DryRun: *dryRun}
+	if o.TargetFileSize, err = config.ParseSize(*target); err != nil || o.TargetFileSize < 1<<20 {
+		return usagef("--target-file-size %q: want a size of 1MiB or more, e.g. 256MiB", *target)
+	}
+	if *minInputs < 2 {
+		return usagef("--min-input-files %d: want 2 or more", *minInputs)
+	}
+	if *olderThan < 0 {
+		return usagef("--older-than %v: want a duration of 0 or more", *olderThan)
+	}
+	cfg, err := config.Load(*configFile, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if cfg.Table == nil {
+		return fmt.Errorf("%s has no table section: compact rewrites the files of Iceberg tables", *configFile)
+	}
+	o.MemoryLimit = cfg.Memory.Limit
+	cat, err := table.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	var idents [][]string
+	if *tableName != "" {
+		ref, err := parseTableRef(tableScheme+*tableName, cfg.Table.Namespace)
+		if err != nil || ref.snapshot != 0 {
+			return usagef("--table %q: want NAMESPACE.TABLE", *tableName)
+		}
+		idents = [][]string{ref.ident}
+	} else if idents, err = cat.Tables(ctx); err != nil {
+		return err
+	}
+	store, err := connector.OpenStore(ctx, &cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if !*quiet {
+		o.Progress = func(p compact.Progress) {
+			fmt.Fprintf(stderr, "\rcompact: %s: bin %d/%d, %.1f/%.1f MB", p.Table, p.Bin, p.Bins, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
+		}
+	}
+	var failed []error
+	for _, ident := range idents {
+		h, err := cat.Existing(ctx, ident)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		rep, err := compact.Table(ctx, h, store, cfg.Store.URL, o)
+		if o.Progress != nil && len(rep.Bins) > 0 && !o.DryRun {
+			fmt.Fprintln(stderr)
+		}
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		printCompaction(stdout, rep, o.DryRun)
+	}
+	if len(idents) == 0 {
+		fmt.Fprintf(stdout, "no table in namespace %s\n", cfg.Table.Namespace)
+	}
+	return errors.Join(failed...)
+}
+
+// printCompaction prints a table's compaction, or its plan.
+func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
+	if len(rep.Bins) == 0 {
+		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
+		return
+	}
+	if dryRun {
+		fmt.Fprintf(w, "%s: would rewrite %d of %d data files (%.1f MB, %d rows) in %d bins:\n", rep.Table, rep.FilesIn, rep.LiveFiles, float64(rep.BytesIn)/1e6, rep.Rows, len(rep.Bins))
+		for _, b := range rep.Bins {
+			fmt.Fprintf(w, "  %s: %d files, %.1f MB, %d rows\n", shortFolder(b.Folder), len(b.Files), float64(b.Bytes)/1e6, b.Records)
+		}
+		return
+	}
+	secs := max(rep.Took.Seconds(), 1e-9)
+	fmt.Fprintf(w, "%s: rewrote %d files (%.1f MB) into %d (%.1f MB), %d rows, in %.1fs (%.1f MB/s), snapshot %d\n",
+		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
+}
+
+// shortFolder is a folder's part from the table's data/ on.
+func shortFolder(folder string) string {
+	if i := strings.Index(folder, "/data/"); i >= 0 {
+		return folder[i+1:]
+	}
+	return folder
+}

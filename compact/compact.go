@@ -1,0 +1,282 @@
+// Package compact rewrites the small data files of pqsink's Iceberg tables
+// into files near a target size, exactly: the rows of the files it
+// replaces, each once, in one replace snapshot per run and table that
+// carries the table's exactly-once state unchanged, so that sinks writing
+// to the table go on where they were. The files are merged at the column
+// chunk level (package merge), never record by record.
+//
+// A plan groups the live data files by folder (a pqsink table's folder is
+// its partition tuple), takes those smaller than three quarters of the
+// target and older than a minimum age, and packs them into bins of at most
+// the target's size; a bin of fewer than the minimum number of inputs is
+// left alone, and so are the files of earlier compactions. A run that dies leaves only uncommitted files (orphans), and
+// a run whose inputs another rewrite replaced first gives up without
+// committing (table.ErrRewriteConflict).
+package compact
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pqsink/pqsink/merge"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/table"
+)
+
+// outputPrefix begins the names of the files a compaction writes. They
+// hold several Kafka partitions' ranges, and are not taken again: merged
+// with newer files of those partitions, their rows could not stay in
+// offset order (merge refuses inputs that interleave).
+const outputPrefix = "compacted-"
+
+// Options configure a compaction.
+type Options struct {
+	// TargetFileSize is the size the rewritten files aim at; files of
+	// three quarters of it or more are left as they are. Defaults to
+	// 256 MiB.
+	TargetFileSize int64
+	// MinInputFiles is the fewest files a bin must have to be rewritten.
+	// Defaults to 5.
+	MinInputFiles int
+	// OlderThan leaves files committed more recently alone. Defaults to
+	// 10 minutes.
+	OlderThan time.Duration
+	// MemoryLimit bounds a merge (see merge.MemoryLimit). Defaults to
+	// 512 MiB.
+	MemoryLimit int64
+	// DryRun plans without rewriting anything.
+	DryRun bool
+	// Progress, when set, is told of each bin as it is merged.
+	Progress func(Progress)
+	// Now is the time the ages are measured from. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Progress is how far a table's compaction has come.
+type Progress struct {
+	// Table is the table being compacted.
+	Table string
+	// Bin is the bin being merged, from 1, of Bins.
+	Bin, Bins int
+	// Bytes and TotalBytes are the input bytes merged so far, of all the
+	// table's bins.
+	Bytes, TotalBytes int64
+}
+
+// Bin is a group of files of one folder rewritten together.
+type Bin struct {
+	// Folder is the files' folder URI (their partition tuple).
+	Folder string
+	// Files are the inputs, by location.
+	Files []table.LiveFile
+	// Bytes and Records are the inputs' total size and records.
+	Bytes, Records int64
+}
+
+// Report says what a compaction of one table did (or, in a dry run, would
+// do).
+type Report struct {
+	// Table is the table's identifier.
+	Table string
+	// Snapshot is the replace snapshot made; 0 when nothing was rewritten.
+	Snapshot int64
+	// Bins is the plan.
+	Bins []Bin
+	// FilesIn, BytesIn and Rows are the inputs'; FilesOut and BytesOut
+	// the files written.
+	FilesIn, FilesOut int
+	BytesIn, BytesOut int64
+	Rows              int64
+	// LiveFiles is how many data files the table had before the run.
+	LiveFiles int
+	// Took is the run's time.
+	Took time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.TargetFileSize <= 0 {
+		o.TargetFileSize = 256 << 20
+	}
+	if o.MinInputFiles <= 0 {
+		o.MinInputFiles = 5
+	}
+	if o.OlderThan < 0 {
+		o.OlderThan = 0
+	}
+	if o.MemoryLimit <= 0 {
+		o.MemoryLimit = 512 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Plan groups files into the bins a compaction rewrites (see the package
+// documentation).
+func Plan(files []table.LiveFile, o Options) []Bin {
+	o.defaults()
+	small := o.TargetFileSize / 4 * 3
+	cutoff := o.Now().Add(-o.OlderThan)
+	byFolder := map[string][]table.LiveFile{}
+	for _, f := range files {
+		if f.Size >= small || f.Added.After(cutoff) || strings.HasPrefix(path.Base(f.Location), outputPrefix) {
+			continue
+		}
+		// Not path.Dir, which would fold a URI's "//".
+		dir := f.Location[:max(strings.LastIndexByte(f.Location, '/'), 0)]
+		byFolder[dir] = append(byFolder[dir], f)
+	}
+	folders := make([]string, 0, len(byFolder))
+	for dir := range byFolder {
+		folders = append(folders, dir)
+	}
+	slices.Sort(folders)
+	var bins []Bin
+	for _, dir := range folders {
+		fs := byFolder[dir]
+		// By name: the sink's names order a partition's files by offset.
+		slices.SortFunc(fs, func(a, b table.LiveFile) int { return strings.Compare(a.Location, b.Location) })
+		cur := Bin{Folder: dir}
+		flush := func() {
+			if len(cur.Files) >= o.MinInputFiles {
+				bins = append(bins, cur)
+			}
+			cur = Bin{Folder: dir}
+		}
+		for _, f := range fs {
+			if len(cur.Files) > 0 && cur.Bytes+f.Size > o.TargetFileSize {
+				flush()
+			}
+			cur.Files = append(cur.Files, f)
+			cur.Bytes += f.Size
+			cur.Records += f.Records
+		}
+		flush()
+	}
+	return bins
+}
+
+// Table compacts the table of h, whose data files are in store (a file's
+// key is its location without storeURL and a slash).
+func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL string, o Options) (Report, error) {
+	o.defaults()
+	start := o.Now()
+	rep := Report{Table: h.Name()}
+	live, snapshot, err := h.Live(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.LiveFiles = len(live)
+	rep.Bins = Plan(live, o)
+	for _, b := range rep.Bins {
+		rep.FilesIn += len(b.Files)
+		rep.BytesIn += b.Bytes
+		rep.Rows += b.Records
+	}
+	if o.DryRun || len(rep.Bins) == 0 {
+		rep.Took = time.Since(start)
+		return rep, nil
+	}
+	prefix := strings.TrimSuffix(storeURL, "/") + "/"
+	keyOf := func(loc string) (string, error) {
+		key, ok := strings.CutPrefix(loc, prefix)
+		if !ok {
+			return "", fmt.Errorf("data file %s is not under store.url %s", loc, storeURL)
+		}
+		return key, nil
+	}
+	var tag [6]byte
+	rand.Read(tag[:])
+	name := fmt.Sprintf("%s%d-%s", outputPrefix, snapshot, hex.EncodeToString(tag[:]))
+	var remove []string
+	var add []table.File
+	var done int64
+	for i, b := range rep.Bins {
+		outs, files, err := mergeBin(ctx, store, keyOf, b, fmt.Sprintf("%s-%03d", name, i), o, func(p merge.Progress) {
+			if o.Progress != nil {
+				o.Progress(Progress{Table: rep.Table, Bin: i + 1, Bins: len(rep.Bins), Bytes: done + p.Bytes, TotalBytes: rep.BytesIn})
+			}
+		})
+		if err != nil {
+			return rep, fmt.Errorf("table %s, folder %s: %w", rep.Table, b.Folder, err)
+		}
+		done += b.Bytes
+		for _, f := range b.Files {
+			remove = append(remove, f.Location)
+		}
+		for j, out := range outs {
+			add = append(add, table.File{Location: files[j], Size: out.Bytes, Footer: out.Metadata})
+			rep.FilesOut++
+			rep.BytesOut += out.Bytes
+		}
+	}
+	res, err := h.Rewrite(ctx, remove, add)
+	if err != nil {
+		return rep, err
+	}
+	rep.Snapshot = res.SnapshotID
+	rep.Took = time.Since(start)
+	return rep, nil
+}
+
+// mergeBin merges the files of b into new objects in its folder named
+// after name, and returns what the merge wrote and their locations.
+func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), b Bin, name string, o Options, progress func(merge.Progress)) ([]merge.Output, []string, error) {
+	inputs := make([]merge.Input, 0, len(b.Files))
+	for _, f := range b.Files {
+		key, err := keyOf(f.Location)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := store.NewReaderAt(ctx, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening %s: %w", f.Location, err)
+		}
+		defer r.Close()
+		inputs = append(inputs, merge.Input{Name: f.Location, R: r, Size: r.Size()})
+	}
+	var uploads []objstore.Upload
+	var locations []string
+	defer func() {
+		for _, u := range uploads {
+			u.Abort(context.WithoutCancel(ctx))
+		}
+	}()
+	folderKey, err := keyOf(b.Folder)
+	if err != nil {
+		return nil, nil, err
+	}
+	create := func(n int) (io.Writer, error) {
+		key := fmt.Sprintf("%s/%s-%d.parquet", folderKey, name, n)
+		u, err := store.Create(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		uploads = append(uploads, u)
+		locations = append(locations, b.Folder+"/"+path.Base(key))
+		return u, nil
+	}
+	outs, err := merge.Merge(ctx, inputs, create,
+		merge.TargetFileSize(o.TargetFileSize), merge.MemoryLimit(o.MemoryLimit), merge.OnProgress(progress))
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, u := range uploads {
+		if _, err := u.Commit(ctx); err != nil {
+			if errors.Is(err, objstore.ErrExists) {
+				err = fmt.Errorf("%s exists already: %w", locations[i], err)
+			}
+			return nil, nil, err
+		}
+	}
+	uploads = nil
+	return outs, locations, nil
+}

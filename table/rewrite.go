@@ -1,0 +1,229 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	itable "github.com/apache/iceberg-go/table"
+)
+
+// ErrRewriteConflict is wrapped by the error of a Rewrite whose inputs are
+// no longer all in the table: another rewrite (a compaction elsewhere, or
+// another engine's) replaced some of them first. Retrying cannot help; a
+// new plan can.
+var ErrRewriteConflict = errors.New("an input of the rewrite is no longer in the table")
+
+// LiveFile is a data file of the table's current snapshot, with what a
+// compaction plans with.
+type LiveFile struct {
+	// Location is the file's full URI, as the table references it.
+	Location string
+	// Size is the file's length in bytes; Records its record count.
+	Size, Records int64
+	// Added is when the snapshot that added the file was made.
+	Added time.Time
+}
+
+// Live lists the data files of the table's current snapshot, and that
+// snapshot's id (0 and no file for a table with none). A snapshot with
+// delete files is refused (ErrDeleteFiles): its data files alone do not
+// say what the table holds.
+func (h *Handle) Live(ctx context.Context) ([]LiveFile, int64, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		return nil, 0, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	files, err := liveFiles(ctx, tbl)
+	if err != nil {
+		return nil, 0, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	out := make([]LiveFile, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.LiveFile)
+	}
+	var id int64
+	if s := tbl.CurrentSnapshot(); s != nil {
+		id = s.SnapshotID
+	}
+	return out, id, nil
+}
+
+// liveFile is a LiveFile with its entry in the table's manifests.
+type liveFile struct {
+	LiveFile
+	df iceberg.DataFile
+}
+
+// liveFiles reads the data files of tbl's current snapshot.
+func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, error) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return nil, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: reading its manifest list: %w", snap.SnapshotID, err)
+	}
+	var out []liveFile
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			return nil, fmt.Errorf("snapshot %d: %w (manifest %s)", snap.SnapshotID, ErrDeleteFiles, m.FilePath())
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %d: reading manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
+			}
+			df := e.DataFile()
+			if df.ContentType() != iceberg.EntryContentData {
+				return nil, fmt.Errorf("snapshot %d: %w (%s)", snap.SnapshotID, ErrDeleteFiles, df.FilePath())
+			}
+			f := liveFile{LiveFile: LiveFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()}, df: df}
+			if s := tbl.SnapshotByID(e.SnapshotID()); s != nil {
+				f.Added = time.UnixMilli(s.TimestampMs)
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// RewriteResult says what a Rewrite did.
+type RewriteResult struct {
+	// SnapshotID is the replace snapshot made.
+	SnapshotID int64
+	// Attempts is how many times the commit was tried (conflicts + 1).
+	Attempts int
+}
+
+// Rewrite replaces the data files at the locations remove with the files
+// add, which hold exactly their rows, in one replace snapshot: the table's
+// records stay the same, in fewer files. The snapshot carries the
+// exactly-once state of the current one unchanged, so that running sinks
+// go on where they were. It reloads the table at each attempt and checks
+// that every file of remove is still live: a commit that lost the catalog's
+// compare-and-swap to an append (a sink's) is tried again, up to
+// commitAttempts times, and one whose inputs another rewrite replaced is
+// given up (ErrRewriteConflict), leaving add uncommitted: orphans for
+// maintenance to remove.
+func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (RewriteResult, error) {
+	var res RewriteResult
+	backoff := commitBackoff
+	for {
+		res.Attempts++
+		id, err := h.tryRewrite(ctx, remove, add)
+		if err == nil {
+			res.SnapshotID = id
+			return res, nil
+		}
+		if !conflict(err) || res.Attempts >= commitAttempts {
+			return res, fmt.Errorf("table %s: rewrite (attempt %d): %w", h.name, res.Attempts, err)
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("table %s: rewrite: %w", h.name, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (int64, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		return 0, err
+	}
+	if err := noLibraryRetry(tbl); err != nil {
+		return 0, err
+	}
+	live, err := liveFiles(ctx, tbl)
+	if err != nil {
+		return 0, err
+	}
+	byLocation := make(map[string]iceberg.DataFile, len(live))
+	for _, f := range live {
+		byLocation[f.Location] = f.df
+	}
+	del := make([]iceberg.DataFile, 0, len(remove))
+	var gone []string
+	for _, loc := range remove {
+		df, ok := byLocation[loc]
+		if !ok {
+			gone = append(gone, loc)
+			continue
+		}
+		del = append(del, df)
+	}
+	if len(gone) > 0 {
+		return 0, fmt.Errorf("%w: %s", ErrRewriteConflict, strings.Join(gone, ", "))
+	}
+	var rowID *int64
+	if tbl.Metadata().Version() >= 3 {
+		next := tbl.Metadata().NextRowID()
+		rowID = &next
+	}
+	dfs := make([]iceberg.DataFile, 0, len(add))
+	for _, f := range add {
+		df, err := dataFile(tbl, f, rowID)
+		if err != nil {
+			return 0, fmt.Errorf("file %s: %w", f.Location, err)
+		}
+		if rowID != nil {
+			*rowID += f.Footer.NumRows
+		}
+		dfs = append(dfs, df)
+	}
+	// The state stands as it is: the rewrite moves records between files,
+	// never into or out of the table.
+	props := iceberg.Properties{}
+	if v, ok := stateValue(tbl); ok {
+		props[SummaryState] = v
+	}
+	tx := tbl.NewTransaction()
+	// A rewrite (operation replace): readers of the table's changes know
+	// that no record came or went.
+	rw := tx.NewRewrite(props)
+	for _, df := range del {
+		rw.DeleteFile(df)
+	}
+	for _, df := range dfs {
+		rw.AddDataFile(df)
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return 0, err
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if s := next.CurrentSnapshot(); s != nil {
+		id = s.SnapshotID
+	}
+	return id, nil
+}
+
+// stateValue is the summary entry of the exactly-once state in force: that
+// of the newest snapshot of the current one's ancestry that has one.
+func stateValue(tbl *itable.Table) (string, bool) {
+	md := tbl.Metadata()
+	for snap := tbl.CurrentSnapshot(); snap != nil; {
+		if snap.Summary != nil {
+			if v, ok := snap.Summary.Properties[SummaryState]; ok {
+				return v, true
+			}
+		}
+		if snap.ParentSnapshotID == nil {
+			break
+		}
+		snap = md.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	return "", false
+}

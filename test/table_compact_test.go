@@ -1,0 +1,172 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	pqreader "github.com/pqsink/pqsink/reader"
+)
+
+// TestTableCompact lands a topic in a table as many small files, then runs
+// `pqsink compact` on it: first --dry-run (which prints the plan and
+// changes nothing), then for real while a sink goes on appending to the
+// same table. The table holds every record exactly once before, during and
+// after (iceberg-go reads it), in fewer files; the replace snapshot carries
+// the exactly-once state, so the sink started again after it appends only
+// what is new; each rewritten file holds its rows in (partition, offset)
+// order, lists its Kafka ranges in its footer, and reads back equal with
+// DuckDB.
+func TestTableCompact(t *testing.T) {
+	const partitions, n = 3, 3000
+	env := newTableEnv(t, "compacted")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "cmp", "1s", 100) // a file every 100 records
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+	before := env.files(t)
+	if len(before) < 20 {
+		t.Fatalf("the sink wrote %d files; the test needs many small ones", len(before))
+	}
+	stateBefore := env.load(t).CurrentSnapshot().Summary.Properties["pqsink.state"]
+	cfgPath := filepath.Join(t.TempDir(), "pqsink.yaml")
+	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compactCmd := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(pqsinkBinary(t), append([]string{"compact", "--config", cfgPath, "--quiet"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pqsink compact %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+
+	// The plan alone.
+	snapBefore := env.load(t).CurrentSnapshot().SnapshotID
+	plan := compactCmd("--table", "kafka."+env.topic, "--older-than", "0s", "--min-input-files", "2", "--target-file-size", "1MiB", "--dry-run")
+	if !strings.Contains(plan, fmt.Sprintf("kafka.%s: would rewrite %d of %d data files", env.topic, len(before), len(before))) {
+		t.Errorf("dry run printed:\n%s", plan)
+	}
+	if env.load(t).CurrentSnapshot().SnapshotID != snapBefore {
+		t.Errorf("the dry run changed the table")
+	}
+
+	// For real, while a sink appends more records to the table.
+	produceEvents(t, broker.Brokers, env.topic, n, n)
+	sink, stop := startSink(t, text)
+	out := compactCmd("--older-than", "0s", "--min-input-files", "2", "--target-file-size", "1MiB")
+	if !strings.Contains(out, "rewrote") {
+		t.Errorf("compact printed:\n%s", out)
+	}
+	env.waitRows(t, 2*n, 2*time.Minute)
+	stop()
+	if st := sink.Stats().Snapshot(); st.TableCommitErrors != 0 {
+		t.Errorf("%d table commits of the sink failed beside the compaction", st.TableCommitErrors)
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+
+	// The rewritten files: fewer, ordered, with their ranges, readable.
+	tbl := env.load(t)
+	var compacted []string
+	var replace bool
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Operation == "replace" {
+			replace = true
+			if got := s.Summary.Properties["pqsink.state"]; got == "" {
+				t.Errorf("the replace snapshot %d carries no pqsink.state", s.SnapshotID)
+			}
+		}
+	}
+	if !replace {
+		var ops []string
+		for _, s := range tbl.Metadata().Snapshots() {
+			if s.Summary != nil {
+				ops = append(ops, string(s.Summary.Operation))
+			}
+		}
+		t.Fatalf("no replace snapshot in the table's history: %v\n%s", ops, out)
+	}
+	dir := strings.TrimPrefix(env.warehouse, "file://")
+	matches, _ := filepath.Glob(filepath.Join(dir, "kafka", env.topic, "data", "*", "compacted-*.parquet"))
+	compacted = append(compacted, matches...)
+	if len(compacted) == 0 || len(compacted) >= len(before)/4 {
+		t.Fatalf("%d compacted files for %d inputs", len(compacted), len(before))
+	}
+	db := duckdb.Start(t)
+	for _, path := range compacted {
+		checkCompactedFile(t, db, path)
+	}
+	if stateBefore == "" {
+		t.Errorf("the table had no state before the compaction")
+	}
+
+	// A second run finds nothing new to rewrite but the sink's newest
+	// files, and the table stays exact.
+	compactCmd("--older-than", "0s", "--min-input-files", "2", "--target-file-size", "1MiB")
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
+
+// checkCompactedFile reads a rewritten file with pqsink's reader (its
+// footer's ranges, its rows in partition and offset order) and with DuckDB
+// (the same row count and offsets).
+func checkCompactedFile(t *testing.T, db *duckdb.DB, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	r, err := pqreader.Open(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{}
+	for _, e := range r.Metadata().KeyValueMetadata {
+		if e.Value != nil {
+			kv[e.Key] = *e.Value
+		}
+	}
+	if kv["pqsink.kafka.ranges"] == "" && kv["pqsink.kafka.first_offset"] == "" {
+		t.Errorf("%s: no Kafka range in the footer: %v", path, kv)
+	}
+	rows, err := r.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastPart int32 = -1
+	var lastOff int64 = -1
+	var n int64
+	for {
+		v, err := rows.Next()
+		if err != nil {
+			break
+		}
+		env, _ := v.Field("_kafka")
+		p, _ := env.Field("partition")
+		o, _ := env.Field("offset")
+		part, off := p.Int32(), o.Int64()
+		if part < lastPart || part == lastPart && off <= lastOff {
+			t.Fatalf("%s: row %d is %d/%d after %d/%d", path, n, part, off, lastPart, lastOff)
+		}
+		lastPart, lastOff = part, off
+		n++
+	}
+	if n != r.NumRows() || n == 0 {
+		t.Errorf("%s: read %d rows of %d", path, n, r.NumRows())
+	}
+	res := db.Query(t, fmt.Sprintf("SELECT (count(*) || '/' || count(DISTINCT (_kafka.partition, _kafka.offset))) AS c FROM read_parquet(%s)", duckdb.Quote(path)))
+	if got, want := fmt.Sprint(res.Value(0, "c")), fmt.Sprintf("%d/%d", n, n); got != want {
+		t.Errorf("%s: DuckDB counts %s rows/distinct offsets, want %s", path, got, want)
+	}
+}
