@@ -210,19 +210,7 @@ type parquetElement struct {
 // with pqsink's reader.
 func parquetElements(t *testing.T, path string) []parquetElement {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pqreader.Open(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openParquet(t, path)
 	var out []parquetElement
 	for _, e := range r.Metadata().Schema[1:] {
 		pe := parquetElement{name: e.Name}
@@ -232,4 +220,24 @@ func parquetElements(t *testing.T, path string) []parquetElement {
 		out = append(out, pe)
 	}
 	return out
+}
+
+// openParquet opens the Parquet file at path with pqsink's reader, for the
+// test's life.
+func openParquet(t *testing.T, path string) *pqreader.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pqreader.Open(f, st.Size())
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return r
 }

@@ -29,7 +29,6 @@ import (
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/postgres"
 	"github.com/pqsink/pqsink/meta"
-	pqreader "github.com/pqsink/pqsink/reader"
 )
 
 // tableEnv is a warehouse in a temporary folder and the table
@@ -378,19 +377,7 @@ func (e *tableEnv) checkKafkaFollows(t *testing.T, brokers []string, group strin
 // a Parquet field_id: readers resolve a table's columns by id.
 func checkFieldIDs(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pqreader.Open(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openParquet(t, path)
 	els := r.Metadata().Schema
 	for _, e := range els[1:] {
 		// The repeated group of a LIST or MAP has no id in Iceberg: its

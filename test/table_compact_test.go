@@ -11,7 +11,6 @@ import (
 
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	pqreader "github.com/pqsink/pqsink/reader"
 )
 
 // TestTableCompact lands a topic in a table as many small files, then runs
@@ -121,16 +120,7 @@ func TestTableCompact(t *testing.T) {
 // (the same row count and offsets).
 func checkCompactedFile(t *testing.T, db *duckdb.DB, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	r, err := pqreader.Open(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openParquet(t, path)
 	kv := map[string]string{}
 	for _, e := range r.Metadata().KeyValueMetadata {
 		if e.Value != nil {

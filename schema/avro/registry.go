@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -334,21 +333,7 @@ const maxAnswer = 16 << 20
 // already has keeps its id, so a call that failed half-way is retried like
 // the others.
 func (r *Registry) Register(ctx context.Context, subject, schema string) (uint32, error) {
-	body, err := json.Marshal(map[string]string{"schema": schema})
-	if err != nil {
-		return 0, fmt.Errorf("schema registry: %w", err)
-	}
-	path := "/subjects/" + url.PathEscape(subject) + "/versions"
-	var a struct {
-		ID *int64 `json:"id"`
-	}
-	if err := r.do(ctx, http.MethodPost, path, body, &a); err != nil {
-		return 0, err
-	}
-	if a.ID == nil || *a.ID < 0 || *a.ID > math.MaxUint32 {
-		return 0, fmt.Errorf("schema registry: POST %s: an answer without a schema id", path)
-	}
-	return uint32(*a.ID), nil
+	return r.RegisterText(ctx, subject, &SchemaText{Type: "AVRO", Text: schema})
 }
 
 // get does GET path with retries and decodes the JSON answer into out.
