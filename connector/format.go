@@ -182,7 +182,7 @@ func (f *format) newPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
 func (f *format) forPartition(fixed *schema.Schema, log *slog.Logger, fit fitFunc) recordFormat {
 	switch {
 	case f.js != nil:
-		return newJSONSchemaFormat(f, fixed, log)
+		return newJSONSchemaFormat(f, fixed, log, fit)
 	case f.registry != nil:
 		a := newAvroFormat(f, log)
 		a.fit = fit

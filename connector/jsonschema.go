@@ -19,6 +19,7 @@ import (
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
+	"github.com/pqsink/pqsink/table"
 )
 
 // The JSON Schema format (format.type: json_schema). With a registry, each
@@ -213,14 +214,19 @@ type jsonSchemaFormat struct {
 	verdicts map[uint32]error // nil: the schema's records are admitted
 	admitted []*jsSchema      // ascending ids
 	wrapped  []byte
+
+	// With a table and a registry: fit gives each schema the table's field
+	// ids (evolving the table), and fitted holds what it gave.
+	fit    fitFunc
+	fitted map[*jsSchema]*schema.Schema
 }
 
 // newJSONSchemaFormat returns a partition's side of the format. fixed is
 // the files' schema the partition writes, when it is known at startup (a
 // schema_file): the sink's, or the table's, which carries the table's
 // field ids instead of the mapping's.
-func newJSONSchemaFormat(f *format, fixed *schema.Schema, log *slog.Logger) *jsonSchemaFormat {
-	x := &jsonSchemaFormat{f: f, log: log, verdicts: map[uint32]error{}, file: f.js.file}
+func newJSONSchemaFormat(f *format, fixed *schema.Schema, log *slog.Logger, fit fitFunc) *jsonSchemaFormat {
+	x := &jsonSchemaFormat{f: f, log: log, verdicts: map[uint32]error{}, file: f.js.file, fit: fit, fitted: map[*jsSchema]*schema.Schema{}}
 	if x.file != nil && fixed != nil && fixed != x.file.parquet {
 		c := *x.file
 		c.parquet = fixed
@@ -269,6 +275,26 @@ func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rej
 	}
 	if err := x.admit(s); err != nil {
 		return decoded{}, &rejection{rejectSchema, err}, nil
+	}
+	if x.fit != nil && k.registry != nil && x.fitted[s] == nil {
+		fitted, err := x.fit(ctx, s.parquet)
+		switch {
+		case errors.Is(err, table.ErrIncompatible):
+			err = fmt.Errorf("json schema id %d: %w", s.id, err)
+			x.verdicts[s.id] = err
+			return decoded{}, &rejection{rejectSchema, err}, nil
+		case err != nil:
+			if ctx.Err() != nil {
+				return decoded{}, nil, ctx.Err()
+			}
+			x.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
+				"schema_id", s.id, "offset", r.offset, "pause", catalogPause, "error", err)
+			if !sleep(ctx, catalogPause) {
+				return decoded{}, nil, ctx.Err()
+			}
+			return decoded{}, nil, errRestart
+		}
+		x.fitted[s] = fitted
 	}
 	if err := s.js.Validate(body); errors.Is(err, jsonschema.ErrNotJSON) {
 		return decoded{}, &rejection{rejectDecode, err}, nil
@@ -368,9 +394,18 @@ func typeText(n *schema.Node) string {
 	return t
 }
 
+// parquet is the files' schema for records of s: its mapping, or with a
+// table, the mapping with the table's field ids.
+func (x *jsonSchemaFormat) parquet(s *jsSchema) *schema.Schema {
+	if f := x.fitted[s]; f != nil {
+		return f
+	}
+	return s.parquet
+}
+
 // fits returns fb's builder when fb's file has d's schema.
 func (x *jsonSchemaFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
-	if fb.schema == d.js.parquet {
+	if fb.schema == x.parquet(d.js) {
 		return fb.b
 	}
 	x.log.Info("schema changed: finishing the file", "record_schema_id", d.js.id)
@@ -381,7 +416,7 @@ func (x *jsonSchemaFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
 func (x *jsonSchemaFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, error) {
 	sp := *spare
 	for i := len(sp) - 1; i >= 0; i-- {
-		if sp[i].schema == d.js.parquet {
+		if sp[i].schema == x.parquet(d.js) {
 			fb := sp[i]
 			*spare = append(sp[:i], sp[i+1:]...)
 			return fb, nil
@@ -390,7 +425,7 @@ func (x *jsonSchemaFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffe
 	if n := len(sp); n >= maxAvroSpares {
 		*spare = append(sp[:0], sp[n-maxAvroSpares+1:]...)
 	}
-	fb, err := newFileBuffers(x.f, d.js.parquet)
+	fb, err := newFileBuffers(x.f, x.parquet(d.js))
 	if err != nil {
 		return nil, err
 	}

@@ -111,11 +111,6 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 
 // tableSettings refuses what the sink cannot do with a table yet.
 func tableSettings(c *config.Config) error {
-	if c.Format.Type == "json_schema" && c.Format.Registry != nil {
-		// Its schemas are kept per sink, not per table: each would need
-		// the table's field ids of its topic.
-		return errors.New("format.registry: format.type json_schema with a registry is not supported with a table yet; give the schema as format.schema_file")
-	}
 	if c.Path != archive.DefaultPath {
 		return errors.New("path: not used with a table: the files' keys follow the table's location and partition spec; remove it")
 	}

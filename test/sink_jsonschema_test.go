@@ -3,11 +3,14 @@ package test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -409,4 +412,76 @@ func TestTableSinkJSONSchema(t *testing.T) {
 	env.waitRows(t, n, 2*time.Minute)
 	stop()
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
+
+// TestTableSinkJSONSchemaRegistry lands JSON Schema records of the
+// Confluent wire format into a table that the first schema id creates;
+// the second id adds an optional property mid-stream, which becomes a new
+// optional column of the table (one schema update) before the first file
+// that has it. iceberg-go reads every record once.
+func TestTableSinkJSONSchemaRegistry(t *testing.T) {
+	const partitions, n = 2, 1200
+	env := newTableEnv(t, "jsreg")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	v1, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "convert", "testdata", "events.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(v1, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["properties"].(map[string]any)["channel"] = map[string]any{"type": "string"}
+	v2, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &testRegistry{schemas: map[int]string{31: string(v1), 32: string(v2)}, types: map[int]string{31: "JSON", 32: "JSON"}, gets: map[int]int{}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+
+	// The reference events in the wire format: half under id 31, then the
+	// others under 32.
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	plain := readTopic(t, broker.Brokers, env.topic, partitions)
+	wired := kafkatest.Start(t, partitions, env.topic)
+	ids := slices.Sorted(maps.Keys(plain))
+	var msgs []kafka.Message
+	for i, k := range ids {
+		id := uint32(31)
+		if i >= n/2 {
+			id = 32
+		}
+		p := plain[k]
+		msgs = append(msgs, kafka.Message{Key: p.Key, Value: append(avro.AppendWire(nil, id), p.Value...)})
+	}
+	if len(msgs) != n {
+		t.Fatalf("%d of %d events found by id", len(msgs), n)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(wired.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	text := env.config(t, wired.Brokers, "jsr", "1s", 400)
+	i := strings.Index(text, "format:\n  type: json\n  schema_file: ")
+	j := i + strings.Index(text[i:], ".schema\n") + len(".schema\n")
+	text = text[:i] + fmt.Sprintf("format:\n  type: json_schema\n  registry: {url: %q}\n", srv.URL) + text[j:]
+	sink, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+	if st := sink.Stats().Snapshot(); st.TableSchemaUpdates != 1 || st.Rejected != 0 {
+		t.Errorf("%d table schema updates (want 1), %d records rejected", st.TableSchemaUpdates, st.Rejected)
+	}
+	if f, ok := env.load(t).Schema().FindFieldByName("channel"); !ok || f.Required {
+		t.Errorf("the table's channel column: %+v (found %v), want an optional column", f, ok)
+	}
+	// The table against Kafka, the values without their wire header.
+	truth := readTopic(t, wired.Brokers, env.topic, partitions)
+	for id, p := range truth {
+		p.Value = p.Value[5:]
+		truth[id] = p
+	}
+	env.check(t, truth)
 }
