@@ -208,7 +208,7 @@ type fitFunc func(ctx context.Context, s *schema.Schema) (*schema.Schema, error)
 // catalogPause is how long a partition waits, after its table's catalog
 // could not be reached to fit a schema, before it consumes again from its
 // committed offset.
-var catalogPause = 5 * time.Second
+const catalogPause = 5 * time.Second
 
 // recordFormat is a partition's side of its format: how a record becomes
 // a row, and which open file can take it. Each partition has its own,
