@@ -8,8 +8,10 @@
 // A plan groups the live data files by folder (a pqsink table's folder is
 // its partition tuple), takes those smaller than three quarters of the
 // target and older than a minimum age, and packs them into bins of at most
-// the target's size; a bin of fewer than the minimum number of inputs is
-// left alone, and so are the files of earlier compactions. A run that dies leaves only uncommitted files (orphans), and
+// the target's size, each of files of one Parquet schema (a table whose
+// schema evolved has several in one folder); a bin of fewer than the
+// minimum number of inputs is left alone, and so are the files of earlier
+// compactions. A run that dies leaves only uncommitted files (orphans), and
 // a run whose inputs another rewrite replaced first gives up without
 // committing (table.ErrRewriteConflict).
 package compact
@@ -28,6 +30,7 @@ import (
 
 	"github.com/pqsink/pqsink/merge"
 	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -175,7 +178,17 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, err
 	}
 	rep.LiveFiles = len(live)
-	rep.Bins = Plan(live, o)
+	prefix := strings.TrimSuffix(storeURL, "/") + "/"
+	keyOf := func(loc string) (string, error) {
+		key, ok := strings.CutPrefix(loc, prefix)
+		if !ok {
+			return "", fmt.Errorf("data file %s is not under store.url %s", loc, storeURL)
+		}
+		return key, nil
+	}
+	if rep.Bins, err = bySchema(ctx, store, keyOf, Plan(live, o), o.MinInputFiles); err != nil {
+		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
+	}
 	for _, b := range rep.Bins {
 		rep.FilesIn += len(b.Files)
 		rep.BytesIn += b.Bytes
@@ -184,14 +197,6 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	if o.DryRun || len(rep.Bins) == 0 {
 		rep.Took = time.Since(start)
 		return rep, nil
-	}
-	prefix := strings.TrimSuffix(storeURL, "/") + "/"
-	keyOf := func(loc string) (string, error) {
-		key, ok := strings.CutPrefix(loc, prefix)
-		if !ok {
-			return "", fmt.Errorf("data file %s is not under store.url %s", loc, storeURL)
-		}
-		return key, nil
 	}
 	var tag [6]byte
 	rand.Read(tag[:])
@@ -279,4 +284,56 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 	}
 	uploads = nil
 	return outs, locations, nil
+}
+
+// bySchema splits each bin into bins of files of one Parquet schema, in
+// their order: a table whose schema evolved has files of several schemas
+// in one folder, which one merge cannot take. A part with fewer than min
+// files is left out. It reads each file's footer.
+func bySchema(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), bins []Bin, min int) ([]Bin, error) {
+	var out []Bin
+	for _, b := range bins {
+		var parts []Bin
+		index := map[string]int{}
+		for _, f := range b.Files {
+			text, err := schemaText(ctx, store, keyOf, f.Location)
+			if err != nil {
+				return nil, err
+			}
+			i, ok := index[text]
+			if !ok {
+				i = len(parts)
+				index[text] = i
+				parts = append(parts, Bin{Folder: b.Folder})
+			}
+			p := &parts[i]
+			p.Files = append(p.Files, f)
+			p.Bytes += f.Size
+			p.Records += f.Records
+		}
+		for _, p := range parts {
+			if len(p.Files) >= min {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// schemaText is the Parquet schema of the file at loc, as text.
+func schemaText(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), loc string) (string, error) {
+	key, err := keyOf(loc)
+	if err != nil {
+		return "", err
+	}
+	r, err := store.NewReaderAt(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("opening %s: %w", loc, err)
+	}
+	defer r.Close()
+	f, err := reader.Open(r, r.Size())
+	if err != nil {
+		return "", fmt.Errorf("reading the footer of %s: %w", loc, err)
+	}
+	return f.Schema().String(), nil
 }
