@@ -63,12 +63,26 @@ type Sink struct {
 	// reachedAt is the highest offset reached on each partition this
 	// process held, to count the records it reads again.
 	reachedAt map[topicPartition]int64
+
+	checkOnly bool // New only checks (CheckOnly)
 }
+
+// Option configures New.
+type Option func(*Sink)
+
+// CheckOnly makes New check what the sink depends on without changing it:
+// the tables of a table section are looked at (their schema and partition
+// spec against the configuration), never created, adopted or evolved. A
+// sink made so is for `pqsink run --check`, not for Run.
+func CheckOnly() Option { return func(s *Sink) { s.checkOnly = true } }
 
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sink, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
 	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}, reachedAt: map[topicPartition]int64{}}
+	for _, o := range opts {
+		o(s)
+	}
 	s.mem = newBudget(cfg.Memory.Limit)
 	s.mux = newFetchMux(s)
 	if s.loc == nil {

@@ -99,6 +99,21 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.checkOnly {
+		// A check creates, adopts and evolves nothing: it says whether
+		// the sink would be able to.
+		defer cat.Close()
+		want := make([]string, len(c.Table.PartitionBy))
+		for i, p := range c.Table.PartitionBy {
+			want[i] = p.String()
+		}
+		for _, topic := range c.Kafka.Topics {
+			if err := cat.Check(ctx, c.Table.TableName(topic), create, want); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
 	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
 	for _, topic := range c.Kafka.Topics {
 		if _, err := t.forTopic(ctx, topic); err != nil {

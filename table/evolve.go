@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -124,4 +126,59 @@ func (h *Handle) evolve(ctx context.Context, tbl *itable.Table, s *schema.Schema
 		return nil, err
 	}
 	return tx.Commit(ctx)
+}
+
+// Check says, without changing anything, whether the sink could write s
+// to the table called name: a table that does not exist must be creatable
+// from s with the configured spec (s may be nil when the records will say),
+// and one that exists must have partitionBy as its spec and hold s as it is
+// or after a schema update that Fit would make. The error names what does
+// not fit.
+func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, partitionBy []string) error {
+	ident := append(k.namespace(), name)
+	what := strings.Join(ident, ".")
+	tbl, err := k.cat.LoadTable(ctx, ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		if s == nil {
+			return nil
+		}
+		is, err := icebergSchema(s, k.cfg.FormatVersion)
+		if err != nil {
+			return fmt.Errorf("table %s: %w: %w", what, ErrIncompatible, err)
+		}
+		if _, err := partitionSpec(is, k.cfg.PartitionBy); err != nil {
+			return fmt.Errorf("table %s: %w", what, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("table %s: %w", what, err)
+	}
+	h := &Handle{k: k, cat: k.cat, ident: ident, name: what}
+	if err := h.adopt(tbl); err != nil {
+		return fmt.Errorf("table %s: %w", what, err)
+	}
+	if !slices.Equal(h.partitionBy, partitionBy) {
+		return fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", what, h.partitionBy, partitionBy)
+	}
+	if s == nil {
+		return nil
+	}
+	version := tbl.Metadata().Version()
+	_, mismatch := withFieldIDs(s, tbl.Schema(), version)
+	if mismatch == nil {
+		return nil
+	}
+	is, err := icebergSchema(s, version)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", what, mismatch)
+	}
+	trial, err := tbl.NewTransaction().UpdateSchema(true, false).UnionByNameWith(is).Apply()
+	if err != nil {
+		return fmt.Errorf("table %s: %w", what, mismatch)
+	}
+	if _, err := withFieldIDs(s, trial, version); err != nil {
+		return fmt.Errorf("table %s: %w", what, mismatch)
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/internal/events"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/postgres"
 	"github.com/pqsink/pqsink/meta"
@@ -523,5 +524,58 @@ func TestTableSinkVariant(t *testing.T) {
 				t.Errorf("%d of %d files have shredded columns, want %d", shredded, len(files), want)
 			}
 		})
+	}
+}
+
+// TestTableCheckChangesNothing: `pqsink run --check` with a table section
+// looks at the catalog and changes nothing: a table that does not exist is
+// not created, one whose schema the records would evolve is not evolved,
+// and one partitioned otherwise fails the check.
+func TestTableCheckChangesNothing(t *testing.T) {
+	env := newTableEnv(t, "checked")
+	broker := kafkatest.Start(t, 1, env.topic)
+	text := env.config(t, broker.Brokers, "chk", "1s", 100)
+	check := func(text string) error {
+		t.Helper()
+		cfg, err := config.Parse([]byte(text), os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler), connector.CheckOnly())
+		if err == nil {
+			sink.Close()
+		}
+		return err
+	}
+	if err := check(text); err != nil {
+		t.Fatalf("check of a new table: %v", err)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(env.warehouse, "file://") + "/kafka/" + env.topic); !os.IsNotExist(err) {
+		t.Errorf("the check created the table's folder (%v)", err)
+	}
+
+	// The table exists once a sink ran; a schema file with a new field
+	// checks fine and does not evolve it.
+	produceEvents(t, broker.Brokers, env.topic, 0, 10)
+	_, stop := startSink(t, text)
+	env.waitRows(t, 10, time.Minute)
+	stop()
+	before := env.load(t).Schema()
+	dir := t.TempDir()
+	wider := strings.TrimSuffix(strings.TrimSpace(events.Schema), "}") + "  optional binary channel (STRING);\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "events.schema"), []byte(wider), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(text, "  schema_file: ")
+	j := i + strings.Index(text[i:], "\n") + 1
+	if err := check(text[:i] + "  schema_file: " + filepath.Join(dir, "events.schema") + "\n" + text[j:]); err != nil {
+		t.Errorf("check of a schema the table can evolve to: %v", err)
+	}
+	if after := env.load(t).Schema(); !after.Equals(before) {
+		t.Errorf("the check evolved the table: %v", after)
+	}
+	hourly := strings.Replace(text, `["day(_kafka.timestamp)"]`, `["hour(_kafka.timestamp)"]`, 1)
+	if err := check(hourly); err == nil || !strings.Contains(err.Error(), "is partitioned by") {
+		t.Errorf("check with another partition_by than the table's: %v", err)
 	}
 }

@@ -52,15 +52,20 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	if *check {
+		sink, err := connector.New(ctx, cfg, log, connector.CheckOnly())
+		if err != nil {
+			return err
+		}
+		sink.Close()
+		fmt.Fprintf(stderr, "pqsink run: %s is valid\n", *configFile)
+		return nil
+	}
 	sink, err := connector.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	if *check {
-		fmt.Fprintf(stderr, "pqsink run: %s is valid\n", *configFile)
-		return nil
-	}
 	applyMemoryLimit(cfg.Memory.Limit)
 	log.Info("pqsink starting", "version", version.Version, "build", version.Build(), "config", *configFile,
 		"group", cfg.Kafka.Group, "store", cfg.Store.URL, "format", cfg.Format.Type)
