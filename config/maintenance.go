@@ -55,18 +55,19 @@ const day = 24 * time.Hour
 
 // MinOrphanAge is the smallest remove_orphans_older_than that is safe with
 // these settings: twice the longest time between a file's upload and its
-// table commit. A file is committed at the latest table.commit_interval
-// after its upload; and a member that crashed between the two uploads the
-// same file again (meeting the object, which it adopts) up to
-// rotate.interval (or rotate.schedule) after it resumes, then commits it.
-// With neither rotate.interval nor rotate.schedule, a file stays open as
-// long as its records take, and the age must be at least a day.
+// table commit, and a minute for the commit's own retries. A file is
+// committed at the latest table.commit_interval after its upload; and a
+// member that crashed between the two uploads the same file again
+// (meeting the object, which it adopts) up to rotate.interval (or
+// rotate.schedule) after it resumes, then commits it. With neither
+// rotate.interval nor rotate.schedule, a file stays open as long as its
+// records take, and the age must be at least a day.
 func MinOrphanAge(commitInterval time.Duration, r Rotate) time.Duration {
 	span := max(r.Interval, r.Schedule)
 	if span <= 0 {
-		return max(day, 2*commitInterval)
+		return max(day, 2*commitInterval+time.Minute)
 	}
-	return 2 * (commitInterval + span)
+	return 2*(commitInterval+span) + time.Minute
 }
 
 // maintenance reads table.maintenance; t's commit_interval and c's rotate
@@ -80,7 +81,7 @@ func (d *decoder) maintenance(s *section, c *Config, t *Table) *Maintenance {
 	s.age("remove_orphans_older_than", &m.RemoveOrphansOlderThan, time.Second, maxInt)
 	if !s.bad["remove_orphans_older_than"] {
 		if lo := MinOrphanAge(t.CommitInterval, c.Rotate); m.RemoveOrphansOlderThan < lo {
-			s.fail("remove_orphans_older_than", "%s is too short: a file may be committed up to table.commit_interval (%s) after its upload, and uploaded again up to rotate.interval (%s) after a restart; want at least %s (twice their sum, or a day without rotate.interval and rotate.schedule)",
+			s.fail("remove_orphans_older_than", "%s is too short: a file may be committed up to table.commit_interval (%s) after its upload, and uploaded again up to rotate.interval (%s) after a restart; want at least %s (twice their sum and a minute, or a day without rotate.interval and rotate.schedule)",
 				formatAge(m.RemoveOrphansOlderThan), formatDuration(t.CommitInterval), formatDuration(max(c.Rotate.Interval, c.Rotate.Schedule)), formatAge(lo))
 		}
 	}

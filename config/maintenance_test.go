@@ -24,8 +24,8 @@ func TestMaintenance(t *testing.T) {
 			&Maintenance{time.Hour, 256 << 20, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
 		{"every key", tbl(", maintenance: {compact_every: 10m, target_file_size: 64MB, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, remove_orphans_older_than: 90m}"),
 			&Maintenance{10 * time.Minute, 64_000_000, 36 * time.Hour, 5, 90 * time.Minute}},
-		{"short schedule", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {compact_every: 2s, remove_orphans_older_than: 4s}}\n",
-			&Maintenance{2 * time.Second, 256 << 20, 7 * 24 * time.Hour, 100, 4 * time.Second}},
+		{"short schedule", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {compact_every: 2s, remove_orphans_older_than: 64s}}\n",
+			&Maintenance{2 * time.Second, 256 << 20, 7 * 24 * time.Hour, 100, 64 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(tc.text), nil)
@@ -52,10 +52,12 @@ func TestMaintenanceInvalid(t *testing.T) {
 		{"days", tbl("expire_snapshots_older_than: 7days"), `table.maintenance.expire_snapshots_older_than: want a duration like 7d, 36h or 90m, got "7days"`},
 		{"keep", tbl("keep_snapshots: 0"), "table.maintenance.keep_snapshots: "},
 		// The defaults: commit_interval 30s, rotate.interval 10m.
-		{"orphans too young", tbl("remove_orphans_older_than: 20m"),
-			"table.maintenance.remove_orphans_older_than: 20m is too short: a file may be committed up to table.commit_interval (30s) after its upload, and uploaded again up to rotate.interval (10m) after a restart; want at least 21m"},
+		{"orphans too young", tbl("remove_orphans_older_than: 21m"),
+			"table.maintenance.remove_orphans_older_than: 21m is too short: a file may be committed up to table.commit_interval (30s) after its upload, and uploaded again up to rotate.interval (10m) after a restart; want at least 22m"},
 		{"orphans no interval", base + "rotate: {interval: 0, records: 10}\ntable: {format: iceberg, namespace: n, " + cat + ", maintenance: {remove_orphans_older_than: 12h}}\n",
 			"want at least 1d"},
+		{"orphans just short", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {remove_orphans_older_than: 63s}}\n",
+			"want at least 64s"},
 		{"unknown", tbl("expire_every: 1h"), "table.maintenance.expire_every: unknown key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
