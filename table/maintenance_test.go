@@ -254,10 +254,14 @@ func TestRemoveOrphans(t *testing.T) {
 	if _, err := h.ExpireSnapshots(ctx, 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	// An upload no commit took (a sink that died, a compaction that gave
-	// up), and one a sink is about to commit.
-	lost := writeFile(t, h, loc, "events", 1, 0, 9, sameDay)
-	pending := writeFile(t, h, loc, "events", 2, 0, 9, sameDay)
+	// An upload no commit took and none will (a member that died, whose
+	// successor cut the files otherwise), whose records the table holds
+	// through other files; one a sink is about to commit (young); and one
+	// a commit may still append, however old (its records are past the
+	// state: a commit failing for a while).
+	lost := writeFile(t, h, loc, "events", 0, 5, 14, sameDay)
+	pending := writeFile(t, h, loc, "events", 0, 50, 59, sameDay)
+	stuck := writeFile(t, h, loc, "events", 1, 0, 9, sameDay)
 	root := filepath.Join(e.dir, "warehouse")
 	hint := filepath.Join(root, "kafka", "events", "metadata", "version-hint.text")
 	own := filepath.Join(root, "kafka", "events", "data", "_pqsink", "note.json")
@@ -300,7 +304,7 @@ func TestRemoveOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Removed != len(dry.Orphans) || !slices.Equal(res.Orphans, dry.Orphans) || res.Young != 1 {
+	if res.Removed != len(dry.Orphans) || !slices.Equal(res.Orphans, dry.Orphans) || res.Young != 1 || res.Pending != 1 {
 		t.Errorf("removal %+v, dry run %+v", res, dry)
 	}
 	after := listKeys(t, store)
@@ -338,9 +342,9 @@ func TestRemoveOrphans(t *testing.T) {
 	if manifests == 0 {
 		t.Errorf("no manifest or manifest list of the expired snapshots removed: %v", gone)
 	}
-	// Kept: the pending upload (young), pqsink's own and the hint, the
-	// live files.
-	for _, k := range []string{key(pending.Location), key(merged.Location), key(last.Location), key("file://" + hint), key("file://" + own)} {
+	// Kept: the young upload, the one past the state, pqsink's own and the
+	// hint, the live files.
+	for _, k := range []string{key(pending.Location), key(stuck.Location), key(merged.Location), key(last.Location), key("file://" + hint), key("file://" + own)} {
 		if gone[k] {
 			t.Errorf("%s was removed", k)
 		}
@@ -363,5 +367,29 @@ func TestRemoveOrphans(t *testing.T) {
 	again, err := h.RemoveOrphans(ctx, store, OrphanOptions{OlderThan: time.Hour})
 	if err != nil || again.Removed != 0 {
 		t.Errorf("a second removal: %+v, %v", again, err)
+	}
+}
+
+func TestSinkFileName(t *testing.T) {
+	for _, tc := range []struct {
+		key       string
+		topic     string
+		partition int32
+		first     int64
+		ok        bool
+	}{
+		{"kafka/events/data/d=1/events+3+00000000000000000042.parquet", "events", 3, 42, true},
+		{"kafka/events/data/orders.v1+0+00000000000000000000.parquet", "orders.v1", 0, 0, true},
+		{"kafka/events/data/d=1/compacted-17-a1b2c3-000-0.parquet", "", 0, 0, false},
+		{"kafka/events/metadata/events+3+00000000000000000042.parquet", "", 0, 0, false},
+		{"kafka/events/data/events+x+1.parquet", "", 0, 0, false},
+		{"kafka/events/data/events+1+-1.parquet", "", 0, 0, false},
+		{"kafka/events/data/+1+1.parquet", "", 0, 0, false},
+		{"kafka/events/data/events+1+1.avro", "", 0, 0, false},
+	} {
+		topic, partition, first, ok := sinkFileName(tc.key)
+		if ok != tc.ok || topic != tc.topic || partition != tc.partition || first != tc.first {
+			t.Errorf("sinkFileName(%q) = %q, %d, %d, %v", tc.key, topic, partition, first, ok)
+		}
 	}
 }

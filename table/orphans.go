@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,11 @@ type OrphanResult struct {
 	Listed, Referenced int
 	// Young is how many unreferenced objects were spared as too recent.
 	Young int
+	// Pending is how many unreferenced data files of the sink were spared,
+	// however old, because the table's state does not cover their first
+	// record yet: a commit may still append them (one that fails until an
+	// operator steps in, or a member that restarts and adopts them).
+	Pending int
 	// Orphans are the keys of the unreferenced objects older than the
 	// age, deleted unless DryRun; Bytes their total size.
 	Orphans []string
@@ -53,6 +59,13 @@ type OrphanResult struct {
 // statistics files. The state objects, under {store.url}/_pqsink/, are
 // outside the table's location and never listed; a key with a _pqsink
 // folder, or a catalog's version-hint.text, is left alone anyway.
+//
+// A data file named as the sink names them ({topic}+{partition}+{first
+// offset}.parquet) is deleted only when the table's state has the
+// partition committed past its first record: the table holds those
+// records through other files then, and a commit would refuse or drop this
+// one. Otherwise it may still be appended (a commit failing for a while,
+// an upload a restarted member adopts), whatever its age, and it stays.
 //
 // The metadata is read before the listing and again after it, and a file
 // either reading references is kept: a file committed while the listing
@@ -109,9 +122,17 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 	if err := refs.add(ctx, tbl); err != nil {
 		return res, fmt.Errorf("table %s: %w", h.name, err)
 	}
+	state, err := h.state(ctx, tbl)
+	if err != nil {
+		return res, fmt.Errorf("table %s: %w", h.name, err)
+	}
 	for _, c := range candidates {
 		if refs.keys[c.key] {
 			res.Referenced++
+			continue
+		}
+		if topic, partition, first, ok := sinkFileName(c.key); ok && !committedPast(state, topic, partition, first) {
+			res.Pending++
 			continue
 		}
 		res.Orphans = append(res.Orphans, c.key)
@@ -127,6 +148,37 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 		res.Removed++
 	}
 	return res, nil
+}
+
+// sinkFileName reads the topic, partition and first offset from the name
+// of a data file the sink wrote: {topic}+{partition}+{first}.parquet (a
+// topic name has no '+').
+func sinkFileName(key string) (topic string, partition int32, first int64, ok bool) {
+	name, ok := strings.CutSuffix(path.Base(key), ".parquet")
+	if !ok || !strings.Contains(key, "/data/") {
+		return "", 0, 0, false
+	}
+	parts := strings.Split(name, "+")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", 0, 0, false
+	}
+	p, err1 := strconv.ParseInt(parts[1], 10, 32)
+	f, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || f < 0 {
+		return "", 0, 0, false
+	}
+	return parts[0], int32(p), f, true
+}
+
+// committedPast reports whether the state of some group has topic's
+// partition committed past offset first.
+func committedPast(state State, topic string, partition int32, first int64) bool {
+	for k, p := range state {
+		if k.Topic == topic && k.Partition == partition && p.Committed > first {
+			return true
+		}
+	}
+	return false
 }
 
 // spared reports keys RemoveOrphans never deletes, referenced or not.
