@@ -178,30 +178,34 @@ func (m *maintainer) hold(ctx context.Context, l *lease) (bool, error) {
 	return held, err
 }
 
-// maintain runs the three tasks on h, in order, renewing the lease
-// between them; a task that fails is logged and counted, and the next one
-// runs all the same.
+// maintain runs the three tasks on h, in order, keeping the lease
+// renewed while they run; a task that fails is logged and counted, and
+// the next one runs all the same. When the lease is lost meanwhile (the
+// store unreachable past its expiry) the run stops: another member may
+// hold it now.
 func (m *maintainer) maintain(ctx context.Context, h *table.Handle, l *lease) {
+	if ok, err := h.Exists(ctx); err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			m.t.s.log.Warn("table maintenance: loading the table", "table", h.Name(), "error", err)
+		}
+		return // not created yet (its first record creates it): nothing to maintain
+	}
 	start := m.now()
 	for i, task := range maintenanceTasks {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !l.held {
 			return
 		}
-		if i > 0 {
-			if held, err := m.hold(ctx, l); err != nil || !held {
-				return // another member holds it now, and will run it
-			}
-		}
 		m.runs[i].Add(1)
-		var err error
-		switch task {
-		case taskCompact:
-			err = m.compact(ctx, h)
-		case taskExpire:
-			err = m.expire(ctx, h)
-		case taskOrphans:
-			err = m.orphans(ctx, h)
-		}
+		err := m.whileHeld(ctx, l, func(ctx context.Context) error {
+			switch task {
+			case taskCompact:
+				return m.compact(ctx, h)
+			case taskExpire:
+				return m.expire(ctx, h)
+			default:
+				return m.orphans(ctx, h)
+			}
+		})
 		if err != nil {
 			m.errs[i].Add(1)
 			if ctx.Err() == nil {
@@ -211,11 +215,40 @@ func (m *maintainer) maintain(ctx context.Context, h *table.Handle, l *lease) {
 		}
 		m.last[i].Store(m.now().UnixNano())
 	}
+	if !l.held {
+		return
+	}
 	// The run is done: the next is due compact_every after it started,
 	// whichever member holds the lease then.
 	l.doc.Last = start
 	if _, err := l.renew(ctx, m.now()); err != nil && ctx.Err() == nil {
 		m.t.s.log.Warn("table maintenance: recording the run in the lease", "table", h.Name(), "error", err)
+	}
+}
+
+// whileHeld runs task, renewing l every third of leaseTTL meanwhile, so
+// that a long compaction keeps its table; the task's context ends when
+// the lease is lost.
+func (m *maintainer) whileHeld(ctx context.Context, l *lease, task func(context.Context) error) error {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- task(tctx) }()
+	tick := time.NewTicker(leaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if held, _ := m.hold(ctx, l); !held {
+				cancel()
+				if err := <-done; err != nil {
+					return fmt.Errorf("the lease %s was lost: %w", l.prefix, err)
+				}
+				return fmt.Errorf("the lease %s was lost", l.prefix)
+			}
+		}
 	}
 }
 
@@ -338,7 +371,8 @@ func (l *lease) acquire(ctx context.Context, now time.Time) (bool, error) {
 	if err != nil {
 		// The store did not answer: a lease held stays held until it
 		// expires.
-		return l.held && now.Before(l.doc.Expires), err
+		l.held = l.held && now.Before(l.doc.Expires)
+		return l.held, err
 	}
 	mine := l.held && epoch == l.epoch && doc.Holder == l.holder
 	l.epoch, l.doc, l.held = epoch, doc, false

@@ -2,9 +2,11 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	itable "github.com/apache/iceberg-go/table"
 )
 
@@ -122,4 +124,17 @@ func stateDepth(tbl *itable.Table) int {
 		snap = md.SnapshotByID(*snap.ParentSnapshotID)
 	}
 	return 0
+}
+
+// Exists reports whether the table is in the catalog: a table whose first
+// record's schema creates it (Avro) is not until then.
+func (h *Handle) Exists(ctx context.Context) (bool, error) {
+	_, err := h.cat.LoadTable(ctx, h.ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	return true, nil
 }
