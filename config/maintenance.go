@@ -139,3 +139,15 @@ func (s *section) age(name string, dst *time.Duration, lo, hi time.Duration) boo
 	*dst, s.set[name] = v, true
 	return true
 }
+
+// node renders the section for Redacted.
+func (m *Maintenance) node() *node {
+	age := func(d time.Duration) *node { return yScalar("!!str", formatAge(d)) }
+	return yMap(
+		"compact_every", yDuration(m.CompactEvery),
+		"target_file_size", ySize(m.TargetFileSize),
+		"expire_snapshots_older_than", age(m.ExpireSnapshotsOlderThan),
+		"keep_snapshots", yInt(int64(m.KeepSnapshots)),
+		"remove_orphans_older_than", age(m.RemoveOrphansOlderThan),
+	)
+}

@@ -35,6 +35,15 @@ func TestMaintenance(t *testing.T) {
 			if !reflect.DeepEqual(c.Table.Maintenance, tc.want) {
 				t.Errorf("maintenance = %+v, want %+v", c.Table.Maintenance, tc.want)
 			}
+			// The logged configuration shows it, and loads back the same.
+			out := c.Redacted()
+			c2, err := Parse([]byte(out), nil)
+			if err != nil {
+				t.Fatalf("Parse(Redacted()): %v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(c2.Table.Maintenance, tc.want) {
+				t.Errorf("maintenance rendered as\n%s\nloads back as %+v", out, c2.Table.Maintenance)
+			}
 		})
 	}
 }
