@@ -262,6 +262,12 @@ func TestRemoveOrphans(t *testing.T) {
 	lost := writeFile(t, h, loc, "events", 0, 5, 14, sameDay)
 	pending := writeFile(t, h, loc, "events", 0, 50, 59, sameDay)
 	stuck := writeFile(t, h, loc, "events", 1, 0, 9, sameDay)
+	// The output of a compaction that died before its commit.
+	gaveUp := writeFile(t, h, loc+"/c", "events", 0, 0, 49, sameDay)
+	gaveUpPath := filepath.Join(strings.TrimPrefix(loc, "file://"), "data", "compacted-7-abc-000-0.parquet")
+	if err := os.Rename(strings.TrimPrefix(gaveUp.Location, "file://"), gaveUpPath); err != nil {
+		t.Fatal(err)
+	}
 	root := filepath.Join(e.dir, "warehouse")
 	hint := filepath.Join(root, "kafka", "events", "metadata", "version-hint.text")
 	own := filepath.Join(root, "kafka", "events", "data", "_pqsink", "note.json")
@@ -324,7 +330,7 @@ func TestRemoveOrphans(t *testing.T) {
 	}
 	// Gone: the lost upload and the replaced small files (the snapshots
 	// that listed them as live are expired); some manifests and lists.
-	wantGone := []string{key(lost.Location)}
+	wantGone := []string{key(lost.Location), key("file://" + gaveUpPath)}
 	for _, f := range small {
 		wantGone = append(wantGone, key(f.Location))
 	}
