@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -114,6 +116,45 @@ func TestLeaseRace(t *testing.T) {
 		}
 		if n != 1 {
 			t.Fatalf("round %d: %d members hold the lease, want 1", round, n)
+		}
+	}
+}
+
+// TestMaintenanceMetrics: the maintainer's collector passes a pedantic
+// registry and exports every task's series at 0 from the start.
+func TestMaintenanceMetrics(t *testing.T) {
+	m := &maintainer{descs: maintenanceDescs()}
+	m.runs[0].Add(2)
+	m.orphansRemoved.Add(3)
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range s.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			got[name] = s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"pqsink_table_maintenance_runs_total{task=compact}":                     2,
+		"pqsink_table_maintenance_runs_total{task=orphans}":                     0,
+		"pqsink_table_maintenance_errors_total{task=expire}":                    0,
+		"pqsink_table_maintenance_orphans_removed_total":                        3,
+		"pqsink_table_maintenance_leases_held":                                  0,
+		"pqsink_table_maintenance_last_success_timestamp_seconds{task=compact}": 0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (exported %v), want %v", k, g, ok, v)
 		}
 	}
 }
