@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -131,14 +132,7 @@ func (m *maintainer) round(ctx context.Context) {
 		handles[tc.h.Name()] = tc.h
 	}
 	m.t.mu.Unlock()
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range handles {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(handles)) {
 		if ctx.Err() != nil {
 			return
 		}
