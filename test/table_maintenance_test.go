@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -12,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pqsink/pqsink/compact"
+	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/table"
 )
 
 // maintenanceMetric reads one pqsink_table_maintenance_* sample from a
@@ -180,4 +185,92 @@ func TestTableMaintenance(t *testing.T) {
 	if got := tbl.CurrentSnapshot().Summary.Properties["pqsink.state"]; got == "" {
 		t.Error("the current snapshot carries no pqsink.state")
 	}
+}
+
+// TestCompactionDiesOrphansRemoved: a compaction that dies between two
+// bins (cancelled: what a kill leaves, the first bin's files uploaded and
+// no commit) leaves the table as it was; orphan removal then deletes its
+// files, while a sink appends to the table, and nothing the table or the
+// sink still needs, even with every file old enough by the clock: the
+// sink's uploads waiting for their commit are past the table's state.
+func TestCompactionDiesOrphansRemoved(t *testing.T) {
+	const partitions, n = 3, 3000
+	ctx := context.Background()
+	env := newTableEnv(t, "died")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "die", "1s", 100)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := table.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	h, err := cat.Existing(ctx, []string{"kafka", env.topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(ctx, env.warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	before := env.load(t).CurrentSnapshot().SnapshotID
+
+	cctx, cancel := context.WithCancel(ctx)
+	rep, err := compact.Table(cctx, h, store, env.warehouse, compact.Options{
+		TargetFileSize: 64 << 10, MinInputFiles: 2,
+		Progress: func(p compact.Progress) {
+			if p.Bin == 2 {
+				cancel()
+			}
+		},
+	})
+	cancel()
+	if err == nil || len(rep.Bins) < 2 {
+		t.Fatalf("the compaction was to die in its second bin of %d: %v", len(rep.Bins), err)
+	}
+	if got := env.load(t).CurrentSnapshot().SnapshotID; got != before {
+		t.Fatalf("the dead compaction changed the table: snapshot %d, was %d", got, before)
+	}
+	dir := strings.TrimPrefix(env.warehouse, "file://")
+	left, _ := filepath.Glob(filepath.Join(dir, "kafka", env.topic, "data", "*", "compacted-*.parquet"))
+	if len(left) == 0 {
+		t.Fatal("the dead compaction left no file: nothing to remove")
+	}
+
+	// A sink appends more while the orphans are removed, with a clock two
+	// hours ahead: every file is old enough.
+	produceEvents(t, broker.Brokers, env.topic, n, n)
+	_, stop = startSink(t, text)
+	var removed, pending, passes int
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(env.scan(t)) < 2*n {
+		res, err := h.RemoveOrphans(ctx, store, table.OrphanOptions{OlderThan: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed, pending, passes = removed+res.Removed, pending+res.Pending, passes+1
+		if time.Now().After(deadline) {
+			t.Fatalf("the table holds %d rows after 2 minutes, want %d", len(env.scan(t)), 2*n)
+		}
+	}
+	stop()
+	if removed < len(left) {
+		t.Errorf("%d files removed, the dead compaction left %d", removed, len(left))
+	}
+	for _, f := range left {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s, left by the dead compaction, is still there", f)
+		}
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+	t.Logf("%d removals while the sink ran: %d files removed, %d uploads spared as waiting for their commit", passes, removed, pending)
 }
