@@ -191,8 +191,8 @@ func TestTableMaintenance(t *testing.T) {
 // bins (cancelled: what a kill leaves, the first bin's files uploaded and
 // no commit) leaves the table as it was; orphan removal then deletes its
 // files, while a sink appends to the table, and nothing the table or the
-// sink still needs, even with every file old enough by the clock: the
-// sink's uploads waiting for their commit are past the table's state.
+// sink still needs, even with every data file old enough: the sink's
+// uploads waiting for their commit are past the table's state.
 func TestCompactionDiesOrphansRemoved(t *testing.T) {
 	const partitions, n = 3, 3000
 	ctx := context.Background()
@@ -246,14 +246,19 @@ func TestCompactionDiesOrphansRemoved(t *testing.T) {
 		t.Fatal("the dead compaction left no file: nothing to remove")
 	}
 
-	// A sink appends more while the orphans are removed, with a clock two
-	// hours ahead: every file is old enough.
+	// A sink appends more while the orphans are removed, every data file
+	// made two hours old before each removal: old enough, the sink's
+	// uploads waiting for their commit included. (The metadata files keep
+	// their age: those of a commit in flight are written before its swap,
+	// and younger than any age the configuration allows.)
+	dataDir := filepath.Join(dir, "kafka", env.topic, "data")
 	produceEvents(t, broker.Brokers, env.topic, n, n)
 	_, stop = startSink(t, text)
 	var removed, pending, passes int
 	deadline := time.Now().Add(2 * time.Minute)
 	for len(env.scan(t)) < 2*n {
-		res, err := h.RemoveOrphans(ctx, store, table.OrphanOptions{OlderThan: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		ageData(t, dataDir)
+		res, err := h.RemoveOrphans(ctx, store, table.OrphanOptions{OlderThan: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,4 +278,22 @@ func TestCompactionDiesOrphansRemoved(t *testing.T) {
 	}
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 	t.Logf("%d removals while the sink ran: %d files removed, %d uploads spared as waiting for their commit", passes, removed, pending)
+}
+
+// ageData makes every file under dir two hours old.
+func ageData(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Now().Add(-2 * time.Hour)
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // a file renamed or removed meanwhile
+		}
+		if err := os.Chtimes(p, old, old); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
