@@ -143,7 +143,7 @@ func (c *Config) Redacted() string {
 		for i, p := range t.PartitionBy {
 			parts[i] = p.String()
 		}
-		root.add("table", yMap(
+		tbl := yMap(
 			"format", yStr(t.Format),
 			"catalog", cat,
 			"namespace", yStr(t.Namespace),
@@ -151,7 +151,11 @@ func (c *Config) Redacted() string {
 			"commit_interval", yDuration(t.CommitInterval),
 			"partition_by", yStrs(parts),
 			"format_version", yInt(int64(t.FormatVersion)),
-		))
+		)
+		if t.Maintenance != nil {
+			tbl.add("maintenance", t.Maintenance.node())
+		}
+		root.add("table", tbl)
 	}
 
 	var b bytes.Buffer

@@ -44,6 +44,10 @@ type Table struct {
 	// variant (Iceberg's variant type).
 	// Defaults to 2, or 3 when format.type is variant.
 	FormatVersion int
+	// Maintenance is the upkeep of the tables inside the daemon
+	// (maintenance).
+	// Defaults to nil: off.
+	Maintenance *Maintenance
 }
 
 // Catalog is the table.catalog section.
@@ -104,7 +108,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "maintenance"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token"}
 )
 
@@ -169,6 +173,9 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	}
 	if s.intValue("format_version", &t.FormatVersion, 2, 3) && c.Format.Type == "variant" && t.FormatVersion < 3 {
 		s.fail("format_version", "format.type variant needs 3: the variant type is new in Iceberg format version 3")
+	}
+	if ms := s.optional("maintenance", maintenanceKeys); ms != nil {
+		t.Maintenance = d.maintenance(ms, c, t)
 	}
 	return t
 }

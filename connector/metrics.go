@@ -30,6 +30,9 @@ func ServeMetrics(listen string, s *Sink, log *slog.Logger) (addr string, stop f
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(s.collector())
+	if m := s.maintenanceCollector(); m != nil {
+		reg.MustRegister(m)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

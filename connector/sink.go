@@ -260,6 +260,9 @@ func (s *Sink) Run(ctx context.Context) error {
 	helpers.Go(func() { s.mux.run(rctx) })
 	if s.tables != nil {
 		helpers.Go(func() { s.tables.run(rctx) })
+		if s.tables.maint != nil {
+			helpers.Go(func() { s.tables.maint.run(ctx) })
+		}
 	}
 	s.abortStale(ctx)
 	for ctx.Err() == nil {

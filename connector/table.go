@@ -36,6 +36,8 @@ type tables struct {
 
 	mu      sync.Mutex
 	byTopic map[string]*tableCommitter
+
+	maint *maintainer // nil without table.maintenance
 }
 
 // tableCommitter collects the files of one table and commits them.
@@ -115,6 +117,7 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 		return nil, nil
 	}
 	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
+	t.maint = newMaintainer(t)
 	for _, topic := range c.Kafka.Topics {
 		if _, err := t.forTopic(ctx, topic); err != nil {
 			cat.Close()

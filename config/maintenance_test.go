@@ -1,0 +1,116 @@
+package config
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMaintenance reads table.maintenance: absent is off, present takes
+// each key's default, and the issue's example sets every key as written.
+func TestMaintenance(t *testing.T) {
+	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
+	tbl := func(s string) string { return base + "table: {format: iceberg, namespace: n, " + cat + s + "}\n" }
+	for _, tc := range []struct {
+		name, text string
+		want       *Maintenance
+	}{
+		{"absent", tbl(""), nil},
+		{"null", tbl(", maintenance: null"), nil},
+		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 256 << 20, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
+		{"issue", tbl(", maintenance: {compact_every: 1h, target_file_size: 256MiB, expire_snapshots_older_than: 7d, keep_snapshots: 100, remove_orphans_older_than: 3d}"),
+			&Maintenance{time.Hour, 256 << 20, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
+		{"every key", tbl(", maintenance: {compact_every: 10m, target_file_size: 64MB, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, remove_orphans_older_than: 90m}"),
+			&Maintenance{10 * time.Minute, 64_000_000, 36 * time.Hour, 5, 90 * time.Minute}},
+		{"short schedule", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {compact_every: 2s, remove_orphans_older_than: 64s}}\n",
+			&Maintenance{2 * time.Second, 256 << 20, 7 * 24 * time.Hour, 100, 64 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.Table.Maintenance, tc.want) {
+				t.Errorf("maintenance = %+v, want %+v", c.Table.Maintenance, tc.want)
+			}
+			// The logged configuration shows it, and loads back the same.
+			out := c.Redacted()
+			c2, err := Parse([]byte(out), nil)
+			if err != nil {
+				t.Fatalf("Parse(Redacted()): %v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(c2.Table.Maintenance, tc.want) {
+				t.Errorf("maintenance rendered as\n%s\nloads back as %+v", out, c2.Table.Maintenance)
+			}
+		})
+	}
+}
+
+func TestMaintenanceInvalid(t *testing.T) {
+	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
+	tbl := func(s string) string {
+		return base + "table: {format: iceberg, namespace: n, " + cat + ", maintenance: {" + s + "}}\n"
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"compact_every", tbl("compact_every: 10ms"), "table.maintenance.compact_every: must be at least 1s"},
+		{"target", tbl("target_file_size: 1KiB"), "table.maintenance.target_file_size: must be at least 1MiB"},
+		{"days", tbl("expire_snapshots_older_than: 7days"), `table.maintenance.expire_snapshots_older_than: want a duration like 7d, 36h or 90m, got "7days"`},
+		{"keep", tbl("keep_snapshots: 0"), "table.maintenance.keep_snapshots: "},
+		// The defaults: commit_interval 30s, rotate.interval 10m.
+		{"orphans too young", tbl("remove_orphans_older_than: 21m"),
+			"table.maintenance.remove_orphans_older_than: 21m is too short: a file may be committed up to table.commit_interval (30s) after its upload, and uploaded again up to rotate.interval (10m) after a restart; want at least 22m"},
+		{"orphans no interval", base + "rotate: {interval: 0, records: 10}\ntable: {format: iceberg, namespace: n, " + cat + ", maintenance: {remove_orphans_older_than: 12h}}\n",
+			"want at least 1d"},
+		{"orphans just short", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {remove_orphans_older_than: 63s}}\n",
+			"want at least 64s"},
+		{"unknown", tbl("expire_every: 1h"), "table.maintenance.expire_every: unknown key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{in: "7d", want: 7 * 24 * time.Hour},
+		{in: "3d12h", want: 84 * time.Hour},
+		{in: "0d", want: 0},
+		{in: "36h", want: 36 * time.Hour},
+		{in: "90m", want: 90 * time.Minute},
+		{in: "d", bad: true},
+		{in: "1d-1h", bad: true},
+		{in: "1.5d", bad: true},
+		{in: "99999999999d", bad: true},
+	} {
+		got, err := ParseAge(tc.in)
+		if (err != nil) != tc.bad || !tc.bad && got != tc.want {
+			t.Errorf("ParseAge(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+}
+
+// TestDocsCoverMaintenance: docs/configuration.md documents every key of
+// table.maintenance.
+func TestDocsCoverMaintenance(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range maintenanceKeys {
+		if !strings.Contains(string(doc), "`table.maintenance."+k+"`") {
+			t.Errorf("docs/configuration.md does not document `table.maintenance.%s`", k)
+		}
+	}
+}
