@@ -1072,6 +1072,9 @@ func TestDeployGrafanaDashboard(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\bd\("([a-z0-9_]+)"`).FindAllSubmatch(sources, -1) {
 		exported["pqsink_"+string(m[1])] = true
 	}
+	for _, m := range regexp.MustCompile(`NewDesc\(\s*"(pqsink_[a-z0-9_]+)"`).FindAllSubmatch(sources, -1) {
+		exported[string(m[1])] = true
+	}
 	histograms := map[string]bool{}
 	for _, m := range regexp.MustCompile(`Name:\s*"(pqsink_[a-z0-9_]+)"`).FindAllSubmatch(sources, -1) {
 		exported[string(m[1])] = true
