@@ -186,6 +186,9 @@ func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (i
 	if v, ok := stateValue(tbl); ok {
 		props[SummaryState] = v
 	}
+	if h.beforeSwap != nil {
+		h.beforeSwap()
+	}
 	tx := tbl.NewTransaction()
 	// A rewrite (operation replace): readers of the table's changes know
 	// that no record came or went.
