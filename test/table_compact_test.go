@@ -9,12 +9,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/table"
 )
 
 // TestTableCompact lands a topic of 12 partitions in a table as many small
@@ -205,4 +209,106 @@ func checkCompactedFile(t *testing.T, db *duckdb.DB, path string) {
 	if got, want := fmt.Sprint(res.Value(0, "c")), fmt.Sprintf("%d/%d", n, n); got != want {
 		t.Errorf("%s: DuckDB counts %s rows/distinct offsets, want %s", path, got, want)
 	}
+}
+
+// TestCompactKilled kills `pqsink compact` (SIGKILL) after it uploaded its
+// files and before its table commit, which a held write lock on the
+// SQLite catalog makes wait: the table is unchanged, exact, and orphan
+// removal then deletes the files the compaction left, and nothing else.
+func TestCompactKilled(t *testing.T) {
+	const partitions, n = 3, 3000
+	ctx := context.Background()
+	env := newTableEnv(t, "killedcompact")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "kc", "1s", 100)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+	before := env.load(t).CurrentSnapshot().SnapshotID
+	cfgPath := filepath.Join(t.TempDir(), "pqsink.yaml")
+	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the catalog's write lock: the compaction reads the table,
+	// merges and uploads, then waits at its commit.
+	db, _ := env.openCatalog(t)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pqsinkBinary(t), "compact", "--config", cfgPath, "--quiet", "--older-than", "0s", "--min-input-files", "2", "--target-file-size", "1MiB")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(strings.TrimPrefix(env.warehouse, "file://"), "kafka", env.topic, "data")
+	deadline := time.Now().Add(time.Minute)
+	var left []string
+	for len(left) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		left, _ = filepath.Glob(filepath.Join(dir, "*", "compacted-*.parquet"))
+	}
+	time.Sleep(200 * time.Millisecond) // at its commit, waiting for the lock
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if len(left) == 0 {
+		t.Fatal("the compaction uploaded no file within a minute")
+	}
+	if after := env.load(t).CurrentSnapshot().SnapshotID; after != before {
+		t.Fatalf("the killed compaction changed the table (snapshot %d, was %d)", after, before)
+	}
+	truth := readTopic(t, broker.Brokers, env.topic, partitions)
+	env.check(t, truth)
+
+	// Orphan removal (with no age, as if long after) deletes exactly what
+	// the compaction left; the table still reads the same.
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := table.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	h, err := cat.Existing(ctx, []string{"kafka", env.topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(ctx, env.warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res, err := h.RemoveOrphans(ctx, store, table.OrphanOptions{OlderThan: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dataOrphans []string
+	for _, k := range res.Orphans {
+		if strings.Contains(k, "/data/") {
+			dataOrphans = append(dataOrphans, filepath.Base(k))
+		}
+	}
+	for _, k := range dataOrphans {
+		if !strings.HasPrefix(k, "compacted-") {
+			t.Errorf("orphan removal deleted %s, which the compaction did not write", k)
+		}
+	}
+	if len(dataOrphans) != len(left) {
+		t.Errorf("orphan removal deleted the data files %v; the compaction left %d", dataOrphans, len(left))
+	}
+	if still, _ := filepath.Glob(filepath.Join(dir, "*", "compacted-*.parquet")); len(still) != 0 {
+		t.Errorf("files of the killed compaction are still there: %v", still)
+	}
+	env.check(t, truth)
 }
