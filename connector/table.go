@@ -105,12 +105,8 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 		// A check creates, adopts and evolves nothing: it says whether
 		// the sink would be able to.
 		defer cat.Close()
-		want := make([]string, len(c.Table.PartitionBy))
-		for i, p := range c.Table.PartitionBy {
-			want[i] = p.String()
-		}
 		for _, topic := range c.Kafka.Topics {
-			if err := cat.Check(ctx, c.Table.TableName(topic), create, want); err != nil {
+			if err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c)); err != nil {
 				return nil, err
 			}
 		}
@@ -125,6 +121,16 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 		}
 	}
 	return t, nil
+}
+
+// partitionSpec is table.partition_by as a table's spec is written
+// (table.Handle.PartitionBy).
+func partitionSpec(c *config.Config) []string {
+	spec := make([]string, len(c.Table.PartitionBy))
+	for i, p := range c.Table.PartitionBy {
+		spec[i] = p.String()
+	}
+	return spec
 }
 
 // tableSettings refuses what the sink cannot do with a table yet.
@@ -219,11 +225,7 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	// The files' paths follow table.partition_by, so that a file holds one
 	// partition tuple of the table: an adopted table partitioned otherwise
 	// would get files that hold several.
-	want := make([]string, len(c.Table.PartitionBy))
-	for i, p := range c.Table.PartitionBy {
-		want[i] = p.String()
-	}
-	if got := h.PartitionBy(); !slices.Equal(got, want) {
+	if got, want := h.PartitionBy(), partitionSpec(c); !slices.Equal(got, want) {
 		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", h.Name(), got, want)
 	}
 	url := strings.TrimSuffix(c.Store.URL, "/")

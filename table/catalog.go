@@ -197,7 +197,7 @@ func (k *Catalog) Location(name string) string {
 func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Handle, error) {
 	ident := append(k.namespace(), name)
 	what := strings.Join(ident, ".")
-	h := &Handle{k: k, cat: k.cat, ident: ident, name: what, warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	h := k.handle(ident)
 	for _, p := range k.cfg.PartitionBy {
 		h.partitionBy = append(h.partitionBy, p.String())
 	}
@@ -226,6 +226,11 @@ func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Ha
 	return h, nil
 }
 
+// handle is a Handle of the table ident, before it is created or adopted.
+func (k *Catalog) handle(ident itable.Identifier) *Handle {
+	return &Handle{k: k, cat: k.cat, ident: ident, name: strings.Join(ident, "."), warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+}
+
 // Existing returns the handle of the table ident (its namespace levels,
 // then its name), which must exist: it is never created, and the handle
 // has no schema (see Fit). The error wraps ErrNoSuchTable when the table is
@@ -239,7 +244,7 @@ func (k *Catalog) Existing(ctx context.Context, ident []string) (*Handle, error)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", what, err)
 	}
-	h := &Handle{k: k, cat: k.cat, ident: ident, name: what, warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	h := k.handle(ident)
 	if err := h.adopt(tbl); err != nil {
 		return nil, fmt.Errorf("table %s: %w", what, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	itable "github.com/apache/iceberg-go/table"
 
@@ -107,14 +108,27 @@ var errNotEvolvable = errors.New("not an allowed schema evolution")
 // adds, the types it widens) when the result accepts s: an update that
 // would not be enough is not made at all.
 func (h *Handle) evolve(ctx context.Context, tbl *itable.Table, s *schema.Schema) (*itable.Table, error) {
-	version := tbl.Metadata().Version()
+	tx := tbl.NewTransaction()
+	is, err := unionHolds(tx, tbl.Metadata().Version(), s)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.UpdateSchema(true, false).UnionByNameWith(is).Commit(); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
+}
+
+// unionHolds tries, on tx's table (of format version), the union by name of
+// its schema and s's,
+// and returns s as an Iceberg schema when the union accepts s, or
+// errNotEvolvable. Nothing is staged on tx: an UpdateSchema runs its
+// operations on each Apply, so the caller commits with one of its own.
+func unionHolds(tx *itable.Transaction, version int, s *schema.Schema) (*iceberg.Schema, error) {
 	is, err := icebergSchema(s, version)
 	if err != nil {
 		return nil, errNotEvolvable
 	}
-	tx := tbl.NewTransaction()
-	// An UpdateSchema runs its operations on each Apply: the trial and the
-	// commit each get their own.
 	trial, err := tx.UpdateSchema(true, false).UnionByNameWith(is).Apply()
 	if err != nil {
 		return nil, errNotEvolvable
@@ -122,10 +136,7 @@ func (h *Handle) evolve(ctx context.Context, tbl *itable.Table, s *schema.Schema
 	if _, err := withFieldIDs(s, trial, version); err != nil {
 		return nil, errNotEvolvable
 	}
-	if err := tx.UpdateSchema(true, false).UnionByNameWith(is).Commit(); err != nil {
-		return nil, err
-	}
-	return tx.Commit(ctx)
+	return is, nil
 }
 
 // Check says, without changing anything, whether the sink could write s
@@ -154,7 +165,7 @@ func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, part
 	case err != nil:
 		return fmt.Errorf("table %s: %w", what, err)
 	}
-	h := &Handle{k: k, cat: k.cat, ident: ident, name: what}
+	h := k.handle(ident)
 	if err := h.adopt(tbl); err != nil {
 		return fmt.Errorf("table %s: %w", what, err)
 	}
@@ -164,20 +175,11 @@ func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, part
 	if s == nil {
 		return nil
 	}
-	version := tbl.Metadata().Version()
-	_, mismatch := withFieldIDs(s, tbl.Schema(), version)
+	_, mismatch := withFieldIDs(s, tbl.Schema(), tbl.Metadata().Version())
 	if mismatch == nil {
 		return nil
 	}
-	is, err := icebergSchema(s, version)
-	if err != nil {
-		return fmt.Errorf("table %s: %w", what, mismatch)
-	}
-	trial, err := tbl.NewTransaction().UpdateSchema(true, false).UnionByNameWith(is).Apply()
-	if err != nil {
-		return fmt.Errorf("table %s: %w", what, mismatch)
-	}
-	if _, err := withFieldIDs(s, trial, version); err != nil {
+	if _, err := unionHolds(tbl.NewTransaction(), tbl.Metadata().Version(), s); err != nil {
 		return fmt.Errorf("table %s: %w", what, mismatch)
 	}
 	return nil

@@ -271,24 +271,7 @@ func TestCompactKilled(t *testing.T) {
 
 	// Orphan removal (with no age, as if long after) deletes exactly what
 	// the compaction left; the table still reads the same.
-	cfg, err := config.Parse([]byte(text), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := table.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	h, err := cat.Existing(ctx, []string{"kafka", env.topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := objstore.Open(ctx, env.warehouse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	h, store := env.handle(t, text)
 	res, err := h.RemoveOrphans(ctx, store, table.OrphanOptions{OlderThan: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +294,30 @@ func TestCompactKilled(t *testing.T) {
 		t.Errorf("files of the killed compaction are still there: %v", still)
 	}
 	env.check(t, truth)
+}
+
+// handle opens the table of e with the sink's configuration text, and the
+// warehouse's store, for the test's life.
+func (e *tableEnv) handle(t *testing.T, text string) (*table.Handle, objstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := table.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	h, err := cat.Existing(ctx, []string{"kafka", e.topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(ctx, e.warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return h, store
 }

@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/compact"
-	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -204,24 +202,7 @@ func TestCompactionDiesOrphansRemoved(t *testing.T) {
 	env.waitRows(t, n, 2*time.Minute)
 	stop()
 
-	cfg, err := config.Parse([]byte(text), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := table.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	h, err := cat.Existing(ctx, []string{"kafka", env.topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := objstore.Open(ctx, env.warehouse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	h, store := env.handle(t, text)
 	before := env.load(t).CurrentSnapshot().SnapshotID
 
 	cctx, cancel := context.WithCancel(ctx)
