@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/internal/memlimit"
 	"github.com/pqsink/pqsink/internal/version"
 )
 
@@ -66,7 +66,10 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		return err
 	}
 	defer sink.Close()
-	applyMemoryLimit(cfg.Memory.Limit)
+	// The runtime collects garbage harder as the process nears
+	// memory.limit: the sink's buffers stay within the budget, and so
+	// should the garbage between collections.
+	memlimit.Set(cfg.Memory.Limit)
 	log.Info("pqsink starting", "version", version.Version, "build", version.Build(), "config", *configFile,
 		"group", cfg.Kafka.Group, "store", cfg.Store.URL, "format", cfg.Format.Type)
 	log.Debug("effective configuration", "config", cfg.Redacted())
@@ -110,13 +113,4 @@ func newLogger(c config.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-// applyMemoryLimit makes the Go runtime collect garbage harder as the heap
-// nears memory.limit, unless GOMEMLIMIT says otherwise: the sink's buffers
-// stay within the budget, and so should the garbage between collections.
-func applyMemoryLimit(limit int64) {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && limit > 0 {
-		debug.SetMemoryLimit(limit)
-	}
 }

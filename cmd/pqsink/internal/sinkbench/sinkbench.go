@@ -36,6 +36,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/memlimit"
 )
 
 // Options configure a run.
@@ -234,10 +235,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		// As `pqsink run` does: the Go heap's soft limit is the budget.
-		debug.SetMemoryLimit(cfg.Memory.Limit)
-	}
+	memlimit.Set(cfg.Memory.Limit) // as `pqsink run` does
 	// What the process allocated before (loading the broker, package
 	// initialization: iceberg-go's alone is 32 MB) is garbage the sink
 	// does not hold: give it back first, so the peak is the sink's.
