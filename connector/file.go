@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +50,7 @@ type openFile struct {
 	buf         *fileBuffers
 	sinceCheck  int   // rows since the row group size was last checked
 	sinceBytes  int64 // bytes of record values since then
+	reserved    bool  // the row group's buffers were grown to its target
 }
 
 // newFileBuffers builds the buffers of a schema.
@@ -87,6 +89,7 @@ func (f *openFile) flushHeld(pool *writerPool) error {
 		return fmt.Errorf("%s: row group: %w", f.key, err)
 	}
 	f.buf.g.Reset()
+	f.reserved = false
 	return nil
 }
 
@@ -144,10 +147,16 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 type writerPool struct {
 	opts  []writer.Option
 	slots chan struct{} // encoding slots: a row group or a footer being written
-	mem   *budget       // counts the idle writers' memory
+	mem   *budget       // counts the idle writers' memory and the scratch
 
-	mu   sync.Mutex
-	idle []pooledWriter // most recently put last
+	// scratch is the working memory of encoding, shared by all writers:
+	// as many sets as row groups are encoded at once, where writers of
+	// their own kept one per column of every open file.
+	scratch *writer.Scratch
+
+	mu      sync.Mutex
+	idle    []pooledWriter // most recently put last
+	counted int64          // of the scratch, in the budget
 }
 
 type pooledWriter struct {
@@ -161,7 +170,9 @@ type pooledWriter struct {
 const maxIdleWriters = 16
 
 func newWriterPool(opts []writer.Option, slots int, mem *budget) *writerPool {
-	return &writerPool{opts: opts, slots: make(chan struct{}, slots), mem: mem}
+	scratch := writer.NewScratch()
+	opts = append(slices.Clip(opts), writer.SharedScratch(scratch))
+	return &writerPool{opts: opts, slots: make(chan struct{}, slots), mem: mem, scratch: scratch}
 }
 
 // encode runs fn, which encodes a row group or a footer, in an encoding
@@ -174,7 +185,21 @@ func (p *writerPool) encode(fn func() error) error {
 	defer func() { <-p.slots }()
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
-	return <-done
+	err := <-done
+	p.countScratch()
+	return err
+}
+
+// countScratch brings the budget up to date with what the scratch holds.
+func (p *writerPool) countScratch() {
+	p.mu.Lock()
+	n := p.scratch.Held()
+	d := n - p.counted
+	p.counted = n
+	p.mu.Unlock()
+	if d != 0 {
+		p.mem.add(d)
+	}
 }
 
 // get returns a writer of schema s that starts a file on out.

@@ -34,12 +34,13 @@ type chunkWriter struct {
 	dict       dictionary
 
 	pages  []pageRange
-	idx    []int32
-	levels []byte
-	values []byte
-	header []byte
 	bounds bounds
 	hashes map[uint64]struct{}
+
+	// The working memory of the chunk being encoded, borrowed from the
+	// writer's Scratch for the chunk's time only; nil between chunks.
+	*chunkScratch
+	scratch *Scratch
 
 	uncompressed int64 // of the chunk being written, page headers included
 
@@ -47,20 +48,10 @@ type chunkWriter struct {
 	buf  chunkBuffer     // the chunk, encoded in parallel, until it is written
 	took time.Duration   // how long the last chunk took to encode in parallel, to schedule the next
 
-	// ranks orders a byte-array dictionary's entries, so that the bounds
-	// of a dictionary-encoded page come from comparing integers; nil when
-	// there is no such dictionary.
-	ranks     []int32
-	rankOrder []int32
-
-	// The dictionary page as a trial compressed it, to write as is.
-	dictPage      []byte
+	// The dictionary page as a trial compressed it (in dictPage), to
+	// write as is.
 	dictPageSize  int
 	dictPageReady bool
-
-	// page is the data page being written, encoded and compressed; alt is
-	// where a trial encodes the next option before it is compared.
-	page, alt encodedPage
 
 	// plan is how the pages of the chunk being written are encoded, and
 	// last is the plan of the previous chunk, which the next one starts
@@ -170,9 +161,6 @@ func newChunkWriter(leaf *schema.Node, cfg *config, codecs *Codecs) (*chunkWrite
 		return nil, err
 	}
 	cw.codec = codec
-	if cw.useDict {
-		cw.dict = newDictionary(leaf.Physical, int(leaf.Length))
-	}
 	return cw, nil
 }
 
@@ -353,6 +341,19 @@ func cutRequiredBytes(offsets []uint32, first, hi, pageSize int) (int, error) {
 
 // writeChunk encodes column c of a row group and writes it to out.
 func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta.ColumnChunk, pageIndex, error) {
+	cw.chunkScratch = cw.scratch.get()
+	if cw.useDict {
+		cw.dict = cw.chunkScratch.dictionary(cw.leaf.Physical, int(cw.leaf.Length))
+	}
+	defer func() {
+		cw.scratch.put(cw.chunkScratch, cw.keepScratch())
+		cw.chunkScratch, cw.dict = nil, nil
+	}()
+	return cw.encodeChunk(out, c)
+}
+
+// encodeChunk is writeChunk with the scratch in place.
+func (cw *chunkWriter) encodeChunk(out *countingWriter, c *rowgroup.Column) (meta.ColumnChunk, pageIndex, error) {
 	var err error
 	cw.pages, err = planPages(cw.pages, c, cw.cfg.pageSize, cw.cfg.pageRowLimit, cw.cfg.pageVersion == 1 && !cw.cfg.pageIndex)
 	if err != nil {
@@ -467,7 +468,6 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 	if cw.bounds.borrowed {
 		cw.bounds = bounds{} // points into c
 	}
-	cw.trim()
 	if !cw.plan.fixed {
 		cw.last = cw.plan
 		if cw.plan.first > 0 {
@@ -507,26 +507,6 @@ func (cw *chunkWriter) writeChunk(out *countingWriter, c *rowgroup.Column) (meta
 		ix.column = colIndex
 	}
 	return meta.ColumnChunk{FileOffset: start, MetaData: md}, ix, nil
-}
-
-// trim lets go of scratch buffers that a chunk of huge values grew past
-// what ordinary pages need: a sink keeps its writers pooled, and one huge
-// record must not leave each of them holding hundreds of megabytes.
-// Buffers within keepScratch stay, so that ordinary chunks allocate
-// nothing.
-func (cw *chunkWriter) trim() {
-	keep := cw.keepScratch()
-	for _, b := range []*[]byte{&cw.values, &cw.levels, &cw.header, &cw.dictPage, &cw.page.data, &cw.alt.data} {
-		if cap(*b) > keep {
-			*b = nil
-		}
-	}
-	if 4*cap(cw.idx) > keep {
-		cw.idx = nil
-	}
-	if cw.dict != nil && cw.dict.held() > int64(keep) {
-		cw.dict = newDictionary(cw.leaf.Physical, int(cw.leaf.Length)) // rebuilt by every chunk anyway
-	}
 }
 
 // keepScratch is the capacity a scratch buffer keeps between chunks: four

@@ -38,7 +38,8 @@ type config struct {
 	sizeStatistics bool
 	adaptive       bool
 	bloomMaxBytes  int
-	codecs         *Codecs // nil: the writer's own
+	codecs         *Codecs  // nil: the writer's own
+	scratch        *Scratch // nil: the writer's own
 	parallelism    int
 }
 

@@ -50,6 +50,9 @@ type Writer struct {
 	keyValues []meta.KeyValue // this file's, from SetKeyValue
 	closed    bool
 	err       error // sticky: a failed write leaves the file unusable
+
+	scratch    *Scratch // what chunks borrow their working memory from
+	ownScratch bool     // not shared: Held counts it
 }
 
 // New starts a Parquet file for schema s on w, writing the leading magic.
@@ -70,11 +73,16 @@ func New(w io.Writer, s *schema.Schema, opts ...Option) (*Writer, error) {
 	if codecs == nil {
 		codecs = NewCodecs()
 	}
+	wr.scratch = cfg.scratch
+	if wr.scratch == nil {
+		wr.scratch, wr.ownScratch = NewScratch(), true
+	}
 	for _, leaf := range s.Leaves() {
 		cw, err := newChunkWriter(leaf, &wr.cfg, codecs)
 		if err != nil {
 			return nil, fmt.Errorf("writer: column %s: %w", leaf.PathString(), err)
 		}
+		cw.scratch = wr.scratch
 		wr.columns = append(wr.columns, cw)
 	}
 	if err := wr.write([]byte(magic)); err != nil {
