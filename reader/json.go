@@ -83,11 +83,11 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		return v.appendBytesJSON(dst, l)
 	case KindList:
 		dst = append(dst, '[')
-		for i, e := range v.elems {
+		for i := range v.Len() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = e.AppendJSON(dst)
+			dst = v.Index(i).AppendJSON(dst)
 		}
 		return append(dst, ']')
 	case KindGroup:
