@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"unsafe"
 
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/meta"
@@ -134,6 +135,50 @@ func (c *ChunkReader) Release() {
 	c.mem.set("", &c.held, 0)
 }
 
+// takeScratch decodes n PLAIN byte arrays in src into v in place, when
+// src lies in the decompression buffer: v takes the buffer over, and its
+// own becomes the next decompression buffer.
+func (c *ChunkReader) takeScratch(v *Values, src []byte, n int) bool {
+	if len(src) == 0 || v.Type != meta.TypeByteArray {
+		return false
+	}
+	buf := c.scratch[:cap(c.scratch)]
+	if len(buf) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(src)))
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	if start < base || start+uintptr(len(src)) > base+uintptr(len(buf)) {
+		return false // src is the chunk's bytes, read uncompressed
+	}
+	old := v.Data[:0]
+	if !v.plainInPlace(src, n) {
+		return false
+	}
+	if v.shared {
+		old = nil
+	}
+	c.scratch = old
+	return true
+}
+
+// dropLarge lets go of a window or a decompression buffer larger than
+// chunkWindow once the page they held is decoded: the values are copies, so
+// a page of one huge value would otherwise be held three times (read,
+// decompressed, decoded) until the chunk ends.
+func (c *ChunkReader) dropLarge() {
+	if cap(c.buf) <= chunkWindow && cap(c.scratch) <= chunkWindow {
+		return
+	}
+	if cap(c.buf) > chunkWindow {
+		c.buf, c.winOff = nil, 0
+	}
+	if cap(c.scratch) > chunkWindow {
+		c.scratch = nil
+	}
+	c.reserve("", 0) // a smaller charge always fits
+}
+
 // window returns the n bytes of the chunk at chunk offset off, reading a
 // new window when the current one does not hold them.
 func (c *ChunkReader) window(off, n int) ([]byte, error) {
@@ -194,6 +239,7 @@ func (c *ChunkReader) Next() (*Page, error) {
 			if err := c.readDictionary(h, body); err != nil {
 				return nil, c.errorf(off, err)
 			}
+			c.dropLarge()
 		case meta.PageData, meta.PageDataV2:
 			if err := c.readData(h, body, off); err != nil {
 				return nil, c.errorf(off, err)
@@ -201,6 +247,7 @@ func (c *ChunkReader) Next() (*Page, error) {
 			c.pageNum++
 			c.dataPages++
 			c.decoded++
+			c.dropLarge()
 			return &c.page, nil
 		}
 		// Index pages and page types from the future carry nothing this
@@ -352,8 +399,10 @@ func (c *ChunkReader) readDictionary(h *meta.PageHeader, body []byte) error {
 	if err := c.reserve(fmt.Sprintf("a dictionary of %d values", n), c.dict.decodedSize(n, int64(len(data)))); err != nil {
 		return err
 	}
-	if err := c.dict.decode(encoding.Plain{}, data, n); err != nil {
-		return fmt.Errorf("%w: dictionary: %w", ErrCorrupt, err)
+	if !c.takeScratch(&c.dict, data, n) {
+		if err := c.dict.decode(encoding.Plain{}, data, n); err != nil {
+			return fmt.Errorf("%w: dictionary: %w", ErrCorrupt, err)
+		}
 	}
 	if err := c.reserve("a dictionary", 0); err != nil {
 		return err
@@ -549,6 +598,10 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 	if err := c.reserve(fmt.Sprintf("%d values", n), v.decodedSize(n, dataSize)-v.capacity()); err != nil {
 		return err
 	}
+	if enc == meta.EncodingPlain && c.takeScratch(v, src, n) {
+		return c.reserve("the values of a page", 0)
+	}
+	v.grow(n, dataSize)
 	if err := v.decode(e, src, n); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

@@ -119,7 +119,7 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	b := v.bytes
 	switch l.Kind {
 	case schema.String, schema.Enum, schema.JSON:
-		return jsontext.AppendString(dst, string(b))
+		return jsontext.AppendStringBytes(dst, b)
 	case schema.Decimal:
 		if checkDecimal(b, l.Precision) == nil {
 			return appendDecimal(dst, signedBig(b), l.Scale)
@@ -176,7 +176,7 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 			}
 			k := v.elems[i]
 			if k.kind == KindBytes {
-				dst = jsontext.AppendString(dst, string(k.bytes))
+				dst = jsontext.AppendStringBytes(dst, k.bytes)
 			} else {
 				// A null key breaks the MAP rules; render it, don't hide it.
 				dst = jsontext.AppendString(dst, string(k.AppendJSON(nil)))

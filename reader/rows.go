@@ -517,6 +517,12 @@ func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) (Value, error) {
 				return Value{}, fmt.Errorf("reader: row group %d, row %d, column %s: %w: %w", r.RowGroup(), r.row, n.PathString(), ErrCorrupt, err)
 			}
 		}
+		if len(v.bytes) >= bigValue && vals.Type == meta.TypeByteArray {
+			// A large value is not copied: the record refers to the
+			// page's buffer, which the next page does not reuse.
+			vals.shared = true
+			return v, r.charge("a record's values", int64(len(v.bytes)))
+		}
 		if err := r.growArena(len(v.bytes)); err != nil {
 			return Value{}, err
 		}
@@ -526,6 +532,10 @@ func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) (Value, error) {
 	}
 	return v, nil
 }
+
+// bigValue is the size from which a record refers to a byte array value
+// in its page instead of copying it to the record's arena.
+const bigValue = 1 << 20
 
 // growArena makes room for n more bytes in the record's arena, counting
 // them against the budget.
