@@ -3,7 +3,6 @@ package reader
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 	"unsafe"
 
 	"github.com/pqsink/pqsink/meta"
@@ -255,8 +254,11 @@ func growPacked[T any](r *Rows, s []T, extra, hint int) ([]T, error) {
 	if err := r.mem.check("a record's list", int64(c-old)*size); err != nil {
 		return s, fmt.Errorf("reader: row group %d, row %d: %d list elements: %w", r.RowGroup(), r.row, len(s), err)
 	}
-	s = slices.Grow(s, c-len(s))
-	return s, r.charge("a record's list", int64(cap(s)-old)*size)
+	// Exactly c: slices.Grow would round up by append's rule, up to a
+	// quarter more.
+	grown := make([]T, len(s), c)
+	copy(grown, s)
+	return grown, r.charge("a record's list", int64(c-old)*size)
 }
 
 // reservePacked sizes a new list for what the page holds of it.
