@@ -2,8 +2,6 @@ package reader
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -11,46 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pqsink/pqsink/convert"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/writer"
 )
-
-// convertLines writes the JSON Lines that lines produces with pqsink
-// convert's engine, zstd-compressed, and opens the file.
-func convertLines(t testing.TB, schemaText string, maxRecord int64, lines func(w *bufio.Writer)) *File {
-	t.Helper()
-	pr, pw := io.Pipe()
-	go func() {
-		w := bufio.NewWriterSize(pw, 1<<20)
-		lines(w)
-		pw.CloseWithError(w.Flush())
-	}()
-	var out bytes.Buffer
-	_, err := convert.Run(context.Background(), pr, &out, convert.Options{
-		Schema:         schema.MustParse(schemaText),
-		Writer:         []writer.Option{writer.Compression(meta.CodecZstd, 0)},
-		MaxRecordBytes: maxRecord,
-	})
-	pr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Open(bytes.NewReader(out.Bytes()), int64(out.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-const hugeListSchema = `message m {
-  optional group tags (LIST) {
-    repeated group list {
-      optional binary element (STRING);
-    }
-  }
-}`
 
 // hugeListLen is the length of the list of TestHugeListDefaultBudget: a
 // list of this many short strings was refused under the default budget
@@ -62,16 +23,7 @@ const hugeListLen = 5_000_000
 // elements and what the record was charged: at most twice the bytes of the
 // decoded values.
 func TestHugeListDefaultBudget(t *testing.T) {
-	f := convertLines(t, hugeListSchema, 128<<20, func(w *bufio.Writer) {
-		w.WriteString(`{"tags":[`)
-		for i := range hugeListLen {
-			if i > 0 {
-				w.WriteByte(',')
-			}
-			fmt.Fprintf(w, `"s%d"`, i)
-		}
-		w.WriteString("]}\n{\"tags\":[\"a\",null,\"b\"]}\n")
-	})
+	f := convertLines(t, hugeListSchema, 128<<20, hugeListLines(hugeListLen))
 	rows, err := f.Rows()
 	if err != nil {
 		t.Fatal(err)
@@ -186,19 +138,7 @@ func TestPackedListCharge(t *testing.T) {
 // record, each string held three times.
 func TestLargeStringsHeld(t *testing.T) {
 	const size = 64 << 20
-	f := convertLines(t, `message m {
-  optional group m (MAP) {
-    repeated group key_value {
-      required binary key (STRING);
-      optional int32 value;
-    }
-  }
-}`, size+1<<20, func(w *bufio.Writer) {
-		s := strings.Repeat("a", size)
-		for i := range 2 {
-			fmt.Fprintf(w, "{\"m\":{\"%s%d\":%d}}\n", s, i, i)
-		}
-	})
+	f := convertLines(t, largeStringsSchema, size+1<<20, largeStringsLines(size))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
