@@ -162,23 +162,6 @@ func (c *ChunkReader) takeScratch(v *Values, src []byte, n int) bool {
 	return true
 }
 
-// dropLarge lets go of a window or a decompression buffer larger than
-// chunkWindow once the page they held is decoded: the values are copies, so
-// a page of one huge value would otherwise be held three times (read,
-// decompressed, decoded) until the chunk ends.
-func (c *ChunkReader) dropLarge() {
-	if cap(c.buf) <= chunkWindow && cap(c.scratch) <= chunkWindow {
-		return
-	}
-	if cap(c.buf) > chunkWindow {
-		c.buf, c.winOff = nil, 0
-	}
-	if cap(c.scratch) > chunkWindow {
-		c.scratch = nil
-	}
-	c.reserve("", 0) // a smaller charge always fits
-}
-
 // window returns the n bytes of the chunk at chunk offset off, reading a
 // new window when the current one does not hold them.
 func (c *ChunkReader) window(off, n int) ([]byte, error) {
@@ -239,7 +222,6 @@ func (c *ChunkReader) Next() (*Page, error) {
 			if err := c.readDictionary(h, body); err != nil {
 				return nil, c.errorf(off, err)
 			}
-			c.dropLarge()
 		case meta.PageData, meta.PageDataV2:
 			if err := c.readData(h, body, off); err != nil {
 				return nil, c.errorf(off, err)
@@ -247,7 +229,6 @@ func (c *ChunkReader) Next() (*Page, error) {
 			c.pageNum++
 			c.dataPages++
 			c.decoded++
-			c.dropLarge()
 			return &c.page, nil
 		}
 		// Index pages and page types from the future carry nothing this
