@@ -169,8 +169,12 @@ func TestLargeStringsHeld(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	held := int64(after.HeapInuse) - int64(before.HeapInuse)
 	t.Logf("%d MiB of strings: %d MiB allocated, %d MiB held", strs>>20, allocated>>20, held>>20)
-	if allocated > strs*3/2 {
-		t.Errorf("reading %d MiB of strings allocated %d MiB; want at most 1.5 times", strs>>20, allocated>>20)
+	limit := strs * 3 / 2
+	if raceEnabled {
+		limit += strs // the decompression buffer's growth, twice
+	}
+	if allocated > limit {
+		t.Errorf("reading %d MiB of strings allocated %d MiB; want at most %d MiB", strs>>20, allocated>>20, limit>>20)
 	}
 	if held > int64(strs*3/2) {
 		t.Errorf("the records hold %d MiB of heap for %d MiB of strings; want at most 1.5 times", held>>20, strs>>20)
