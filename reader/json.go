@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/big"
+	"slices"
 	"strconv"
 	"time"
 
@@ -82,6 +83,11 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case KindBytes:
 		return v.appendBytesJSON(dst, l)
 	case KindList:
+		if pl := v.packed(); pl != nil {
+			// Room for the values and their punctuation at once, rather
+			// than growing a long line step by step.
+			dst = slices.Grow(dst, int(min(pl.decodedSize(), 1<<30))+2*pl.n+2)
+		}
 		dst = append(dst, '[')
 		for i := range v.Len() {
 			if i > 0 {
