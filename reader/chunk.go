@@ -570,6 +570,15 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 			return corrupt("%d values need at least %d bytes, page has %d", n, need, len(src))
 		}
 	}
+	if enc == meta.EncodingPlain && v.Type == meta.TypeByteArray {
+		// Decoded in place, the values take no more than their offsets.
+		if err := c.reserve(fmt.Sprintf("%d values", n), 4*int64(n+1-cap(v.Offsets))); err != nil {
+			return err
+		}
+		if c.takeScratch(v, src, n) {
+			return c.reserve("the values of a page", 0)
+		}
+	}
 	dataSize := int64(len(src))
 	if enc == meta.EncodingDeltaByteArray && v.Type == meta.TypeByteArray {
 		if dataSize, err = encoding.DeltaByteArraySize(src, n); err != nil {
@@ -578,9 +587,6 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 	}
 	if err := c.reserve(fmt.Sprintf("%d values", n), v.decodedSize(n, dataSize)-v.capacity()); err != nil {
 		return err
-	}
-	if enc == meta.EncodingPlain && c.takeScratch(v, src, n) {
-		return c.reserve("the values of a page", 0)
 	}
 	v.grow(n, dataSize)
 	if err := v.decode(e, src, n); err != nil {
