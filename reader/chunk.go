@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"unsafe"
 
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/meta"
@@ -132,6 +133,33 @@ func (c *ChunkReader) reserve(what string, extra int64) error {
 func (c *ChunkReader) Release() {
 	c.buf, c.scratch, c.indices, c.page, c.dict = nil, nil, nil, Page{}, Values{}
 	c.mem.set("", &c.held, 0)
+}
+
+// takeScratch decodes n PLAIN byte arrays in src into v in place, when
+// src lies in the decompression buffer: v takes the buffer over, and its
+// own becomes the next decompression buffer.
+func (c *ChunkReader) takeScratch(v *Values, src []byte, n int) bool {
+	if len(src) == 0 || v.Type != meta.TypeByteArray {
+		return false
+	}
+	buf := c.scratch[:cap(c.scratch)]
+	if len(buf) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(src)))
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	if start < base || start+uintptr(len(src)) > base+uintptr(len(buf)) {
+		return false // src is the chunk's bytes, read uncompressed
+	}
+	old := v.Data[:0]
+	if !v.plainInPlace(src, n) {
+		return false
+	}
+	if v.shared {
+		old = nil
+	}
+	c.scratch = old
+	return true
 }
 
 // window returns the n bytes of the chunk at chunk offset off, reading a
@@ -352,8 +380,10 @@ func (c *ChunkReader) readDictionary(h *meta.PageHeader, body []byte) error {
 	if err := c.reserve(fmt.Sprintf("a dictionary of %d values", n), c.dict.decodedSize(n, int64(len(data)))); err != nil {
 		return err
 	}
-	if err := c.dict.decode(encoding.Plain{}, data, n); err != nil {
-		return fmt.Errorf("%w: dictionary: %w", ErrCorrupt, err)
+	if !c.takeScratch(&c.dict, data, n) {
+		if err := c.dict.decode(encoding.Plain{}, data, n); err != nil {
+			return fmt.Errorf("%w: dictionary: %w", ErrCorrupt, err)
+		}
 	}
 	if err := c.reserve("a dictionary", 0); err != nil {
 		return err
@@ -540,6 +570,15 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 			return corrupt("%d values need at least %d bytes, page has %d", n, need, len(src))
 		}
 	}
+	if enc == meta.EncodingPlain && v.Type == meta.TypeByteArray {
+		// Decoded in place, the values take no more than their offsets.
+		if err := c.reserve(fmt.Sprintf("%d values", n), 4*int64(n+1-cap(v.Offsets))); err != nil {
+			return err
+		}
+		if c.takeScratch(v, src, n) {
+			return c.reserve("the values of a page", 0)
+		}
+	}
 	dataSize := int64(len(src))
 	if enc == meta.EncodingDeltaByteArray && v.Type == meta.TypeByteArray {
 		if dataSize, err = encoding.DeltaByteArraySize(src, n); err != nil {
@@ -549,6 +588,7 @@ func (c *ChunkReader) decodeValues(v *Values, enc meta.Encoding, src []byte, n i
 	if err := c.reserve(fmt.Sprintf("%d values", n), v.decodedSize(n, dataSize)-v.capacity()); err != nil {
 		return err
 	}
+	v.grow(n, dataSize)
 	if err := v.decode(e, src, n); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

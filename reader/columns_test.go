@@ -35,7 +35,7 @@ func compactJSON(dst []byte, v Value) []byte {
 		return append(dst, '}')
 	case KindList:
 		dst = append(dst, '[')
-		for i, e := range v.elems {
+		for i, e := range v.List() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}

@@ -16,7 +16,9 @@
 //     resolved, in the representation of package writer/encoding.
 //   - File.Rows assembles records as trees of Value, for a projection of
 //     the columns, skipping row groups and pages that a simple predicate
-//     rules out by their statistics and page index.
+//     rules out by their statistics and page index. A list of scalars is
+//     held packed, as its pages decoded it, so that a record costs at most
+//     twice its decoded values; its elements become Values when asked for.
 //
 // A file is untrusted input. Every offset, length and count the file
 // declares is checked against the bytes that back it before it is used, so

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/pqsink/pqsink/compress"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer/encoding"
 )
 
 // fuzzSeedMax keeps seeds small enough for the fuzzer to mutate usefully.
@@ -162,4 +164,38 @@ func chunkReaderFor(f *File, leaf *schema.Node, codec meta.CompressionCodec, chu
 	var err error
 	c.codec, err = compress.New(codec)
 	return c, err
+}
+
+// FuzzPlainInPlace decodes arbitrary bytes as n PLAIN byte arrays in
+// place and checks the values against Plain's decoder: the same values,
+// or a refusal where Plain fails.
+func FuzzPlainInPlace(f *testing.F) {
+	f.Add([]byte("\x01\x00\x00\x00a\x03\x00\x00\x00bcd\x00\x00\x00\x00"), uint16(3))
+	f.Add([]byte("\x05\x00\x00\x00ab"), uint16(1))
+	f.Add([]byte("\x00\x00\x00\x00"), uint16(2))
+	f.Add([]byte{}, uint16(0))
+	f.Fuzz(func(t *testing.T, src []byte, count uint16) {
+		n := int(count)
+		want := Values{Type: meta.TypeByteArray}
+		wantErr := want.decode(encoding.Plain{}, src, n)
+		got := Values{Type: meta.TypeByteArray}
+		buf := bytes.Clone(src)
+		ok := got.plainInPlace(buf, n)
+		switch {
+		case ok && wantErr != nil:
+			t.Fatalf("in place accepted %d values that Plain refuses: %v", n, wantErr)
+		case !ok && wantErr == nil && n > 0:
+			t.Fatalf("in place refused %d values that Plain decodes", n)
+		case !ok:
+			return
+		}
+		if got.Len() != want.Len() {
+			t.Fatalf("%d values, Plain decodes %d", got.Len(), want.Len())
+		}
+		for i := range n {
+			if !bytes.Equal(got.Bytes(i), want.Bytes(i)) {
+				t.Fatalf("value %d is %q, Plain decodes %q", i, got.Bytes(i), want.Bytes(i))
+			}
+		}
+	})
 }

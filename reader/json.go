@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/big"
+	"slices"
 	"strconv"
 	"time"
 
@@ -82,12 +83,17 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case KindBytes:
 		return v.appendBytesJSON(dst, l)
 	case KindList:
+		if pl := v.packed(); pl != nil {
+			// Room for the values and their punctuation at once, rather
+			// than growing a long line step by step.
+			dst = slices.Grow(dst, int(min(pl.decodedSize(), 1<<30))+2*pl.n+2)
+		}
 		dst = append(dst, '[')
-		for i, e := range v.elems {
+		for i := range v.Len() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = e.AppendJSON(dst)
+			dst = v.Index(i).AppendJSON(dst)
 		}
 		return append(dst, ']')
 	case KindGroup:
@@ -119,7 +125,7 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	b := v.bytes
 	switch l.Kind {
 	case schema.String, schema.Enum, schema.JSON:
-		return jsontext.AppendString(dst, string(b))
+		return jsontext.AppendStringBytes(dst, b)
 	case schema.Decimal:
 		if checkDecimal(b, l.Precision) == nil {
 			return appendDecimal(dst, signedBig(b), l.Scale)
@@ -176,7 +182,7 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 			}
 			k := v.elems[i]
 			if k.kind == KindBytes {
-				dst = jsontext.AppendString(dst, string(k.bytes))
+				dst = jsontext.AppendStringBytes(dst, k.bytes)
 			} else {
 				// A null key breaks the MAP rules; render it, don't hide it.
 				dst = jsontext.AppendString(dst, string(k.AppendJSON(nil)))

@@ -64,6 +64,8 @@ type plan struct {
 	// while the leaf's entries are inserted into a record.
 	path []*plan
 	idx  []int
+	// pack, when set, says that the leaf's list is held packed.
+	pack *packing
 }
 
 // Rows iterates records of a file. It is not safe for concurrent use.
@@ -86,6 +88,7 @@ type Rows struct {
 
 	mem     *budget // the read's memory budget
 	recHeld int64   // bytes of the record being assembled, charged to mem
+	hint    packHint
 }
 
 // Rows returns an iterator over the records of the file, shaped by opts.
@@ -123,6 +126,9 @@ func (f *File) Rows(opts ...RowsOption) (*Rows, error) {
 	}
 	r.root = &plan{column: -1}
 	r.root.children = buildPlan(f.schema.Fields(), selected, nil, &r.leaves)
+	for _, l := range r.leaves {
+		l.pack = packingOf(l)
+	}
 	if r.filter != nil {
 		// The filter's column is read, whether projected or not, so that
 		// each row can be checked.
@@ -319,6 +325,9 @@ func (r *Rows) record() (Value, bool, error) {
 	}
 	if fc := r.fcol; fc != nil {
 		var v Value
+		if err := r.sizeHint(fc); err != nil {
+			return Value{}, false, err
+		}
 		err := fc.record(func(rep, def uint8, vals *Values, i int) error {
 			if i >= 0 {
 				v = leafValue(fc.leaf.node, vals, i)
@@ -346,6 +355,9 @@ func (r *Rows) record() (Value, bool, error) {
 		if c == r.fcol {
 			continue
 		}
+		if err := r.sizeHint(c); err != nil {
+			return Value{}, false, err
+		}
 		err := c.record(func(rep, def uint8, vals *Values, i int) error {
 			return r.insert(&root, c.leaf, rep, def, vals, i)
 		})
@@ -358,6 +370,20 @@ func (r *Rows) record() (Value, bool, error) {
 		return Value{}, false, fmt.Errorf("reader: row group %d, row %d: %w", r.groups[r.g], r.row, err)
 	}
 	return rec, true, nil
+}
+
+// sizeHint notes, for a packed column, what its page holds of the next
+// record.
+func (r *Rows) sizeHint(c *cursor) error {
+	r.hint = packHint{}
+	if c.leaf.pack == nil || c.hidden {
+		return nil
+	}
+	if ok, err := c.load(); err != nil || !ok {
+		return err // at the end, record says the column is short
+	}
+	r.hint.entries, r.hint.values, r.hint.data = c.extent()
+	return nil
 }
 
 // charge counts n more bytes of the record being assembled.
@@ -407,6 +433,9 @@ func newGroup(p *plan) Value {
 // repetition level at the node's depth starts a new element, one above it
 // continues the current one, and one below it restarts in a fresh list.
 func (r *Rows) insert(root *Value, leaf *plan, rep, def uint8, vals *Values, vi int) error {
+	if leaf.pack != nil {
+		return r.insertPacked(root, leaf, rep, def, vals, vi)
+	}
 	path := leaf.path
 	cur := root
 	var d, depth int
@@ -488,6 +517,12 @@ func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) (Value, error) {
 				return Value{}, fmt.Errorf("reader: row group %d, row %d, column %s: %w: %w", r.RowGroup(), r.row, n.PathString(), ErrCorrupt, err)
 			}
 		}
+		if len(v.bytes) >= bigValue && vals.Type == meta.TypeByteArray {
+			// A large value is not copied: the record refers to the
+			// page's buffer, which the next page does not reuse.
+			vals.shared = true
+			return v, r.charge("a record's values", int64(len(v.bytes)))
+		}
 		if err := r.growArena(len(v.bytes)); err != nil {
 			return Value{}, err
 		}
@@ -497,6 +532,10 @@ func (r *Rows) leafValue(n *schema.Node, vals *Values, i int) (Value, error) {
 	}
 	return v, nil
 }
+
+// bigValue is the size from which a record refers to a byte array value
+// in its page instead of copying it to the record's arena.
+const bigValue = 1 << 20
 
 // growArena makes room for n more bytes in the record's arena, counting
 // them against the budget.
@@ -516,6 +555,9 @@ func (r *Rows) growArena(n int) error {
 func (r *Rows) finish(p *plan, v Value) (Value, error) {
 	if v.kind == KindNull {
 		return v, nil
+	}
+	if pl := v.packed(); pl != nil {
+		return v, r.finishPacked(pl)
 	}
 	if p.node.Repetition == schema.Repeated && v.kind == KindList {
 		// A repeated field that no LIST or MAP claims is a list.

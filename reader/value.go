@@ -108,8 +108,11 @@ func (v Value) Double() float64 { return math.Float64frombits(v.num) }
 // Bytes returns the bytes of a KindBytes or KindInt96 value, or the value
 // bytes of a KindVariant.
 func (v Value) Bytes() []byte {
-	if v.kind == KindVariant {
+	switch v.kind {
+	case KindVariant:
 		return v.variantValue()
+	case KindList:
+		return nil // a packed list keeps its elements there
 	}
 	return v.bytes
 }
@@ -120,12 +123,51 @@ func (v Value) Int96() (b [12]byte) {
 	return b
 }
 
-// List returns the elements of a KindList value.
+// List returns the elements of a KindList value. A record holds a list of
+// scalars (a LIST of strings or numbers, a repeated primitive field) packed,
+// its values as the pages decoded them, and List builds a slice of Values
+// for it at each call; Index and Elements walk any list without allocating.
 func (v Value) List() []Value {
 	if v.kind != KindList {
 		return nil
 	}
+	if pl := v.packed(); pl != nil {
+		out := make([]Value, pl.n)
+		for i := range out {
+			out[i] = pl.at(i)
+		}
+		return out
+	}
 	return v.elems
+}
+
+// Index returns element i of a KindList value, which must be in
+// [0, Len()).
+func (v Value) Index(i int) Value {
+	if pl := v.packed(); pl != nil {
+		if i < 0 || i >= pl.n {
+			panic(fmt.Sprintf("reader: list index %d out of range [0, %d)", i, pl.n))
+		}
+		return pl.at(i)
+	}
+	if v.kind != KindList {
+		panic("reader: Index of a " + v.kind.String() + " value")
+	}
+	return v.elems[i]
+}
+
+// Elements iterates the indexes and elements of a KindList value.
+func (v Value) Elements() iter.Seq2[int, Value] {
+	return func(yield func(int, Value) bool) {
+		if v.kind != KindList {
+			return
+		}
+		for i := range v.Len() {
+			if !yield(i, v.Index(i)) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of elements of a list, entries of a map, or fields
@@ -133,6 +175,9 @@ func (v Value) List() []Value {
 func (v Value) Len() int {
 	if v.kind == KindMap {
 		return len(v.elems) / 2
+	}
+	if pl := v.packed(); pl != nil {
+		return pl.n
 	}
 	return len(v.elems)
 }

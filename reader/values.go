@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -26,6 +27,10 @@ type Values struct {
 	// bytes each.
 	Data    []byte
 	Offsets []uint32
+
+	// shared says that a record refers to Data: the next page is decoded
+	// into a new buffer rather than over it.
+	shared bool
 }
 
 // Len returns the number of values.
@@ -67,6 +72,9 @@ func (v *Values) Bytes(i int) []byte {
 
 // reset empties v, keeping its buffers, for values of type t.
 func (v *Values) reset(t meta.Type, size int) {
+	if v.shared {
+		v.Data = nil
+	}
 	*v = Values{
 		Type: t, Size: size,
 		Bool: v.Bool[:0], Int32: v.Int32[:0], Int64: v.Int64[:0], Int96: v.Int96[:0],
@@ -98,6 +106,67 @@ func minEncodedBytes(t meta.Type, size, n int) int64 {
 		return int64(size) * int64(n)
 	}
 	return 0
+}
+
+// grow makes room for n more values and data more bytes of byte array
+// data, so that decoding them does not grow the buffers step by step.
+func (v *Values) grow(n int, data int64) {
+	switch v.Type {
+	case meta.TypeBoolean:
+		v.Bool = slices.Grow(v.Bool, n)
+	case meta.TypeInt32:
+		v.Int32 = slices.Grow(v.Int32, n)
+	case meta.TypeInt64:
+		v.Int64 = slices.Grow(v.Int64, n)
+	case meta.TypeInt96:
+		v.Int96 = slices.Grow(v.Int96, n)
+	case meta.TypeFloat:
+		v.Float = slices.Grow(v.Float, n)
+	case meta.TypeDouble:
+		v.Double = slices.Grow(v.Double, n)
+	case meta.TypeByteArray:
+		v.Data = slices.Grow(v.Data, int(data))
+		v.Offsets = slices.Grow(v.Offsets, n+1)
+	case meta.TypeFixedLenByteArray:
+		v.Data = slices.Grow(v.Data, n*v.Size)
+	}
+}
+
+// plainInPlace decodes n PLAIN byte array values of src, a buffer v may
+// keep, into an empty v by moving the values over their length prefixes:
+// Data becomes the front of src, and a page of one huge value is held once
+// instead of twice. It reports false, with v unchanged, when src does not
+// hold n values; Plain's decoder then says what is wrong.
+func (v *Values) plainInPlace(src []byte, n int) bool {
+	if v.Type != meta.TypeByteArray || len(v.Offsets) != 0 || n <= 0 {
+		return false
+	}
+	pos, total := 0, 0
+	for range n {
+		if len(src)-pos < 4 {
+			return false
+		}
+		size := int(binary.LittleEndian.Uint32(src[pos:]))
+		if size > len(src)-pos-4 {
+			return false
+		}
+		pos += 4 + size
+		total += size
+	}
+	if total > math.MaxUint32 {
+		return false
+	}
+	offsets := slices.Grow(v.Offsets[:0], n+1)
+	offsets = append(offsets, 0)
+	pos, w := 0, 0
+	for range n {
+		size := int(binary.LittleEndian.Uint32(src[pos:]))
+		w += copy(src[w:], src[pos+4:pos+4+size])
+		pos += 4 + size
+		offsets = append(offsets, uint32(w))
+	}
+	v.Data, v.Offsets = src[:w], offsets
+	return true
 }
 
 // decode appends n values encoded with enc in src to v.

@@ -58,7 +58,8 @@ func budgetRefusal(t *testing.T, r childResult) {
 }
 
 // listSchema is a LIST of optional int32, whose null elements cost two
-// bits of run-length encoded levels each, and a Value each once read.
+// bits of run-length encoded levels each, and a bit each once read (a
+// record holds a list of scalars packed).
 const listSchema = `message m {
   optional group l (LIST) {
     repeated group list {
@@ -67,41 +68,70 @@ const listSchema = `message m {
   }
 }`
 
+// stringListSchema is a LIST of strings, whose empty elements cost four
+// bytes each once read.
+const stringListSchema = `message m {
+  optional group l (LIST) {
+    repeated group list {
+      optional binary element (STRING);
+    }
+  }
+}`
+
 // nullListPages returns pages pages of perPage null elements each, all of
 // one record: the record spans every page.
 func nullListPages(pages, perPage int) []forgedPage {
+	return listPages(pages, perPage, 2, nil)
+}
+
+// listPages returns pages pages of perPage list elements of definition
+// level def and PLAIN values, all of one record.
+func listPages(pages, perPage int, def uint64, values []byte) []forgedPage {
 	var out []forgedPage
 	for i := range pages {
 		rep := rleRun(perPage, 1, 1)
 		if i == 0 {
 			rep = append(rleRun(1, 0, 1), rleRun(perPage-1, 1, 1)...)
 		}
-		out = append(out, forgedPage{n: int32(perPage), rep: rep, def: rleRun(perPage, 2, 2), enc: meta.EncodingPlain})
+		out = append(out, forgedPage{n: int32(perPage), rep: rep, def: rleRun(perPage, def, 2), values: values, enc: meta.EncodingPlain})
 	}
 	return out
 }
 
-// TestHostileRecordAcrossPages reads one record of null list elements
-// spread over pages of 4 Mi levels each: a 200-byte file that once took
-// 6 GB. Under a 64 MiB budget it is refused, with RSS bounded by the
-// budget, not by the 12 Mi elements the file declares.
+// TestHostileRecordAcrossPages reads one record of list elements spread
+// over pages of 4 Mi levels each, in files of a few kilobytes. Empty
+// strings, four bytes each once read, are refused under a 64 MiB budget,
+// with RSS bounded by the budget, not by the 12 Mi elements the file
+// declares. Null elements, a bit each, are read under it (they once took
+// 6 GB, then a refusal).
 func TestHostileRecordAcrossPages(t *testing.T) {
-	data := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(3, 4<<20)}})
+	const perPage = 4 << 20
+	data := forge(t, stringListSchema, 1, []forgedColumn{{codec: meta.CodecZstd, pages: listPages(3, perPage, 3, make([]byte, 4*perPage))}})
+	if len(data) > 16<<10 {
+		t.Fatalf("forged file is %d bytes", len(data))
+	}
+	r := runChild(t, nil, "inspect", "rows", "--max-memory", "64MiB", writeTemp(t, "strings.parquet", data))
+	budgetRefusal(t, r)
+	if r.peakRSS > rssBase(t)+4*64*mib {
+		t.Errorf("peak RSS %d MiB for a 64 MiB budget", r.peakRSS/mib)
+	}
+	data = forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(3, perPage)}})
 	if len(data) > 400 {
 		t.Fatalf("forged file is %d bytes", len(data))
 	}
-	path := writeTemp(t, "list.parquet", data)
-	r := runChild(t, nil, "inspect", "rows", "--max-memory", "64MiB", path)
-	budgetRefusal(t, r)
+	r = runChild(t, nil, "inspect", "rows", "--json", "--max-memory", "64MiB", writeTemp(t, "list.parquet", data))
+	if r.code != 0 || strings.Count(r.stdout, "null") != 3*perPage {
+		t.Fatalf("exit %d, %d nulls: %s", r.code, strings.Count(r.stdout, "null"), r.stderr)
+	}
 	if r.peakRSS > rssBase(t)+4*64*mib {
 		t.Errorf("peak RSS %d MiB for a 64 MiB budget", r.peakRSS/mib)
 	}
 	// The same shape at a size the budget holds is read: a budget, not a
 	// cap on what a record may be.
-	small := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(3, 50_000)}})
+	small := forge(t, stringListSchema, 1, []forgedColumn{{codec: meta.CodecZstd, pages: listPages(3, 50_000, 3, make([]byte, 4*50_000))}})
 	r = runChild(t, nil, "inspect", "rows", "--json", "--max-memory", "64MiB", writeTemp(t, "small.parquet", small))
-	if r.code != 0 || strings.Count(r.stdout, "null") != 150_000 {
-		t.Fatalf("exit %d, %d nulls: %s", r.code, strings.Count(r.stdout, "null"), r.stderr)
+	if r.code != 0 || strings.Count(r.stdout, `""`) != 150_000 {
+		t.Fatalf("exit %d, %d empty strings: %s", r.code, strings.Count(r.stdout, `""`), r.stderr)
 	}
 }
 
