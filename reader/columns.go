@@ -204,6 +204,7 @@ type jnode struct {
 	key      *ColumnCursor
 	render   leafRender       // jLeaf: how the value renders
 	sv       *shreddedVariant // jShredded: its state (columns_shredded.go)
+	ts       tsCache          // renderTimestamp: the last minute written
 }
 
 // leafRender selects a leaf's rendering: the common types straight from
@@ -523,7 +524,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			dst = strconv.AppendInt(dst, vals.Int64[i], 10)
 			return dst, c.Advance()
 		case renderDouble:
-			dst = jsontext.AppendFloat(dst, vals.Double[i], 64)
+			dst = appendDouble(dst, vals.Double[i])
 			return dst, c.Advance()
 		case renderBool:
 			dst = strconv.AppendBool(dst, vals.Bool[i])
@@ -533,7 +534,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			return dst, c.Advance()
 		case renderTimestamp:
 			l := c.leaf.Logical
-			dst = appendTimestamp(dst, unitTime(vals.Int64[i], l.Unit), l.Unit, l.UTC)
+			dst = n.ts.append(dst, vals.Int64[i], l.Unit, l.UTC)
 			return dst, c.Advance()
 		}
 		v := c.Value()
