@@ -225,7 +225,7 @@ $.tags[*] string
 $.items[*].sku string
 $.items[*].qty int32`,
 		"array-top": `$[*] int64`,
-		"decimal":   `$.price decimal(9,2)
+		"decimal": `$.price decimal(9,2)
 $.at timestamp`,
 	}
 	for name, text := range shapes {
