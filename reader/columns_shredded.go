@@ -1,8 +1,11 @@
 package reader
 
 import (
+	"bytes"
 	"fmt"
+	"unsafe"
 
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
 )
@@ -22,6 +25,9 @@ type shreddedVariant struct {
 	b        variant.Builder
 	meta     []byte // the rebuilt Variant's metadata and value, reused
 	val      []byte
+	lastMeta []byte           // a copy of the last metadata parsed
+	m        variant.Metadata // its view, when parsed
+	parsed   bool
 }
 
 // vpair is a value/typed_value pair: the top of a VARIANT, a field of a
@@ -40,6 +46,7 @@ type vtyped struct {
 	first      *ColumnCursor
 	leaves     []*ColumnCursor
 	leaf       *ColumnCursor // a primitive
+	str        bool          // leaf is a STRING
 	fields     []vfield      // an object
 	elem       *vpair        // an array
 	elemDef    uint8         // definition level of a present element
@@ -130,6 +137,7 @@ func buildTyped(n *schema.Node, byCol map[int]*ColumnCursor) (*vtyped, error) {
 			return unsupported(err.Error()) // Rows reports it
 		}
 		t.leaf = byCol[n.Column]
+		t.str = n.Physical == meta.TypeByteArray && n.Logical.Kind == schema.String
 	case n.Logical.Kind == schema.List:
 		el := n.ListElement()
 		if el == nil || len(n.Fields) != 1 || el.IsLeaf() || el.Repetition == schema.Repeated && el != n.Fields[0] {
@@ -186,10 +194,19 @@ func (a *JSONAssembler) shredded(dst []byte, n *jnode) ([]byte, error) {
 		}
 		return out, skip(n)
 	}
-	m, err := variant.ParseMetadata(mb)
-	if err != nil {
-		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	// Records of one shape mostly have the same metadata: the last one
+	// parsed is kept, in a copy, since the view aliases its bytes.
+	if !sv.parsed || !bytes.Equal(mb, sv.lastMeta) {
+		sv.parsed = false
+		sv.lastMeta = append(sv.lastMeta[:0], mb...)
+		m, err := variant.ParseMetadata(sv.lastMeta)
+		if err != nil {
+			return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+		}
+		sv.m, sv.parsed = m, true
 	}
+	m := sv.m
+	var err error
 	b := &sv.b
 	b.Reset()
 	if _, err := shreddedPair(b, m, sv.top); err != nil {
@@ -246,7 +263,12 @@ func shreddedPair(b *variant.Builder, m variant.Metadata, p *vpair) (bool, error
 		if hasValue {
 			return false, fmt.Errorf("%s: both value and typed_value are set", t.node.PathString())
 		}
-		if err := writeTyped(b, t.leaf.Value()); err != nil {
+		if t.str {
+			// Builder.String only reads the string: a view of the page
+			// saves a copy per value.
+			v := t.leaf.Bytes()
+			b.String(unsafe.String(unsafe.SliceData(v), len(v)))
+		} else if err := writeTyped(b, t.leaf.Value()); err != nil {
 			return false, err
 		}
 		return true, advanceAll(p.leaves)
@@ -288,7 +310,7 @@ func shreddedPair(b *variant.Builder, m variant.Metadata, p *vpair) (bool, error
 			if err != nil {
 				return false, err
 			}
-			b.Key(string(name))
+			b.Key(unsafe.String(unsafe.SliceData(name), len(name))) // Key copies it
 			b.Value(fv)
 		}
 	}
