@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	}
 	r.producer = o.Producer
 	if r.producer == nil {
-		if r.producer, err = newWriter(&cfg.Kafka, o); err != nil {
+		if r.producer, err = newProducer(&cfg.Kafka, o); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -168,13 +168,10 @@ func openStore(ctx context.Context, from string, c *config.Store) (objstore.Stor
 	return s, nil
 }
 
-// samePartition sends each message to the partition number it came from.
-type samePartition struct{}
-
-func (samePartition) Balance(msg kafka.Message, _ ...int) int { return msg.Partition }
-
-// newWriter makes the kafka-go Writer of the target topic.
-func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
+// newProducer makes the producer of the target topic: for records that
+// keep their partition number, a partitionProducer; for --partitioning
+// hash, kafka-go's Writer with the murmur2 balancer.
+func newProducer(k *config.Kafka, o Options) (Producer, error) {
 	mech, err := kafkaauth.SASL(k.SASL)
 	if err != nil {
 		return nil, err
@@ -183,25 +180,33 @@ func newWriter(k *config.Kafka, o Options) (*kafka.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bal kafka.Balancer = samePartition{}
+	transport := &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second}
 	if o.KeyHash {
-		bal = &kafka.Murmur2Balancer{}
+		return newWriter(k, o, transport), nil
 	}
+	// kafka-go's Writer's defaults: 10 attempts, backoff 100 ms to 1 s,
+	// 10 s per request.
+	return &partitionProducer{client: &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport}, transport: transport,
+		topic: o.Topic, maxAttempts: 10, backoffMin: 100 * time.Millisecond, backoffMax: time.Second, timeout: 10 * time.Second}, nil
+}
+
+// newWriter makes the kafka-go Writer of the target topic for
+// --partitioning hash: each message to murmur2 of its key.
+func newWriter(k *config.Kafka, o Options, transport *kafka.Transport) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:     kafka.TCP(k.Brokers...),
 		Topic:    o.Topic,
-		Balancer: bal,
+		Balancer: &kafka.Murmur2Balancer{},
 		// kafka-go allocates room for BatchSize messages per record batch,
 		// and BatchBytes cuts batches of the reference records at about
 		// 4,500: a larger BatchSize only zeroes memory that is not used.
 		BatchSize:    min(o.BatchRecords, 2048),
-		BatchBytes:   1 << 20, // a record batch; brokers refuse more by default (message.max.bytes)
+		BatchBytes:   maxRequestBytes,
 		BatchTimeout: time.Millisecond,
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  10,
-		Transport: &topicMetadataCache{RoundTripper: &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second},
-			topic: o.Topic},
-	}, nil
+		Transport:    &topicMetadataCache{RoundTripper: transport, topic: o.Topic},
+	}
 }
 
 // topicMetadataCache answers the metadata requests for the target topic
@@ -255,14 +260,11 @@ func (c *topicMetadataCache) RoundTrip(ctx context.Context, addr net.Addr, req p
 // checkTarget checks that the target topic exists with the partitions the
 // sources need, when records keep their partition number.
 func (r *Replayer) checkTarget(ctx context.Context, parts []*partitionPlan) error {
-	w, ok := r.producer.(*kafka.Writer)
+	pp, ok := r.producer.(*partitionProducer)
 	if !ok || r.opts.KeyHash {
 		return nil
 	}
-	client := &kafka.Client{Addr: w.Addr, Transport: w.Transport, Timeout: 30 * time.Second}
-	if c, ok := w.Transport.(*topicMetadataCache); ok {
-		client.Transport = c.RoundTripper
-	}
+	client := &kafka.Client{Addr: pp.client.Addr, Transport: pp.transport, Timeout: 30 * time.Second}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{r.opts.Topic}})
 	if err != nil {
 		return fmt.Errorf("replay: target topic %s: %w", r.opts.Topic, err)
