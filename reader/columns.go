@@ -518,10 +518,10 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 		vals, i := &c.page.Values, c.vi
 		switch n.render {
 		case renderInt32:
-			dst = strconv.AppendInt(dst, int64(vals.Int32[i]), 10)
+			dst = appendInt(dst, int64(vals.Int32[i]))
 			return dst, c.Advance()
 		case renderInt64:
-			dst = strconv.AppendInt(dst, vals.Int64[i], 10)
+			dst = appendInt(dst, vals.Int64[i])
 			return dst, c.Advance()
 		case renderDouble:
 			dst = appendDouble(dst, vals.Double[i])

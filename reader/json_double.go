@@ -2,7 +2,6 @@ package reader
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/pqsink/pqsink/internal/jsontext"
 )
@@ -56,12 +55,12 @@ const (
 // integer part, and for k > 0 a point and k decimals.
 func appendFixed(dst []byte, u uint64, k int, p uint64) []byte {
 	if k == 0 {
-		return strconv.AppendUint(dst, u, 10)
+		return appendUint(dst, u)
 	}
-	dst = strconv.AppendUint(dst, u/p, 10)
+	dst = appendUint(dst, u/p)
 	// The decimals, zeros in front, as the digits of p+u%p but its 1.
 	at := len(dst)
-	dst = strconv.AppendUint(dst, p+u%p, 10)
+	dst = appendUint(dst, p+u%p)
 	dst[at] = '.'
 	return dst
 }
