@@ -71,3 +71,26 @@ func tenTo(n int) uint64 {
 	}
 	return p
 }
+
+// appendDigitsInPlace appends the n lowest decimal digits of v, zeros in
+// front, as appendDigits does, without its copy.
+func appendDigitsInPlace(dst []byte, v uint64, n int) []byte {
+	at := len(dst)
+	if cap(dst)-at < n {
+		dst = append(dst, make([]byte, n)...)
+	} else {
+		dst = dst[:at+n]
+	}
+	out := dst[at : at+n]
+	i := n
+	for ; i >= 2; i -= 2 {
+		q := v / 100
+		r := v - q*100
+		out[i-2], out[i-1] = digitPairs[2*r], digitPairs[2*r+1]
+		v = q
+	}
+	if i == 1 {
+		out[0] = byte('0' + v%10)
+	}
+	return dst
+}

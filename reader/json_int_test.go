@@ -38,3 +38,19 @@ func TestAppendInt(t *testing.T) {
 		t.Fatalf("MaxUint64: got %s", got)
 	}
 }
+
+// TestAppendDigitsInPlace compares appendDigitsInPlace with appendDigits
+// for every width the timestamps use and values with leading zeros.
+func TestAppendDigitsInPlace(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 6, 9} {
+		for _, v := range []int{0, 1, 9, 10, 99, 100, 12345, 999999, 123456789, 5, 50, 505} {
+			v %= int(tenTo(n))
+			for _, dst := range [][]byte{nil, []byte("x"), make([]byte, 1, 32)} {
+				want := string(appendDigits(append([]byte(nil), dst...), v, n))
+				if got := string(appendDigitsInPlace(dst, uint64(v), n)); got != want {
+					t.Fatalf("%d in %d digits: got %q, want %q", v, n, got, want)
+				}
+			}
+		}
+	}
+}

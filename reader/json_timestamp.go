@@ -60,7 +60,7 @@ func (c *tsCache) append(dst []byte, x int64, u schema.TimeUnit, utc bool) []byt
 	}
 	dst = append(dst, c.prefix[:]...)
 	dst = append(dst, byte('0'+s/10), byte('0'+s%10), '.')
-	dst = appendDigits(dst, int(frac), digits)
+	dst = appendDigitsInPlace(dst, uint64(frac), digits)
 	if utc {
 		dst = append(dst, 'Z')
 	}
