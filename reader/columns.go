@@ -530,7 +530,7 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			dst = strconv.AppendBool(dst, vals.Bool[i])
 			return dst, c.Advance()
 		case renderString:
-			dst = jsontext.AppendStringBytes(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
+			dst = appendJSONString(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
 			return dst, c.Advance()
 		case renderTimestamp:
 			l := c.leaf.Logical
