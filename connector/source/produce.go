@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ type partitionProducer struct {
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	timeout     time.Duration // of one request
+	log         *slog.Logger
 }
 
 // maxRequestBytes bounds the records of one produce request: brokers
@@ -96,6 +98,8 @@ func (p *partitionProducer) produce(ctx context.Context, records *messageRecords
 		if !retriable(err) || ctx.Err() != nil {
 			return err
 		}
+		p.log.Warn("produce request failed; trying again", "topic", p.topic, "partition", part,
+			"records", len(msgs), "attempt", attempt+1, "of", p.maxAttempts, "err", err)
 	}
 	return err
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/pqsink/pqsink/config"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -156,5 +159,83 @@ func TestPartitionProducer(t *testing.T) {
 					part, i, g.key, g.value, g.headers, g.time, w.key, w.value, w.headers, w.time)
 			}
 		}
+	}
+}
+
+// TestPartitionProducerRetries makes the broker answer the first produce
+// request with a retriable error (NOT_LEADER_OR_FOLLOWER) or one that is
+// not (TOPIC_AUTHORIZATION_FAILED): the first is tried again and its
+// records land once, with a warning logged; the second fails at once.
+func TestPartitionProducerRetries(t *testing.T) {
+	tests := []struct {
+		name      string
+		code      int16
+		wantErr   bool
+		wantCalls int
+	}{
+		{"retriable", 6, false, 2},
+		{"fatal", 29, true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := kafkatest.Start(t, 1, "t")
+			calls, failed := 0, false
+			cluster.Kfake().ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				cluster.Kfake().KeepControl()
+				calls++
+				if failed && !tc.wantErr {
+					return nil, nil, false // the broker's own answer
+				}
+				failed = true
+				req := kreq.(*kmsg.ProduceRequest)
+				resp := req.ResponseKind().(*kmsg.ProduceResponse)
+				for _, rt := range req.Topics {
+					st := kmsg.NewProduceResponseTopic()
+					st.Topic = rt.Topic
+					for _, rp := range rt.Partitions {
+						sp := kmsg.NewProduceResponseTopicPartition()
+						sp.Partition = rp.Partition
+						sp.ErrorCode = tc.code
+						st.Partitions = append(st.Partitions, sp)
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
+				return resp, nil, true
+			})
+			var logged bytes.Buffer
+			p, err := newProducer(&config.Kafka{Brokers: cluster.Brokers}, Options{Topic: "t", Log: slog.New(slog.NewTextHandler(&logged, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			pp := p.(*partitionProducer)
+			pp.backoffMin = time.Millisecond
+			msgs := []kafka.Message{{Value: []byte("a")}, {Value: []byte("b")}}
+			err = p.WriteMessages(context.Background(), msgs...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if calls != tc.wantCalls {
+				t.Errorf("%d produce requests, want %d", calls, tc.wantCalls)
+			}
+			if tc.wantErr {
+				return
+			}
+			if !strings.Contains(logged.String(), "trying again") {
+				t.Errorf("no retry logged: %q", logged.String())
+			}
+			got := readPartition(t, cluster.Brokers, "t", 0, 2)
+			if string(got[0].value) != "a" || string(got[1].value) != "b" {
+				t.Errorf("records %q %q, want a b", got[0].value, got[1].value)
+			}
+			res, err := (&kafka.Client{Addr: kafka.TCP(cluster.Brokers...)}).ListOffsets(context.Background(), &kafka.ListOffsetsRequest{
+				Topics: map[string][]kafka.OffsetRequest{"t": {kafka.LastOffsetOf(0)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := res.Topics["t"][0].LastOffset; last != 2 {
+				t.Errorf("partition ends at offset %d, want 2: the records landed once", last)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pqsink/pqsink/internal/kafkaauth"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -184,10 +185,15 @@ func newProducer(k *config.Kafka, o Options) (Producer, error) {
 	if o.KeyHash {
 		return newWriter(k, o, transport), nil
 	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	// kafka-go's Writer's defaults: 10 attempts, backoff 100 ms to 1 s,
 	// 10 s per request.
 	return &partitionProducer{client: &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport}, transport: transport,
-		topic: o.Topic, maxAttempts: 10, backoffMin: 100 * time.Millisecond, backoffMax: time.Second, timeout: 10 * time.Second}, nil
+		topic: o.Topic, maxAttempts: 10, backoffMin: 100 * time.Millisecond, backoffMax: time.Second, timeout: 10 * time.Second,
+		log: log}, nil
 }
 
 // newWriter makes the kafka-go Writer of the target topic for
