@@ -28,6 +28,10 @@ type shreddedVariant struct {
 	lastMeta []byte           // a copy of the last metadata parsed
 	m        variant.Metadata // its view, when parsed
 	parsed   bool
+	// The same for the metadata the Builder writes.
+	builtMeta   []byte
+	built       variant.Metadata
+	builtParsed bool
 }
 
 // vpair is a value/typed_value pair: the top of a VARIANT, a field of a
@@ -216,8 +220,23 @@ func (a *JSONAssembler) shredded(dst []byte, n *jnode) ([]byte, error) {
 	if err != nil {
 		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 	}
+	// variant.AppendJSON(dst, sv.meta, sv.val), with the metadata the
+	// Builder wrote parsed once for the records that give the same.
+	if !sv.builtParsed || !bytes.Equal(sv.meta, sv.builtMeta) {
+		sv.builtParsed = false
+		sv.builtMeta = append(sv.builtMeta[:0], sv.meta...)
+		bm, err := variant.ParseMetadata(sv.builtMeta)
+		if err != nil {
+			return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+		}
+		sv.built, sv.builtParsed = bm, true
+	}
+	rv, err := variant.NewWithMetadata(sv.built, sv.val)
+	if err != nil {
+		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	}
 	start := len(dst)
-	out, err := variant.AppendJSON(dst, sv.meta, sv.val)
+	out, err := rv.AppendJSON(dst)
 	if err != nil {
 		return dst[:start], fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 	}
