@@ -150,11 +150,12 @@ func compareSources(t *testing.T, path string) []string {
 	return values
 }
 
-// TestColumnarLegacyLists replays legacy two-level lists and bare repeated
-// fields through the columnar path, record by record as reader.Rows does.
-func TestColumnarLegacyLists(t *testing.T) {
-	// Legacy shapes pass only the reader's lenient schema rules: the
-	// message is parsed with the envelope written out beside them.
+// legacyListSchema is a payload of legacy two-level lists and bare
+// repeated fields beside the envelope. Legacy shapes pass only the reader's
+// lenient schema rules: the message is parsed with the envelope written
+// out beside them.
+func legacyListSchema(t testing.TB) *schema.Schema {
+	t.Helper()
 	env, err := schema.New("e", rowgroup.EnvelopeNode())
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +175,32 @@ func TestColumnarLegacyLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// shreddedSchema is a VARIANT payload shredded by shape (see
+// variant.ParseShapePaths) beside the envelope.
+func shreddedSchema(t testing.TB, shapeText string) *schema.Schema {
+	t.Helper()
+	shape, err := rowgroup.ParseVariantShape(shapeText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := rowgroup.VariantNode("payload", schema.Optional, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schema.New("m", node, rowgroup.EnvelopeNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestColumnarLegacyLists replays legacy two-level lists and bare repeated
+// fields through the columnar path, record by record as reader.Rows does.
+func TestColumnarLegacyLists(t *testing.T) {
+	s := legacyListSchema(t)
 	values := []string{
 		`{"tags":["a","b\"c"],"pts":[{"x":1,"y":"q"},{"x":2}],"one":[{"v":5},{}],"req":[1,2],"nested":[[1,2],[],[3]],"three":[[1.5],null,[]],"nums":[1,2,3],"items":[{"name":"n","w":[1.5,2]},{"name":"m"}]}`,
 		`{"req":[]}`,
@@ -230,18 +257,7 @@ $.at timestamp`,
 	}
 	for name, text := range shapes {
 		t.Run(name, func(t *testing.T) {
-			shape, err := rowgroup.ParseVariantShape(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			node, err := rowgroup.VariantNode("payload", schema.Optional, shape)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := schema.New("m", node, rowgroup.EnvelopeNode())
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := shreddedSchema(t, text)
 			var all []string
 			for i := range 30 {
 				all = append(all, values[i%len(values)])
