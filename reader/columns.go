@@ -20,8 +20,8 @@ import (
 // value.
 
 // ErrNotColumnar is wrapped by the error of NewJSONAssembler for a shape the
-// columnar assembler does not handle (a shredded VARIANT, a map whose keys
-// are not strings, a legacy list shape); Rows reads those.
+// columnar assembler does not handle (a map whose keys are not strings, a
+// shredded VARIANT whose typed_value Rows would refuse); Rows reads those.
 var ErrNotColumnar = errors.New("reader: shape not supported by the columnar assembler")
 
 // ColumnCursor walks the entries of one leaf column chunk, page after page:
@@ -202,7 +202,9 @@ type jnode struct {
 	rrep     uint8  // jList, jMap: repetition level of the repeated group
 	optional bool   // the node is optional
 	key      *ColumnCursor
-	render   leafRender // jLeaf: how the value renders
+	render   leafRender       // jLeaf: how the value renders
+	sv       *shreddedVariant // jShredded: its state (columns_shredded.go)
+	ts       tsCache          // renderTimestamp: the last minute written
 }
 
 // leafRender selects a leaf's rendering: the common types straight from
@@ -243,8 +245,9 @@ func renderOf(n *schema.Node) leafRender {
 // JSONAssembler writes the records of a row group as JSON straight from
 // column cursors: the form of Value.AppendJSON, except that absent and null
 // fields of a group are left out rather than written as null. It handles
-// groups, leaves of every type, three-level LIST, MAP with string keys,
-// bare repeated fields and unshredded VARIANT; for any other shape
+// groups, leaves of every type, LIST (three-level and the legacy
+// two-level shapes), MAP with string keys, bare repeated fields and VARIANT,
+// shredded or not; for any other shape
 // NewJSONAssembler fails with ErrNotColumnar.
 type JSONAssembler struct {
 	fields  []*jnode
@@ -341,9 +344,12 @@ func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
 		}
 		return j, nil
 	case n.Logical.Kind == schema.Variant:
+		if n.Field("typed_value") != nil {
+			return buildShredded(j, n, byCol)
+		}
 		if len(n.Fields) != 2 || n.Field("metadata") == nil || n.Field("value") == nil ||
 			!n.Field("metadata").IsLeaf() || !n.Field("value").IsLeaf() {
-			return unsupported("a shredded VARIANT")
+			return unsupported("a VARIANT group of other fields")
 		}
 		j.kind = jVariant
 		// leaves in schema order; make leaves[0] the metadata.
@@ -353,14 +359,19 @@ func buildJNode(n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
 		return j, nil
 	case n.Logical.Kind == schema.List:
 		el := n.ListElement()
-		if el == nil || el == n.Fields[0] {
-			return unsupported("a list not in the three-level shape")
+		if el == nil {
+			return unsupported("a list without an element")
 		}
 		r := n.Fields[0]
 		j.kind, j.rdef, j.rrep = jList, uint8(r.MaxDef), uint8(r.MaxRep)
 		e, err := buildJNode(el, byCol)
 		if err != nil {
 			return nil, err
+		}
+		if el == r && e.kind == jRepeat {
+			// Two-level: the repeated field is the element, one
+			// occurrence of it per item.
+			e = e.elem
 		}
 		j.elem = e
 	case n.Logical.Kind == schema.Map || n.HasLegacy && n.Legacy == meta.ConvertedMapKeyValue:
@@ -507,23 +518,23 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 		vals, i := &c.page.Values, c.vi
 		switch n.render {
 		case renderInt32:
-			dst = strconv.AppendInt(dst, int64(vals.Int32[i]), 10)
+			dst = appendInt(dst, int64(vals.Int32[i]))
 			return dst, c.Advance()
 		case renderInt64:
-			dst = strconv.AppendInt(dst, vals.Int64[i], 10)
+			dst = appendInt(dst, vals.Int64[i])
 			return dst, c.Advance()
 		case renderDouble:
-			dst = jsontext.AppendFloat(dst, vals.Double[i], 64)
+			dst = appendDouble(dst, vals.Double[i])
 			return dst, c.Advance()
 		case renderBool:
 			dst = strconv.AppendBool(dst, vals.Bool[i])
 			return dst, c.Advance()
 		case renderString:
-			dst = jsontext.AppendStringBytes(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
+			dst = appendJSONString(dst, vals.Data[vals.Offsets[i]:vals.Offsets[i+1]])
 			return dst, c.Advance()
 		case renderTimestamp:
 			l := c.leaf.Logical
-			dst = appendTimestamp(dst, unitTime(vals.Int64[i], l.Unit), l.Unit, l.UTC)
+			dst = n.ts.append(dst, vals.Int64[i], l.Unit, l.UTC)
 			return dst, c.Advance()
 		}
 		v := c.Value()
@@ -540,6 +551,8 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 			return dst, err
 		}
 		return append(dst, '}'), nil
+	case jShredded:
+		return a.shredded(dst, n)
 	case jVariant:
 		m, v := n.leaves[0], n.leaves[1]
 		if !m.HasValue() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,8 +20,10 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -189,4 +192,121 @@ func BenchmarkReplayAvro(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkReplayShapes measures reading and encoding the payload shapes
+// that reader.Rows alone used to read: the reference events as a VARIANT
+// shredded by a shape (its nested score left in the residual object), and
+// as typed columns with legacy two-level lists; each through the columnar
+// path and through reader.Rows, in the same run.
+func BenchmarkReplayShapes(b *testing.B) {
+	gen := events.New(1, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	const n = 50000
+	values := make([]string, n)
+	for i := range values {
+		values[i] = string(gen.Append(nil))
+	}
+	shape, err := rowgroup.ParseVariantShape(`$.id int64
+$.ts string
+$.user string
+$.country string
+$.amount decimal(9,2)
+$.tags[*] string
+$.payload.session string
+$.payload.nested.level int32
+$.payload.nested.flag boolean`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vnode, err := rowgroup.VariantNode("event", schema.Required, shape)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vs, err := schema.New("m", vnode, rowgroup.EnvelopeNode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	env, err := schema.New("e", rowgroup.EnvelopeNode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	envText := strings.TrimSuffix(strings.TrimSpace(env.String()), "}")
+	envText = envText[strings.Index(envText, "{")+1:]
+	ls, err := schema.Parse(`message m {
+  required int64 id;
+  required int64 ts (TIMESTAMP(MICROS,true));
+  required binary user (STRING);
+  required binary country (STRING);
+  required double amount;
+  optional group tags (LIST) { repeated binary tags_tuple (STRING); }
+  required group payload {
+    required binary session (STRING);
+    required group nested { required int32 level; required boolean flag; required double score; }
+  }
+` + envText + "}")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		s       *schema.Schema
+		payload func(*rowgroup.RowGroup) (rowgroup.Payload, error)
+	}{
+		{"shredded-variant", vs, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) { return rowgroup.NewVariantShredder(g) }},
+		{"legacy-list", ls, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) { return rowgroup.NewJSONShredder(g) }},
+	} {
+		path := writePayloadFile(b, b.TempDir(), c.s, c.payload, values, n)
+		osf, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := osf.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := reader.Open(osf, st.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &fileStream{f: f, kind: valueJSON, tsPerMilli: 1, payload: f.Schema().Fields()[:1]}
+		s.unwrap = s.payload[0].Logical.Kind == schema.Variant
+		if c.name == "legacy-list" {
+			s.payload = f.Schema().Fields()[:len(f.Schema().Fields())-1]
+		}
+		for _, p := range []struct {
+			name string
+			open func(*fileStream, int) (rowSource, error)
+		}{{"columnar", newColumnSource}, {"rows", newRowsSource}} {
+			b.Run(c.name+"/path="+p.name, func(b *testing.B) {
+				bt := &batch{}
+				b.ReportAllocs()
+				for b.Loop() {
+					src, err := p.open(s, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for {
+						ok, err := src.next()
+						if err != nil {
+							b.Fatal(err)
+						}
+						if !ok {
+							break
+						}
+						if len(bt.msgs) == 10000 {
+							bt.reset()
+						}
+						bt.msgs = append(bt.msgs, kafka.Message{})
+						if err := src.emit(bt, &bt.msgs[len(bt.msgs)-1]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					src.release()
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+		osf.Close()
+	}
 }

@@ -444,7 +444,8 @@ func TestReplayOriginalBytes(t *testing.T) {
 }
 
 // TestPartitioning: by default a message goes to the partition it came
-// from; with KeyHash, to murmur2 of its key.
+// from (the partitionProducer sends each to its Partition: see
+// TestPartitionProducer); with KeyHash, to murmur2 of its key.
 func TestPartitioning(t *testing.T) {
 	tests := []struct {
 		keyHash bool
@@ -457,13 +458,21 @@ func TestPartitioning(t *testing.T) {
 		{true, "a", 5, int((&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte("a")}, 0, 1, 2, 3, 4, 5, 6, 7))},
 	}
 	for _, tc := range tests {
-		w, err := newWriter(&config.Kafka{Brokers: []string{"127.0.0.1:1"}}, Options{Topic: "t", KeyHash: tc.keyHash})
+		p, err := newProducer(&config.Kafka{Brokers: []string{"127.0.0.1:1"}}, Options{Topic: "t", KeyHash: tc.keyHash})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := w.Balancer.Balance(kafka.Message{Key: []byte(tc.key), Partition: tc.from}, 0, 1, 2, 3, 4, 5, 6, 7)
+		got := -1
+		switch w := p.(type) {
+		case *kafka.Writer:
+			got = w.Balancer.Balance(kafka.Message{Key: []byte(tc.key), Partition: tc.from}, 0, 1, 2, 3, 4, 5, 6, 7)
+		case *partitionProducer:
+			if !tc.keyHash {
+				got = tc.from
+			}
+		}
 		if got != tc.want {
-			t.Errorf("keyHash %v, key %q from partition %d: partition %d, want %d", tc.keyHash, tc.key, tc.from, got, tc.want)
+			t.Errorf("keyHash %v (%T), key %q from partition %d: partition %d, want %d", tc.keyHash, p, tc.key, tc.from, got, tc.want)
 		}
 	}
 }

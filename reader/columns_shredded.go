@@ -1,0 +1,378 @@
+package reader
+
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/variant"
+)
+
+// The columnar assembler's shredded VARIANT: the Variant of each record is
+// rebuilt from its value and typed_value columns, as Rows rebuilds it
+// (finishVariant), but straight from the column cursors, with one Builder
+// and two buffers reused from record to record, then rendered as JSON.
+
+// jShredded is the kind of a jnode that is a shredded VARIANT group.
+const jShredded = jRepeat + 1
+
+// shreddedVariant is the state of a jShredded node.
+type shreddedVariant struct {
+	metadata *ColumnCursor
+	top      *vpair
+	b        variant.Builder
+	meta     []byte // the rebuilt Variant's metadata and value, reused
+	val      []byte
+	lastMeta []byte           // a copy of the last metadata parsed
+	m        variant.Metadata // its view, when parsed
+	parsed   bool
+	// The same for the metadata the Builder writes.
+	builtMeta   []byte
+	built       variant.Metadata
+	builtParsed bool
+}
+
+// vpair is a value/typed_value pair: the top of a VARIANT, a field of a
+// shredded object or an element of a shredded array.
+type vpair struct {
+	value  *ColumnCursor // nil when the group has no value column
+	typed  *vtyped       // nil when it has no typed_value
+	leaves []*ColumnCursor
+}
+
+// vtyped is a typed_value node: a primitive, an object of fields or a
+// LIST of elements.
+type vtyped struct {
+	node       *schema.Node
+	def        uint8 // definition level of a present typed_value
+	first      *ColumnCursor
+	leaves     []*ColumnCursor
+	leaf       *ColumnCursor // a primitive
+	str        bool          // leaf is a STRING
+	fields     []vfield      // an object
+	elem       *vpair        // an array
+	elemDef    uint8         // definition level of a present element
+	rdef, rrep uint8         // an array: levels of its repeated group
+}
+
+// vfield is a shredded object field.
+type vfield struct {
+	name string
+	pair *vpair
+}
+
+// buildShredded makes j, the node of VARIANT group n that has a
+// typed_value, a jShredded node; shapes that Rows reads differently or
+// refuses fail with ErrNotColumnar.
+func buildShredded(j *jnode, n *schema.Node, byCol map[int]*ColumnCursor) (*jnode, error) {
+	m := n.Field("metadata")
+	if m == nil || !m.IsLeaf() {
+		return nil, fmt.Errorf("%w: %s: a VARIANT without a metadata column", ErrNotColumnar, n.PathString())
+	}
+	top, err := buildPair(n, byCol, "metadata")
+	if err != nil {
+		return nil, err
+	}
+	j.kind = jShredded
+	j.sv = &shreddedVariant{metadata: byCol[m.Column], top: top}
+	return j, nil
+}
+
+// buildPair reads group g as a value/typed_value pair; other fields than
+// those and the one named except make it fail with ErrNotColumnar.
+func buildPair(g *schema.Node, byCol map[int]*ColumnCursor, except string) (*vpair, error) {
+	unsupported := func(why string) (*vpair, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrNotColumnar, g.PathString(), why)
+	}
+	p := &vpair{}
+	for _, f := range g.Fields {
+		switch {
+		case f.Name == except:
+			continue
+		case f.Repetition == schema.Repeated:
+			return unsupported("a repeated field in a shredded VARIANT")
+		case f.Name == "value" && f.IsLeaf():
+			p.value = byCol[f.Column]
+		case f.Name == "typed_value":
+			t, err := buildTyped(f, byCol)
+			if err != nil {
+				return nil, err
+			}
+			p.typed = t
+		default:
+			return unsupported("a field " + f.Name + " beside value and typed_value")
+		}
+	}
+	if p.value == nil && p.typed == nil {
+		return unsupported("neither value nor typed_value")
+	}
+	var cols []int
+	for _, f := range g.Fields {
+		if f.Name != except {
+			if err := collectLeaves(f, &cols); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, c := range cols {
+		p.leaves = append(p.leaves, byCol[c])
+	}
+	return p, nil
+}
+
+func buildTyped(n *schema.Node, byCol map[int]*ColumnCursor) (*vtyped, error) {
+	unsupported := func(why string) (*vtyped, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrNotColumnar, n.PathString(), why)
+	}
+	t := &vtyped{node: n, def: uint8(n.MaxDef)}
+	var cols []int
+	if err := collectLeaves(n, &cols); err != nil {
+		return nil, err
+	}
+	for _, c := range cols {
+		t.leaves = append(t.leaves, byCol[c])
+	}
+	t.first = t.leaves[0]
+	switch {
+	case n.IsLeaf():
+		if err := checkShreddedType(n); err != nil {
+			return unsupported(err.Error()) // Rows reports it
+		}
+		t.leaf = byCol[n.Column]
+		t.str = n.Physical == meta.TypeByteArray && n.Logical.Kind == schema.String
+	case n.Logical.Kind == schema.List:
+		el := n.ListElement()
+		if el == nil || len(n.Fields) != 1 || el.IsLeaf() || el.Repetition == schema.Repeated && el != n.Fields[0] {
+			return unsupported("a malformed shredded array")
+		}
+		r := n.Fields[0]
+		if el != r && len(r.Fields) != 1 {
+			return unsupported("a malformed shredded array")
+		}
+		e, err := buildPair(el, byCol, "")
+		if err != nil {
+			return nil, err
+		}
+		t.elem, t.elemDef, t.rdef, t.rrep = e, uint8(el.MaxDef), uint8(r.MaxDef), uint8(r.MaxRep)
+		if el == r {
+			t.elemDef = t.rdef
+		}
+	case n.Logical.Kind != schema.None:
+		return unsupported("a typed_value group annotated " + n.Logical.String())
+	default:
+		for _, f := range n.Fields {
+			if f.IsLeaf() || f.Repetition == schema.Repeated {
+				return unsupported("an object field that is not a value/typed_value group")
+			}
+			p, err := buildPair(f, byCol, "")
+			if err != nil {
+				return nil, err
+			}
+			t.fields = append(t.fields, vfield{name: f.Name, pair: p})
+		}
+	}
+	return t, nil
+}
+
+// shredded writes the JSON of a present shredded VARIANT n.
+func (a *JSONAssembler) shredded(dst []byte, n *jnode) ([]byte, error) {
+	sv := n.sv
+	where := n.node.PathString()
+	if !sv.metadata.HasValue() {
+		return dst, fmt.Errorf("%w: variant %s: metadata is null", ErrCorrupt, where)
+	}
+	mb := sv.metadata.Bytes()
+	t := sv.top.typed
+	if t == nil || t.first.Def() < t.def {
+		// Not shredded in this record: the value column holds it all.
+		value := variantNull
+		if v := sv.top.value; v != nil && v.HasValue() {
+			value = v.Bytes()
+		}
+		start := len(dst)
+		out, err := variant.AppendJSON(dst, mb, value)
+		if err != nil {
+			return dst[:start], fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+		}
+		return out, skip(n)
+	}
+	// Records of one shape mostly have the same metadata: the last one
+	// parsed is kept, in a copy, since the view aliases its bytes.
+	if !sv.parsed || !bytes.Equal(mb, sv.lastMeta) {
+		sv.parsed = false
+		sv.lastMeta = append(sv.lastMeta[:0], mb...)
+		m, err := variant.ParseMetadata(sv.lastMeta)
+		if err != nil {
+			return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+		}
+		sv.m, sv.parsed = m, true
+	}
+	m := sv.m
+	var err error
+	b := &sv.b
+	b.Reset()
+	if _, err := shreddedPair(b, m, sv.top); err != nil {
+		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	}
+	sv.meta, sv.val, err = b.Finish(sv.meta[:0], sv.val[:0])
+	if err != nil {
+		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	}
+	// variant.AppendJSON(dst, sv.meta, sv.val), with the metadata the
+	// Builder wrote parsed once for the records that give the same.
+	if !sv.builtParsed || !bytes.Equal(sv.meta, sv.builtMeta) {
+		sv.builtParsed = false
+		sv.builtMeta = append(sv.builtMeta[:0], sv.meta...)
+		bm, err := variant.ParseMetadata(sv.builtMeta)
+		if err != nil {
+			return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+		}
+		sv.built, sv.builtParsed = bm, true
+	}
+	rv, err := variant.NewWithMetadata(sv.built, sv.val)
+	if err != nil {
+		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	}
+	start := len(dst)
+	out, err := rv.AppendJSON(dst)
+	if err != nil {
+		return dst[:start], fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
+	}
+	return out, sv.metadata.Advance()
+}
+
+// advanceAll consumes one entry of each cursor.
+func advanceAll(cs []*ColumnCursor) error {
+	for _, c := range cs {
+		if err := c.Advance(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairPresent reports that p holds a value or a typed value.
+func pairPresent(p *vpair) bool {
+	return p.value != nil && p.value.HasValue() || p.typed != nil && p.typed.first.Def() >= p.typed.def
+}
+
+// shreddedPair writes to b the value of pair p, as Rows.shredded does, and
+// consumes its entries. It reports false, writing nothing, when both
+// columns are null: a missing value.
+func shreddedPair(b *variant.Builder, m variant.Metadata, p *vpair) (bool, error) {
+	hasValue := p.value != nil && p.value.HasValue()
+	t := p.typed
+	if t == nil || t.first.Def() < t.def {
+		if hasValue {
+			rv, err := variant.NewWithMetadata(m, p.value.Bytes())
+			if err != nil {
+				return false, err
+			}
+			b.Value(rv)
+			if err := b.Err(); err != nil {
+				return false, err
+			}
+		}
+		return hasValue, advanceAll(p.leaves)
+	}
+	switch {
+	case t.leaf != nil:
+		if hasValue {
+			return false, fmt.Errorf("%s: both value and typed_value are set", t.node.PathString())
+		}
+		if t.str {
+			// Builder.String only reads the string: a view of the page
+			// saves a copy per value.
+			v := t.leaf.Bytes()
+			b.String(unsafe.String(unsafe.SliceData(v), len(v)))
+		} else if err := writeTyped(b, t.leaf.Value()); err != nil {
+			return false, err
+		}
+		return true, advanceAll(p.leaves)
+	case t.elem != nil:
+		if hasValue {
+			return false, fmt.Errorf("%s: both value and an array typed_value are set", t.node.PathString())
+		}
+		if p.value != nil {
+			if err := p.value.Advance(); err != nil {
+				return false, err
+			}
+		}
+		return true, shreddedArray(b, m, t)
+	}
+	// An object: the shredded fields, then the residual fields of value.
+	b.BeginObject()
+	for _, f := range t.fields {
+		if !pairPresent(f.pair) {
+			if err := advanceAll(f.pair.leaves); err != nil {
+				return false, err
+			}
+			continue
+		}
+		b.Key(f.name)
+		if _, err := shreddedPair(b, m, f.pair); err != nil {
+			return false, fmt.Errorf("field %s: %w", f.name, err)
+		}
+	}
+	if hasValue {
+		rv, err := variant.NewWithMetadata(m, p.value.Bytes())
+		if err != nil {
+			return false, err
+		}
+		if rv.Type() != variant.Object {
+			return false, fmt.Errorf("%s: typed_value is an object but value is %v", t.node.PathString(), rv.Type())
+		}
+		for i := range rv.Len() {
+			name, fv, err := rv.Field(i)
+			if err != nil {
+				return false, err
+			}
+			b.Key(unsafe.String(unsafe.SliceData(name), len(name))) // Key copies it
+			b.Value(fv)
+		}
+	}
+	if p.value != nil {
+		if err := p.value.Advance(); err != nil {
+			return false, err
+		}
+	}
+	b.EndObject()
+	return true, b.Err()
+}
+
+// shreddedArray writes a present typed_value LIST and consumes its
+// entries.
+func shreddedArray(b *variant.Builder, m variant.Metadata, t *vtyped) error {
+	b.BeginArray()
+	if t.first.Def() < t.rdef {
+		if err := advanceAll(t.leaves); err != nil {
+			return err
+		}
+		b.EndArray()
+		return b.Err()
+	}
+	e := t.elem
+	for {
+		if e.leaves[0].Def() < t.elemDef {
+			b.Null()
+			if err := advanceAll(e.leaves); err != nil {
+				return err
+			}
+		} else {
+			ok, err := shreddedPair(b, m, e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				b.Null() // elements cannot be missing; read one as null
+			}
+		}
+		if t.first.EOF() || t.first.Rep() != t.rrep {
+			break
+		}
+	}
+	b.EndArray()
+	return b.Err()
+}
