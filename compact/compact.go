@@ -40,6 +40,18 @@ import (
 // offset order (merge refuses inputs that interleave).
 const outputPrefix = "compacted-"
 
+// ErrTooSlow is the error of a run that merged for longer than
+// Options.CommitWithin and gave up without committing.
+var ErrTooSlow = errors.New("compaction too slow to commit safely")
+
+// joinedText says what deleting a slow run's files failed with, if anything.
+func joinedText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (deleting them: %v)", err)
+}
+
 // Options configure a compaction.
 type Options struct {
 	// TargetFileSize is the size the rewritten files aim at; files of
@@ -57,6 +69,14 @@ type Options struct {
 	MemoryLimit int64
 	// DryRun plans without rewriting anything.
 	DryRun bool
+	// CommitWithin, when positive, is how long after its start a run may
+	// still commit: past it, the run gives up before the commit and
+	// deletes what it wrote (ErrTooSlow). Orphan removal deletes files
+	// that no snapshot references once they are older than its age; a
+	// run's files are such files until its commit, so with orphan removal
+	// (table.maintenance.remove_orphans_older_than) it must be well under
+	// that age. Half of it is what callers in this module use.
+	CommitWithin time.Duration
 	// Progress, when set, is told of each bin as it is merged.
 	Progress func(Progress)
 	// Now is the time the ages are measured from. Defaults to time.Now.
@@ -221,6 +241,23 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 			add = append(add, table.File{Location: files[j], Size: out.Bytes, Footer: out.Metadata})
 			rep.FilesOut++
 			rep.BytesOut += out.Bytes
+		}
+	}
+	if o.CommitWithin > 0 {
+		if took := o.Now().Sub(start); took > o.CommitWithin {
+			// Not committed, so nobody references them: ours to delete,
+			// before orphan removal might delete them after a commit.
+			var errs []error
+			for _, f := range add {
+				key, err := keyOf(f.Location)
+				if err == nil {
+					err = store.Delete(ctx, key)
+				}
+				errs = append(errs, err)
+			}
+			rep.Took = time.Since(start)
+			return rep, fmt.Errorf("table %s: %w: merging took %s, more than %s; nothing committed, and the %d files it wrote are deleted%s",
+				rep.Table, ErrTooSlow, took.Round(time.Second), o.CommitWithin, len(add), joinedText(errors.Join(errs...)))
 		}
 	}
 	res, err := h.Rewrite(ctx, remove, add)

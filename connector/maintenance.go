@@ -259,6 +259,9 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 		// Files younger than a run's interval wait for the next run.
 		OlderThan:   min(m.cfg.CompactEvery, 10*time.Minute),
 		MemoryLimit: limit,
+		// Its files must be committed long before orphan removal (this
+		// member's or another's) may take them for orphans.
+		CommitWithin: m.cfg.RemoveOrphansOlderThan / 2,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -277,4 +278,48 @@ func ageData(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCompactTooSlow: a compaction that merged for longer than
+// CommitWithin (half of remove_orphans_older_than, where orphan removal
+// could take its files for orphans) gives up before its commit, deletes
+// the files it wrote, and leaves the table as it was.
+func TestCompactTooSlow(t *testing.T) {
+	const partitions, n = 2, 2000
+	env := newTableEnv(t, "slow")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "slow", "1s", 100)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+
+	h, store := env.handle(t, text)
+	before := env.load(t).CurrentSnapshot().SnapshotID
+	// The clock jumps an hour once the run has started merging.
+	start, calls := time.Now(), 0
+	now := func() time.Time {
+		calls++
+		if calls == 1 {
+			return start
+		}
+		return start.Add(time.Hour)
+	}
+	rep, err := compact.Table(context.Background(), h, store, env.warehouse, compact.Options{
+		TargetFileSize: 64 << 10, MinInputFiles: 2, Now: now, CommitWithin: 30 * time.Minute,
+	})
+	if !errors.Is(err, compact.ErrTooSlow) {
+		t.Fatalf("compaction of %d bins an hour long with CommitWithin 30m: err %v, want ErrTooSlow", len(rep.Bins), err)
+	}
+	if len(rep.Bins) == 0 {
+		t.Fatal("nothing to compact: the test needs small files")
+	}
+	if got := env.load(t).CurrentSnapshot().SnapshotID; got != before {
+		t.Errorf("the slow compaction changed the table: snapshot %d, was %d", got, before)
+	}
+	dir := strings.TrimPrefix(env.warehouse, "file://")
+	if left, _ := filepath.Glob(filepath.Join(dir, "kafka", env.topic, "data", "*", "compacted-*.parquet")); len(left) != 0 {
+		t.Errorf("the slow compaction left %d files: %v", len(left), left)
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 }

@@ -70,6 +70,11 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return fmt.Errorf("%s has no table section: compact rewrites the files of Iceberg tables", *configFile)
 	}
 	o.MemoryLimit = cfg.Memory.Limit
+	if m := cfg.Table.Maintenance; m != nil {
+		// The daemons of this configuration remove orphans of that age:
+		// commit well before this run's files could be taken for some.
+		o.CommitWithin = m.RemoveOrphansOlderThan / 2
+	}
 	cat, err := table.Open(ctx, cfg)
 	if err != nil {
 		return err
