@@ -190,6 +190,17 @@ func (p *writerPool) encode(fn func() error) error {
 	return err
 }
 
+// close gives back what the pool counts, when nothing encodes any more:
+// the idle writers and the scratch.
+func (p *writerPool) close() {
+	p.drain()
+	p.mu.Lock()
+	n := p.counted
+	p.counted = 0
+	p.mu.Unlock()
+	p.mem.add(-n)
+}
+
 // countScratch brings the budget up to date with what the scratch holds.
 func (p *writerPool) countScratch() {
 	p.mu.Lock()

@@ -252,7 +252,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	// Helpers of the partitions, stopped (and waited for) once they are.
 	rctx, stopHelpers := context.WithCancel(context.Background())
 	var helpers sync.WaitGroup
-	defer s.writers.drain() // the partitions are done: nothing takes a writer any more
+	defer s.writers.close() // the partitions are done: nothing encodes any more
 	defer helpers.Wait()
 	defer stopHelpers()
 	helpers.Go(func() { s.relieve(rctx) })
