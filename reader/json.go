@@ -260,17 +260,7 @@ func appendTimestamp(dst []byte, t time.Time, u schema.TimeUnit, utc bool) []byt
 	// value of every record rendered, and time.Format parses its layout
 	// each time.
 	hour, minute, sec := t.Clock()
-	dst = append(dst, '"')
-	dst = appendDigits(dst, year, 4)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, int(month), 2)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, day, 2)
-	dst = append(dst, 'T')
-	dst = appendDigits(dst, hour, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, minute, 2)
-	dst = append(dst, ':')
+	dst = appendMinute(dst, year, int(month), day, hour, minute)
 	dst = appendDigits(dst, sec, 2)
 	dst = append(dst, '.')
 	switch ns := t.Nanosecond(); u {
@@ -302,6 +292,22 @@ func timestampLayout(u schema.TimeUnit, utc bool) string {
 		return "2006-01-02T15:04:05.000000000Z"
 	}
 	return "2006-01-02T15:04:05.000000000"
+}
+
+// appendMinute appends `"YYYY-MM-DDTHH:MM:`, a timestamp's JSON up to its
+// seconds.
+func appendMinute(dst []byte, year, month, day, hour, minute int) []byte {
+	dst = append(dst, '"')
+	dst = appendDigits(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, month, 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendDigits(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, minute, 2)
+	return append(dst, ':')
 }
 
 // appendDigits appends the n low decimal digits of v >= 0, zero-padded.

@@ -18,13 +18,7 @@ func appendInt(dst []byte, x int64) []byte {
 // appendUint appends u in decimal.
 func appendUint(dst []byte, u uint64) []byte {
 	n := decimalLen(u)
-	at := len(dst)
-	if cap(dst)-at < n {
-		dst = append(dst, make([]byte, n)...)
-	} else {
-		dst = dst[:at+n]
-	}
-	out := dst[at : at+n]
+	dst, out := extend(dst, n)
 	i := n
 	for u >= 100 {
 		q := u / 100
@@ -39,6 +33,18 @@ func appendUint(dst []byte, u uint64) []byte {
 		out[0] = byte('0' + u)
 	}
 	return dst
+}
+
+// extend lengthens dst by n bytes and returns it with those n bytes, for
+// the caller to write in place.
+func extend(dst []byte, n int) (longer, added []byte) {
+	at := len(dst)
+	if cap(dst)-at < n {
+		dst = append(dst, make([]byte, n)...)
+	} else {
+		dst = dst[:at+n]
+	}
+	return dst, dst[at : at+n]
 }
 
 // digitPairs is "00" to "99".
@@ -75,13 +81,7 @@ func tenTo(n int) uint64 {
 // appendDigitsInPlace appends the n lowest decimal digits of v, zeros in
 // front, as appendDigits does, without its copy.
 func appendDigitsInPlace(dst []byte, v uint64, n int) []byte {
-	at := len(dst)
-	if cap(dst)-at < n {
-		dst = append(dst, make([]byte, n)...)
-	} else {
-		dst = dst[:at+n]
-	}
-	out := dst[at : at+n]
+	dst, out := extend(dst, n)
 	i := n
 	for ; i >= 2; i -= 2 {
 		q := v / 100

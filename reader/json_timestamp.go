@@ -44,17 +44,7 @@ func (c *tsCache) append(dst []byte, x int64, u schema.TimeUnit, utc bool) []byt
 			return appendTimestamp(dst, unitTime(x, u), u, utc)
 		}
 		hour, min, _ := t.Clock()
-		p := append(c.prefix[:0], '"')
-		p = appendDigits(p, year, 4)
-		p = append(p, '-')
-		p = appendDigits(p, int(month), 2)
-		p = append(p, '-')
-		p = appendDigits(p, day, 2)
-		p = append(p, 'T')
-		p = appendDigits(p, hour, 2)
-		p = append(p, ':')
-		p = appendDigits(p, min, 2)
-		p = append(p, ':')
+		p := appendMinute(c.prefix[:0], year, int(month), day, hour, min)
 		c.prefix = [18]byte(p) // p is c.prefix already; this checks its length
 		c.minute, c.ok = minute, true
 	}

@@ -195,14 +195,7 @@ func TestTableMaintenance(t *testing.T) {
 func TestCompactionDiesOrphansRemoved(t *testing.T) {
 	const partitions, n = 3, 3000
 	ctx := context.Background()
-	env := newTableEnv(t, "died")
-	broker := kafkatest.Start(t, partitions, env.topic)
-	text := env.config(t, broker.Brokers, "die", "1s", 100)
-	produceEvents(t, broker.Brokers, env.topic, 0, n)
-	_, stop := startSink(t, text)
-	env.waitRows(t, n, 2*time.Minute)
-	stop()
-
+	env, broker, text := landSmallFiles(t, "died", partitions, n)
 	h, store := env.handle(t, text)
 	before := env.load(t).CurrentSnapshot().SnapshotID
 
@@ -235,7 +228,7 @@ func TestCompactionDiesOrphansRemoved(t *testing.T) {
 	// and younger than any age the configuration allows.)
 	dataDir := filepath.Join(dir, "kafka", env.topic, "data")
 	produceEvents(t, broker.Brokers, env.topic, n, n)
-	_, stop = startSink(t, text)
+	_, stop := startSink(t, text)
 	var removed, pending, passes int
 	deadline := time.Now().Add(2 * time.Minute)
 	for len(env.scan(t)) < 2*n {
@@ -286,14 +279,7 @@ func ageData(t *testing.T, dir string) {
 // the files it wrote, and leaves the table as it was.
 func TestCompactTooSlow(t *testing.T) {
 	const partitions, n = 2, 2000
-	env := newTableEnv(t, "slow")
-	broker := kafkatest.Start(t, partitions, env.topic)
-	text := env.config(t, broker.Brokers, "slow", "1s", 100)
-	produceEvents(t, broker.Brokers, env.topic, 0, n)
-	_, stop := startSink(t, text)
-	env.waitRows(t, n, 2*time.Minute)
-	stop()
-
+	env, broker, text := landSmallFiles(t, "slow", partitions, n)
 	h, store := env.handle(t, text)
 	before := env.load(t).CurrentSnapshot().SnapshotID
 	// The clock jumps an hour once the run has started merging.
@@ -322,4 +308,19 @@ func TestCompactTooSlow(t *testing.T) {
 		t.Errorf("the slow compaction left %d files: %v", len(left), left)
 	}
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
+
+// landSmallFiles runs a sink of the test's table over n events on a topic
+// of the given partitions, rotating every second, until the table holds
+// them all, and stops it: small files for a compaction to take.
+func landSmallFiles(t *testing.T, name string, partitions int32, n int) (*tableEnv, *kafkatest.Cluster, string) {
+	t.Helper()
+	env := newTableEnv(t, name)
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, name, "1s", 100)
+	produceEvents(t, broker.Brokers, env.topic, 0, n)
+	_, stop := startSink(t, text)
+	env.waitRows(t, n, 2*time.Minute)
+	stop()
+	return env, broker, text
 }
