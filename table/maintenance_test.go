@@ -399,3 +399,101 @@ func TestSinkFileName(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveOrphanStates: state objects (states too large for the summary)
+// that no snapshot names any more are orphans too, once old enough; those
+// of the snapshots kept, and a young one (a commit's in flight), stay, and
+// the state reads back.
+func TestRemoveOrphanStates(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := c.Location("events")
+	// Many groups' partitions make a state of more than maxInlineState
+	// bytes: every commit writes a state object of its own.
+	big := func(committed int64) State {
+		s := State{}
+		for g := range 60 {
+			s[Partition{Group: "group-" + strings.Repeat("x", 20) + string(rune('a'+g%26)) + string(rune('a'+g/26)), Topic: "other", Partition: int32(g)}] = Progress{Committed: committed}
+		}
+		s[Partition{"g", "events", 0}] = Progress{Committed: committed}
+		return s
+	}
+	for i := range int64(5) {
+		f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, sameDay)
+		if _, err := h.Commit(ctx, "g", []File{f}, big(10*i+10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := h.ExpireSnapshots(ctx, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		if v, ok := strings.CutPrefix(s.Summary.Properties[SummaryState], "pqsink1@"); ok {
+			kept[strings.TrimPrefix(v, e.warehouse+"/")] = true
+		}
+	}
+	if len(kept) != 2 {
+		t.Fatalf("the two snapshots kept name %d state objects, want 2 (is the state inline?)", len(kept))
+	}
+	root := filepath.Join(e.dir, "warehouse")
+	old := time.Now().Add(-2 * time.Hour)
+	err = filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A commit in flight has written its state object, not yet named.
+	stateDir := filepath.Join(root, "_pqsink", "state", "tables", "kafka", "events")
+	inFlight := filepath.Join(stateDir, "in-flight.json")
+	if err := os.WriteFile(inFlight, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(stateDir, "*"))
+	if len(before) != 6 {
+		t.Fatalf("%d state objects before the removal, want 5 and the one in flight: %v", len(before), before)
+	}
+
+	store, err := objstore.Open(ctx, e.warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res, err := h.RemoveOrphans(ctx, store, OrphanOptions{OlderThan: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states int
+	for _, k := range res.Orphans {
+		if strings.HasPrefix(k, "_pqsink/state/") {
+			states++
+			if kept[k] {
+				t.Errorf("the state object %s of a kept snapshot was removed", k)
+			}
+		}
+	}
+	if states != 3 {
+		t.Errorf("%d state objects removed, want the 3 of the expired snapshots (orphans %v)", states, res.Orphans)
+	}
+	left, _ := filepath.Glob(filepath.Join(stateDir, "*"))
+	if len(left) != 3 || !slices.Contains(left, inFlight) {
+		t.Errorf("state objects left %v, want the 2 named and the one in flight", left)
+	}
+	if got, err := h.State(ctx); err != nil || !equalState(got, big(50)) {
+		t.Errorf("state after orphan removal: %v", err)
+	}
+}

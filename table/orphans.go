@@ -32,7 +32,8 @@ type OrphanOptions struct {
 // OrphanResult says what RemoveOrphans did (or, in a dry run, would do).
 type OrphanResult struct {
 	// Listed is how many objects lie under the table's data/ and metadata/
-	// folders; Referenced how many of them the metadata references.
+	// folders and among its state objects; Referenced how many of them the
+	// metadata references.
 	Listed, Referenced int
 	// Young is how many unreferenced objects were spared as too recent.
 	Young int
@@ -56,9 +57,14 @@ type OrphanResult struct {
 // Referenced are: the current metadata file and those of the metadata log,
 // every snapshot's manifest list, every manifest those lists name, every
 // file those manifests have an entry for (a deleted entry too), and the
-// statistics files. The state objects, under {store.url}/_pqsink/, are
-// outside the table's location and never listed; a key with a _pqsink
-// folder, or a catalog's version-hint.text, is left alone anyway.
+// statistics files, and the state objects that snapshots' summaries name
+// (under {store.url}/_pqsink/state/tables/, outside the table's location).
+// A state object no snapshot still names is an orphan like the others: the
+// states of a table only grow (offsets), so a commit never writes again
+// the object of a state that an expired snapshot held, and a commit's new
+// object is young until the commit names it. Under data/ and metadata/, a
+// key with a _pqsink folder, or a catalog's version-hint.text, is left
+// alone.
 //
 // A data file named as the sink names them ({topic}+{partition}+{first
 // offset}.parquet) is deleted only when the table's state has the
@@ -94,17 +100,21 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 		key  string
 		size int64
 	}
+	stateKey, err := refs.key(h.stateLocation(""))
+	if err != nil {
+		return res, fmt.Errorf("table %s: its state objects: %w", h.name, err)
+	}
 	var candidates []candidate
-	for _, folder := range []string{"/data/", "/metadata/"} {
-		for info, err := range store.List(ctx, tableKey+folder) {
+	for _, prefix := range []string{tableKey + "/data/", tableKey + "/metadata/", stateKey} {
+		for info, err := range store.List(ctx, prefix) {
 			if err != nil {
-				return res, fmt.Errorf("table %s: listing %s: %w", h.name, tableKey+folder, err)
+				return res, fmt.Errorf("table %s: listing %s: %w", h.name, prefix, err)
 			}
 			res.Listed++
 			switch {
 			case refs.keys[info.Key]:
 				res.Referenced++
-			case spared(info.Key):
+			case prefix != stateKey && spared(info.Key):
 			case info.Modified.IsZero() || info.Modified.After(cutoff):
 				res.Young++
 			default:
@@ -250,6 +260,13 @@ func (r *references) add(ctx context.Context, tbl *itable.Table) error {
 		snap := &snaps[i]
 		if err := r.ref(snap.ManifestList); err != nil {
 			return err
+		}
+		if snap.Summary != nil {
+			if v, ok := strings.CutPrefix(snap.Summary.Properties[SummaryState], archive.CommitState); ok {
+				if err := r.ref(v); err != nil {
+					return err
+				}
+			}
 		}
 		manifests, err := snap.Manifests(fsys)
 		if err != nil {
