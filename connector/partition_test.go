@@ -555,3 +555,23 @@ func TestReadyStalls(t *testing.T) {
 		t.Fatalf("uploads failing for 31s: %v", err)
 	}
 }
+
+func TestReserveRows(t *testing.T) {
+	tests := []struct {
+		name         string
+		rows         int
+		size, target int64
+		want         int
+	}{
+		{"a sixteenth in, the rest extrapolated with 5% margin", 1000, 1 << 20, 16 << 20, 16800},
+		{"at the target already", 500, 8 << 20, 8 << 20, 525},
+		{"no bytes yet", 10, 0, 1 << 20, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reserveRows(tt.rows, tt.size, tt.target); got != tt.want {
+				t.Errorf("reserveRows(%d, %d, %d) = %d, want %d", tt.rows, tt.size, tt.target, got, tt.want)
+			}
+		})
+	}
+}
