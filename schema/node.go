@@ -148,19 +148,30 @@ func (n *Node) MapKeyValue() (key, value *Node) {
 }
 
 // equal reports whether n and o describe the same field, recursively.
-func (n *Node) equal(o *Node) bool {
+func (n *Node) equal(o *Node) bool { return n.same(o, true) }
+
+// SameShape reports whether n and o are the same field, recursively, but
+// for their field ids and legacy converted types: names, repetition,
+// physical types and logical annotations. A decoder compiled for one can
+// fill the other, whose field ids a table may have assigned.
+func (n *Node) SameShape(o *Node) bool { return n.same(o, false) }
+
+// same is equal, or with strict false SameShape.
+func (n *Node) same(o *Node, strict bool) bool {
 	a, b := n, o
-	if a.Name != b.Name || a.Repetition != b.Repetition ||
-		a.HasFieldID != b.HasFieldID || (a.HasFieldID && a.FieldID != b.FieldID) ||
-		a.Logical != b.Logical || a.HasLegacy != b.HasLegacy || (a.HasLegacy && a.Legacy != b.Legacy) ||
+	if a.Name != b.Name || a.Repetition != b.Repetition || a.Logical != b.Logical ||
 		a.isGroup() != b.isGroup() || len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	if strict && (a.HasFieldID != b.HasFieldID || (a.HasFieldID && a.FieldID != b.FieldID) ||
+		a.HasLegacy != b.HasLegacy || (a.HasLegacy && a.Legacy != b.Legacy)) {
 		return false
 	}
 	if !a.isGroup() && (a.Physical != b.Physical || a.Length != b.Length) {
 		return false
 	}
 	for i := range a.Fields {
-		if !a.Fields[i].equal(b.Fields[i]) {
+		if !a.Fields[i].same(b.Fields[i], strict) {
 			return false
 		}
 	}

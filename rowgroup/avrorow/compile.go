@@ -92,7 +92,7 @@ func (c *avroCompiler) compileRoot(res *avro.Resolution) (*avroOp, error) {
 		if got == nil {
 			return nil, fmt.Errorf("the row group's schema has no field %s of the Avro schema", f.Name)
 		}
-		if !sameShape(f, got) {
+		if !f.SameShape(got) {
 			return nil, fmt.Errorf("field %s of the row group's schema is not the Avro schema's Parquet field", f.Name)
 		}
 	}

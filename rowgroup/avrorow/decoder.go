@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/pqsink/pqsink/rowgroup"
-	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
@@ -148,21 +147,4 @@ func avroError(path string, off int, err error) *rowgroup.RecordError {
 		err = fmt.Errorf("avro record: %s: %w (at byte %d)", path, err, off)
 	}
 	return rowgroup.NewRecordError(path, off, err)
-}
-
-// sameShape reports whether a and b are the same Parquet field: names,
-// repetition, types and annotations.
-func sameShape(a, b *schema.Node) bool {
-	if a.Name != b.Name || a.Repetition != b.Repetition || a.IsLeaf() != b.IsLeaf() || a.Logical != b.Logical || len(a.Fields) != len(b.Fields) {
-		return false
-	}
-	if a.IsLeaf() && (a.Physical != b.Physical || a.Length != b.Length) {
-		return false
-	}
-	for i := range a.Fields {
-		if !sameShape(a.Fields[i], b.Fields[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -336,20 +336,3 @@ func (c *compiler) value(fd protoreflect.FieldDescriptor, n *schema.Node, path s
 	}
 	return f, nil
 }
-
-// sameShape reports whether a and b are the same Parquet field: names,
-// repetition, types and annotations.
-func sameShape(a, b *schema.Node) bool {
-	if a.Name != b.Name || a.Repetition != b.Repetition || a.IsLeaf() != b.IsLeaf() || a.Logical != b.Logical || len(a.Fields) != len(b.Fields) {
-		return false
-	}
-	if a.IsLeaf() && (a.Physical != b.Physical || a.Length != b.Length) {
-		return false
-	}
-	for i := range a.Fields {
-		if !sameShape(a.Fields[i], b.Fields[i]) {
-			return false
-		}
-	}
-	return true
-}

@@ -62,7 +62,7 @@ func NewDecoder(g *rowgroup.RowGroup, m protoreflect.MessageDescriptor) (*Decode
 		if got == nil {
 			return nil, fmt.Errorf("protobuf decoder: the row group's schema has no field %s of message %s", f.Name, m.FullName())
 		}
-		if !sameShape(f, got) {
+		if !f.SameShape(got) {
 			return nil, fmt.Errorf("protobuf decoder: field %s of the row group's schema is not the Parquet field of message %s", f.Name, m.FullName())
 		}
 	}
