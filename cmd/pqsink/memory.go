@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/pqsink/pqsink/internal/memlimit"
 )
 
 // checkMemoryLimit refuses a memory.limit above what this machine (or its
@@ -27,15 +27,8 @@ func checkMemoryLimit(limit int64) error {
 func machineMemory() (int64, string) {
 	var have int64
 	var what string
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "MemTotal:" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
-					have, what = kb<<10, "this machine's memory"
-				}
-			}
-		}
+	if n := memlimit.ProcBytes("/proc/meminfo", "MemTotal"); n > 0 {
+		have, what = n, "this machine's memory"
 	}
 	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(path)

@@ -10,8 +10,6 @@
 package memlimit
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -40,21 +38,29 @@ func Soft(limit, file int64) int64 {
 	return max(limit-file-file/8, limit/2)
 }
 
-// residentFile is the process's resident file-backed memory (RssFile in
-// /proc/self/status), 0 where it cannot be read.
-func residentFile() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// residentFile is the process's resident file-backed memory, 0 where it
+// cannot be read.
+func residentFile() int64 { return ProcBytes("/proc/self/status", "RssFile") }
+
+// ProcBytes reads the field key of a Linux /proc file of "Key: N kB"
+// lines (/proc/self/status, /proc/meminfo) in bytes; 0 when the file or
+// the field cannot be read.
+func ProcBytes(path, key string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "RssFile:" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, key+":")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(rest); len(f) > 0 {
+			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 0 {
 				return kb << 10
 			}
 		}
+		return 0
 	}
 	return 0
 }

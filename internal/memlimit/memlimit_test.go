@@ -61,3 +61,30 @@ func TestSetLowersByResidentFile(t *testing.T) {
 		t.Errorf("runtime limit %d, Set returned %d", now, got)
 	}
 }
+
+func TestProcBytes(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/status"
+	body := "Name:\tpqsink\nVmHWM:\t  123456 kB\nRssFile:\t   2048 kB\nBroken:\tx kB\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key  string
+		want int64
+	}{
+		{"VmHWM", 123456 << 10},
+		{"RssFile", 2048 << 10},
+		{"Broken", 0},
+		{"Missing", 0},
+		{"Vm", 0}, // a prefix of a key is not the key
+	}
+	for _, tt := range tests {
+		if got := ProcBytes(path, tt.key); got != tt.want {
+			t.Errorf("ProcBytes(%q) = %d, want %d", tt.key, got, tt.want)
+		}
+	}
+	if got := ProcBytes(dir+"/none", "VmHWM"); got != 0 {
+		t.Errorf("a missing file gives %d, want 0", got)
+	}
+}

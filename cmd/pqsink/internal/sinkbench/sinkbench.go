@@ -575,15 +575,8 @@ func resetPeakRSS() {
 // peakRSS returns the process's peak resident set size in bytes since the
 // last reset (VmHWM), or getrusage's maximum where /proc is missing.
 func peakRSS() int64 {
-	if data, err := os.ReadFile("/proc/self/status"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				f := strings.Fields(rest)
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if n := memlimit.ProcBytes("/proc/self/status", "VmHWM"); n > 0 {
+		return n
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
