@@ -54,7 +54,7 @@ func (s *Scratch) get() *chunkScratch {
 	cs := s.free[n-1]
 	s.free[n-1] = nil
 	s.free = s.free[:n-1]
-	s.held -= cs.held()
+	s.held -= cs.size
 	return cs
 }
 
@@ -64,11 +64,11 @@ func (s *Scratch) get() *chunkScratch {
 // nothing.
 func (s *Scratch) put(cs *chunkScratch, keep int) {
 	cs.trim(keep)
-	n := cs.held()
+	cs.size = cs.held()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.free = append(s.free, cs)
-	s.held += n
+	s.held += cs.size
 }
 
 // chunkScratch is one set of a Scratch.
@@ -94,6 +94,8 @@ type chunkScratch struct {
 	// dicts are the dictionaries of the column types this set has
 	// encoded, kept for their tables; every chunk resets the one it uses.
 	dicts map[dictKey]dictionary
+
+	size int64 // held, as counted when the set was put back
 }
 
 // dictKey is what a dictionary is built for.
