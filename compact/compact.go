@@ -44,14 +44,6 @@ const outputPrefix = "compacted-"
 // Options.CommitWithin and gave up without committing.
 var ErrTooSlow = errors.New("compaction too slow to commit safely")
 
-// joinedText says what deleting a slow run's files failed with, if anything.
-func joinedText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprintf(" (deleting them: %v)", err)
-}
-
 // Options configure a compaction.
 type Options struct {
 	// TargetFileSize is the size the rewritten files aim at; files of
@@ -256,8 +248,12 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 				errs = append(errs, err)
 			}
 			rep.Took = time.Since(start)
-			return rep, fmt.Errorf("table %s: %w: merging took %s, more than %s; nothing committed, and the %d files it wrote are deleted%s",
-				rep.Table, ErrTooSlow, took.Round(time.Second), o.CommitWithin, len(add), joinedText(errors.Join(errs...)))
+			err := fmt.Errorf("table %s: %w: merging took %s, more than %s; nothing committed, and the %d files it wrote are deleted",
+				rep.Table, ErrTooSlow, took.Round(time.Second), o.CommitWithin, len(add))
+			if derr := errors.Join(errs...); derr != nil {
+				err = fmt.Errorf("%w (deleting them: %v)", err, derr)
+			}
+			return rep, err
 		}
 	}
 	res, err := h.Rewrite(ctx, remove, add)
