@@ -74,6 +74,12 @@ func (g *generation) has(topic string, id int) bool {
 
 // groupHandler is what a membership drives: the sink's partitions.
 type groupHandler interface {
+	// settle waits, at most until ctx ends, for the partitions being
+	// handed over to be finished: uploaded and in their tables. A join
+	// sent before would no longer claim them, and the leader could give
+	// them to their next owner while their last files are not in the
+	// table yet (KIP-429: revocation completes before the rejoin).
+	settle(ctx context.Context)
 	// owned lists the partitions held now, for the join metadata.
 	owned() map[string][]int
 	// assigned starts a generation; ctx ends with the generation.
@@ -203,6 +209,11 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		if err := m.findCoordinator(ctx); err != nil {
 			return nil, err
 		}
+		// Within the rebalance timeout, or the coordinator goes on
+		// without this member.
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout/2)
+		m.h.settle(sctx)
+		cancel()
 		select {
 		case <-m.rejoinCh: // this join is the rejoin asked for
 		default:

@@ -149,6 +149,8 @@ type handoverHandler struct {
 	gens atomic.Int64
 }
 
+func (h *handoverHandler) settle(context.Context) {}
+
 func (h *handoverHandler) owned() map[string][]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -251,6 +253,7 @@ func TestMembershipHandover(t *testing.T) {
 // genHandler records the generations of a member.
 type genHandler struct{ gens chan *generation }
 
+func (h *genHandler) settle(context.Context)  {}
 func (h *genHandler) owned() map[string][]int { return nil }
 func (h *genHandler) assigned(ctx context.Context, gen *generation) {
 	h.gens <- gen

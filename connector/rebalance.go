@@ -21,6 +21,8 @@ type holdings struct {
 	m       *member
 	commits *commitBatcher
 
+	handovers sync.WaitGroup // afterHandover runs not done
+
 	mu       sync.Mutex
 	runs     map[topicPartition]*partRun
 	starting int           // partitions being assigned, not in runs yet
@@ -152,7 +154,7 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	s.log.Info("generation started", "generation", gen.id, "member", gen.memberID, "protocol", gen.protocol,
 		"partitions", len(parts), "assigned", shown, "kept", len(kept), "new", len(fresh), "handed_over", moved, "dropped", dropped)
 	if len(leaving) > 0 && gen.cooperative() {
-		go h.afterHandover()
+		h.handovers.Go(h.afterHandover)
 	}
 	// Uploads a crashed or fenced-off owner left behind are aborted on
 	// every assignment (once old enough), not only at startup.
@@ -208,6 +210,19 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	wg.Wait()
 	if ctx.Err() == nil && (len(fresh) > 0 || len(kept) > 0) {
 		s.stats.rebalanceSeconds.Observe(time.Since(gen.start).Seconds())
+	}
+}
+
+// settle waits for the handovers under way, or for ctx to end.
+func (h *holdings) settle(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		h.handovers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
