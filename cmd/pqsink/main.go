@@ -26,6 +26,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // timezone: works in minimal containers without zoneinfo
 
+	"github.com/pqsink/pqsink/internal/initgc"
 	"github.com/pqsink/pqsink/internal/version"
 )
 
@@ -49,6 +50,8 @@ func commands() []command {
 }
 
 func main() {
+	// The collector was held off while the packages initialized.
+	initgc.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// PQSINK_CPUPROFILE=FILE profiles any command, for performance reports.
 	if path := os.Getenv("PQSINK_CPUPROFILE"); path != "" {
