@@ -3,17 +3,16 @@ package reader
 import (
 	"bytes"
 	"fmt"
-	"unsafe"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/variant"
 )
 
-// The columnar assembler's shredded VARIANT: the Variant of each record is
-// rebuilt from its value and typed_value columns, as Rows rebuilds it
-// (finishVariant), but straight from the column cursors, with one Builder
-// and two buffers reused from record to record, then rendered as JSON.
+// The columnar assembler's shredded VARIANT: the JSON of each record is
+// written straight from its value and typed_value columns (see
+// columns_shredded_json.go), as the Variant Rows rebuilds (finishVariant)
+// renders.
 
 // jShredded is the kind of a jnode that is a shredded VARIANT group.
 const jShredded = jRepeat + 1
@@ -22,16 +21,10 @@ const jShredded = jRepeat + 1
 type shreddedVariant struct {
 	metadata *ColumnCursor
 	top      *vpair
-	b        variant.Builder
-	meta     []byte // the rebuilt Variant's metadata and value, reused
-	val      []byte
 	lastMeta []byte           // a copy of the last metadata parsed
 	m        variant.Metadata // its view, when parsed
 	parsed   bool
-	// The same for the metadata the Builder writes.
-	builtMeta   []byte
-	built       variant.Metadata
-	builtParsed bool
+	json     shredJSON
 }
 
 // vpair is a value/typed_value pair: the top of a VARIANT, a field of a
@@ -75,6 +68,7 @@ func buildShredded(j *jnode, n *schema.Node, byCol map[int]*ColumnCursor) (*jnod
 	if err != nil {
 		return nil, err
 	}
+	top.typed.sortFields()
 	j.kind = jShredded
 	j.sv = &shreddedVariant{metadata: byCol[m.Column], top: top}
 	return j, nil
@@ -209,34 +203,8 @@ func (a *JSONAssembler) shredded(dst []byte, n *jnode) ([]byte, error) {
 		}
 		sv.m, sv.parsed = m, true
 	}
-	m := sv.m
-	var err error
-	b := &sv.b
-	b.Reset()
-	if _, err := shreddedPair(b, m, sv.top); err != nil {
-		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
-	}
-	sv.meta, sv.val, err = b.Finish(sv.meta[:0], sv.val[:0])
-	if err != nil {
-		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
-	}
-	// variant.AppendJSON(dst, sv.meta, sv.val), with the metadata the
-	// Builder wrote parsed once for the records that give the same.
-	if !sv.builtParsed || !bytes.Equal(sv.meta, sv.builtMeta) {
-		sv.builtParsed = false
-		sv.builtMeta = append(sv.builtMeta[:0], sv.meta...)
-		bm, err := variant.ParseMetadata(sv.builtMeta)
-		if err != nil {
-			return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
-		}
-		sv.built, sv.builtParsed = bm, true
-	}
-	rv, err := variant.NewWithMetadata(sv.built, sv.val)
-	if err != nil {
-		return dst, fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
-	}
 	start := len(dst)
-	out, err := rv.AppendJSON(dst)
+	out, _, err := sv.json.pairJSON(dst, sv.m, sv.top)
 	if err != nil {
 		return dst[:start], fmt.Errorf("%w: variant %s: %w", ErrCorrupt, where, err)
 	}
@@ -256,123 +224,4 @@ func advanceAll(cs []*ColumnCursor) error {
 // pairPresent reports that p holds a value or a typed value.
 func pairPresent(p *vpair) bool {
 	return p.value != nil && p.value.HasValue() || p.typed != nil && p.typed.first.Def() >= p.typed.def
-}
-
-// shreddedPair writes to b the value of pair p, as Rows.shredded does, and
-// consumes its entries. It reports false, writing nothing, when both
-// columns are null: a missing value.
-func shreddedPair(b *variant.Builder, m variant.Metadata, p *vpair) (bool, error) {
-	hasValue := p.value != nil && p.value.HasValue()
-	t := p.typed
-	if t == nil || t.first.Def() < t.def {
-		if hasValue {
-			rv, err := variant.NewWithMetadata(m, p.value.Bytes())
-			if err != nil {
-				return false, err
-			}
-			b.Value(rv)
-			if err := b.Err(); err != nil {
-				return false, err
-			}
-		}
-		return hasValue, advanceAll(p.leaves)
-	}
-	switch {
-	case t.leaf != nil:
-		if hasValue {
-			return false, fmt.Errorf("%s: both value and typed_value are set", t.node.PathString())
-		}
-		if t.str {
-			// Builder.String only reads the string: a view of the page
-			// saves a copy per value.
-			v := t.leaf.Bytes()
-			b.String(unsafe.String(unsafe.SliceData(v), len(v)))
-		} else if err := writeTyped(b, t.leaf.Value()); err != nil {
-			return false, err
-		}
-		return true, advanceAll(p.leaves)
-	case t.elem != nil:
-		if hasValue {
-			return false, fmt.Errorf("%s: both value and an array typed_value are set", t.node.PathString())
-		}
-		if p.value != nil {
-			if err := p.value.Advance(); err != nil {
-				return false, err
-			}
-		}
-		return true, shreddedArray(b, m, t)
-	}
-	// An object: the shredded fields, then the residual fields of value.
-	b.BeginObject()
-	for _, f := range t.fields {
-		if !pairPresent(f.pair) {
-			if err := advanceAll(f.pair.leaves); err != nil {
-				return false, err
-			}
-			continue
-		}
-		b.Key(f.name)
-		if _, err := shreddedPair(b, m, f.pair); err != nil {
-			return false, fmt.Errorf("field %s: %w", f.name, err)
-		}
-	}
-	if hasValue {
-		rv, err := variant.NewWithMetadata(m, p.value.Bytes())
-		if err != nil {
-			return false, err
-		}
-		if rv.Type() != variant.Object {
-			return false, fmt.Errorf("%s: typed_value is an object but value is %v", t.node.PathString(), rv.Type())
-		}
-		for i := range rv.Len() {
-			name, fv, err := rv.Field(i)
-			if err != nil {
-				return false, err
-			}
-			b.Key(unsafe.String(unsafe.SliceData(name), len(name))) // Key copies it
-			b.Value(fv)
-		}
-	}
-	if p.value != nil {
-		if err := p.value.Advance(); err != nil {
-			return false, err
-		}
-	}
-	b.EndObject()
-	return true, b.Err()
-}
-
-// shreddedArray writes a present typed_value LIST and consumes its
-// entries.
-func shreddedArray(b *variant.Builder, m variant.Metadata, t *vtyped) error {
-	b.BeginArray()
-	if t.first.Def() < t.rdef {
-		if err := advanceAll(t.leaves); err != nil {
-			return err
-		}
-		b.EndArray()
-		return b.Err()
-	}
-	e := t.elem
-	for {
-		if e.leaves[0].Def() < t.elemDef {
-			b.Null()
-			if err := advanceAll(e.leaves); err != nil {
-				return err
-			}
-		} else {
-			ok, err := shreddedPair(b, m, e)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				b.Null() // elements cannot be missing; read one as null
-			}
-		}
-		if t.first.EOF() || t.first.Rep() != t.rrep {
-			break
-		}
-	}
-	b.EndArray()
-	return b.Err()
 }
