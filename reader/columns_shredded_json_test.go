@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
 )
 
 // TestShreddedJSONMatchesRows renders shredded Variants of every typed
@@ -141,4 +144,118 @@ func rowsOne(t *testing.T, data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return compactJSON(nil, v), nil
+}
+
+// shreddedVariantFile writes values as a VARIANT column shredded by
+// shape, in row groups of rowGroup records, for the fuzz seeds.
+func shreddedVariantFile(tb testing.TB, shapeText string, values []string, rowGroup int) []byte {
+	tb.Helper()
+	shape, err := rowgroup.ParseVariantShape(shapeText)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	node, err := rowgroup.VariantNode("payload", schema.Optional, shape)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := schema.New("m", node)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g := rowgroup.New(s)
+	payload, err := rowgroup.NewVariantShredder(g)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, payload)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := writer.New(&out, s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, v := range values {
+		if err := b.Append([]byte(v), nil); err != nil {
+			tb.Fatalf("record %d %s: %v", i, v, err)
+		}
+		if (i+1)%rowGroup == 0 || i == len(values)-1 {
+			if err := w.WriteRowGroup(g); err != nil {
+				tb.Fatal(err)
+			}
+			g.Reset()
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// shreddedSeeds are files of Variants shredded by shapes of objects with
+// residual fields before, between and after the shredded ones, nested
+// objects, arrays of objects and of primitives, and values that do not
+// fit the shape.
+func shreddedSeeds(tb testing.TB) [][]byte {
+	values := []string{
+		`{"event":"click","user":{"id":42,"name":"ann","extra":[1,"two"]},"tags":["a","b"],"items":[{"sku":"x1","qty":2,"note":"n"},{"sku":"x2"}],"price":12.5,"at":1}`,
+		`{"event":"view","user":{"id":"not-a-number"},"tags":[],"items":[],"more":{"deep":[null,true]}}`,
+		`{"event":null,"user":null,"tags":null,"items":[null,{"qty":"many"},7]}`,
+		`{"user":{"name":"bob","a":0,"z":1},"tags":["c",1,null,{"k":"v"}]}`,
+		`{}`, `"just a string"`, `[1,2,{"event":"nested"}]`, `null`, `12345678901234`,
+		`{"event":"e","price":-0.25,"user":{"id":-1,"name":"","extra":{}},"z":"last","a":"first","f":1}`,
+	}
+	var seeds [][]byte
+	for _, shape := range []string{
+		"$.event string\n$.price decimal(9,2)\n$.at timestamp",
+		"$.event string\n$.user.id int64\n$.user.name string\n$.tags[*] string\n$.items[*].sku string\n$.items[*].qty int32",
+		"$[*] int64",
+	} {
+		seeds = append(seeds, shreddedVariantFile(tb, shape, values, 4))
+	}
+	return seeds
+}
+
+// TestShreddedSeedsMatchRows reads the fuzz seeds of shredded Variants
+// columnar (which they must be) and through Rows: the same bytes.
+func TestShreddedSeedsMatchRows(t *testing.T) {
+	for i, data := range shreddedSeeds(t) {
+		f, err := Open(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := f.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for g := range f.NumRowGroups() {
+			a, err := NewJSONAssembler(f, g, f.Schema().Fields(), false)
+			if err != nil {
+				t.Fatalf("seed %d row group %d: not columnar: %v", i, g, err)
+			}
+			for {
+				got, err := a.Append(nil)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("seed %d record %d: %v", i, n, err)
+				}
+				v, err := rows.Next()
+				if err != nil {
+					t.Fatalf("seed %d record %d through Rows: %v", i, n, err)
+				}
+				if want := compactJSON(nil, v); !bytes.Equal(got, want) {
+					t.Errorf("seed %d record %d:\n got %s\nwant %s", i, n, got, want)
+				}
+				n++
+			}
+			a.Release()
+		}
+		if n != 10 {
+			t.Errorf("seed %d: %d records, want 10", i, n)
+		}
+	}
 }

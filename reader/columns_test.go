@@ -173,6 +173,9 @@ func FuzzJSONAssembler(f *testing.F) {
 	}
 	f.Add(smallFile(f, nil, nil))
 	f.Add(buildFile(f, mustParse(f, smallSchema), 3, smallChunks(true, true), nil, nil))
+	for _, seed := range shreddedSeeds(f) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Open(bytesReader(data), int64(len(data)), fuzzOptions...)
 		if err != nil {
