@@ -54,6 +54,10 @@ type tableCommitter struct {
 	computed    []*table.PathField
 	lookupPaths [][]string
 	lookupAt    []int
+	// spec is the table's partition fields once it exists, by the text
+	// of a fitted schema, for the Avro format's values (see specFields).
+	specMu sync.Mutex
+	spec   map[string][]table.PathField
 
 	commitMu sync.Mutex // one commit at a time
 
@@ -153,8 +157,8 @@ func tableSettings(c *config.Config) error {
 // a file's path: every transform of a column of the _kafka envelope that
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
-// field with format json, whose value the sink computes from the record
-// (tablePath).
+// field with format json or avro, whose value the sink computes from the
+// record (tablePath; for avro, avroPart).
 func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
@@ -167,8 +171,8 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type != "json":
-		return fmt.Errorf("a payload field partitions a table with format.type json only (not %s)", c.Format.Type)
+	case c.Format.Type != "json" && c.Format.Type != "avro":
+		return fmt.Errorf("a payload field partitions a table with format.type json or avro only (not %s)", c.Format.Type)
 	}
 	return nil
 }
@@ -176,8 +180,10 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 // tablePath is the template of a table's files' keys,
 // {table location}/data/{name=value/ per partition field}{topic}+{partition}+{first_offset}.parquet,
 // and the partition fields whose values the partitions compute from their
-// records, in the order of the template's {field} parts.
-func tablePath(root string, fields []table.PathField) (string, []*table.PathField, error) {
+// records, in the order of the template's {field} parts. perSchema says
+// that the files' schema follows the records (Avro): a payload field's
+// column is then each writer schema's, and fields have no Leaf.
+func tablePath(root string, fields []table.PathField, perSchema bool) (string, []*table.PathField, error) {
 	text := root + "/data/"
 	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
 	var computed []*table.PathField
@@ -194,7 +200,7 @@ func tablePath(root string, fields []table.PathField) (string, []*table.PathFiel
 			value = "{partition}"
 		case strings.HasPrefix(f.Column, "_kafka."):
 			return "", nil, fmt.Errorf("partition field %s: %s(%s) cannot be put in a file's path", f.Name, f.Transform, f.Column)
-		case f.Leaf == nil:
+		case f.Leaf == nil && !perSchema:
 			return "", nil, fmt.Errorf("partition field %s: %s is not a column of the files", f.Name, f.Column)
 		default:
 			value = "{field:" + f.Column + "}"
@@ -241,7 +247,8 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	text, computed, err := tablePath(root, fields)
+	avroFormat := t.s.format.registry != nil
+	text, computed, err := tablePath(root, fields, avroFormat)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
 	}
@@ -251,8 +258,10 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	}
 	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
 	tc.setComputed(computed)
-	if _, err := newTablePartValues(tc); err != nil {
-		return nil, err
+	if !avroFormat {
+		if _, err := newTablePartValues(tc); err != nil {
+			return nil, err
+		}
 	}
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
