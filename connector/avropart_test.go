@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/table"
 )
 
 // The writer schemas of TestAvroPartValues: v2 drops country, widens n to
@@ -40,13 +42,10 @@ const (
 
 func avroStr(b []byte, s string) []byte { return append(avro.AppendLong(b, int64(len(s))), s...) }
 
-// TestAvroPartValues: the table's partition values of Avro records, read
-// with each record's own writer schema (two, the table evolving from the
-// first to take the second) and transformed as iceberg-go transforms the
-// same logical values; the null partition for a null field, a field the
-// writer schema lacks and a field below a null record; a record cut short
-// before the fields is a decode rejection.
-func TestAvroPartValues(t *testing.T) {
+// newAvroTableSink starts (without running) a sink of format avro into a
+// table partitioned by partitionBy, and returns the committer of topic t.
+func newAvroTableSink(t *testing.T, partitionBy string) (*Sink, *tableCommitter) {
+	t.Helper()
 	dir := t.TempDir()
 	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
 store: {url: "file://%s/warehouse"}
@@ -55,22 +54,60 @@ table:
   format: iceberg
   catalog: {type: sql, uri: "sqlite://%s/catalog.db"}
   namespace: kafka
-  partition_by: ["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]
-`, dir, dir)
+  partition_by: %s
+`, dir, dir, partitionBy)
 	cfg, err := config.Parse([]byte(text), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	s, err := New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.forTopic(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, tc
+}
+
+// TestAvroPartitionRefused: the first writer schema creates the table
+// with partition_by's spec; one without a partition field's column, or
+// with a type its transform cannot take, cannot, and the error says the
+// schema is incompatible (its records are rejected with reason schema),
+// naming the field.
+func TestAvroPartitionRefused(t *testing.T) {
+	for _, c := range []struct {
+		by, schema, err string
+	}{
+		{`["identity(region)"]`, `{"type":"record","name":"ev","fields":[{"name":"id","type":"long"}]}`, "no column region"},
+		{`["day(id)"]`, `{"type":"record","name":"ev","fields":[{"name":"id","type":"string"}]}`, "day cannot transform column id"},
+		{`["identity(p.level)"]`, `{"type":"record","name":"ev","fields":[{"name":"p","type":{"type":"record","name":"p","fields":[{"name":"level","type":{"type":"array","items":"int"}}]}}]}`, "identity cannot transform column p.level"},
+	} {
+		t.Run(c.by, func(t *testing.T) {
+			s, tc := newAvroTableSink(t, c.by)
+			ps, err := avro.MustParse(c.schema).Parquet(rowgroup.EnvelopeNodeIn(s.format.timeUnit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.fit(context.Background(), ps)
+			if !errors.Is(err, table.ErrIncompatible) || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("error %v, want ErrIncompatible with %q", err, c.err)
+			}
+		})
+	}
+}
+
+// TestAvroPartValues: the table's partition values of Avro records, read
+// with each record's own writer schema (two, the table evolving from the
+// first to take the second) and transformed as iceberg-go transforms the
+// same logical values; the null partition for a null field, a field the
+// writer schema lacks and a field below a null record; a record cut short
+// before the fields is a decode rejection.
+func TestAvroPartValues(t *testing.T) {
+	ctx := context.Background()
+	s, tc := newAvroTableSink(t, `["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]`)
 	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
 		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
 	}

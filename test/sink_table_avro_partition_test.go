@@ -78,12 +78,21 @@ func (e partEvent) encode() []byte {
 // records, with two writer schemas mid-stream (B drops region: its
 // records are in region's null partition), across a restart, with two
 // records that do not decode as far as the fields (dead-lettered with
-// reason decode). DuckDB reads every data file: every good record once,
-// each in the folders its values say. iceberg-go's scans filtered on the
-// partitioned columns prune files and return exactly the matching rows.
+// reason decode); with schema_compatibility none and backward (where the
+// A records after B must not be resolved onto B, which would drop their
+// region). DuckDB reads every data file: every good record once, each in
+// the folders its values say and with the values its folders say.
+// iceberg-go's scans filtered on the partitioned columns prune files and
+// return exactly the matching rows.
 func TestTableSinkAvroPartitioned(t *testing.T) {
+	for _, compat := range []string{"none", "backward"} {
+		t.Run(compat, func(t *testing.T) { testAvroPartitioned(t, compat) })
+	}
+}
+
+func testAvroPartitioned(t *testing.T, compat string) {
 	const partitions, n = 2, 600
-	env := newTableEnv(t, "avro-parted")
+	env := newTableEnv(t, "avro-parted-"+compat)
 	dlq := env.topic + ".dlq"
 	broker := kafkatest.Start(t, partitions, env.topic, dlq)
 	reg := &testRegistry{schemas: map[int]string{partIDA: partSchemaA, partIDB: partSchemaB}, gets: map[int]int{}}
@@ -91,6 +100,7 @@ func TestTableSinkAvroPartitioned(t *testing.T) {
 	defer srv.Close()
 	env.avroRegistry = srv.URL
 	text := env.config(t, broker.Brokers, "avro-parted", "1s", 100000) + "dead_letter:\n  topic: " + dlq + "\n"
+	text = strings.Replace(text, "registry: {url:", "schema_compatibility: "+compat+"\n  registry: {url:", 1)
 	text = strings.Replace(text, `["day(_kafka.timestamp)"]`, `["day(ts)", "bucket[2](id)", "identity(region)", "identity(payload.nested.level)"]`, 1)
 
 	// The records cross midnight at id 300; B writes ids 250 to 449.
