@@ -41,7 +41,7 @@ type avroSchema struct {
 	err     error // the schema cannot be the files' schema
 	// part computes the values of the table's partition fields over
 	// payload columns for records of this schema; nil without them.
-	part *avroPart
+	part *payloadPart
 }
 
 // avroFormat is a partition's side of the Avro format: the writer schemas
@@ -55,7 +55,7 @@ type avroFormat struct {
 	fit     fitFunc             // with a table: the files' schemas take its field ids
 	// table is the committer of the partition's table, when its partition
 	// fields over payload columns take their values from the records
-	// (avroPart); nil otherwise.
+	// (payloadPart); nil otherwise.
 	table *tableCommitter
 }
 

@@ -20,12 +20,22 @@ import (
 // the writer schema's column as its Leaf. A field that the writer schema
 // lacks, or that is null, is the null partition. The values depend on the
 // record's bytes and its schema id alone, so that a replay chooses the
-// same files.
+// same files. Protobuf does the same with a protorow.Lookup of the
+// record's message type (protopart.go).
 
-// avroPart computes the partition values of records of one writer schema.
-type avroPart struct {
-	look   *avrorow.Lookup
-	fields []table.PathField // the table's computed fields, each with the writer schema's column as Leaf
+// payloadLookup reads the values of the table's partition columns from a
+// record's payload, as the format's shredder writes them:
+// avrorow.Lookup, protorow.Lookup.
+type payloadLookup interface {
+	Read(body []byte) error
+	Value(i int) []byte
+	Leaf(i int) *schema.Node
+}
+
+// payloadPart computes the partition values of records of one schema.
+type payloadPart struct {
+	look   payloadLookup
+	fields []table.PathField // the table's computed fields, each with the schema's column as Leaf
 	at     []int             // the path of look each field reads (tableCommitter.lookupAt)
 	buf    []byte
 }
@@ -62,32 +72,40 @@ const maxSpecSchemas = 256
 // columns are not values (a record, a list, a union of several types)
 // is an error of the schema (schemaErr); any other error is a failure to
 // reach the catalog.
-func (tc *tableCommitter) newAvroPart(ctx context.Context, w *avro.Schema, fitted *schema.Schema) (ap *avroPart, schemaErr, err error) {
+func (tc *tableCommitter) newAvroPart(ctx context.Context, w *avro.Schema, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
+	look, schemaErr := avrorow.NewLookup(w, tc.lookupPaths)
+	if schemaErr != nil {
+		return nil, schemaErr, nil
+	}
 	spec, err := tc.specFields(ctx, fitted)
 	if err != nil {
 		return nil, nil, err
 	}
-	ap = &avroPart{at: tc.lookupAt}
-	if ap.look, schemaErr = avrorow.NewLookup(w, tc.lookupPaths); schemaErr != nil {
-		return nil, schemaErr, nil
-	}
+	ap, schemaErr = tc.newPayloadPart(look, spec)
+	return ap, schemaErr, nil
+}
+
+// newPayloadPart computes the values of the table's computed partition
+// fields, of spec (the table's), with look's columns.
+func (tc *tableCommitter) newPayloadPart(look payloadLookup, spec []table.PathField) (*payloadPart, error) {
+	ap := &payloadPart{look: look, at: tc.lookupAt}
 	for i, c := range tc.computed {
 		j := slices.IndexFunc(spec, func(f table.PathField) bool { return f.Name == c.Name })
 		if j < 0 {
-			return nil, fmt.Errorf("partition field %s is no longer in the table's spec", c.Name), nil
+			return nil, fmt.Errorf("partition field %s is no longer in the table's spec", c.Name)
 		}
 		f := spec[j]
-		f.Leaf = ap.look.Leaf(tc.lookupAt[i])
+		f.Leaf = look.Leaf(tc.lookupAt[i])
 		ap.fields = append(ap.fields, f)
 	}
-	return ap, nil, nil
+	return ap, nil
 }
 
 // values sets vals[i], for each computed field, to its escaped path value
-// for the Avro record body (the bytes after the wire format's header). A
+// for the record's payload (the bytes after the wire format's header). A
 // record that does not decode as far as the fields is a rejection with
 // the reason the shredder would give it (decode).
-func (ap *avroPart) values(body []byte, vals []string) error {
+func (ap *payloadPart) values(body []byte, vals []string) error {
 	if err := ap.look.Read(body); err != nil {
 		return &rejection{rejectDecode, fmt.Errorf("partition fields: %w", err)}
 	}

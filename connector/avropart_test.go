@@ -111,7 +111,7 @@ func TestAvroPartValues(t *testing.T) {
 	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
 		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
 	}
-	parts := map[int]*avroPart{}
+	parts := map[int]*payloadPart{}
 	for v, text := range map[int]string{1: partV1, 2: partV2} {
 		as := avro.MustParse(text)
 		ps, err := as.Parquet(rowgroup.EnvelopeNodeIn(s.format.timeUnit))

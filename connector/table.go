@@ -157,8 +157,8 @@ func tableSettings(c *config.Config) error {
 // a file's path: every transform of a column of the _kafka envelope that
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
-// field with format json or avro, whose value the sink computes from the
-// record (tablePath; for avro, avroPart).
+// field with format json, avro or protobuf, whose value the sink computes
+// from the record (tablePath; for avro and protobuf, payloadPart).
 func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
@@ -171,8 +171,8 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type != "json" && c.Format.Type != "avro":
-		return fmt.Errorf("a payload field partitions a table with format.type json or avro only (not %s)", c.Format.Type)
+	case c.Format.Type != "json" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
+		return fmt.Errorf("a payload field partitions a table with format.type json, avro or protobuf only (not %s)", c.Format.Type)
 	}
 	return nil
 }
@@ -247,8 +247,10 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	avroFormat := t.s.format.registry != nil
-	text, computed, err := tablePath(root, fields, avroFormat)
+	// With a registry (Avro, Protobuf), the files' schema follows the
+	// records: the columns are each schema's.
+	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil
+	text, computed, err := tablePath(root, fields, perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
 	}
@@ -258,10 +260,14 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	}
 	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
 	tc.setComputed(computed)
-	if !avroFormat {
-		if _, err := newTablePartValues(tc); err != nil {
-			return nil, err
+	if t.s.format.payloadLookups() {
+		if t.s.format.protoMessage != nil && len(computed) > 0 {
+			if _, err := tc.newFixedProtoPart(t.s.format.protoMessage); err != nil {
+				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
+			}
 		}
+	} else if _, err := newTablePartValues(tc); err != nil {
+		return nil, err
 	}
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
