@@ -55,7 +55,8 @@ type tableCommitter struct {
 	lookupPaths [][]string
 	lookupAt    []int
 	// spec is the table's partition fields once it exists, by the text
-	// of a fitted schema, for the Avro format's values (see specFields).
+	// of a fitted schema, for the values of Avro and Protobuf records
+	// (see specFields).
 	specMu sync.Mutex
 	spec   map[string][]table.PathField
 
@@ -181,8 +182,9 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 // {table location}/data/{name=value/ per partition field}{topic}+{partition}+{first_offset}.parquet,
 // and the partition fields whose values the partitions compute from their
 // records, in the order of the template's {field} parts. perSchema says
-// that the files' schema follows the records (Avro): a payload field's
-// column is then each writer schema's, and fields have no Leaf.
+// that the files' schema follows the records (Avro, Protobuf with a
+// registry): a payload field's column is then each record schema's, and
+// fields have no Leaf.
 func tablePath(root string, fields []table.PathField, perSchema bool) (string, []*table.PathField, error) {
 	text := root + "/data/"
 	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
