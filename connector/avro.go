@@ -39,6 +39,9 @@ type avroSchema struct {
 	avro    *avro.Schema
 	parquet *schema.Schema
 	err     error // the schema cannot be the files' schema
+	// part computes the values of the table's partition fields over
+	// payload columns for records of this schema; nil without them.
+	part *payloadPart
 }
 
 // avroFormat is a partition's side of the Avro format: the writer schemas
@@ -50,6 +53,10 @@ type avroFormat struct {
 	ids     []uint32            // of schemas, ascending: ids grow with registration
 	compat  map[[2]uint32]error // avro.Resolve(writer, reader) by (writer id, reader id)
 	fit     fitFunc             // with a table: the files' schemas take its field ids
+	// table is the committer of the partition's table, when its partition
+	// fields over payload columns take their values from the records
+	// (payloadPart); nil otherwise.
+	table *tableCommitter
 }
 
 func newAvroFormat(f *format, log *slog.Logger) *avroFormat {
@@ -189,6 +196,25 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 			s.parquet = fitted
 		}
 	}
+	if s.err == nil && a.table != nil && len(a.table.computed) > 0 {
+		part, schemaErr, err := a.table.newAvroPart(ctx, as, s.parquet)
+		switch {
+		case schemaErr != nil:
+			s.err = fmt.Errorf("avro schema id %d: partition fields: %w", id, schemaErr)
+		case err != nil:
+			if ctx.Err() != nil {
+				return decoded{}, nil, ctx.Err()
+			}
+			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
+				"schema_id", id, "offset", r.offset, "pause", catalogPause, "error", err)
+			if !sleep(ctx, catalogPause) {
+				return decoded{}, nil, ctx.Err()
+			}
+			return decoded{}, nil, errRestart
+		default:
+			s.part = part
+		}
+	}
 	a.schemas[id] = s
 	i := sort.Search(len(a.ids), func(i int) bool { return a.ids[i] >= id })
 	a.ids = append(a.ids, 0)
@@ -227,12 +253,22 @@ func (a *avroFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
 		a.log.Warn("incompatible schema: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
 		return nil
 	}
+	if !a.keepsPartition(w, rd) {
+		a.log.Info("the file's schema would change the record's partition fields: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id)
+		return nil
+	}
 	b, err := fb.builder(w)
 	if err != nil {
 		a.log.Warn("incompatible schema: finishing the file", "file_schema_id", rd.id, "record_schema_id", w.id, "error", err)
 		return nil
 	}
 	return b
+}
+
+// keepsPartition reports whether records of w, read as r, keep the values
+// of the table's partition fields that their path follows (keepsPaths).
+func (a *avroFormat) keepsPartition(w, r *avroSchema) bool {
+	return a.table == nil || len(a.table.computed) == 0 || keepsPaths(w.avro.Root, r.avro.Root, a.table.lookupPaths)
 }
 
 // reader picks the reader schema of a new file whose first record was
@@ -244,7 +280,7 @@ func (a *avroFormat) reader(w *avroSchema) *avroSchema {
 	}
 	for i := len(a.ids) - 1; i >= 0 && a.ids[i] > w.id; i-- {
 		r := a.schemas[a.ids[i]]
-		if r.err == nil && a.resolves(w, r) == nil {
+		if r.err == nil && a.resolves(w, r) == nil && a.keepsPartition(w, r) {
 			return r
 		}
 	}

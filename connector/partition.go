@@ -98,6 +98,12 @@ type partition struct {
 	// tableVals computes the values of the table's partition fields over
 	// payload columns (the path's {field} parts with a table).
 	tableVals *tablePartValues
+	// payloadVals says that the table's partition fields over payload
+	// columns take their values from each record's Avro or Protobuf
+	// payload, read with its schema (payloadPart): that of the record's
+	// decoded schema, or fixedPart with format.proto_file.
+	payloadVals bool
+	fixedPart   *payloadPart
 
 	letters    []letter // dead letters not sent yet
 	rejectedTo int64    // the offset of the last rejected record counted in the stats
@@ -168,7 +174,25 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
 	paths := p.tmpl.Fields()
-	if tc != nil {
+	if tc != nil && s.format.payloadLookups() {
+		// The values come from each record's payload, read as its
+		// shredder reads it (payloadPart).
+		paths = nil
+		p.payloadVals = len(tc.computed) > 0
+		switch pf := p.format.(type) {
+		case *avroFormat:
+			pf.table = tc
+		case *protobufRegistryFormat:
+			pf.table = tc
+		case *protobufFileFormat:
+			if p.payloadVals {
+				var err error
+				if p.fixedPart, err = tc.newFixedProtoPart(s.format.protoMessage); err != nil {
+					p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
+				}
+			}
+		}
+	} else if tc != nil {
 		paths = tc.lookupPaths
 		var err error
 		if p.tableVals, err = newTablePartValues(tc); err != nil {
@@ -179,8 +203,8 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord()
-	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord()
+	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.payloadVals
+	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.payloadVals
 	p.vals = make([]string, len(p.tmpl.Fields()))
 	return p
 }
@@ -227,7 +251,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	} else if rej != nil {
 		return p.reject(ctx, r, rej)
 	}
-	id, err := p.identity(r)
+	id, err := p.identity(r, d)
 	if err != nil {
 		var rej *rejection
 		if !errors.As(err, &rej) {
@@ -351,8 +375,8 @@ func (p *partition) report() {
 	}
 }
 
-// identity renders r's path identity.
-func (p *partition) identity(r *record) ([]byte, error) {
+// identity renders r's path identity; d is r decoded.
+func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 	if p.fixedID != nil {
 		return p.fixedID, nil
 	}
@@ -366,7 +390,18 @@ func (p *partition) identity(r *record) ([]byte, error) {
 		p.idLo, p.idHi, p.idWindow = p.tmpl.Window(at)
 		return p.idbuf, nil
 	}
-	if len(p.lookup.paths) > 0 {
+	if p.payloadVals {
+		part := p.fixedPart
+		switch {
+		case d.writer != nil:
+			part = d.writer.part
+		case d.proto != nil:
+			part = d.proto.part
+		}
+		if err := part.values(d.payload, p.vals); err != nil {
+			return nil, err
+		}
+	} else if len(p.lookup.paths) > 0 {
 		switch err := p.lookup.lookup(r.value); {
 		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
 			return nil, &rejection{rejectSchema, fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}

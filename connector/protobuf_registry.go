@@ -43,6 +43,9 @@ type protoSchema struct {
 	message protoreflect.MessageDescriptor
 	parquet *schema.Schema
 	err     error // the message cannot be the files' schema
+	// part computes the values of the table's partition fields over
+	// payload columns for records of this message; nil without them.
+	part *payloadPart
 }
 
 // indexText is the message indexes as the footer writes them: "0" or
@@ -67,6 +70,10 @@ type protobufRegistryFormat struct {
 	last    *protoSchema            // of the last record, looked up without a key
 	idx     []int                   // scratch for SplitWire
 	fit     fitFunc                 // with a table: the files' schemas take its field ids
+	// table is the committer of the partition's table, when its partition
+	// fields over payload columns take their values from the records
+	// (payloadPart); nil otherwise.
+	table *tableCommitter
 }
 
 func newProtobufRegistryFormat(f *format, log *slog.Logger) *protobufRegistryFormat {
@@ -166,6 +173,25 @@ func (a *protobufRegistryFormat) lookup(ctx context.Context, id uint32, idx []in
 			return nil, nil, errRestart
 		default:
 			s.parquet = fitted
+		}
+	}
+	if s.err == nil && a.table != nil && len(a.table.computed) > 0 {
+		part, schemaErr, err := a.table.newProtoPart(ctx, md, s.parquet)
+		switch {
+		case schemaErr != nil:
+			s.err = fmt.Errorf("protobuf schema id %d: partition fields: %w", id, schemaErr)
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
+				"schema_id", id, "offset", offset, "pause", catalogPause, "error", err)
+			if !sleep(ctx, catalogPause) {
+				return nil, nil, ctx.Err()
+			}
+			return nil, nil, errRestart
+		default:
+			s.part = part
 		}
 	}
 	a.log.Info("protobuf schema", "schema_id", id, "message", md.FullName(), "indexes", indexText(idx), "usable", s.err == nil)

@@ -54,6 +54,11 @@ type tableCommitter struct {
 	computed    []*table.PathField
 	lookupPaths [][]string
 	lookupAt    []int
+	// spec is the table's partition fields once it exists, by the text
+	// of a fitted schema, for the values of Avro and Protobuf records
+	// (see specFields).
+	specMu sync.Mutex
+	spec   map[string][]table.PathField
 
 	commitMu sync.Mutex // one commit at a time
 
@@ -153,8 +158,8 @@ func tableSettings(c *config.Config) error {
 // a file's path: every transform of a column of the _kafka envelope that
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
-// field with format json, whose value the sink computes from the record
-// (tablePath).
+// field with format json, avro or protobuf, whose value the sink computes
+// from the record (tablePath; for avro and protobuf, payloadPart).
 func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
@@ -167,8 +172,8 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type != "json":
-		return fmt.Errorf("a payload field partitions a table with format.type json only (not %s)", c.Format.Type)
+	case c.Format.Type != "json" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
+		return fmt.Errorf("a payload field partitions a table with format.type json, avro or protobuf only (not %s)", c.Format.Type)
 	}
 	return nil
 }
@@ -176,8 +181,11 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 // tablePath is the template of a table's files' keys,
 // {table location}/data/{name=value/ per partition field}{topic}+{partition}+{first_offset}.parquet,
 // and the partition fields whose values the partitions compute from their
-// records, in the order of the template's {field} parts.
-func tablePath(root string, fields []table.PathField) (string, []*table.PathField, error) {
+// records, in the order of the template's {field} parts. perSchema says
+// that the files' schema follows the records (Avro, Protobuf with a
+// registry): a payload field's column is then each record schema's, and
+// fields have no Leaf.
+func tablePath(root string, fields []table.PathField, perSchema bool) (string, []*table.PathField, error) {
 	text := root + "/data/"
 	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
 	var computed []*table.PathField
@@ -194,7 +202,7 @@ func tablePath(root string, fields []table.PathField) (string, []*table.PathFiel
 			value = "{partition}"
 		case strings.HasPrefix(f.Column, "_kafka."):
 			return "", nil, fmt.Errorf("partition field %s: %s(%s) cannot be put in a file's path", f.Name, f.Transform, f.Column)
-		case f.Leaf == nil:
+		case f.Leaf == nil && !perSchema:
 			return "", nil, fmt.Errorf("partition field %s: %s is not a column of the files", f.Name, f.Column)
 		default:
 			value = "{field:" + f.Column + "}"
@@ -241,7 +249,10 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	text, computed, err := tablePath(root, fields)
+	// With a registry (Avro, Protobuf), the files' schema follows the
+	// records: the columns are each schema's.
+	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil
+	text, computed, err := tablePath(root, fields, perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
 	}
@@ -251,7 +262,13 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	}
 	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
 	tc.setComputed(computed)
-	if _, err := newTablePartValues(tc); err != nil {
+	if t.s.format.payloadLookups() {
+		if t.s.format.protoMessage != nil && len(computed) > 0 {
+			if _, err := tc.newFixedProtoPart(t.s.format.protoMessage); err != nil {
+				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
+			}
+		}
+	} else if _, err := newTablePartValues(tc); err != nil {
 		return nil, err
 	}
 	t.byTopic[topic] = tc

@@ -47,8 +47,11 @@ func TestTableSettings(t *testing.T) {
 		{name: "day of a field", by: config.PartitionField{Transform: "day", Column: "ts"}, field: "ts_day", segment: "ts_day={field:ts}"},
 		{name: "bucket of the record time", by: config.PartitionField{Transform: "bucket", Param: 4, Column: "_kafka.timestamp"}, err: "_kafka.timestamp takes year, month, day or hour"},
 		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "only timestamp, topic and partition"},
-		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json only (not variant)"},
-		{name: "bucket of a field in avro", format: "avro", by: config.PartitionField{Transform: "bucket", Param: 2, Column: "id"}, err: "with format.type json only (not avro)"},
+		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, avro or protobuf only (not variant)"},
+		{name: "identity of a field in json_schema", format: "json_schema", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, avro or protobuf only (not json_schema)"},
+		{name: "identity of a field in protobuf", format: "protobuf", by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
+		{name: "bucket of a field in avro", format: "avro", by: config.PartitionField{Transform: "bucket", Param: 2, Column: "id"}, field: "id_bucket", segment: "id_bucket={field:id}"},
+		{name: "day of a nested field in avro", format: "avro", by: config.PartitionField{Transform: "day", Column: "payload.ts"}, field: "payload_ts_day", segment: "payload_ts_day={field:payload.ts}"},
 		{name: "a path", path: "{topic}/{partition}/{first_offset}.parquet", err: "path: not used with a table"},
 		{name: "time_field", timeField: "ts", err: "time_field: not supported with a table"},
 	} {
@@ -72,10 +75,13 @@ func TestTableSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := table.PathField{Name: tc.field, Transform: tc.by.Transform, Column: tc.by.Column}
-			if !strings.HasPrefix(f.Column, "_kafka.") {
+			// With avro the columns are each writer schema's: the
+			// fields have none.
+			avro := c.Format.Type == "avro"
+			if !strings.HasPrefix(f.Column, "_kafka.") && !avro {
 				f.Leaf = leaves.Lookup(strings.Split(f.Column, ".")...)
 			}
-			text, computed, err := tablePath("kafka/t", []table.PathField{f})
+			text, computed, err := tablePath("kafka/t", []table.PathField{f}, avro)
 			if want := "kafka/t/data/" + tc.segment + "/{topic}+{partition}+{first_offset}.parquet"; err != nil || text != want {
 				t.Errorf("path = %q (%v), want %q", text, err, want)
 			}

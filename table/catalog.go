@@ -272,7 +272,10 @@ func (k *Catalog) create(ctx context.Context, ident itable.Identifier, s *schema
 	}
 	spec, err := partitionSpec(is, k.cfg.PartitionBy)
 	if err != nil {
-		return nil, err
+		// A schema that lacks a partition field's column, or has it of a
+		// type its transform cannot take (the first Avro writer schema,
+		// which creates the table), cannot be the table's.
+		return nil, fmt.Errorf("%w: %w", ErrIncompatible, err)
 	}
 	ns := k.namespace()
 	if err := k.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {

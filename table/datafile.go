@@ -365,6 +365,19 @@ func partitionValues(spec *iceberg.PartitionSpec, ts *iceberg.Schema, leaves []*
 	return out, nil
 }
 
+// hasColumnOf reports whether the file, whose leaf columns are leaves,
+// has the column of the table's field id, or one of that name (without
+// the table's id: refused where the ids are checked).
+func hasColumnOf(ts *iceberg.Schema, id int, leaves []*schema.Node) bool {
+	name, _ := ts.FindColumnName(id)
+	for _, l := range leaves {
+		if l.FieldID == int32(id) || l.PathString() == name {
+			return true
+		}
+	}
+	return false
+}
+
 // boundsValue is the partition value of pf that the bounds of its source
 // column tell; ok is false when they tell none (not exact, or a bucket of
 // more than one value). The error says the file holds more than one.
@@ -372,6 +385,12 @@ func boundsValue(pf iceberg.PartitionField, ts *iceberg.Schema, leaves []*schema
 	src := pf.SourceID()
 	i, ok := byID[src]
 	name, _ := ts.FindColumnName(src)
+	if !ok && !hasColumnOf(ts, src, leaves) {
+		// A file without the column (one of an Avro writer schema that
+		// lacks the field) holds nulls in it for every row, as readers
+		// read a column that a data file lacks.
+		return nil, true, nil
+	}
 	if !ok || leaves[i].MaxRep > 0 {
 		return nil, false, fmt.Errorf("partition field %s: source column %s is not a column of the file outside lists and maps", pf.Name, name)
 	}
