@@ -35,11 +35,18 @@ type PathField struct {
 	tr transform
 }
 
-// emptyString is the path value of an empty string: AppendEscaped would
-// write HiveNull, the null partition, and Iceberg's partition value of an
-// empty string is not null. A '%' followed by "E" and "M" is never the
-// output of AppendEscaped, so no value collides with it.
-const emptyString = "%EMPTY"
+// emptyString is the path value of an empty string, nothing (the folder
+// name=), as Iceberg's own writers name it: AppendEscaped would write
+// HiveNull, the null partition, and Iceberg's partition value of an empty
+// string is not null. AppendEscaped never writes nothing, so no value
+// collides with it.
+const emptyString = ""
+
+// legacyEmptyString is the path value of an empty string in earlier
+// versions of pqsink: not valid percent-encoding, so that readers which decode a file's location
+// as a URL (iceberg-go) refuse it. Still read, for the files of older
+// sinks that a compaction rewrites in their folder.
+const legacyEmptyString = "%EMPTY"
 
 // PathFields returns the table's partition spec as the sink puts it in
 // its files' paths, one PathField per spec field, in the spec's order.
@@ -143,7 +150,7 @@ func pathValues(tbl *itable.Table, loc string) (map[int]any, map[int]bool, error
 			}
 			id := ids[i]
 			found[id] = true
-			if text == emptyString {
+			if text == emptyString || text == legacyEmptyString {
 				text = ""
 			} else {
 				var null bool
