@@ -73,7 +73,7 @@ table:
 		{`{"n":123456789012,"p":"a/b"}`, []string{bucket(123456789012), "a%2F", "123456789010"}},
 		{`{"n":7}`, []string{bucket(7), archive.HiveNull, "0"}},
 		{`{"n":7,"p":null}`, []string{bucket(7), archive.HiveNull, "0"}},
-		{`{"p":"",  "n":8}`, []string{bucket(8), "%EMPTY", "0"}},
+		{`{"p":"",  "n":8}`, []string{bucket(8), "", "0"}},
 		{`{"n":"8","p":"a"}`, nil},
 		{`{"n":8.5,"p":"a"}`, nil},
 		{`{"n":8,"p":3}`, nil},
