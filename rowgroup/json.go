@@ -220,23 +220,24 @@ func (s *JSONShredder) fillsEnvelope() bool { return s.envelope }
 // *RecordError.
 func (s *JSONShredder) Append(value []byte) error {
 	s.undo.begin(s.g)
-	if err := s.fill(value); err != nil {
+	if err := s.fill(value, &s.undo); err != nil {
 		s.undo.rollback(s.g)
 		return err
 	}
 	return nil
 }
 
-// fill appends the record's columns; on error the caller undoes them.
-func (s *JSONShredder) fill(line []byte) error {
+// fill appends the record's columns; on error the caller undoes them. u
+// has begun at the row group's state before the record: a record that
+// leaves the fast path half way is rolled back to it for the walk.
+func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 	if s.fast {
 		if s.fastSkip == 0 {
-			s.undo.begin(s.g)
 			if s.fastRecord(line) {
 				s.fastBackoff = 0
 				return nil
 			}
-			s.undo.rollback(s.g)
+			u.rollback(s.g)
 			s.fastBackoff = min(2*s.fastBackoff+1, maxFastBackoff)
 			s.fastSkip = s.fastBackoff
 		} else {
