@@ -372,33 +372,47 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 			}
 			continue
 		}
-		i += len(m.lit.String())
-		ok := true
+		i += m.litLen
+		var next int
+		ok := false
+		// The scalars are read here rather than through readScalar: one
+		// switch on the kind, and no call for the common ones.
 		switch m.fast {
 		case fastString:
-			i, ok = readString(f.col, rep, d, i)
+			next, ok = readString(f.col, rep, d, i)
 		case fastTimestamp:
-			i, ok = readTimestamp(f, rep, d, i)
+			next, ok = readTimestamp(f, rep, d, i)
 		case fastGroup:
-			i, ok = s.fastGroup(f, rep, d, i)
+			next, ok = s.fastGroup(f, rep, d, i)
 		case fastList:
-			i, ok = s.fastList(f, rep, d, i)
-		default: // a number or a boolean, or null
-			var next int
-			if next, ok = readScalar(f, m.fast, rep, d, i); ok {
-				i = next
-				continue
+			next, ok = s.fastList(f, rep, d, i)
+		case fastInt64, fastInt32:
+			var v int64
+			if v, next, ok = readInteger(d, i, f.rng); ok {
+				if m.fast == fastInt64 {
+					f.col.AppendInt64(rep, v)
+				} else {
+					f.col.AppendInt32(rep, int32(v)) // the low bits, as appendInt keeps
+				}
 			}
-			if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
-				return 0, false
+		case fastDouble:
+			var v float64
+			if v, next, ok = readDouble(d, i); ok {
+				f.col.AppendDouble(rep, v)
 			}
-			s.nulls(f, rep, p.def)
-			i += 4
+		default:
+			next, ok = readScalar(f, m.fast, rep, d, i)
+		}
+		if ok {
+			i = next
 			continue
 		}
-		if !ok {
+		// A scalar may be null; what the other kinds expect opens lit.
+		if m.open != 0 || f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
 			return 0, false
 		}
+		s.nulls(f, rep, p.def)
+		i += 4
 	}
 	if i == len(d) || d[i] != '}' {
 		return 0, false
@@ -447,28 +461,28 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 }
 
 // readString appends the string whose text starts at d[i], after its
-// quote, and returns the index after its closing quote.
+// quote, and returns the index after its closing quote. Most strings are
+// plain ASCII: it looks for the quote a word at a time here, and leaves
+// the rest of a string with another stop (an escape, a control character
+// or non-ASCII text) to PlainString, from that stop on.
 func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
-	end := -1
-	if len(d)-i >= 16 { // most strings end in their first two words
-		w := d[i : i+16]
-		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w)); m != 0 {
-			if j := bits.TrailingZeros64(m) >> 3; w[j] == '"' {
-				end = i + j
+	j := i
+	for len(d)-j >= 8 {
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if d[j] == '"' {
+				c.appendText(rep, d[i:j])
+				return j + 1, true
 			}
-		} else if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w[8:])); m != 0 {
-			if j := 8 + bits.TrailingZeros64(m)>>3; w[j&15] == '"' {
-				end = i + j
-			}
+			break
 		}
+		j += 8
 	}
-	if end < 0 {
-		var ok bool
-		if end, ok = jsonscan.PlainString(d, i); !ok {
-			return 0, false
-		}
+	end, ok := jsonscan.PlainString(d, j)
+	if !ok {
+		return 0, false
 	}
-	c.AppendBytes(rep, d[i:end])
+	c.appendText(rep, d[i:end])
 	return end + 1, true
 }
 

@@ -139,8 +139,9 @@ type planMember struct {
 	// ',' before all but the first member, the quoted name, ':' and, when
 	// open is not 0, the first byte of the expected value (a string's
 	// quote, '{' or '[').
-	lit  jsonscan.Literal
-	open byte
+	lit    jsonscan.Literal
+	litLen int // len(lit.String())
+	open   byte
 }
 
 // prepareMembers sets the literals of the members of group p; a member
@@ -169,6 +170,7 @@ func (p *jsonPlan) prepareMembers() {
 			lit += string(m.open)
 		}
 		m.lit = jsonscan.NewLiteral(lit)
+		m.litLen = len(lit)
 	}
 }
 
