@@ -531,6 +531,42 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 		}
 		c.AppendDouble(rep, v)
 		return end, true
+	case fastUUID:
+		// A quoted canonical UUID is a string without escapes: its bytes
+		// are the value the walk converts.
+		if len(d)-i >= 38 && d[i] == '"' && d[i+37] == '"' {
+			var u [16]byte
+			if b, err := appendUUID(u[:0], d[i+1:i+37]); err == nil {
+				c.AppendBytes(rep, b)
+				return i + 38, true
+			}
+		}
+	case fastDecimal:
+		// The walk's conversion, of the string's bytes when it has no
+		// escapes or of the number's literal.
+		start, end := i, 0
+		if i < len(d) && d[i] == '"' {
+			var ok bool
+			if end, ok = jsonscan.PlainString(d, i+1); !ok {
+				return 0, false
+			}
+			start = i + 1
+		} else {
+			var ok bool
+			if end, ok = jsonscan.NumberEnd(d, i); !ok {
+				return 0, false
+			}
+		}
+		l := p.node.Logical
+		v, err := parseDecimalInt(d[start:end], l.Precision, l.Scale)
+		if err != nil {
+			return 0, false
+		}
+		appendInt(c, rep, v)
+		if start > i {
+			end++ // the closing quote
+		}
+		return end, true
 	case fastBool:
 		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {
 			c.AppendBool(rep, true)

@@ -6,6 +6,120 @@ import (
 	"github.com/pqsink/pqsink/schema"
 )
 
+// fastMoreSchema has the leaves the fast path reads besides fastSchema's:
+// UUIDs and DECIMALs on integers, as fields and list elements, beside the
+// strings, integers and doubles whose readers they share code with.
+const fastMoreSchema = `message more {
+  required fixed_len_byte_array(16) u (UUID);
+  optional fixed_len_byte_array(16) ou (UUID);
+  optional int64 d (DECIMAL(18,4));
+  optional int32 d32 (DECIMAL(9,2));
+  optional group ds (LIST) { repeated group list { optional int64 element (DECIMAL(10,2)); } }
+  optional group us (LIST) { repeated group list { required fixed_len_byte_array(16) element (UUID); } }
+  optional binary s (STRING);
+  optional int64 i;
+  optional int32 i32;
+  optional double x;
+}`
+
+// fastMoreGood are records of fastMoreSchema the fast path must take;
+// fastMoreOther ones it may leave to the walk, valid or not.
+var (
+	fastMoreGood = []string{
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ou":"ABCDEF01-2345-6789-abcd-ef0123456789","d":"19.9900","d32":-1.5,"ds":[1,"2.25",-0.01],"us":["00000000-0000-0000-0000-000000000000"],"s":"a","i":1234567,"i32":-2147483648,"x":0.1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ou":null,"d":null,"d32":null,"ds":null,"us":null,"s":null,"i":null,"i32":null,"x":null}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":99999999999999.9999,"d32":"9999999.99","ds":[],"us":[],"s":"12345678","i":12345678,"i32":1234567,"x":1234567.1234567}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":-99999999999999.9999,"d32":1.2E1,"s":"1234567890123456789","i":-9223372036854775808,"x":12345678.12345678}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":"1.50000","d32":"0.10","i":0,"i32":0,"x":0}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":1,"d32":1,"i":9223372036854775807,"x":-0.0000001}`,
+	}
+	fastMoreOther = []string{
+		`{"u":"123e4567-e89b-12d3-a456-42661417400"}`,
+		`{"u":"123e4567-e89b-12d3-a456-4266141740000"}`,
+		`{"u":"123e4567-e89b-12d3-a456_426614174000"}`,
+		`{"u":"123e4567-e89b-12d3-a456-42661417400g"}`,
+		`{"u":"123e4567-e89b-12d3-a456-42661417400\u0030"}`,
+		`{"u":null}`, `{"u":1}`, `{}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","u":"123e4567-e89b-12d3-a456-426614174000"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":"19.99001"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":922337203685477.5808}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":-922337203685477.5808,"d32":1e2}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ds":[1,"2.25",null,-0.01]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":"1\u002e5"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":"1.5` + "\xff" + `"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":" 1.5"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":"","d32":"-"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":1.5e,"d32":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":01.5}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":true}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d32":10000000}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d32":"NaN"}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":1,"ds":[1.001]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","us":[null]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","us":["123e4567-e89b-12d3-a456-426614174000",1]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":12345678901234567890}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":-12345678,"i32":2147483648}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":1234567.0,"i32":1e3}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":-,"i32":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":00}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","x":12345678901234567890.5}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","d":1,"x":1}` + "\n",
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"ä","i":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"12345678\\","i":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"1234567` + "\x01" + `","i":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"1234567`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":7`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","i":12345678`,
+	}
+)
+
+func TestJSONFastPathMore(t *testing.T) {
+	ga, a := newShredder(t, fastMoreSchema)
+	gb, b := newShredder(t, fastMoreSchema)
+	if !a.fast {
+		t.Fatal("fastMoreSchema does not take the fast path")
+	}
+	for _, line := range fastMoreGood {
+		if !a.fastRecord([]byte(line)) {
+			t.Errorf("fast path does not take %s", line)
+		}
+		ga.Reset()
+	}
+	for _, line := range append(append([]string(nil), fastMoreGood...), fastMoreOther...) {
+		shredBoth(t, ga, a, gb, b, []byte(line))
+	}
+}
+
+// TestJSONFastPathClickstream checks that the clickstream record, with
+// its UUID and DECIMAL, takes the fast path.
+func TestJSONFastPathClickstream(t *testing.T) {
+	ga, a := newShredder(t, clickSchema)
+	gb, b := newShredder(t, clickSchema)
+	if !a.fast {
+		t.Fatal("clickSchema does not take the fast path")
+	}
+	if !a.fastRecord([]byte(clickLine)) {
+		t.Fatalf("fast path does not take %s", clickLine)
+	}
+	ga.Reset()
+	shredBoth(t, ga, a, gb, b, []byte(clickLine))
+}
+
+func FuzzJSONFastPathMore(f *testing.F) {
+	for _, s := range append(append([]string(nil), fastMoreGood...), fastMoreOther...) {
+		f.Add([]byte(s))
+	}
+	ga, a := newShredder(f, fastMoreSchema)
+	gb, b := newShredder(f, fastMoreSchema)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if ga.NumRows() > 20 { // shredBoth compares whole columns
+			ga.Reset()
+			gb.Reset()
+		}
+		shredBoth(t, ga, a, gb, b, line)
+	})
+}
+
 // checkTimestampCached parses texts in order through one dateCache, as a
 // column does, and fails unless each gives what it gives with a cache of
 // its own: whatever the timestamp before left in the cache.

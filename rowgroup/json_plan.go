@@ -193,6 +193,8 @@ const (
 	fastTimestamp                 // TIMESTAMP from an RFC 3339 string
 	fastGroup                     // a group whose fields all have a fast kind
 	fastList                      // a 3-level LIST of single leaves with a fast kind
+	fastUUID                      // UUID from its canonical string
+	fastDecimal                   // DECIMAL on INT32 or INT64, from a number or a numeric string
 )
 
 // maxFastDepth bounds the nesting the fast path takes on: far below the
@@ -248,6 +250,13 @@ func (p *jsonPlan) leafFastKind() fastKind {
 		return fastBool
 	case convTimestamp:
 		return fastTimestamp
+	case convUUID:
+		return fastUUID
+	case convDecimal:
+		switch p.col.Leaf.Physical {
+		case meta.TypeInt32, meta.TypeInt64:
+			return fastDecimal
+		}
 	}
 	return fastNone
 }
