@@ -379,7 +379,22 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		// switch on the kind, and no call for the common ones.
 		switch m.fast {
 		case fastString:
-			next, ok = readString(f.col, rep, d, i)
+			// readString, inlined for the common string: plain ASCII,
+			// whose quote this finds a word at a time.
+			k := i
+			for len(d)-k >= 8 {
+				if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[k : k+8])); m != 0 {
+					k += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				k += 8
+			}
+			if k < len(d) && d[k] == '"' {
+				f.col.appendText(rep, d[i:k])
+				next, ok = k+1, true
+			} else {
+				next, ok = readString(f.col, rep, d, i)
+			}
 		case fastTimestamp:
 			next, ok = readTimestamp(f, rep, d, i)
 		case fastGroup:
