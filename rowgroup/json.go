@@ -379,17 +379,8 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		// switch on the kind, and no call for the common ones.
 		switch m.fast {
 		case fastString:
-			// readString, inlined for the common string: plain ASCII,
-			// whose quote this finds a word at a time.
-			k := i
-			for len(d)-k >= 8 {
-				if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[k : k+8])); m != 0 {
-					k += bits.TrailingZeros64(m) >> 3
-					break
-				}
-				k += 8
-			}
-			if k < len(d) && d[k] == '"' {
+			// The common string, plain ASCII, without readString's call.
+			if k := plainEnd(d, i); k < len(d) && d[k] == '"' {
 				f.col.appendText(rep, d[i:k])
 				next, ok = k+1, true
 			} else {
@@ -402,13 +393,21 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		case fastList:
 			next, ok = s.fastList(f, rep, d, i)
 		case fastInt64, fastInt32:
-			var v int64
-			if v, next, ok = readInteger(d, i, f.rng); ok {
+			// readInteger's common case, without its call: 1 to 18
+			// digits without a sign, in range, followed by what follows
+			// a value in compact JSON. readInteger reads anything else.
+			um, k := shortDigits(d, i)
+			v, plain := int64(um), true
+			if n := k - i; uint(n-1) > 17 || um > f.rng.pos || d[i] == '0' && n > 1 || k == len(d) || d[k] != ',' && d[k]|0x20 != '}' {
+				v, k, plain = readInteger(d, i, f.rng)
+			}
+			if plain {
 				if m.fast == fastInt64 {
 					f.col.AppendInt64(rep, v)
 				} else {
 					f.col.AppendInt32(rep, int32(v)) // the low bits, as appendInt keeps
 				}
+				next, ok = k, true
 			}
 		case fastDouble:
 			var v float64
@@ -453,7 +452,12 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 				return 0, false
 			}
 			if k == fastString {
-				i, ok = readString(p.elem.col, r, d, i+1)
+				if e := plainEnd(d, i+1); e < len(d) && d[e] == '"' {
+					p.elem.col.appendText(r, d[i+1:e]) // readString's common case
+					i, ok = e+1, true
+				} else {
+					i, ok = readString(p.elem.col, r, d, i+1)
+				}
 			} else {
 				i, ok = readTimestamp(p.elem, r, d, i+1)
 			}
@@ -473,6 +477,20 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 			return 0, false
 		}
 	}
+}
+
+// plainEnd returns the index of the first byte from d[i] on that ends a
+// run of plain string text (see jsonscan.StringStops), or one in the
+// last 8 bytes of d: the closing quote, for most strings, when d[k] is
+// '"'. Small enough to be inlined, it spares the common string a call.
+func plainEnd(d []byte, i int) int {
+	for len(d)-i >= 8 {
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
 }
 
 // readString appends the string whose text starts at d[i], after its
