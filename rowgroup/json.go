@@ -416,9 +416,33 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 				next, ok = k, true
 			}
 		case fastDouble:
+			// readDouble's common case, without its call: digits without
+			// a sign, then a fraction, 19 digits in all, or an integer
+			// of up to 15, followed by what follows a value in compact
+			// JSON. readDouble reads anything else.
 			var v float64
-			if v, next, ok = readDouble(d, i); ok {
+			um, k := shortDigits(d, i)
+			plain := false
+			if n := k - i; n > 0 && (d[i] != '0' || n == 1) && k < len(d) {
+				if d[k] == '.' {
+					fm, e := parseDigits(d, k+1, um)
+					frac := e - k - 1
+					if n == 1 && d[i] == '0' {
+						n = 0 // "0.ddd": the zero is not a digit of m
+					}
+					if frac > 0 && n+frac <= 19 && e < len(d) && (d[e] == ',' || d[e]|0x20 == '}') {
+						v, k, plain = decimalFloat64(fm, frac, false), e, true
+					}
+				} else if n <= 15 && (d[k] == ',' || d[k]|0x20 == '}') {
+					v, plain = float64(um), true
+				}
+			}
+			if !plain {
+				v, k, plain = readDouble(d, i)
+			}
+			if plain {
 				f.col.AppendDouble(rep, v)
+				next, ok = k, true
 			}
 		default:
 			next, ok = readScalar(f, m.fast, rep, d, i)
