@@ -381,7 +381,20 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 		case fastString:
 			// The common string, plain ASCII, without readString's call.
 			if k := plainEnd(d, i); k < len(d) && d[k] == '"' {
-				f.col.appendText(rep, d[i:k])
+				c := f.col
+				c.value(rep)
+				// Strings of up to 16 bytes are copied as two words into
+				// the room past the column's bytes, when there is room
+				// and d holds 16 bytes from i: no call to memmove.
+				if b, l := c.Bytes, len(c.Bytes); k-i <= 16 && len(d)-i >= 16 && cap(b)-l >= 16 {
+					w, t := d[i:i+16], b[l:l+16]
+					binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
+					binary.LittleEndian.PutUint64(t[8:], binary.LittleEndian.Uint64(w[8:]))
+					c.Bytes = b[:l+k-i]
+				} else {
+					c.Bytes = append(b, d[i:k]...)
+				}
+				c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 				next, ok = k+1, true
 			} else {
 				next, ok = readString(f.col, rep, d, i)
@@ -443,6 +456,19 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 			if plain {
 				f.col.AppendDouble(rep, v)
 				next, ok = k, true
+			}
+		case fastBool:
+			// readScalar's, without its call, where d holds 5 bytes.
+			if len(d)-i >= 5 {
+				if w := d[i : i+5]; string(w[:4]) == "true" {
+					f.col.AppendBool(rep, true)
+					next, ok = i+4, true
+				} else if string(w) == "false" {
+					f.col.AppendBool(rep, false)
+					next, ok = i+5, true
+				}
+			} else {
+				next, ok = readScalar(f, m.fast, rep, d, i)
 			}
 		default:
 			next, ok = readScalar(f, m.fast, rep, d, i)
