@@ -385,7 +385,8 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 				c.value(rep)
 				// Strings of up to 16 bytes are copied as two words into
 				// the room past the column's bytes, when there is room
-				// and d holds 16 bytes from i: no call to memmove.
+				// and d holds 16 bytes from i, without a call to memmove:
+				// the bytes past the new length are not the column's.
 				if b, l := c.Bytes, len(c.Bytes); k-i <= 16 && len(d)-i >= 16 && cap(b)-l >= 16 {
 					w, t := d[i:i+16], b[l:l+16]
 					binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
@@ -509,7 +510,18 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 			}
 			if k == fastString {
 				if e := plainEnd(d, i+1); e < len(d) && d[e] == '"' {
-					p.elem.col.appendText(r, d[i+1:e]) // readString's common case
+					// readString's common case, copied as fastGroup does.
+					c, j := p.elem.col, i+1
+					c.value(r)
+					if b, l := c.Bytes, len(c.Bytes); e-j <= 16 && len(d)-j >= 16 && cap(b)-l >= 16 {
+						w, t := d[j:j+16], b[l:l+16]
+						binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
+						binary.LittleEndian.PutUint64(t[8:], binary.LittleEndian.Uint64(w[8:]))
+						c.Bytes = b[:l+e-j]
+					} else {
+						c.Bytes = append(b, d[j:e]...)
+					}
+					c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
 					i, ok = e+1, true
 				} else {
 					i, ok = readString(p.elem.col, r, d, i+1)

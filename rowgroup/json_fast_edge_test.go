@@ -21,6 +21,7 @@ const fastMoreSchema = `message more {
   optional int32 i32;
   optional double x;
   optional boolean b;
+  optional group ss (LIST) { repeated group list { required binary element (STRING); } }
 }`
 
 // fastMoreGood are records of fastMoreSchema the fast path must take;
@@ -60,6 +61,9 @@ var (
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"0123456789abcdefghijklmnopqrstuvwxyz0123456789","i":1}`,
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"ä0123456789abcdef","i":1}`,
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"0123456789abcdeä","i":1}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["","a","0123456789abcde","0123456789abcdef","0123456789abcdefg","ä€😀","0123456789abcdefghijklmnopqrstuvwxyz"]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["0123456789abcdef"]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["x"]}`,
 	}
 	fastMoreOther = []string{
 		`{"u":"123e4567-e89b-12d3-a456-42661417400"}`,
@@ -123,6 +127,12 @@ var (
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"0123456789abcdef\"","i":1}`,
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"0123456789abcd` + "\x00" + `","i":1}`,
 		`{"u":"123e4567-e89b-12d3-a456-426614174000","s":"0123456789abcdef`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["0123456789abcdef\"",""]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["a\u0062",null]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["` + "\xff" + `"]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["0123456789abcdef"`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["a",]}`,
+		`{"u":"123e4567-e89b-12d3-a456-426614174000","ss":["a" ,"b"]}`,
 	}
 )
 
