@@ -222,9 +222,31 @@ func TestParseTimestampTextMinuteCache(t *testing.T) {
 		{"invalid minute never cached", []string{"2026-02-30T10:00:00Z", "2026-02-30T10:00:00Z", "2026-11-23T10:60:00Z", "2026-11-23T10:60:00Z", "2026-11-23T24:00:00Z"}},
 		{"same date, other minute", []string{"2026-11-23T10:00:00Z", "2026-11-23T10:0a:00Z", "2026-11-23T10:00:01Z"}},
 		{"out of range after a cached minute", []string{"2262-04-11T23:47:16.854775807Z", "2262-04-11T23:47:16.854775808Z", "2262-04-11T23:47:17Z"}},
+		{"same second", []string{"2023-11-14T22:13:20.001538Z", "2023-11-14T22:13:20.003419Z", "2023-11-14T22:13:20Z", "2023-11-14T22:13:20.5Z", "2023-11-14T22:13:20.0000001Z", "2023-11-14T22:13:21.001Z"}},
+		{"same second, other minute", []string{"2023-11-14T22:13:20.1Z", "2023-11-14T22:14:20.1Z", "2023-11-14T22:13:20.1Z"}},
+		{"same second, bad endings", []string{"2023-11-14T22:13:20.1Z", "2023-11-14T22:13:20.Z", "2023-11-14T22:13:20.1234567890Z", "2023-11-14T22:13:20.1+01:00", "2023-11-14T22:13:20.1"}},
+		{"same second at the ends of the range", []string{"1677-09-21T00:12:43.145224192Z", "1677-09-21T00:12:43.145224191Z", "1677-09-21T00:12:43.9Z",
+			"2262-04-11T23:47:15.854775807Z", "2262-04-11T23:47:15.999999999Z", "2262-04-11T23:47:16.854775807Z", "2262-04-11T23:47:16.854775808Z", "2262-04-11T23:47:16.9Z"}},
 		{"before the epoch", []string{"1969-12-31T23:59:59.999999Z", "1969-12-31T23:59:00Z", "0001-01-01T00:00:00Z", "0001-01-01T00:00:01.5Z"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { checkTimestampCached(t, tt.texts...) })
+	}
+}
+
+// TestParseTimestampTextUnits parses one text in every unit through one
+// cache: what it remembers for one unit is not the value in another.
+func TestParseTimestampTextUnits(t *testing.T) {
+	var shared dateCache
+	for _, text := range []string{"2026-11-23T10:00:00.123Z", "2026-11-23T10:00:00.124Z", "1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59.25Z"} {
+		for _, u := range []schema.TimeUnit{schema.Millis, schema.Micros, schema.Nanos, schema.Millis} {
+			b := []byte(text + `"`)
+			v, n, ok := parseTimestampText(b, u, &shared)
+			var fresh dateCache
+			want, wantN, wantOK := parseTimestampText(b, u, &fresh)
+			if v != want || n != wantN || ok != wantOK {
+				t.Errorf("%q in %v through a shared cache: %d, %d, %v; with a fresh one %d, %d, %v", text, u, v, n, ok, want, wantN, wantOK)
+			}
+		}
 	}
 }
 
@@ -233,6 +255,8 @@ func FuzzParseTimestampTextCached(f *testing.F) {
 	f.Add("2026-11-23T10:00:00Z", "2026-11-23T10:00:60Z")
 	f.Add("2026-11-23T10:00:00Z", "2026-11-23t10:00:00Z")
 	f.Add("2262-04-11T23:47:16Z", "2262-04-11T23:47:16.854775808Z")
+	f.Add("2023-11-14T22:13:20.001538Z", "2023-11-14T22:13:20.003419Z")
+	f.Add("1677-09-21T00:12:43.145224192Z", "1677-09-21T00:12:43.145224191Z")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		checkTimestampCached(t, a, b, a)
 	})

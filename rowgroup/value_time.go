@@ -208,6 +208,14 @@ type dateCache struct {
 	minute      [2]uint64 // "YYYY-MM-DDTHH:MM", little-endian
 	minuteSec   int64     // its seconds since the epoch
 	minuteValid bool
+
+	// And the last ":SS" after that minute, with the instant in the unit
+	// the column asked for, when adding any fraction to it cannot
+	// overflow: records a millisecond apart share it.
+	second      uint32 // ":SS", little-endian
+	secondUnit  schema.TimeUnit
+	secondValue int64
+	secondValid bool
 }
 
 // parse is parseDate through the cache; a nil cache parses every time.
@@ -317,8 +325,11 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 	// were read and checked then, or read and checked now.
 	var base int64
 	w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:16])
+	w2 := binary.LittleEndian.Uint32(b[16:20]) & 0xffffff
+	secondHit := false
 	if dc != nil && dc.minuteValid && w0 == dc.minute[0] && w1 == dc.minute[1] {
 		base = dc.minuteSec
+		secondHit = dc.secondValid && w2 == dc.second && u == dc.secondUnit
 	} else {
 		if b[10] != 'T' || b[13] != ':' {
 			return 0, 0, false
@@ -332,11 +343,15 @@ func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, en
 		base = days*secondsPerDay + h*3600 + m*60
 		if dc != nil {
 			dc.minute, dc.minuteSec, dc.minuteValid = [2]uint64{w0, w1}, base, true
+			dc.secondValid = false
 		}
 	}
-	sec, ok3 := digits2(b, 17)
-	if !ok3 || sec > 59 {
-		return 0, 0, false
+	var sec int64
+	if !secondHit {
+		var ok3 bool
+		if sec, ok3 = digits2(b, 17); !ok3 || sec > 59 {
+			return 0, 0, false
+		}
 	}
 	n := 19
 	var frac int64
@@ -383,7 +398,19 @@ zone:
 	if err != nil {
 		return 0, 0, false
 	}
+	if secondHit {
+		return dc.secondValue + f, n + 1, true // through the Z
+	}
 	utcSec := base + sec
+	if dc != nil {
+		// The second's instant, for the timestamps after this one, when
+		// no fraction can take it out of range (see scaleSeconds).
+		var v0 int64
+		per := unitsPerSecond(u)
+		if v0, err = scaleSeconds(utcSec, 0, per); err == nil && v0 <= math.MaxInt64-per && v0 >= math.MinInt64+per {
+			dc.second, dc.secondUnit, dc.secondValue, dc.secondValid = w2, u, v0, true
+		}
+	}
 	switch u {
 	case schema.Millis:
 		v, err = scaleSeconds(utcSec, f, 1e3)
