@@ -261,3 +261,48 @@ func FuzzParseTimestampTextCached(f *testing.F) {
 		checkTimestampCached(t, a, b, a)
 	})
 }
+
+// digitsByByte is what parseDigits must return: the digits from i on, a
+// byte at a time, wrapping.
+func digitsByByte(d []byte, i int, m uint64) (uint64, int) {
+	for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+		m = m*10 + uint64(d[i]-'0')
+	}
+	return m, i
+}
+
+func TestParseDigits(t *testing.T) {
+	var texts []string
+	for n := 0; n <= 25; n++ {
+		digits := "9876543210987654321098765"[:n]
+		for _, after := range []string{"", ",", "}", ".5", "e3", "/", ":", "\x00", "\xff", "\x80", " ", "0000000000", "\xba"} {
+			texts = append(texts, digits+after, "0"+digits+after, "-"+digits+after)
+		}
+	}
+	texts = append(texts, "18446744073709551615", "18446744073709551616", "99999999999999999999", "00000000", "0000000", "9999999,")
+	for _, text := range texts {
+		d := []byte(text)
+		for i := 0; i <= len(d); i++ {
+			for _, m := range []uint64{0, 7, 1 << 60} {
+				gm, gi := parseDigits(d, i, m)
+				if wm, wi := digitsByByte(d, i, m); gm != wm || gi != wi {
+					t.Errorf("parseDigits(%q, %d, %d) = %d, %d, want %d, %d", text, i, m, gm, gi, wm, wi)
+				}
+			}
+		}
+	}
+}
+
+func FuzzParseDigits(f *testing.F) {
+	f.Add([]byte("12345,"), uint64(0))
+	f.Add([]byte("1234567"), uint64(3))
+	f.Add([]byte("123456789012345678901234"), uint64(1<<63))
+	f.Fuzz(func(t *testing.T, d []byte, m uint64) {
+		for i := 0; i <= len(d) && i < 32; i++ {
+			gm, gi := parseDigits(d, i, m)
+			if wm, wi := digitsByByte(d, i, m); gm != wm || gi != wi {
+				t.Fatalf("parseDigits(%q, %d, %d) = %d, %d, want %d, %d", d, i, m, gm, gi, wm, wi)
+			}
+		}
+	})
+}
