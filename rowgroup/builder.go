@@ -20,9 +20,12 @@ type Payload interface {
 
 // filler is implemented by the payloads of this package. The Builder calls
 // fill instead of Append: fill leaves undoing a failed value to the
-// Builder, which does it once for the whole row.
+// Builder, which does it once for the whole row. u has begun just before
+// the call, at the row group's current state: a payload that must take
+// back what it appended before trying again (the JSON shredder's fast
+// path) rolls back to it rather than marking the columns a second time.
 type filler interface {
-	fill(value []byte) error
+	fill(value []byte, u *recordUndo) error
 	// rowGroup is the row group the payload appends to.
 	rowGroup() *RowGroup
 	// fillsEnvelope reports that the payload fills a top-level
@@ -126,7 +129,7 @@ func (b *Builder) Append(value []byte, env *Envelope) error {
 	b.undo.begin(b.g)
 	var err error
 	if b.in != nil {
-		err = b.in.fill(value)
+		err = b.in.fill(value, &b.undo)
 	} else {
 		err = b.payload.Append(value)
 	}

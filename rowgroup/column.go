@@ -120,6 +120,14 @@ func (c *Column) AppendBytes(rep uint8, v []byte) {
 	}
 }
 
+// appendText is AppendBytes for a BYTE_ARRAY leaf, which the caller
+// knows it is: the shredders' string columns.
+func (c *Column) appendText(rep uint8, v []byte) {
+	c.value(rep)
+	c.Bytes = append(c.Bytes, v...)
+	c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
+}
+
 // appendString is AppendBytes for a string, without converting it.
 func (c *Column) appendString(rep uint8, v string) {
 	c.value(rep)

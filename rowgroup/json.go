@@ -220,23 +220,24 @@ func (s *JSONShredder) fillsEnvelope() bool { return s.envelope }
 // *RecordError.
 func (s *JSONShredder) Append(value []byte) error {
 	s.undo.begin(s.g)
-	if err := s.fill(value); err != nil {
+	if err := s.fill(value, &s.undo); err != nil {
 		s.undo.rollback(s.g)
 		return err
 	}
 	return nil
 }
 
-// fill appends the record's columns; on error the caller undoes them.
-func (s *JSONShredder) fill(line []byte) error {
+// fill appends the record's columns; on error the caller undoes them. u
+// has begun at the row group's state before the record: a record that
+// leaves the fast path half way is rolled back to it for the walk.
+func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 	if s.fast {
 		if s.fastSkip == 0 {
-			s.undo.begin(s.g)
 			if s.fastRecord(line) {
 				s.fastBackoff = 0
 				return nil
 			}
-			s.undo.rollback(s.g)
+			u.rollback(s.g)
 			s.fastBackoff = min(2*s.fastBackoff+1, maxFastBackoff)
 			s.fastSkip = s.fastBackoff
 		} else {
@@ -371,33 +372,118 @@ func (s *JSONShredder) fastGroup(p *jsonPlan, rep uint8, d []byte, i int) (int, 
 			}
 			continue
 		}
-		i += len(m.lit.String())
-		ok := true
+		i += m.litLen
+		var next int
+		ok := false
+		// The scalars are read here rather than through readScalar: one
+		// switch on the kind, and no call for the common ones.
 		switch m.fast {
 		case fastString:
-			i, ok = readString(f.col, rep, d, i)
+			// The common string, plain ASCII, without readString's call.
+			if k := plainEnd(d, i); k < len(d) && d[k] == '"' {
+				c := f.col
+				c.value(rep)
+				// Strings of up to 16 bytes are copied as two words into
+				// the room past the column's bytes, when there is room
+				// and d holds 16 bytes from i, without a call to memmove:
+				// the bytes past the new length are not the column's.
+				if b, l := c.Bytes, len(c.Bytes); k-i <= 16 && len(d)-i >= 16 && cap(b)-l >= 16 {
+					w, t := d[i:i+16], b[l:l+16]
+					binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
+					binary.LittleEndian.PutUint64(t[8:], binary.LittleEndian.Uint64(w[8:]))
+					c.Bytes = b[:l+k-i]
+				} else {
+					c.Bytes = append(b, d[i:k]...)
+				}
+				c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
+				next, ok = k+1, true
+			} else {
+				next, ok = readString(f.col, rep, d, i)
+			}
 		case fastTimestamp:
-			i, ok = readTimestamp(f, rep, d, i)
+			// readTimestamp's common case, without its call.
+			if v, n, plain := parseTimestampText(d[i:], f.node.Logical.Unit, &f.dates); plain && i+n < len(d) && d[i+n] == '"' {
+				f.col.AppendInt64(rep, v)
+				next, ok = i+n+1, true
+			} else {
+				next, ok = readTimestamp(f, rep, d, i)
+			}
 		case fastGroup:
-			i, ok = s.fastGroup(f, rep, d, i)
+			next, ok = s.fastGroup(f, rep, d, i)
 		case fastList:
-			i, ok = s.fastList(f, rep, d, i)
-		default: // a number or a boolean, or null
-			var next int
-			if next, ok = readScalar(f, m.fast, rep, d, i); ok {
-				i = next
-				continue
+			next, ok = s.fastList(f, rep, d, i)
+		case fastInt64, fastInt32:
+			// readInteger's common case, without its call: 1 to 18
+			// digits without a sign, in range, followed by what follows
+			// a value in compact JSON. readInteger reads anything else.
+			um, k := shortDigits(d, i)
+			v, plain := int64(um), true
+			if n := k - i; uint(n-1) > 17 || um > f.rng.pos || d[i] == '0' && n > 1 || k == len(d) || d[k] != ',' && d[k]|0x20 != '}' {
+				v, k, plain = readInteger(d, i, f.rng)
 			}
-			if f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
-				return 0, false
+			if plain {
+				if m.fast == fastInt64 {
+					f.col.AppendInt64(rep, v)
+				} else {
+					f.col.AppendInt32(rep, int32(v)) // the low bits, as appendInt keeps
+				}
+				next, ok = k, true
 			}
-			s.nulls(f, rep, p.def)
-			i += 4
+		case fastDouble:
+			// readDouble's common case, without its call: digits without
+			// a sign, then a fraction, 19 digits in all, or an integer
+			// of up to 15, followed by what follows a value in compact
+			// JSON. readDouble reads anything else.
+			var v float64
+			um, k := shortDigits(d, i)
+			plain := false
+			if n := k - i; n > 0 && (d[i] != '0' || n == 1) && k < len(d) {
+				if d[k] == '.' {
+					fm, e := parseDigits(d, k+1, um)
+					frac := e - k - 1
+					if n == 1 && d[i] == '0' {
+						n = 0 // "0.ddd": the zero is not a digit of m
+					}
+					if frac > 0 && n+frac <= 19 && e < len(d) && (d[e] == ',' || d[e]|0x20 == '}') {
+						v, k, plain = decimalFloat64(fm, frac, false), e, true
+					}
+				} else if n <= 15 && (d[k] == ',' || d[k]|0x20 == '}') {
+					v, plain = float64(um), true
+				}
+			}
+			if !plain {
+				v, k, plain = readDouble(d, i)
+			}
+			if plain {
+				f.col.AppendDouble(rep, v)
+				next, ok = k, true
+			}
+		case fastBool:
+			// readScalar's, without its call, where d holds 5 bytes.
+			if len(d)-i >= 5 {
+				if w := d[i : i+5]; string(w[:4]) == "true" {
+					f.col.AppendBool(rep, true)
+					next, ok = i+4, true
+				} else if string(w) == "false" {
+					f.col.AppendBool(rep, false)
+					next, ok = i+5, true
+				}
+			} else {
+				next, ok = readScalar(f, m.fast, rep, d, i)
+			}
+		default:
+			next, ok = readScalar(f, m.fast, rep, d, i)
+		}
+		if ok {
+			i = next
 			continue
 		}
-		if !ok {
+		// A scalar may be null; what the other kinds expect opens lit.
+		if m.open != 0 || f.required || len(d)-i < 4 || string(d[i:i+4]) != "null" {
 			return 0, false
 		}
+		s.nulls(f, rep, p.def)
+		i += 4
 	}
 	if i == len(d) || d[i] != '}' {
 		return 0, false
@@ -423,7 +509,23 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 				return 0, false
 			}
 			if k == fastString {
-				i, ok = readString(p.elem.col, r, d, i+1)
+				if e := plainEnd(d, i+1); e < len(d) && d[e] == '"' {
+					// readString's common case, copied as fastGroup does.
+					c, j := p.elem.col, i+1
+					c.value(r)
+					if b, l := c.Bytes, len(c.Bytes); e-j <= 16 && len(d)-j >= 16 && cap(b)-l >= 16 {
+						w, t := d[j:j+16], b[l:l+16]
+						binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
+						binary.LittleEndian.PutUint64(t[8:], binary.LittleEndian.Uint64(w[8:]))
+						c.Bytes = b[:l+e-j]
+					} else {
+						c.Bytes = append(b, d[j:e]...)
+					}
+					c.Offsets = append(c.Offsets, uint32(len(c.Bytes)))
+					i, ok = e+1, true
+				} else {
+					i, ok = readString(p.elem.col, r, d, i+1)
+				}
 			} else {
 				i, ok = readTimestamp(p.elem, r, d, i+1)
 			}
@@ -445,29 +547,43 @@ func (s *JSONShredder) fastList(p *jsonPlan, rep uint8, d []byte, i int) (int, b
 	}
 }
 
+// plainEnd returns the index of the first byte from d[i] on that ends a
+// run of plain string text (see jsonscan.StringStops), or one in the
+// last 8 bytes of d: the closing quote, for most strings, when d[k] is
+// '"'. Small enough to be inlined, it spares the common string a call.
+func plainEnd(d []byte, i int) int {
+	for len(d)-i >= 8 {
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
 // readString appends the string whose text starts at d[i], after its
-// quote, and returns the index after its closing quote.
+// quote, and returns the index after its closing quote. Most strings are
+// plain ASCII: it looks for the quote a word at a time here, and leaves
+// the rest of a string with another stop (an escape, a control character
+// or non-ASCII text) to PlainString, from that stop on.
 func readString(c *Column, rep uint8, d []byte, i int) (int, bool) {
-	end := -1
-	if len(d)-i >= 16 { // most strings end in their first two words
-		w := d[i : i+16]
-		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w)); m != 0 {
-			if j := bits.TrailingZeros64(m) >> 3; w[j] == '"' {
-				end = i + j
+	j := i
+	for len(d)-j >= 8 {
+		if m := jsonscan.StringStops(binary.LittleEndian.Uint64(d[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if d[j] == '"' {
+				c.appendText(rep, d[i:j])
+				return j + 1, true
 			}
-		} else if m := jsonscan.StringStops(binary.LittleEndian.Uint64(w[8:])); m != 0 {
-			if j := 8 + bits.TrailingZeros64(m)>>3; w[j&15] == '"' {
-				end = i + j
-			}
+			break
 		}
+		j += 8
 	}
-	if end < 0 {
-		var ok bool
-		if end, ok = jsonscan.PlainString(d, i); !ok {
-			return 0, false
-		}
+	end, ok := jsonscan.PlainString(d, j)
+	if !ok {
+		return 0, false
 	}
-	c.AppendBytes(rep, d[i:end])
+	c.appendText(rep, d[i:end])
 	return end + 1, true
 }
 
@@ -515,6 +631,42 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 			return 0, false
 		}
 		c.AppendDouble(rep, v)
+		return end, true
+	case fastUUID:
+		// A quoted canonical UUID is a string without escapes: its bytes
+		// are the value the walk converts.
+		if len(d)-i >= 38 && d[i] == '"' && d[i+37] == '"' {
+			var u [16]byte
+			if b, err := appendUUID(u[:0], d[i+1:i+37]); err == nil {
+				c.AppendBytes(rep, b)
+				return i + 38, true
+			}
+		}
+	case fastDecimal:
+		// The walk's conversion, of the string's bytes when it has no
+		// escapes or of the number's literal.
+		start, end := i, 0
+		if i < len(d) && d[i] == '"' {
+			var ok bool
+			if end, ok = jsonscan.PlainString(d, i+1); !ok {
+				return 0, false
+			}
+			start = i + 1
+		} else {
+			var ok bool
+			if end, ok = jsonscan.NumberEnd(d, i); !ok {
+				return 0, false
+			}
+		}
+		l := p.node.Logical
+		v, err := parseDecimalInt(d[start:end], l.Precision, l.Scale)
+		if err != nil {
+			return 0, false
+		}
+		appendInt(c, rep, v)
+		if start > i {
+			end++ // the closing quote
+		}
 		return end, true
 	case fastBool:
 		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {

@@ -139,8 +139,9 @@ type planMember struct {
 	// ',' before all but the first member, the quoted name, ':' and, when
 	// open is not 0, the first byte of the expected value (a string's
 	// quote, '{' or '[').
-	lit  jsonscan.Literal
-	open byte
+	lit    jsonscan.Literal
+	litLen int // len(lit.String())
+	open   byte
 }
 
 // prepareMembers sets the literals of the members of group p; a member
@@ -169,6 +170,7 @@ func (p *jsonPlan) prepareMembers() {
 			lit += string(m.open)
 		}
 		m.lit = jsonscan.NewLiteral(lit)
+		m.litLen = len(lit)
 	}
 }
 
@@ -191,6 +193,8 @@ const (
 	fastTimestamp                 // TIMESTAMP from an RFC 3339 string
 	fastGroup                     // a group whose fields all have a fast kind
 	fastList                      // a 3-level LIST of single leaves with a fast kind
+	fastUUID                      // UUID from its canonical string
+	fastDecimal                   // DECIMAL on INT32 or INT64, from a number or a numeric string
 )
 
 // maxFastDepth bounds the nesting the fast path takes on: far below the
@@ -246,6 +250,13 @@ func (p *jsonPlan) leafFastKind() fastKind {
 		return fastBool
 	case convTimestamp:
 		return fastTimestamp
+	case convUUID:
+		return fastUUID
+	case convDecimal:
+		switch p.col.Leaf.Physical {
+		case meta.TypeInt32, meta.TypeInt64:
+			return fastDecimal
+		}
 	}
 	return fastNone
 }

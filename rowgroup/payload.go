@@ -18,9 +18,9 @@ type Filler interface {
 // Filler never fills the envelope: only EnvelopeFromJSON does.
 type outsideFiller struct{ f Filler }
 
-func (o outsideFiller) fill(value []byte) error { return o.f.Fill(value) }
-func (o outsideFiller) rowGroup() *RowGroup     { return o.f.RowGroup() }
-func (o outsideFiller) fillsEnvelope() bool     { return false }
+func (o outsideFiller) fill(value []byte, _ *recordUndo) error { return o.f.Fill(value) }
+func (o outsideFiller) rowGroup() *RowGroup                    { return o.f.RowGroup() }
+func (o outsideFiller) fillsEnvelope() bool                    { return false }
 
 // Undo takes a record that failed half-way back out of a row group, for
 // payloads of other packages: Begin before the record, Rollback after its

@@ -539,17 +539,29 @@ func decimalFloat64(m uint64, f int, neg bool) float64 {
 
 // parseDigits reads the decimal digits of b from i on into m (m*10+digit
 // each, wrapping on overflow) and returns m and the index of the first
-// byte that is not a digit. Eight digits at a time, as one word.
+// byte that is not a digit. Eight digits at a time, as one word, and the
+// digits of the last word too, where b holds 8 bytes from them, without
+// a loop whose end depends on the number.
 func parseDigits(b []byte, i int, m uint64) (uint64, int) {
 	for i+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[i:])
-		// Every byte is '0'..'9': its high nibble is 3 and adding 6 keeps it 3.
-		if x&0xf0f0f0f0f0f0f0f0 != 0x3030303030303030 || (x+0x0606060606060606)&0xf0f0f0f0f0f0f0f0 != 0x3030303030303030 {
-			break
+		// The high bit of each byte that is not '0'..'9': below '0' the
+		// subtraction borrows, above '9' the addition carries into it, and
+		// it is set in bytes above 0x7f. The lowest one is exact; those
+		// above it may come from a borrow or a carry.
+		if stops := ((x - 0x3030303030303030) | (x + 0x4646464646464646) | x) & 0x8080808080808080; stops != 0 {
+			n := bits.TrailingZeros64(stops) >> 3
+			// The n digits moved to the top of the word, zeros below
+			// them: the bytes past them, which may have borrowed, are gone.
+			x = (x - 0x3030303030303030) << (64 - 8*n)
+			x = (x*10 + x>>8) & 0x00ff00ff00ff00ff   // pairs of digits
+			x = (x*100 + x>>16) & 0x0000ffff0000ffff // groups of four
+			x = (x*10000 + x>>32) & 0xffffffff
+			return m*uint64Pow10[n] + x, i + n
 		}
 		x -= 0x3030303030303030
-		x = (x*10 + x>>8) & 0x00ff00ff00ff00ff   // pairs of digits
-		x = (x*100 + x>>16) & 0x0000ffff0000ffff // groups of four
+		x = (x*10 + x>>8) & 0x00ff00ff00ff00ff
+		x = (x*100 + x>>16) & 0x0000ffff0000ffff
 		x = (x*10000 + x>>32) & 0xffffffff
 		m = m*100000000 + x
 		i += 8

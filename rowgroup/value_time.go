@@ -195,12 +195,27 @@ type dateTime struct {
 
 // dateCache remembers the last date a column parsed and its day number:
 // the timestamps of a stream mostly fall on the day of the record before,
-// and comparing ten bytes is cheaper than the calendar arithmetic.
+// and comparing ten bytes is cheaper than the calendar arithmetic. It
+// also remembers, for parseTimestampText, the last "YYYY-MM-DDTHH:MM" and
+// its seconds since the epoch: mostly the minute of the record before,
+// compared in two words, so that only the seconds are left to read.
 type dateCache struct {
 	text  uint64 // the first 8 bytes of "YYYY-MM-DD", little-endian
 	tail  uint16 // the last 2
 	days  int64
 	valid bool
+
+	minute      [2]uint64 // "YYYY-MM-DDTHH:MM", little-endian
+	minuteSec   int64     // its seconds since the epoch
+	minuteValid bool
+
+	// And the last ":SS" after that minute, with the instant in the unit
+	// the column asked for, when adding any fraction to it cannot
+	// overflow: records a millisecond apart share it.
+	second      uint32 // ":SS", little-endian
+	secondUnit  schema.TimeUnit
+	secondValue int64
+	secondValid bool
 }
 
 // parse is parseDate through the cache; a nil cache parses every time.
@@ -214,7 +229,7 @@ func (c *dateCache) parse(b []byte) (int64, bool) {
 	}
 	days, ok := parseDate(b)
 	if ok {
-		*c = dateCache{text: text, tail: tail, days: days, valid: true}
+		c.text, c.tail, c.days, c.valid = text, tail, days, true
 	}
 	return days, ok
 }
@@ -303,15 +318,40 @@ func parseTimestamp(b []byte, u schema.TimeUnit, utc bool, dc *dateCache) (int64
 // JSON string must escape, so a caller reading a JSON string whose
 // closing quote follows the text need not look for escapes.
 func parseTimestampText(b []byte, u schema.TimeUnit, dc *dateCache) (v int64, end int, ok bool) {
-	if len(b) < 20 || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+	if len(b) < 20 || b[16] != ':' {
 		return 0, 0, false
 	}
-	days, ok := dc.parse(b)
-	h, ok1 := digits2(b, 11)
-	m, ok2 := digits2(b, 14)
-	sec, ok3 := digits2(b, 17)
-	if !ok || !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
-		return 0, 0, false
+	// The date, hour and minute: the ones of the timestamp before, which
+	// were read and checked then, or read and checked now.
+	var base int64
+	w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:16])
+	w2 := binary.LittleEndian.Uint32(b[16:20]) & 0xffffff
+	secondHit := false
+	if dc != nil && dc.minuteValid && w0 == dc.minute[0] && w1 == dc.minute[1] {
+		base = dc.minuteSec
+		secondHit = dc.secondValid && w2 == dc.second && u == dc.secondUnit
+	} else {
+		if b[10] != 'T' || b[13] != ':' {
+			return 0, 0, false
+		}
+		days, ok := dc.parse(b)
+		h, ok1 := digits2(b, 11)
+		m, ok2 := digits2(b, 14)
+		if !ok || !ok1 || !ok2 || h > 23 || m > 59 {
+			return 0, 0, false
+		}
+		base = days*secondsPerDay + h*3600 + m*60
+		if dc != nil {
+			dc.minute, dc.minuteSec, dc.minuteValid = [2]uint64{w0, w1}, base, true
+			dc.secondValid = false
+		}
+	}
+	var sec int64
+	if !secondHit {
+		var ok3 bool
+		if sec, ok3 = digits2(b, 17); !ok3 || sec > 59 {
+			return 0, 0, false
+		}
 	}
 	n := 19
 	var frac int64
@@ -358,7 +398,19 @@ zone:
 	if err != nil {
 		return 0, 0, false
 	}
-	utcSec := days*secondsPerDay + h*3600 + m*60 + sec
+	if secondHit {
+		return dc.secondValue + f, n + 1, true // through the Z
+	}
+	utcSec := base + sec
+	if dc != nil {
+		// The second's instant, for the timestamps after this one, when
+		// no fraction can take it out of range (see scaleSeconds).
+		var v0 int64
+		per := unitsPerSecond(u)
+		if v0, err = scaleSeconds(utcSec, 0, per); err == nil && v0 <= math.MaxInt64-per && v0 >= math.MinInt64+per {
+			dc.second, dc.secondUnit, dc.secondValue, dc.secondValid = w2, u, v0, true
+		}
+	}
 	switch u {
 	case schema.Millis:
 		v, err = scaleSeconds(utcSec, f, 1e3)

@@ -256,7 +256,7 @@ func (s *VariantShredder) ShredJSON(json []byte) error {
 // error is a *RecordError.
 func (s *VariantShredder) Append(value []byte) error {
 	s.undo.begin(s.g)
-	if err := s.fill(value); err != nil {
+	if err := s.fill(value, &s.undo); err != nil {
 		s.undo.rollback(s.g)
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *VariantShredder) Append(value []byte) error {
 
 // fill appends the Variant of the JSON document json; on error the caller
 // undoes what was appended.
-func (s *VariantShredder) fill(json []byte) error {
+func (s *VariantShredder) fill(json []byte, _ *recordUndo) error {
 	if s.direct != nil {
 		ok := s.tryDirect(json)
 		if s.direct.grown {
