@@ -212,3 +212,44 @@ func TestHybridDecodeCases(t *testing.T) {
 		t.Error("level bit width 9 accepted")
 	}
 }
+
+// TestRunScans wants the word-at-a-time run scans to find what a value at
+// a time finds, for levels and indices, at every start and run length.
+func TestRunScans(t *testing.T) {
+	t.Run("uint8", func(t *testing.T) { checkRunScans(t, func(i int) uint8 { return uint8(i) }) })
+	t.Run("int32", func(t *testing.T) { checkRunScans(t, func(i int) int32 { return int32(i) << 20 }) })
+	t.Run("uint32", func(t *testing.T) { checkRunScans(t, func(i int) uint32 { return uint32(i) * 0x01010101 }) })
+}
+
+func checkRunScans[T hybridValue](t *testing.T, of func(int) T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	values := make([]T, 200)
+	for i := 0; i < len(values); {
+		// Single values and runs of up to 20, of a few values.
+		v, k := of(r.IntN(3)), 1
+		if r.IntN(2) == 0 {
+			k += r.IntN(20)
+		}
+		for ; k > 0 && i < len(values); k-- {
+			values[i] = v
+			i++
+		}
+	}
+	for start := range values {
+		vs := values[start:]
+		want := 1
+		for want < len(vs) && vs[want] == vs[0] {
+			want++
+		}
+		if got := runLength(vs); got != want {
+			t.Fatalf("runLength(values[%d:]) = %d, want %d", start, got, want)
+		}
+		next := start
+		for next+1 < len(values) && values[next] != values[next+1] {
+			next++
+		}
+		if got := nextRepeat(values, start); got != next {
+			t.Fatalf("nextRepeat(values, %d) = %d, want %d", start, got, next)
+		}
+	}
+}
