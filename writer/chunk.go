@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -1290,9 +1291,24 @@ func (cw *chunkWriter) rankDictionary() {
 		cw.rankOrder = append(cw.rankOrder, int32(i))
 	}
 	physical := cw.leaf.Physical
-	slices.SortFunc(cw.rankOrder, func(a, b int32) int {
-		return compareValues(cw.order, physical, d.entry(int(a)), d.entry(int(b)))
-	})
+	if cw.order == orderBytes && d.width == 0 {
+		// Strings, compared by their first 8 bytes as integers first, as
+		// pageBounds compares them: most pairs differ there. Entries are
+		// distinct, so the order, and the ranks, are those of any
+		// comparison that agrees with bytes.Compare.
+		data, off := d.data, d.offsets
+		slices.SortFunc(cw.rankOrder, func(a, b int32) int {
+			pa, pb := prefix8(data, off[a], off[a+1]), prefix8(data, off[b], off[b+1])
+			if pa != pb {
+				return cmpOrdered(pa, pb)
+			}
+			return bytes.Compare(data[off[a]:off[a+1]], data[off[b]:off[b+1]])
+		})
+	} else {
+		slices.SortFunc(cw.rankOrder, func(a, b int32) int {
+			return compareValues(cw.order, physical, d.entry(int(a)), d.entry(int(b)))
+		})
+	}
 	cw.ranks = slices.Grow(cw.ranks[:0], n)[:n]
 	for r, i := range cw.rankOrder {
 		cw.ranks[i] = int32(r)
