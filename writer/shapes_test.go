@@ -1,4 +1,4 @@
-package writer_test
+package writer
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/writer"
 )
 
 // clickSchema is the clickstream benchmark's shape (benchmarks.ClickSchema):
@@ -137,10 +136,10 @@ var shapes = []struct {
 }
 
 // writeShape writes the row groups gs to a file with opts and returns it.
-func writeShape(tb testing.TB, s *schema.Schema, gs []*rowgroup.RowGroup, opts ...writer.Option) []byte {
+func writeShape(tb testing.TB, s *schema.Schema, gs []*rowgroup.RowGroup, opts ...Option) []byte {
 	tb.Helper()
 	var out bytes.Buffer
-	w, err := writer.New(&out, s, append([]writer.Option{writer.CreatedBy("pqsink shapes test")}, opts...)...)
+	w, err := New(&out, s, append([]Option{CreatedBy("pqsink shapes test")}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -163,12 +162,12 @@ func writeShape(tb testing.TB, s *schema.Schema, gs []*rowgroup.RowGroup, opts .
 func TestShapesBytes(t *testing.T) {
 	configs := []struct {
 		name string
-		opts []writer.Option
+		opts []Option
 	}{
-		{"zstd", []writer.Option{writer.Compression(meta.CodecZstd, 0)}},
-		{"v2-snappy", []writer.Option{writer.DataPageVersion(2)}},
-		{"small-pages", []writer.Option{writer.PageSize(16 << 10), writer.PageRowLimit(3000), writer.DictionaryPageSize(32 << 10)}},
-		{"fixed", []writer.Option{writer.AdaptiveEncoding(false), writer.Compression(meta.CodecUncompressed, 0), writer.StatisticsTruncate(8)}},
+		{"zstd", []Option{Compression(meta.CodecZstd, 0)}},
+		{"v2-snappy", []Option{DataPageVersion(2)}},
+		{"small-pages", []Option{PageSize(16 << 10), PageRowLimit(3000), DictionaryPageSize(32 << 10)}},
+		{"fixed", []Option{AdaptiveEncoding(false), Compression(meta.CodecUncompressed, 0), StatisticsTruncate(8)}},
 	}
 	want := map[string]string{
 		"events/zstd":             "b7ff058902d374fc6cb11bd056068a2e5e0654118c6901286dd9c9c73fa53fa8",
@@ -212,7 +211,7 @@ func BenchmarkShapes(b *testing.B) {
 		for _, codec := range []meta.CompressionCodec{meta.CodecZstd, meta.CodecUncompressed} {
 			b.Run(sh.name+"/"+codec.String(), func(b *testing.B) {
 				var out countingDiscard
-				w, err := writer.New(&out, s, writer.Compression(codec, 0))
+				w, err := New(&out, s, Compression(codec, 0))
 				if err != nil {
 					b.Fatal(err)
 				}
