@@ -118,13 +118,23 @@ func appendHybrid[T hybridValue](dst []byte, values []T, width int) []byte {
 			// a time (on dictionary indices of many distinct values,
 			// nearly every value).
 			k = nextRepeat(values, k)
-			r := runLength(values[k:])
-			boundary := start + (k-start+7)&^7
-			if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
-				dst = appendBitPacked(dst, values[start:boundary], width)
-				dst = appendRepeat(dst, uint64(values[boundary]), rest, width)
-				i = k + r
-				break
+			// Only a repeat of minRepeat values or more can become an
+			// RLE run (rest below is at most r). A shorter one, which
+			// its minRepeat-th value tells apart without measuring it,
+			// is stepped over two values at a time, the two known to be
+			// equal: the values after them are a shorter repeat still,
+			// or none. On indices of a few dozen values, two equal
+			// neighbours are common and eight rare.
+			r := min(2, n-k)
+			if k+minRepeat <= n && values[k+minRepeat-1] == values[k] {
+				r = runLength(values[k:])
+				boundary := start + (k-start+7)&^7
+				if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
+					dst = appendBitPacked(dst, values[start:boundary], width)
+					dst = appendRepeat(dst, uint64(values[boundary]), rest, width)
+					i = k + r
+					break
+				}
 			}
 			k += r
 			if k == n {
