@@ -1315,16 +1315,29 @@ func (cw *chunkWriter) rankDictionary() {
 	}
 }
 
+// rankBlock is how many values dictPageBounds takes between its checks for
+// the least and greatest ranks.
+const rankBlock = 256
+
 // dictPageBounds is pageBounds for a page of a ranked dictionary.
 func (cw *chunkWriter) dictPageBounds(b bounds, v0, v1 int) bounds {
 	b = b.empty()
 	if v0 == v1 {
 		return b
 	}
+	// The least and greatest ranks there are, which a page of a few dozen
+	// distinct values holds within its first few hundred: the page is
+	// scanned in blocks until it has both.
 	lo, hi := int32(len(cw.ranks)), int32(-1)
-	for _, i := range cw.idx[v0:v1] {
-		r := cw.ranks[i]
-		lo, hi = min(lo, r), max(hi, r)
+	least, greatest := int32(0), int32(len(cw.ranks)-1)
+	ranks := cw.ranks
+	for idx := cw.idx[v0:v1]; len(idx) > 0 && (lo > least || hi < greatest); {
+		block := idx[:min(len(idx), rankBlock)]
+		for _, i := range block {
+			r := ranks[i]
+			lo, hi = min(lo, r), max(hi, r)
+		}
+		idx = idx[len(block):]
 	}
 	d := cw.dict.(*bytesDict)
 	b.min = append(b.min, d.entry(int(cw.rankOrder[lo]))...)
