@@ -237,6 +237,9 @@ func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit
 	n := c.NumLevels()
 	p := pageRange{}
 	quick := true
+	// A limit under 1 cuts at every record, as 1 does, and keeps every
+	// page that quickPage counts from being empty.
+	rowLimit = max(rowLimit, 1)
 	for {
 		var ok bool
 		if quick {

@@ -135,6 +135,8 @@ func TestPlanLevels(t *testing.T) {
 		{"optional int64 row limit", `message m { optional int64 v; }`, 1 << 20, 1000, MaxPageBytes, false},
 		{"optional int64 page size", `message m { optional int64 v; }`, 2000, 1000, MaxPageBytes, false},
 		{"optional int64 row limit 1", `message m { optional int64 v; }`, 1 << 20, 1, MaxPageBytes, false},
+		{"optional int64 row limit 0", `message m { optional int64 v; }`, 1 << 20, 0, MaxPageBytes, false},
+		{"list row limit 0", `message m { optional group l (LIST) { repeated group list { required binary e; } } }`, 1 << 20, 0, MaxPageBytes, false},
 		{"optional strings row limit", `message m { optional binary v; }`, 1 << 20, 777, MaxPageBytes, false},
 		{"optional strings page size", `message m { optional binary v; }`, 3000, 777, MaxPageBytes, false},
 		{"optional strings max page", `message m { optional binary v; }`, 1 << 20, 777, 200, false},
