@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -225,14 +226,80 @@ func planPages(pages []pageRange, c *rowgroup.Column, pageSize, rowLimit int, sp
 	return planLevels(pages, c, width, pageSize, rowLimit, split)
 }
 
-// planLevels is planPages for any column, level by level; width is the
-// PLAIN size of a value, 0 for BYTE_ARRAY.
+// planLevels is planPages for any column; width is the PLAIN size of a
+// value, 0 for BYTE_ARRAY. Most pages end at the row limit, well under the
+// page size: such a page is found by counting its records and values a
+// word of levels at a time (quickPage), and only a page that its values'
+// sizes may cut is walked level by level (levelPage). As a page that
+// quickPage leaves costs it a scan up to the row limit for nothing, it is
+// tried only after a page that the row limit ended.
 func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit int, split bool) ([]pageRange, error) {
 	n := c.NumLevels()
 	p := pageRange{}
-	size, v := 0, 0
+	quick := true
+	// A limit under 1 cuts at every record, as 1 does, and keeps every
+	// page that quickPage counts from being empty.
+	rowLimit = max(rowLimit, 1)
+	for {
+		var ok bool
+		if quick {
+			p, ok = quickPage(c, p, width, pageSize, rowLimit)
+		}
+		if !ok {
+			var err error
+			if p, err = levelPage(c, p, width, pageSize, rowLimit, split); err != nil {
+				return pages, err
+			}
+			quick = p.rows >= rowLimit
+		}
+		pages = append(pages, p)
+		if p.l1 >= n {
+			return pages, nil
+		}
+		p = pageRange{l0: p.l1, v0: p.v1, first: p.first + p.rows}
+	}
+}
+
+// quickPage completes page p, which starts at p.l0, p.v0 and p.first, when
+// it ends at the row limit (or the column's end) with its values under the
+// page size: it counts the page's records and values without a branch per
+// level. It reports false, leaving the page to levelPage, when the values'
+// sizes might end the page sooner.
+func quickPage(c *rowgroup.Column, p pageRange, width, pageSize, rowLimit int) (pageRange, bool) {
+	n := c.NumLevels()
+	var end, rows int
+	if c.MaxRep() == 0 {
+		end = p.l0 + min(n-p.l0, rowLimit)
+		rows = end - p.l0
+	} else {
+		end, rows = recordsEnd(c.Rep[:n], p.l0, rowLimit)
+	}
+	values := end - p.l0
+	if c.MaxDef() > 0 {
+		values = countEqual(c.Def[p.l0:end], c.MaxDef())
+	}
+	var size int
+	if width > 0 {
+		size = values * width
+	} else {
+		size = int(c.Offsets[p.v0+values]-c.Offsets[p.v0]) + 4*values
+	}
+	// Under both limits, no level of the page could end it sooner than
+	// the row limit, nor hold a value over maxPageBytes.
+	if size >= pageSize || size > maxPageBytes {
+		return p, false
+	}
+	p.l1, p.v1, p.rows = end, p.v0+values, rows
+	return p, true
+}
+
+// levelPage completes page p, which starts at p.l0, p.v0 and p.first, level
+// by level.
+func levelPage(c *rowgroup.Column, p pageRange, width, pageSize, rowLimit int, split bool) (pageRange, error) {
+	n := c.NumLevels()
+	size, v := 0, p.v0
 	maxDef, maxRep := c.MaxDef(), c.MaxRep()
-	for l := 0; l < n; l++ {
+	for l := p.l0; l < n; l++ {
 		vs := 0 // the PLAIN size of the level's value, if it has one
 		if maxDef == 0 || c.Def[l] == maxDef {
 			if width > 0 {
@@ -242,7 +309,7 @@ func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit
 			}
 		}
 		if vs > maxPageBytes {
-			return pages, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", p.first+p.rows, vs, maxPageBytes)
+			return p, fmt.Errorf("record %d holds a value of %d bytes, over the %d bytes a data page may hold", p.first+p.rows, vs, maxPageBytes)
 		}
 		full := size+vs > maxPageBytes
 		switch {
@@ -250,20 +317,16 @@ func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit
 		case maxRep == 0 || c.Rep[l] == 0:
 			if size >= pageSize || p.rows >= rowLimit || full {
 				p.l1, p.v1 = l, v
-				pages = append(pages, p)
-				p = pageRange{l0: l, v0: v, first: p.first + p.rows}
-				size = 0
+				return p, nil
 			}
 		case full && split:
 			// Split the record: the page ends before this value and the
 			// next one starts inside the record (rows counts the records
 			// that start in a page).
 			p.l1, p.v1 = l, v
-			pages = append(pages, p)
-			p = pageRange{l0: l, v0: v, first: p.first + p.rows}
-			size = 0
+			return p, nil
 		case full:
-			return pages, fmt.Errorf("record %d needs a data page of more than %d bytes, the limit that keeps pages readable; a record this large can span pages only with data page v1 and no page index", p.first+p.rows-1, maxPageBytes)
+			return p, fmt.Errorf("record %d needs a data page of more than %d bytes, the limit that keeps pages readable; a record this large can span pages only with data page v1 and no page index", p.first+p.rows-1, maxPageBytes)
 		}
 		if maxRep == 0 || c.Rep[l] == 0 {
 			p.rows++
@@ -274,7 +337,7 @@ func planLevels(pages []pageRange, c *rowgroup.Column, width, pageSize, rowLimit
 		}
 	}
 	p.l1, p.v1 = n, v
-	return append(pages, p), nil
+	return p, nil
 }
 
 // planFixed is planPages for n required values of width bytes each (at
@@ -1061,13 +1124,31 @@ func encodeValues(enc encoding.Encoding, dst []byte, c *rowgroup.Column, v0, v1 
 	return dst, fmt.Errorf("unknown physical type %v", c.Leaf.Physical)
 }
 
+// levelHistogram counts the levels (each at most max) by level. Up to
+// maxWordHistogram, each level but 0 is counted a word at a time, and 0
+// is what is left.
 func levelHistogram(levels []uint8, max int) []int64 {
 	h := make([]int64, max+1)
+	if max <= maxWordHistogram {
+		rest := len(levels)
+		for l := 1; l <= max; l++ {
+			k := countEqual(levels, uint8(l))
+			h[l] = int64(k)
+			rest -= k
+		}
+		h[0] = int64(rest)
+		return h
+	}
 	for _, l := range levels {
 		h[l]++
 	}
 	return h
 }
+
+// maxWordHistogram is the greatest level that levelHistogram counts a word
+// at a time: a pass per level costs less than a byte-at-a-time loop that
+// increments counters in memory up to about this many passes.
+const maxWordHistogram = 3
 
 func addHistogram(dst, src []int64) {
 	for i, v := range src {
@@ -1213,14 +1294,33 @@ func (cw *chunkWriter) rankDictionary() {
 		cw.rankOrder = append(cw.rankOrder, int32(i))
 	}
 	physical := cw.leaf.Physical
-	slices.SortFunc(cw.rankOrder, func(a, b int32) int {
-		return compareValues(cw.order, physical, d.entry(int(a)), d.entry(int(b)))
-	})
+	if cw.order == orderBytes && d.width == 0 {
+		// Strings, compared by their first 8 bytes as integers first, as
+		// pageBounds compares them: most pairs differ there. Entries are
+		// distinct, so the order, and the ranks, are those of any
+		// comparison that agrees with bytes.Compare.
+		data, off := d.data, d.offsets
+		slices.SortFunc(cw.rankOrder, func(a, b int32) int {
+			pa, pb := prefix8(data, off[a], off[a+1]), prefix8(data, off[b], off[b+1])
+			if pa != pb {
+				return cmpOrdered(pa, pb)
+			}
+			return bytes.Compare(data[off[a]:off[a+1]], data[off[b]:off[b+1]])
+		})
+	} else {
+		slices.SortFunc(cw.rankOrder, func(a, b int32) int {
+			return compareValues(cw.order, physical, d.entry(int(a)), d.entry(int(b)))
+		})
+	}
 	cw.ranks = slices.Grow(cw.ranks[:0], n)[:n]
 	for r, i := range cw.rankOrder {
 		cw.ranks[i] = int32(r)
 	}
 }
+
+// rankBlock is how many values dictPageBounds takes between its checks for
+// the least and greatest ranks.
+const rankBlock = 256
 
 // dictPageBounds is pageBounds for a page of a ranked dictionary.
 func (cw *chunkWriter) dictPageBounds(b bounds, v0, v1 int) bounds {
@@ -1228,10 +1328,19 @@ func (cw *chunkWriter) dictPageBounds(b bounds, v0, v1 int) bounds {
 	if v0 == v1 {
 		return b
 	}
+	// The least and greatest ranks there are, which a page of a few dozen
+	// distinct values holds within its first few hundred: the page is
+	// scanned in blocks until it has both.
 	lo, hi := int32(len(cw.ranks)), int32(-1)
-	for _, i := range cw.idx[v0:v1] {
-		r := cw.ranks[i]
-		lo, hi = min(lo, r), max(hi, r)
+	least, greatest := int32(0), int32(len(cw.ranks)-1)
+	ranks := cw.ranks
+	for idx := cw.idx[v0:v1]; len(idx) > 0 && (lo > least || hi < greatest); {
+		block := idx[:min(len(idx), rankBlock)]
+		for _, i := range block {
+			r := ranks[i]
+			lo, hi = min(lo, r), max(hi, r)
+		}
+		idx = idx[len(block):]
 	}
 	d := cw.dict.(*bytesDict)
 	b.min = append(b.min, d.entry(int(cw.rankOrder[lo]))...)

@@ -82,7 +82,8 @@ func mix(x uint64) uint64 {
 }
 
 // table is an open-addressing (linear probing) table of entry indices,
-// kept at most half full; -1 marks a free slot.
+// kept at most half full (a small one a quarter, see full); -1 marks a
+// free slot.
 // initialTableSlots is the size of a new dictionary hash table, a power
 // of two.
 const initialTableSlots = 64
@@ -104,6 +105,22 @@ func (t *table) reset() {
 		t.slots[i] = -1
 	}
 }
+
+// full reports whether a table of n entries is to grow: past half full,
+// and past a quarter while it is smaller than sparseSlots. A dictionary of
+// a few dozen codes looks each value up in a table that fits in a few
+// cache lines, where what costs is the second probe, a branch mispredicted
+// when a lookup collides: fewer collisions there cost little memory.
+func (t *table) full(n int) bool {
+	if len(t.slots) < sparseSlots {
+		return 4*n > len(t.slots)
+	}
+	return 2*n > len(t.slots)
+}
+
+// sparseSlots is the table size up to which a table is kept at most a
+// quarter full: 16 KiB.
+const sparseSlots = 4096
 
 // grow doubles the table and reinserts n entries by their hashes.
 func (t *table) grow(n int, hash func(i int) uint64) {
@@ -161,7 +178,7 @@ func (d *fixedDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 
 				j = int32(len(d.list))
 				d.slots[s] = j
 				d.list = append(d.list, v)
-				if 2*len(d.list) > len(d.slots) {
+				if d.full(len(d.list)) {
 					d.grow(len(d.list), func(i int) uint64 { return d.hash(d.list[i]) })
 				}
 				idx = append(idx, j)
@@ -202,7 +219,7 @@ func (d *numDict[T]) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 				j = int32(len(d.list))
 				slots[s] = j
 				d.list = append(d.list, v)
-				if 2*len(d.list) > len(d.slots) {
+				if d.full(len(d.list)) {
 					d.grow(len(d.list), func(i int) uint64 { return mix(uint64(d.list[i])) })
 				}
 				slots, mask, list = d.slots, d.mask, d.list
@@ -278,7 +295,7 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 		for {
 			j := d.slots[s]
 			if j < 0 {
-				idx = append(idx, d.insert(v, h, int(s)))
+				idx = append(idx, d.insert(v, h, int(s), 0, 0))
 				break
 			}
 			if d.hashes[j] == h && bytes.Equal(d.entry(int(j)), v) {
@@ -298,20 +315,34 @@ func (d *bytesDict) add(idx []int32, c *rowgroup.Column, v0, v1 int) []int32 {
 const maxShort = 16
 
 // shortKey packs a value of at most maxShort bytes into two words which,
-// with its length, identify it: overlapping loads from both ends cover
-// every byte (the three bytes taken of a value of one to three bytes are
-// all of them).
+// with its length, identify it: its first 8 bytes (zero-padded), and the
+// last 8 of a value longer than 8 (overlapping the first). keyAt computes
+// the same from a buffer the value is in.
 func shortKey(v []byte) (a, b uint64) {
-	n := len(v)
-	switch {
-	case n >= 8:
-		return binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[n-8:])
-	case n >= 4:
-		return uint64(binary.LittleEndian.Uint32(v)), uint64(binary.LittleEndian.Uint32(v[n-4:]))
-	case n > 0:
-		return uint64(v[0])<<16 | uint64(v[n>>1])<<8 | uint64(v[n-1]), 0
+	var pad [8]byte
+	copy(pad[:], v)
+	a = binary.LittleEndian.Uint64(pad[:])
+	if n := len(v); n > 8 {
+		b = binary.LittleEndian.Uint64(v[n-8:])
 	}
-	return 0, 0
+	return a, b
+}
+
+// keyAt is the shortKey of buf[lo:hi], a value of at most maxShort bytes,
+// read straight from buf as two words, without a branch on the value's
+// length, which varies from value to value in a column of codes and names;
+// ok is false, and the key is shortKey's to make, when buf does not hold 8
+// bytes from lo.
+func keyAt(buf []byte, lo, hi uint32) (a, b uint64, ok bool) {
+	if int(lo)+8 > len(buf) {
+		return 0, 0, false
+	}
+	n := hi - lo
+	a = binary.LittleEndian.Uint64(buf[lo:]) & (^uint64(0) >> (64 - 8*min(n, 8)))
+	// The 8 bytes that end the value; for a value of 8 bytes or less they
+	// may start before it, and are masked away.
+	b = binary.LittleEndian.Uint64(buf[max(hi, 8)-8:]) & (0 - uint64((n+7)>>4))
+	return a, b, true
 }
 
 // hash is the hash of value v: its shortHash when it is short, its maphash
@@ -347,12 +378,16 @@ func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int
 	k0, k1, k2, seed := d.keys[0], d.keys[1], d.keys[2], d.seed
 	lo := offsets[0]
 	for i, hi := range offsets[1:] {
+		start := lo
 		v := values[lo:hi]
 		lo = hi
 		short := len(v) <= maxShort
 		var h, ka, kb uint64
 		if short {
-			ka, kb = shortKey(v)
+			var ok bool
+			if ka, kb, ok = keyAt(values, start, hi); !ok {
+				ka, kb = shortKey(v)
+			}
 			hi, lo := bits.Mul64(ka^k0, kb^k1) // shortHash, inline
 			hi, lo = bits.Mul64(lo^k2^uint64(len(v)), hi^k1)
 			h = hi ^ lo
@@ -363,7 +398,7 @@ func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int
 		for {
 			j := slots[s]
 			if j < 0 {
-				out[i] = d.insert(v, h, int(s))
+				out[i] = d.insert(v, h, int(s), ka, kb)
 				slots, mask, hashes, shortKeys = d.slots, d.mask, d.hashes, d.short
 				break
 			}
@@ -384,21 +419,18 @@ func (d *bytesDict) addBytes(idx []int32, values []byte, offsets []uint32) []int
 }
 
 // insert adds v, of hash h, as a new entry at free slot s, and returns its
-// index.
-func (d *bytesDict) insert(v []byte, h uint64, s int) int32 {
+// index; a, b is the shortKey of a BYTE_ARRAY value of up to maxShort
+// bytes.
+func (d *bytesDict) insert(v []byte, h uint64, s int, a, b uint64) int32 {
 	j := int32(len(d.hashes))
 	d.slots[s] = j
 	d.hashes = append(d.hashes, h)
 	d.data = append(d.data, v...)
 	if d.width == 0 {
 		d.offsets = append(d.offsets, uint32(len(d.data)))
-		var a, b uint64
-		if len(v) <= maxShort {
-			a, b = shortKey(v)
-		}
 		d.short = append(d.short, shortEntry{a, b, uint64(len(v))})
 	}
-	if 2*len(d.hashes) > len(d.slots) {
+	if d.full(len(d.hashes)) {
 		d.grow(len(d.hashes), func(i int) uint64 { return d.hashes[i] })
 	}
 	return j

@@ -115,18 +115,8 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 		b.min = binary.LittleEndian.AppendUint64(b.min, uint64(lo))
 		b.max = binary.LittleEndian.AppendUint64(b.max, uint64(hi))
 	case meta.TypeFloat:
-		lo, hi, found := float32(0), float32(0), false
-		for _, v := range c.Float[v0:v1] {
-			if v != v {
-				b.nans++
-				continue
-			}
-			if !found {
-				lo, hi, found = v, v, true
-				continue
-			}
-			lo, hi = min(lo, v), max(hi, v)
-		}
+		lo, hi, nans, found := floatBounds(c.Float[v0:v1])
+		b.nans += nans
 		if !found {
 			return b
 		}
@@ -141,18 +131,8 @@ func pageBounds(b bounds, order sortOrder, c *rowgroup.Column, v0, v1 int) bound
 		b.min = binary.LittleEndian.AppendUint32(b.min, math.Float32bits(lo))
 		b.max = binary.LittleEndian.AppendUint32(b.max, math.Float32bits(hi))
 	case meta.TypeDouble:
-		lo, hi, found := 0.0, 0.0, false
-		for _, v := range c.Double[v0:v1] {
-			if v != v {
-				b.nans++
-				continue
-			}
-			if !found {
-				lo, hi, found = v, v, true
-				continue
-			}
-			lo, hi = min(lo, v), max(hi, v)
-		}
+		lo, hi, nans, found := floatBounds(c.Double[v0:v1])
+		b.nans += nans
 		if !found {
 			return b
 		}
@@ -276,6 +256,35 @@ func intBounds[T int32 | int64, U uint32 | uint64](vs []T, unsigned bool) (lo, h
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	return lo, hi
+}
+
+// floatBounds returns the least and greatest of vs that are not NaN
+// (found is false when there is none), and how many NaNs there are. Of
+// equal zeros, either may be returned: the caller writes a zero bound's
+// sign itself. Plain comparisons, which a NaN never passes, cost less
+// here than min and max, which order signed zeros and NaNs.
+func floatBounds[T float32 | float64](vs []T) (lo, hi T, nans int64, found bool) {
+	i := 0
+	for i < len(vs) && vs[i] != vs[i] {
+		i++
+	}
+	nans = int64(i)
+	if i == len(vs) {
+		return 0, 0, nans, false
+	}
+	lo, hi = vs[i], vs[i]
+	for _, v := range vs[i+1:] {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+		if v != v {
+			nans++
+		}
+	}
+	return lo, hi, nans, true
 }
 
 func boolByte(v bool) byte {

@@ -96,3 +96,67 @@ func TestTruncatedBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatBounds holds floatBounds to the loop it replaced, which skipped
+// NaNs and took min and max, on NaNs in every position, signed zeros and
+// infinities: the bounds must be equal as numbers (pageBounds writes a
+// zero bound's sign itself) and the NaNs counted.
+func TestFloatBounds(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	negZero := math.Copysign(0, -1)
+	tests := []struct {
+		name string
+		vs   []float64
+	}{
+		{"empty", nil},
+		{"nan only", []float64{nan, nan}},
+		{"nan first", []float64{nan, 3, -2, nan, 7}},
+		{"nan last", []float64{1, 2, nan}},
+		{"zeros", []float64{0, negZero, 0}},
+		{"negative zero first", []float64{negZero, 5, 0}},
+		{"infinities", []float64{-inf, 1, inf, nan}},
+		{"one", []float64{42}},
+	}
+	r := rand.New(rand.NewPCG(1, 9))
+	random := make([]float64, 1000)
+	for i := range random {
+		random[i] = r.NormFloat64()
+		if i%97 == 0 {
+			random[i] = nan
+		}
+	}
+	tests = append(tests, struct {
+		name string
+		vs   []float64
+	}{"random", random})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lo, hi float64
+			var nans int64
+			found := false
+			for _, v := range tt.vs {
+				if v != v {
+					nans++
+					continue
+				}
+				if !found {
+					lo, hi, found = v, v, true
+					continue
+				}
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			gotLo, gotHi, gotNaNs, gotFound := floatBounds(tt.vs)
+			if gotFound != found || gotNaNs != nans || found && (gotLo != lo || gotHi != hi) {
+				t.Errorf("floatBounds = %v, %v, %d, %v; want %v, %v, %d, %v", gotLo, gotHi, gotNaNs, gotFound, lo, hi, nans, found)
+			}
+			f32 := make([]float32, len(tt.vs))
+			for i, v := range tt.vs {
+				f32[i] = float32(v)
+			}
+			lo32, hi32, nans32, found32 := floatBounds(f32)
+			if found32 != found || nans32 != nans || found && (lo32 != float32(lo) || hi32 != float32(hi)) {
+				t.Errorf("float32: floatBounds = %v, %v, %d, %v; want %v, %v, %d, %v", lo32, hi32, nans32, found32, lo, hi, nans, found)
+			}
+		})
+	}
+}

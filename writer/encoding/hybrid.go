@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // hybridValue is an element type the RLE/bit-packing hybrid codec accepts.
@@ -116,16 +117,24 @@ func appendHybrid[T hybridValue](dst []byte, values []T, width int) []byte {
 			// a repeat: skip such values in a tight loop, not one run at
 			// a time (on dictionary indices of many distinct values,
 			// nearly every value).
-			for k+1 < n && values[k] != values[k+1] {
-				k++
-			}
-			r := runLength(values[k:])
-			boundary := start + (k-start+7)&^7
-			if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
-				dst = appendBitPacked(dst, values[start:boundary], width)
-				dst = appendRepeat(dst, uint64(values[boundary]), rest, width)
-				i = k + r
-				break
+			k = nextRepeat(values, k)
+			// Only a repeat of minRepeat values or more can become an
+			// RLE run (rest below is at most r). A shorter one, which
+			// its minRepeat-th value tells apart without measuring it,
+			// is stepped over two values at a time, the two known to be
+			// equal: the values after them are a shorter repeat still,
+			// or none. On indices of a few dozen values, two equal
+			// neighbours are common and eight rare.
+			r := min(2, n-k)
+			if k+minRepeat <= n && values[k+minRepeat-1] == values[k] {
+				r = runLength(values[k:])
+				boundary := start + (k-start+7)&^7
+				if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
+					dst = appendBitPacked(dst, values[start:boundary], width)
+					dst = appendRepeat(dst, uint64(values[boundary]), rest, width)
+					i = k + r
+					break
+				}
 			}
 			k += r
 			if k == n {
@@ -161,15 +170,86 @@ func uvarintLen(v uint64) int {
 	return (bits.Len64(v|1) + 6) / 7
 }
 
-// runLength returns how many values at the start of values equal the first.
-func runLength[T comparable](values []T) int {
-	v := values[0]
-	for i := 1; i < len(values); i++ {
+// nextRepeat returns the first k' from k on whose value equals the next,
+// or len(values)-1 when there is none. Levels (one byte each) are
+// compared eight pairs at a time.
+func nextRepeat[T hybridValue](values []T, k int) int {
+	n := len(values)
+	// Random levels repeat within a pair or two: those are checked
+	// first, one at a time.
+	for end := min(k+2, n-1); k < end; k++ {
+		if values[k] == values[k+1] {
+			return k
+		}
+	}
+	if unsafe.Sizeof(values[0]) == 1 {
+		b := bytesOf(values)
+		for ; k+9 <= n; k += 8 {
+			x := binary.LittleEndian.Uint64(b[k:]) ^ binary.LittleEndian.Uint64(b[k+1:])
+			if z := zeroBytes(x); z != 0 {
+				return k + bits.TrailingZeros64(z)/8
+			}
+		}
+	}
+	for k+1 < n && values[k] != values[k+1] {
+		k++
+	}
+	return k
+}
+
+// runLength returns how many values at the start of values (not empty)
+// equal the first. Values of one and of four bytes are compared a word at
+// a time: a run of levels is often thousands long.
+func runLength[T hybridValue](values []T) int {
+	n, v := len(values), values[0]
+	// Most runs of random levels are short: their first values are
+	// compared one at a time.
+	i := 1
+	for ; i < min(n, 4); i++ {
 		if values[i] != v {
 			return i
 		}
 	}
-	return len(values)
+	switch unsafe.Sizeof(values[0]) {
+	case 1:
+		b := bytesOf(values)
+		pat := ones * uint64(b[0])
+		for ; i+8 <= n; i += 8 {
+			if x := binary.LittleEndian.Uint64(b[i:]) ^ pat; x != 0 {
+				return i + bits.TrailingZeros64(x)/8
+			}
+		}
+	case 4:
+		b := bytesOf(values)
+		// The first value's bytes twice, as the words below are read.
+		pat := uint64(binary.LittleEndian.Uint32(b)) * (1<<32 + 1)
+		for ; i+2 <= n; i += 2 {
+			if x := binary.LittleEndian.Uint64(b[4*i:]) ^ pat; x != 0 {
+				return i + bits.TrailingZeros64(x)/32
+			}
+		}
+	}
+	for ; i < n; i++ {
+		if values[i] != v {
+			return i
+		}
+	}
+	return n
+}
+
+// ones has a 1 in every byte.
+const ones = 0x0101010101010101
+
+// zeroBytes returns x with the high bit of each zero byte set, and every
+// other bit clear (a carry never crosses into the next byte).
+func zeroBytes(x uint64) uint64 {
+	const low = 0x7f7f7f7f7f7f7f7f
+	return ^((x&low + low) | x | low)
+}
+
+// bytesOf is the memory of values, as bytes.
+func bytesOf[T hybridValue](values []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*int(unsafe.Sizeof(values[0])))
 }
 
 // appendRepeat appends RLE runs of count copies of v.

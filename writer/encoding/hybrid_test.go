@@ -212,3 +212,110 @@ func TestHybridDecodeCases(t *testing.T) {
 		t.Error("level bit width 9 accepted")
 	}
 }
+
+// TestRunScans wants the word-at-a-time run scans to find what a value at
+// a time finds, for levels and indices, at every start and run length.
+func TestRunScans(t *testing.T) {
+	t.Run("uint8", func(t *testing.T) { checkRunScans(t, func(i int) uint8 { return uint8(i) }) })
+	t.Run("int32", func(t *testing.T) { checkRunScans(t, func(i int) int32 { return int32(i) << 20 }) })
+	t.Run("uint32", func(t *testing.T) { checkRunScans(t, func(i int) uint32 { return uint32(i) * 0x01010101 }) })
+}
+
+func checkRunScans[T hybridValue](t *testing.T, of func(int) T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	values := make([]T, 200)
+	for i := 0; i < len(values); {
+		// Single values and runs of up to 20, of a few values.
+		v, k := of(r.IntN(3)), 1
+		if r.IntN(2) == 0 {
+			k += r.IntN(20)
+		}
+		for ; k > 0 && i < len(values); k-- {
+			values[i] = v
+			i++
+		}
+	}
+	for start := range values {
+		vs := values[start:]
+		want := 1
+		for want < len(vs) && vs[want] == vs[0] {
+			want++
+		}
+		if got := runLength(vs); got != want {
+			t.Fatalf("runLength(values[%d:]) = %d, want %d", start, got, want)
+		}
+		next := start
+		for next+1 < len(values) && values[next] != values[next+1] {
+			next++
+		}
+		if got := nextRepeat(values, start); got != next {
+			t.Fatalf("nextRepeat(values, %d) = %d, want %d", start, got, next)
+		}
+	}
+}
+
+// appendHybridByRuns is appendHybrid as it measured every repeat: the
+// reference for its shortcuts.
+func appendHybridByRuns[T hybridValue](dst []byte, values []T, width int) []byte {
+	n := len(values)
+	for i := 0; i < n; {
+		start := i
+		for k := i; ; {
+			for k+1 < n && values[k] != values[k+1] {
+				k++
+			}
+			r := 1
+			for k+r < n && values[k+r] == values[k] {
+				r++
+			}
+			boundary := start + (k-start+7)&^7
+			if rest := k + r - boundary; rest >= minRepeat && worthRepeat(rest, width, boundary > start, k+r < n) {
+				dst = appendBitPacked(dst, values[start:boundary], width)
+				dst = appendRepeat(dst, uint64(values[boundary]), rest, width)
+				i = k + r
+				break
+			}
+			k += r
+			if k == n {
+				dst = appendBitPacked(dst, values[start:], width)
+				i = n
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// TestHybridShortcuts wants appendHybrid to write what the run-by-run
+// encoder writes, byte for byte, on levels and indices with runs of every
+// length around minRepeat and the widths where RLE pays off sooner or
+// later.
+func TestHybridShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, distinct := range []int{2, 3, 5, 50, 1000} {
+		for _, maxRun := range []int{1, 3, 9, 30, 200} {
+			n := 1 + r.IntN(3000)
+			values := make([]int32, 0, n)
+			for len(values) < n {
+				v, k := int32(r.IntN(distinct)), 1+r.IntN(maxRun)
+				for ; k > 0 && len(values) < n; k-- {
+					values = append(values, v)
+				}
+			}
+			width := BitWidth(uint64(distinct - 1))
+			if got, want := appendHybrid(nil, values, width), appendHybridByRuns(nil, values, width); !bytes.Equal(got, want) {
+				t.Errorf("int32, %d distinct, runs up to %d: %d bytes, want %d", distinct, maxRun, len(got), len(want))
+			}
+			if distinct > 256 {
+				continue
+			}
+			levels := make([]uint8, n)
+			for i, v := range values {
+				levels[i] = uint8(v)
+			}
+			if got, want := appendHybrid(nil, levels, width), appendHybridByRuns(nil, levels, width); !bytes.Equal(got, want) {
+				t.Errorf("uint8, %d distinct, runs up to %d: %d bytes, want %d", distinct, maxRun, len(got), len(want))
+			}
+		}
+	}
+}
