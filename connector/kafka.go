@@ -23,9 +23,18 @@ var errGenerationOver = errors.New("consumer group generation is over")
 // kafkaClients are the connections to Kafka: the dialer of the consumer
 // group, and the client of fetches, offset commits and metadata.
 type kafkaClients struct {
-	dialer *kafka.Dialer
-	client *kafka.Client
+	dialer    *kafka.Dialer
+	client    *kafka.Client
+	transport *kafka.Transport
 }
+
+// close closes the transport's connections and stops its metadata
+// refreshes: a transport left open keeps asking its brokers for metadata
+// every few seconds for the life of the process, and, should another
+// server take a gone broker's port, reads that server's bytes as a
+// response (kafka-go sizes arrays by the counts it reads, so an HTTP
+// reply can cost gigabytes).
+func (k *kafkaClients) close() { k.transport.CloseIdleConnections() }
 
 func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 	mech, err := kafkaauth.SASL(c.SASL)
@@ -39,7 +48,7 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 	dialer := &kafka.Dialer{ClientID: c.ClientID, Timeout: 10 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc}
 	transport := &kafka.Transport{ClientID: c.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second}
 	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: c.CommitTimeout, Transport: transport}
-	return &kafkaClients{dialer: dialer, client: client}, nil
+	return &kafkaClients{dialer: dialer, client: client, transport: transport}, nil
 }
 
 // fetcher is one partition's end of the fetch multiplexer (fetchmux.go):

@@ -242,6 +242,9 @@ func (s *Sink) Close() error {
 	if s.tables != nil {
 		err = errors.Join(err, s.tables.close())
 	}
+	if s.kafka != nil {
+		s.kafka.close() // after the dead letters, which produce through it
+	}
 	return errors.Join(err, s.store.Close())
 }
 

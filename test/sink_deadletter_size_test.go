@@ -44,7 +44,7 @@ func TestSinkDeadLetterSizes(t *testing.T) {
 			broker := kafkatest.Start(t, 1, topic)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...)}
+			client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...), Transport: testTransport(t)}
 			spec := kafka.TopicConfig{Topic: dlq, NumPartitions: 1, ReplicationFactor: 1}
 			if c.dlqLimit > 0 {
 				spec.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: fmt.Sprint(c.dlqLimit)}}

@@ -458,7 +458,7 @@ func TestTableSinkJSONSchemaRegistry(t *testing.T) {
 	if len(msgs) != n {
 		t.Fatalf("%d of %d events found by id", len(msgs), n)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(wired.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+	w := &kafka.Writer{Addr: kafka.TCP(wired.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestSinkTopicRegexAndMetrics(t *testing.T) {
 	waitLanded(t, store, 500, time.Minute)
 
 	// A new topic that matches joins in.
-	client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...)}
+	client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...), Transport: testTransport(t)}
 	if _, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "re.c", NumPartitions: 2, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,10 @@ func TestSinkSASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	produceEventsVia(t, &kafka.Transport{SASL: mech}, broker.Brokers, topic, 0, n)
-	truth := readTopicVia(t, &kafka.Transport{SASL: mech}, broker.Brokers, topic, partitions)
+	tr := &kafka.Transport{SASL: mech}
+	defer tr.CloseIdleConnections()
+	produceEventsVia(t, tr, broker.Brokers, topic, 0, n)
+	truth := readTopicVia(t, tr, broker.Brokers, topic, partitions)
 
 	dir := t.TempDir()
 	cfg := sinkConfig{brokers: broker.Brokers, group: "secure", topic: topic, storeURL: "file://" + dir, format: "json", envelope: true, records: 250, interval: "1s"}

@@ -102,7 +102,7 @@ func TestSinkSoak(t *testing.T) {
 		lastFault = time.Now()
 		faultMu.Unlock()
 	}
-	watch := newProgressWatch(broker.Brokers, "soak", topic, partitions)
+	watch := newProgressWatch(t, broker.Brokers, "soak", topic, partitions)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	watching := make(chan struct{})
 	go func() {
@@ -264,8 +264,8 @@ type progressWatch struct {
 	stalls    []string
 }
 
-func newProgressWatch(brokers []string, group, topic string, partitions int) *progressWatch {
-	return &progressWatch{client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}, group: group, topic: topic, partitions: partitions}
+func newProgressWatch(t testing.TB, brokers []string, group, topic string, partitions int) *progressWatch {
+	return &progressWatch{client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second, Transport: testTransport(t)}, group: group, topic: topic, partitions: partitions}
 }
 
 // run polls until ctx ends. A partition waits from the later of the last

@@ -348,7 +348,7 @@ func (e *tableEnv) checkKafkaFollows(t *testing.T, brokers []string, group strin
 	for i := range ids {
 		ids[i] = i
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: testTransport(t)}
 	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{e.topic: ids}})
 	if err != nil {
 		t.Fatal(err)

@@ -573,6 +573,19 @@ var buildOnce struct {
 	err  error
 }
 
+// testTransport is a kafka-go transport of the test's own, closed when
+// the test ends. An open one (kafka-go's shared DefaultTransport among
+// them) asks its brokers for metadata every few seconds for the life of
+// the process; once another test's server (MinIO, a catalog: HTTP) takes
+// a gone broker's port, it reads that server's reply as a response, and
+// kafka-go allocates arrays by the counts it reads: gigabytes, which
+// stopped the suite once at the heap watchdog.
+func testTransport(t testing.TB) *kafka.Transport {
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
 // pqsinkBinary builds the pqsink command once per test binary, for tests
 // that run the sink as a separate process.
 func pqsinkBinary(t *testing.T) string {

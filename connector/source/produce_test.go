@@ -51,7 +51,9 @@ func readAll(t *testing.T, b kafka.Bytes) []byte {
 // kafka-go's Client, which tells null keys and values from empty ones.
 func readPartition(t *testing.T, brokers []string, topic string, partition, n int) []fetched {
 	t.Helper()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	tr := &kafka.Transport{} // not the shared DefaultTransport, which would refresh these brokers' metadata for the life of the process
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []fetched
@@ -228,7 +230,9 @@ func TestPartitionProducerRetries(t *testing.T) {
 			if string(got[0].value) != "a" || string(got[1].value) != "b" {
 				t.Errorf("records %q %q, want a b", got[0].value, got[1].value)
 			}
-			res, err := (&kafka.Client{Addr: kafka.TCP(cluster.Brokers...)}).ListOffsets(context.Background(), &kafka.ListOffsetsRequest{
+			tr := &kafka.Transport{}
+			defer tr.CloseIdleConnections()
+			res, err := (&kafka.Client{Addr: kafka.TCP(cluster.Brokers...), Transport: tr}).ListOffsets(context.Background(), &kafka.ListOffsetsRequest{
 				Topics: map[string][]kafka.OffsetRequest{"t": {kafka.LastOffsetOf(0)}}})
 			if err != nil {
 				t.Fatal(err)

@@ -183,7 +183,7 @@ func newProducer(k *config.Kafka, o Options) (Producer, error) {
 	}
 	transport := &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second}
 	if o.KeyHash {
-		return newWriter(k, o, transport), nil
+		return &hashWriter{Writer: newWriter(k, o, transport), transport: transport}, nil
 	}
 	log := o.Log
 	if log == nil {
@@ -194,6 +194,22 @@ func newProducer(k *config.Kafka, o Options) (Producer, error) {
 	return &partitionProducer{client: &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: transport}, transport: transport,
 		topic: o.Topic, maxAttempts: 10, backoffMin: 100 * time.Millisecond, backoffMax: time.Second, timeout: 10 * time.Second,
 		log: log}, nil
+}
+
+// hashWriter is the Writer of --partitioning hash with the transport it
+// produces through, which Writer.Close leaves open (it closes only a
+// transport of its own): an open one refreshes its brokers' metadata for
+// the life of the process.
+type hashWriter struct {
+	*kafka.Writer
+	transport *kafka.Transport
+}
+
+// Close flushes and closes the Writer, then its transport.
+func (w *hashWriter) Close() error {
+	err := w.Writer.Close()
+	w.transport.CloseIdleConnections()
+	return err
 }
 
 // newWriter makes the kafka-go Writer of the target topic for

@@ -464,7 +464,7 @@ func TestPartitioning(t *testing.T) {
 		}
 		got := -1
 		switch w := p.(type) {
-		case *kafka.Writer:
+		case *hashWriter:
 			got = w.Balancer.Balance(kafka.Message{Key: []byte(tc.key), Partition: tc.from}, 0, 1, 2, 3, 4, 5, 6, 7)
 		case *partitionProducer:
 			if !tc.keyHash {
@@ -473,6 +473,9 @@ func TestPartitioning(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("keyHash %v (%T), key %q from partition %d: partition %d, want %d", tc.keyHash, p, tc.key, tc.from, got, tc.want)
+		}
+		if err := p.Close(); err != nil {
+			t.Error(err)
 		}
 	}
 }
