@@ -183,15 +183,7 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 		case err != nil:
 			// Not remembered: the schema is fitted again when the
 			// record is read again.
-			if ctx.Err() != nil {
-				return decoded{}, nil, ctx.Err()
-			}
-			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
-				"schema_id", id, "offset", r.offset, "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return decoded{}, nil, ctx.Err()
-			}
-			return decoded{}, nil, errRestart
+			return decoded{}, nil, catalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", r.offset)
 		default:
 			s.parquet = fitted
 		}
@@ -202,15 +194,7 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 		case schemaErr != nil:
 			s.err = fmt.Errorf("avro schema id %d: partition fields: %w", id, schemaErr)
 		case err != nil:
-			if ctx.Err() != nil {
-				return decoded{}, nil, ctx.Err()
-			}
-			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
-				"schema_id", id, "offset", r.offset, "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return decoded{}, nil, ctx.Err()
-			}
-			return decoded{}, nil, errRestart
+			return decoded{}, nil, catalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", r.offset)
 		default:
 			s.part = part
 		}

@@ -210,6 +210,23 @@ type fitFunc func(ctx context.Context, s *schema.Schema) (*schema.Schema, error)
 // committed offset.
 const catalogPause = 5 * time.Second
 
+// catalogUnreachable logs err, a failure to reach the table's catalog for
+// a schema, waits catalogPause and returns errRestart: the partition
+// consumes again from its committed offset, and the schema is fitted again
+// when its record is read again. It returns ctx's error when ctx is done
+// first. attrs say which schema and record (schema_id, offset).
+func catalogUnreachable(ctx context.Context, log *slog.Logger, err error, attrs ...any) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
+		append(attrs, "pause", catalogPause, "error", err)...)
+	if !sleep(ctx, catalogPause) {
+		return ctx.Err()
+	}
+	return errRestart
+}
+
 // recordFormat is a partition's side of its format: how a record becomes
 // a row, and which open file can take it. Each partition has its own,
 // since what a format learns from records (the Avro schemas they were
@@ -322,11 +339,7 @@ func (x *inferredFormat) learn(ctx context.Context) error {
 		case errors.Is(err, table.ErrIncompatible):
 			return err
 		case err != nil:
-			x.log.Error("table catalog unreachable; consuming again from the committed offset after a pause", "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return ctx.Err()
-			}
-			return errRestart
+			return catalogUnreachable(ctx, x.log, err)
 		}
 		s = fitted
 	}

@@ -284,15 +284,7 @@ func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rej
 			x.verdicts[s.id] = err
 			return decoded{}, &rejection{rejectSchema, err}, nil
 		case err != nil:
-			if ctx.Err() != nil {
-				return decoded{}, nil, ctx.Err()
-			}
-			x.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
-				"schema_id", s.id, "offset", r.offset, "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return decoded{}, nil, ctx.Err()
-			}
-			return decoded{}, nil, errRestart
+			return decoded{}, nil, catalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", r.offset)
 		}
 		x.fitted[s] = fitted
 	}

@@ -162,15 +162,7 @@ func (a *protobufRegistryFormat) lookup(ctx context.Context, id uint32, idx []in
 			s.err = fmt.Errorf("protobuf schema id %d: %w", id, err)
 		case err != nil:
 			// Not remembered: fitted again when the record is read again.
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
-				"schema_id", id, "offset", offset, "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return nil, nil, ctx.Err()
-			}
-			return nil, nil, errRestart
+			return nil, nil, catalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 		default:
 			s.parquet = fitted
 		}
@@ -181,15 +173,7 @@ func (a *protobufRegistryFormat) lookup(ctx context.Context, id uint32, idx []in
 		case schemaErr != nil:
 			s.err = fmt.Errorf("protobuf schema id %d: partition fields: %w", id, schemaErr)
 		case err != nil:
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			a.log.Error("table catalog unreachable; consuming again from the committed offset after a pause",
-				"schema_id", id, "offset", offset, "pause", catalogPause, "error", err)
-			if !sleep(ctx, catalogPause) {
-				return nil, nil, ctx.Err()
-			}
-			return nil, nil, errRestart
+			return nil, nil, catalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 		default:
 			s.part = part
 		}
