@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pqsink/pqsink/internal/kafkaauth"
+	"github.com/pqsink/pqsink/internal/kafkaconn"
 	"io"
 	"sync"
 	"time"
@@ -20,10 +21,9 @@ import (
 // new generation: the partition is no longer ours to commit.
 var errGenerationOver = errors.New("consumer group generation is over")
 
-// kafkaClients are the connections to Kafka: the dialer of the consumer
-// group, and the client of fetches, offset commits and metadata.
+// kafkaClients are the connections to Kafka: the client of the group
+// protocol, fetches, offset commits and metadata, and its transport.
 type kafkaClients struct {
-	dialer    *kafka.Dialer
 	client    *kafka.Client
 	transport *kafka.Transport
 }
@@ -45,10 +45,13 @@ func newKafkaClients(c *config.Kafka) (*kafkaClients, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer := &kafka.Dialer{ClientID: c.ClientID, Timeout: 10 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc}
 	transport := &kafka.Transport{ClientID: c.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second}
+	if tc == nil {
+		// Under TLS a server that is no broker fails the handshake.
+		transport.Dial = kafkaconn.Dialer(transport.DialTimeout)
+	}
 	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: c.CommitTimeout, Transport: transport}
-	return &kafkaClients{dialer: dialer, client: client, transport: transport}, nil
+	return &kafkaClients{client: client, transport: transport}, nil
 }
 
 // fetcher is one partition's end of the fetch multiplexer (fetchmux.go):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/pqsink/pqsink/internal/kafkaauth"
+	"github.com/pqsink/pqsink/internal/kafkaconn"
 	"log/slog"
 	"net"
 	"strings"
@@ -182,6 +183,10 @@ func newProducer(k *config.Kafka, o Options) (Producer, error) {
 		return nil, err
 	}
 	transport := &kafka.Transport{ClientID: k.ClientID, SASL: mech, TLS: tc, DialTimeout: 10 * time.Second}
+	if tc == nil {
+		// Under TLS a server that is no broker fails the handshake.
+		transport.Dial = kafkaconn.Dialer(transport.DialTimeout)
+	}
 	if o.KeyHash {
 		return &hashWriter{Writer: newWriter(k, o, transport), transport: transport}, nil
 	}
