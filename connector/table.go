@@ -172,8 +172,12 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type != "json" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
-		return fmt.Errorf("a payload field partitions a table with format.type json, avro or protobuf only (not %s)", c.Format.Type)
+	case c.Format.Type == "json_schema" && c.Format.Registry != nil:
+		// The records' JSON follows a schema per record there, and the
+		// fields' columns with it.
+		return errors.New("a payload field partitions a table with format.type json_schema only with format.schema_file, not a registry, yet")
+	case c.Format.Type != "json" && c.Format.Type != "json_schema" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
+		return fmt.Errorf("a payload field partitions a table with format.type json, json_schema, avro or protobuf only (not %s)", c.Format.Type)
 	}
 	return nil
 }

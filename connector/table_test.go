@@ -28,6 +28,7 @@ func TestTableSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		format    string
+		registry  bool
 		path      string
 		timeField string
 		by        config.PartitionField
@@ -47,8 +48,9 @@ func TestTableSettings(t *testing.T) {
 		{name: "day of a field", by: config.PartitionField{Transform: "day", Column: "ts"}, field: "ts_day", segment: "ts_day={field:ts}"},
 		{name: "bucket of the record time", by: config.PartitionField{Transform: "bucket", Param: 4, Column: "_kafka.timestamp"}, err: "_kafka.timestamp takes year, month, day or hour"},
 		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "only timestamp, topic and partition"},
-		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, avro or protobuf only (not variant)"},
-		{name: "identity of a field in json_schema", format: "json_schema", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, avro or protobuf only (not json_schema)"},
+		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, json_schema, avro or protobuf only (not variant)"},
+		{name: "identity of a field in json_schema", format: "json_schema", by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
+		{name: "identity of a field in json_schema from a registry", format: "json_schema", registry: true, by: config.PartitionField{Transform: "identity", Column: "user"}, err: "only with format.schema_file, not a registry"},
 		{name: "identity of a field in protobuf", format: "protobuf", by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
 		{name: "bucket of a field in avro", format: "avro", by: config.PartitionField{Transform: "bucket", Param: 2, Column: "id"}, field: "id_bucket", segment: "id_bucket={field:id}"},
 		{name: "day of a nested field in avro", format: "avro", by: config.PartitionField{Transform: "day", Column: "payload.ts"}, field: "payload_ts_day", segment: "payload_ts_day={field:payload.ts}"},
@@ -60,6 +62,9 @@ func TestTableSettings(t *testing.T) {
 			c.Format.Type = "json"
 			if tc.format != "" {
 				c.Format.Type = tc.format
+			}
+			if tc.registry {
+				c.Format.Registry = &config.Registry{URL: "http://127.0.0.1:1"}
 			}
 			if tc.path != "" {
 				c.Path = tc.path

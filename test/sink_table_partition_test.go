@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	itable "github.com/apache/iceberg-go/table"
 
+	"github.com/pqsink/pqsink/internal/testutil"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
 
@@ -24,13 +25,30 @@ import (
 // table back with iceberg-go: every record once, each file in the folder
 // of its partition tuple, and scans filtered on the partitioned columns
 // (which iceberg-go prunes by the partition values and column bounds
-// committed) return exactly the matching rows.
+// committed) return exactly the matching rows. The same with format.type
+// json_schema and a schema_file, whose records are the same JSON.
 func TestTableSinkPartitionTransforms(t *testing.T) {
+	t.Run("json", func(t *testing.T) { testPartitionTransforms(t, "parted", "") })
+	schemaFile := filepath.Join(testutil.RepoRoot(t), "convert", "testdata", "events.schema.json")
+	t.Run("json_schema", func(t *testing.T) { testPartitionTransforms(t, "partedjs", schemaFile) })
+}
+
+// testPartitionTransforms is TestTableSinkPartitionTransforms on topic
+// name, with format.type json_schema of jsonSchema when it is set.
+func testPartitionTransforms(t *testing.T, name, jsonSchema string) {
 	const partitions, n = 2, 1200
-	env := newTableEnv(t, "parted")
+	env := newTableEnv(t, name)
 	broker := kafkatest.Start(t, partitions, env.topic)
-	text := env.config(t, broker.Brokers, "parted", "1s", 400)
+	text := env.config(t, broker.Brokers, name, "1s", 400)
 	text = strings.Replace(text, `["day(_kafka.timestamp)"]`, `["bucket[4](id)", "truncate[1](country)", "day(ts)"]`, 1)
+	if jsonSchema != "" {
+		i := strings.Index(text, "format:\n  type: json\n  schema_file: ")
+		if i < 0 {
+			t.Fatalf("the table config has no json format:\n%s", text)
+		}
+		j := i + strings.Index(text[i:], ".schema\n") + len(".schema\n")
+		text = text[:i] + fmt.Sprintf("format:\n  type: json_schema\n  schema_file: %s\n", jsonSchema) + text[j:]
+	}
 
 	produceEvents(t, broker.Brokers, env.topic, 0, n)
 	_, stop := startSink(t, text)
