@@ -3,6 +3,7 @@ package reader
 import (
 	"bytes"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
@@ -159,6 +160,11 @@ func buildTyped(n *schema.Node, byCol map[int]*ColumnCursor) (*vtyped, error) {
 		for _, f := range n.Fields {
 			if f.IsLeaf() || f.Repetition == schema.Repeated {
 				return unsupported("an object field that is not a value/typed_value group")
+			}
+			if !utf8.ValidString(f.Name) {
+				// Written as a JSON key it would need replacing; Rows
+				// refuses it as the Variant's field name.
+				return unsupported("an object field whose name is not UTF-8")
 			}
 			p, err := buildPair(f, byCol, "")
 			if err != nil {

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 	"strings"
@@ -257,5 +258,34 @@ func TestShreddedSeedsMatchRows(t *testing.T) {
 		if n != 10 {
 			t.Errorf("seed %d: %d records, want 10", i, n)
 		}
+	}
+}
+
+// TestShreddedBadFieldName: a shredded object field whose name is not
+// UTF-8 is not read columnar (its JSON key would need replacing), and
+// Rows refuses it.
+func TestShreddedBadFieldName(t *testing.T) {
+	s := mustParse(t, "message m {\n  required group v (VARIANT(1)) {\n    required binary metadata;\n    optional binary value;\n    optional group typed_value {\n      required group ab {\n        optional binary value;\n        optional int64 typed_value;\n      }\n    }\n  }\n}")
+	data := buildFile(t, s, 1, []testChunk{
+		{vals: byteArrays("\x01\x00\x00")},
+		{def: []uint8{0}, vals: Values{Type: meta.TypeByteArray}},
+		{def: []uint8{1}, vals: Values{Type: meta.TypeByteArray}},
+		{def: []uint8{2}, vals: Values{Type: meta.TypeInt64, Int64: []int64{5}}},
+	}, nil, nil)
+	// The field's name as a footer may say it: the same length, so the
+	// footer's offsets hold.
+	if n := bytes.Count(data, []byte("ab")); n != 3 { // the name, and its two columns' paths
+		t.Fatalf("the file holds %q %d times, want 3", "ab", n)
+	}
+	data = bytes.ReplaceAll(data, []byte("ab"), []byte("a\xff"))
+	f, err := Open(bytesReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewJSONAssembler(f, 0, f.Schema().Fields(), false); !errors.Is(err, ErrNotColumnar) {
+		t.Errorf("assembler: %v, want ErrNotColumnar", err)
+	}
+	if _, err := rowsOne(t, data); err == nil {
+		t.Error("Rows read the record")
 	}
 }
