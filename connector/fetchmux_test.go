@@ -105,8 +105,10 @@ func startMux(t *testing.T, brokers []string, topic, kafkaExtra, extra string) *
 // producer makes (at most a megabyte each).
 func produce(t *testing.T, brokers []string, topic string, p, from, to, size int) {
 	t.Helper()
+	tr := &kafka.Transport{} // not the shared DefaultTransport, whose pools outlive the test
+	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, BatchTimeout: time.Millisecond, BatchSize: to - from, RequiredAcks: kafka.RequireAll,
-		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })}
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }), Transport: tr}
 	defer w.Close()
 	var msgs []kafka.Message
 	for i := from; i < to; i++ {

@@ -241,7 +241,7 @@ func TestFidelityProperty(t *testing.T) {
 	topic, target, dlq := "fidelity", "fidelity.replayed", "fidelity.dlq"
 	broker := kafkatest.Start(t, partitions, topic, target, dlq)
 	g := &fidelityGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), max: maxRecord}
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond, BatchBytes: 4 << 20}
 	defer w.Close()
 	ctx := context.Background()

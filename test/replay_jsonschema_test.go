@@ -161,7 +161,7 @@ func TestReplayJSONSchema(t *testing.T) {
 				msgs = append(msgs, kafka.Message{Key: []byte(key), Value: frame(nc.in)})
 				want[key] = string(frame(nc.out))
 			}
-			w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+			w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func TestReplayResume(t *testing.T) {
 	// producer itself, so that the interruption does not depend on timing.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: target, Balancer: samePartitionBalancer{},
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(brokers...), Topic: target, Balancer: samePartitionBalancer{},
 		BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	first := opts

@@ -90,7 +90,7 @@ const replayAvroID = 21
 // values are in the Confluent wire format with replayAvroID.
 func produceReplayEvents(t *testing.T, brokers []string, topic string, n int, avroWire bool) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
 		BatchSize: 500, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	gen := events.New(11, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))

@@ -200,7 +200,7 @@ func produceAvroStream(t *testing.T, brokers []string, topic string) map[string]
 		sent[p.key] = avroSent{}
 		msgs = append(msgs, kafka.Message{Key: []byte(p.key), Value: []byte(p.value)})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)

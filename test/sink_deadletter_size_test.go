@@ -55,7 +55,7 @@ func TestSinkDeadLetterSizes(t *testing.T) {
 
 			produceEvents(t, broker.Brokers, topic, 0, 100)
 			poison := append([]byte(`{"id": "`), bytes.Repeat([]byte{'p'}, c.poison)...) // not JSON: never closed
-			w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchBytes: 2 << 20}
+			w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchBytes: 2 << 20}
 			poisonMsg := kafka.Message{Key: []byte("poison"), Value: poison, Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}}
 			if err := w.WriteMessages(ctx, poisonMsg); err != nil {
 				t.Fatal(err)

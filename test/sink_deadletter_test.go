@@ -42,7 +42,7 @@ func testSinkDeadLetters(t *testing.T, dest string) {
 		"envelope": []byte(`{"id":4,"ts":"2026-11-23T10:00:00Z","user":"u","country":"DE","amount":1}`),
 	}
 	const badHeaderKey = "bin\xff\xfekey"
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	for reason, v := range poison {
 		m := kafka.Message{Key: []byte("poison-" + reason), Value: v, Headers: []kafka.Header{{Key: "origin", Value: []byte(reason)}}}
 		if reason == "envelope" {

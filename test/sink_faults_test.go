@@ -246,7 +246,7 @@ func replaceYAML(t *testing.T, text, old, new string) string {
 // keys and headers as produceEvents sets them.
 func producePadded(t *testing.T, brokers []string, topic string, first, n int) {
 	t.Helper()
-	w := &kafka.Writer{
+	w := &kafka.Writer{Transport: testTransport(t),
 		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
 		BatchSize: 500, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll,
 	}

@@ -139,7 +139,7 @@ func TestSinkJSONSchema(t *testing.T) {
 			} else {
 				add(jsSent{reason: "decode"}, []byte(`{"id":`))
 			}
-			w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+			w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +338,7 @@ func TestSinkJSONSchemaIncompatibleFails(t *testing.T) {
 		}
 		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: append(avro.AppendWire(nil, uint32(id)), v...)})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestSinkCrashLoop(t *testing.T) {
 	producing.Add(1)
 	go func() {
 		defer producing.Done()
-		w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+		w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 		defer w.Close()
 		for i := range poisoned {
 			m := kafka.Message{Key: []byte(fmt.Sprintf("poison-%d", i)), Value: []byte(fmt.Sprintf(`{"id": %d, "ts": `, i))}

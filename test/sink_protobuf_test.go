@@ -71,7 +71,7 @@ func produceValues(t *testing.T, brokers []string, topic string, values, poison 
 	for i, v := range poison {
 		msgs = append(msgs, kafka.Message{Key: fmt.Appendf(nil, "poison-%d", i), Value: v})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)

@@ -132,7 +132,7 @@ func testAvroPartitioned(t *testing.T, compat string) {
 		{Key: []byte("poison-cut"), Value: bad[:6]},
 	}
 	produce := func(m []kafka.Message) {
-		w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+		w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 		defer w.Close()
 		if err := w.WriteMessages(context.Background(), m...); err != nil {
 			t.Fatal(err)
@@ -319,7 +319,7 @@ func TestTableSinkAvroPartitionedKilled(t *testing.T) {
 		}
 		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%04d", i)), Value: e.encode()})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}

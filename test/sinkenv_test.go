@@ -575,8 +575,9 @@ var buildOnce struct {
 
 // testTransport is a kafka-go transport of the test's own, closed when
 // the test ends. An open one (kafka-go's shared DefaultTransport among
-// them) asks its brokers for metadata every few seconds for the life of
-// the process; once another test's server (MinIO, a catalog: HTTP) takes
+// them, which a kafka.Writer or kafka.Client without a Transport uses, and
+// Writer.Close does not close) asks its brokers for metadata every few
+// seconds for the life of the process; once another test's server (MinIO, a catalog: HTTP) takes
 // a gone broker's port, it reads that server's reply as a response, and
 // kafka-go allocates arrays by the counts it reads: gigabytes, which
 // stopped the suite once at the heap watchdog.

@@ -116,8 +116,10 @@ func TestPartitionProducer(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	ctx := context.Background()
+	tr := &kafka.Transport{} // not the shared DefaultTransport, whose pools outlive the test
+	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(cluster.Brokers...), Topic: "by-writer", Balancer: samePartition{}, BatchSize: 2048,
-		BatchBytes: maxRequestBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+		BatchBytes: maxRequestBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: tr}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
