@@ -136,10 +136,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	pool := &budgetPool{b: s.mem}
 	if s.store, err = openStore(ctx, &cfg.Store, pool, onRetry); err != nil {
+		s.kafka.close()
 		return nil, err
 	}
 	if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
 		s.store.Close()
+		s.kafka.close()
 		return nil, err
 	}
 	if cfg.Table != nil {
