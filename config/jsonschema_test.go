@@ -46,9 +46,10 @@ func TestJSONSchemaFormat(t *testing.T) {
 			}
 		})
 	}
-	// With a registry the value is not plain JSON: no payload fields yet.
-	_, err := Parse([]byte(kafkaOK+storeOK+"format: {type: json_schema, registry: {url: 'http://r:8081'}}\ntime_field: ts\n"), env)
-	if err == nil || !strings.Contains(err.Error(), "time_field: not supported with format.type json_schema and a registry") {
-		t.Errorf("time_field with a registry: %v", err)
+	// With a registry too, path fields and time_field are read from the
+	// JSON after the wire format's header.
+	c, err := Parse([]byte(kafkaOK+storeOK+"format: {type: json_schema, registry: {url: 'http://r:8081'}}\ntime_field: ts\npath: '{field:a.b}/{partition}/{first_offset}.parquet'\n"), env)
+	if err != nil || c.TimeField != "ts" {
+		t.Errorf("time_field and {field:} with a registry: %v", err)
 	}
 }

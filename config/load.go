@@ -74,22 +74,14 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	top.str("path", &c.Path)
 	if !top.bad["path"] {
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
-		if tmpl, err := archive.Parse(c.Path, needTopic); err != nil {
+		if _, err := archive.Parse(c.Path, needTopic); err != nil {
 			top.fail("path", "%v", err)
-		} else if c.Format.Type == "json_schema" && c.Format.Registry != nil && len(tmpl.Fields()) > 0 {
-			top.fail("path", "{field:...} is not supported with format.type json_schema and a registry yet; use {topic}, {partition} and {record_time:...}")
-		} else if (c.Format.Type == "avro" || c.Format.Type == "protobuf") && len(tmpl.Fields()) > 0 {
-			top.fail("path", "{field:...} is not supported with format.type %s yet; use {topic}, {partition} and {record_time:...}", c.Format.Type)
 		}
 	}
 	if top.str("time_field", &c.TimeField) {
 		switch {
 		case slices.Contains(strings.Split(c.TimeField, "."), ""):
 			top.fail("time_field", "%s is not a dotted field path like ts or meta.created_at", quote(c.TimeField))
-		case c.Format.Type == "json_schema" && c.Format.Registry != nil:
-			top.fail("time_field", "not supported with format.type json_schema and a registry yet; {record_time} is then the Kafka timestamp")
-		case c.Format.Type == "avro" || c.Format.Type == "protobuf":
-			top.fail("time_field", "not supported with format.type %s yet; {record_time} is then the Kafka timestamp", c.Format.Type)
 		}
 	}
 	if top.str("timezone", &c.TimezoneName) {

@@ -56,8 +56,8 @@ func TestProtobuf(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
 		}
 	}
-	_, err = Parse([]byte(head+"format: {type: protobuf, registry: {url: 'http://r:8081'}}\npath: '{field:a}/{partition}/{first_offset}.parquet'\n"), env)
-	if err == nil || !strings.Contains(err.Error(), "not supported with format.type protobuf yet") {
-		t.Errorf("{field:} in path: %v", err)
+	c, err = Parse([]byte(head+"format: {type: protobuf, registry: {url: 'http://r:8081'}}\npath: '{field:a}/{partition}/{first_offset}.parquet'\ntime_field: ts\n"), env)
+	if err != nil || c.Path != "{field:a}/{partition}/{first_offset}.parquet" || c.TimeField != "ts" {
+		t.Errorf("{field:} in path and time_field: %v", err)
 	}
 }

@@ -42,6 +42,9 @@ type avroSchema struct {
 	// part computes the values of the table's partition fields over
 	// payload columns for records of this schema; nil without them.
 	part *payloadPart
+	// path computes the path's {field} values and time_field of records
+	// of this schema, without a table; nil without them.
+	path *payloadPath
 }
 
 // avroFormat is a partition's side of the Avro format: the writer schemas
@@ -57,6 +60,9 @@ type avroFormat struct {
 	// fields over payload columns take their values from the records
 	// (payloadPart); nil otherwise.
 	table *tableCommitter
+	// path is what the path's {field} parts and time_field read, without
+	// a table (payloadPath); nil without them.
+	path *pathSpec
 }
 
 func newAvroFormat(f *format, log *slog.Logger) *avroFormat {
@@ -199,6 +205,11 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 			s.part = part
 		}
 	}
+	if s.err == nil && a.path != nil {
+		if s.path, err = a.path.avro(as); err != nil {
+			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+		}
+	}
 	a.schemas[id] = s
 	i := sort.Search(len(a.ids), func(i int) bool { return a.ids[i] >= id })
 	a.ids = append(a.ids, 0)
@@ -252,6 +263,9 @@ func (a *avroFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
 // keepsPartition reports whether records of w, read as r, keep the values
 // of the table's partition fields that their path follows (keepsPaths).
 func (a *avroFormat) keepsPartition(w, r *avroSchema) bool {
+	if a.path != nil {
+		return keepsPaths(w.avro.Root, r.avro.Root, a.path.paths)
+	}
 	return a.table == nil || len(a.table.computed) == 0 || keepsPaths(w.avro.Root, r.avro.Root, a.table.lookupPaths)
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/pqsink/pqsink/config"
@@ -106,9 +105,6 @@ func newFormat(cfg *config.Config) (*format, error) {
 			f.shape = &shape
 		}
 	case "avro":
-		if cfg.Path != "" && strings.Contains(cfg.Path, "{field:") || cfg.TimeField != "" {
-			return nil, fmt.Errorf("format.type avro: {field:...} in path and time_field are not supported yet")
-		}
 		reg, err := schemaregistry.New(cfg.Format.Registry)
 		if err != nil {
 			return nil, err
@@ -267,6 +263,9 @@ type decoded struct {
 	writer  *avroSchema  // avro; nil for the others
 	proto   *protoSchema // protobuf with a registry; nil for the others
 	js      *jsSchema    // json_schema; nil for the others
+	// jsonText is a json_schema record's JSON, after the wire format's
+	// header and before any wrapping: what path fields are read from.
+	jsonText []byte
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

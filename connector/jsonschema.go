@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/pqsink/pqsink/config"
@@ -71,9 +70,6 @@ func (f *format) newJSONSchema(cfg *config.Config) error {
 	}
 	f.js = k
 	if cfg.Format.Registry != nil && cfg.Format.Registry.URL != "" {
-		if cfg.Path != "" && strings.Contains(cfg.Path, "{field:") || cfg.TimeField != "" {
-			return fmt.Errorf("format.type json_schema with a registry: {field:...} in path and time_field are not supported yet")
-		}
 		reg, err := schemaregistry.New(cfg.Format.Registry)
 		if err != nil {
 			return err
@@ -293,11 +289,12 @@ func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rej
 	} else if err != nil {
 		return decoded{}, &rejection{rejectSchema, err}, nil
 	}
+	text := body
 	if s.js.Wrapped() {
 		x.wrapped = jsonschema.AppendWrapped(x.wrapped[:0], body)
 		body = x.wrapped
 	}
-	return decoded{payload: body, js: s}, nil, nil
+	return decoded{payload: body, js: s, jsonText: text}, nil, nil
 }
 
 // admit decides, once per schema id, whether records of s can be

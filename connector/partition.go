@@ -104,6 +104,12 @@ type partition struct {
 	// decoded schema, or fixedPart with format.proto_file.
 	payloadVals bool
 	fixedPart   *payloadPart
+	// payloadPaths says that, without a table, the path's {field} parts
+	// and time_field take their values from each record's Avro or
+	// Protobuf payload, read with its schema (payloadPath): that of the
+	// record's decoded schema, or fixedPath with format.proto_file.
+	payloadPaths bool
+	fixedPath    *payloadPath
 
 	letters    []letter // dead letters not sent yet
 	rejectedTo int64    // the offset of the last rejected record counted in the stats
@@ -202,9 +208,25 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
+	if tc == nil && s.format.payloadLookups() && len(paths) > 0 {
+		p.payloadPaths = true
+		spec := s.pathSpec()
+		switch pf := p.format.(type) {
+		case *avroFormat:
+			pf.path = spec
+		case *protobufRegistryFormat:
+			pf.path = spec
+		case *protobufFileFormat:
+			var err error
+			if p.fixedPath, err = spec.proto(s.format.protoMessage); err != nil {
+				p.stopped = fmt.Errorf("format.message: %w", err) // checked when the sink started: not met
+			}
+		}
+		paths = nil
+	}
 	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.payloadVals
-	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.payloadVals
+	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
+	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
 	p.vals = make([]string, len(p.tmpl.Fields()))
 	return p
 }
@@ -401,8 +423,27 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 		if err := part.values(d.payload, p.vals); err != nil {
 			return nil, err
 		}
+	} else if p.payloadPaths {
+		pp := p.fixedPath
+		switch {
+		case d.writer != nil:
+			pp = d.writer.path
+		case d.proto != nil:
+			pp = d.proto.path
+		}
+		t, err := pp.values(d.payload, p.vals)
+		if err != nil {
+			return nil, err
+		}
+		if p.s.cfg.TimeField != "" {
+			ts = t
+		}
 	} else if len(p.lookup.paths) > 0 {
-		switch err := p.lookup.lookup(r.value); {
+		text := r.value
+		if d.js != nil {
+			text = d.jsonText
+		}
+		switch err := p.lookup.lookup(text); {
 		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
 			return nil, &rejection{rejectSchema, fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
 		case errors.Is(err, errNotObject):

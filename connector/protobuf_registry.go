@@ -46,6 +46,9 @@ type protoSchema struct {
 	// part computes the values of the table's partition fields over
 	// payload columns for records of this message; nil without them.
 	part *payloadPart
+	// path computes the path's {field} values and time_field of records
+	// of this message, without a table; nil without them.
+	path *payloadPath
 }
 
 // indexText is the message indexes as the footer writes them: "0" or
@@ -74,6 +77,9 @@ type protobufRegistryFormat struct {
 	// fields over payload columns take their values from the records
 	// (payloadPart); nil otherwise.
 	table *tableCommitter
+	// path is what the path's {field} parts and time_field read, without
+	// a table (payloadPath); nil without them.
+	path *pathSpec
 }
 
 func newProtobufRegistryFormat(f *format, log *slog.Logger) *protobufRegistryFormat {
@@ -176,6 +182,11 @@ func (a *protobufRegistryFormat) lookup(ctx context.Context, id uint32, idx []in
 			return nil, nil, catalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 		default:
 			s.part = part
+		}
+	}
+	if s.err == nil && a.path != nil {
+		if s.path, err = a.path.proto(md); err != nil {
+			s.err = fmt.Errorf("protobuf schema id %d: %w", id, err)
 		}
 	}
 	a.log.Info("protobuf schema", "schema_id", id, "message", md.FullName(), "indexes", indexText(idx), "usable", s.err == nil)

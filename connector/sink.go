@@ -104,6 +104,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.schema, err = s.format.fixedSchema(); err != nil {
 		return nil, err
 	}
+	if md := s.format.protoMessage; md != nil && cfg.Table == nil {
+		// The one message type: its path fields are checked now, not
+		// found wrong by every partition.
+		if spec := s.pathSpec(); spec != nil {
+			if _, err := spec.proto(md); err != nil {
+				return nil, fmt.Errorf("format.message %s: %w", md.FullName(), err)
+			}
+		}
+	}
 	writerOpts, err := writerOptions(&cfg.Parquet, s.schema)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,198 @@
+package connector
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
+	"github.com/pqsink/pqsink/rowgroup/protorow"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/avro"
+)
+
+// Without a table, the {field:PATH} parts of path and time_field read
+// payload fields. The JSON formats read them from the record's text
+// (fieldLookup); Avro and Protobuf read them from its binary payload, with
+// its own schema, by the lookups that a table's partition fields use
+// (avrorow.Lookup, protorow.Lookup: see avropart.go), so that a field's
+// value is the one its column holds in the file. A value is written in the
+// path as the reader's JSON writes it, strings without quotes: an Avro
+// timestamp-millis as 2024-05-01T12:00:00.000Z, a date as 2024-05-01, a
+// decimal as 12.50. A field the schema lacks, or that is null, is the null
+// folder (archive.HiveNull), as in JSON.
+
+// payloadPath computes a record's {field} values and time_field from its
+// payload: paths 0 to fields-1 of look are the template's fields, in its
+// order, and path fields is time_field when there is one.
+type payloadPath struct {
+	look      payloadLookup
+	fields    int
+	timeField string // "" without time_field
+	buf       []byte
+}
+
+// errNotTime is wrapped by the error of a time_field whose column holds no
+// time.
+var errNotTime = errors.New("not a time")
+
+// newPayloadPath readies the path values of records read by look, whose
+// paths are the template's fields and then, when timeField is set, its
+// path. A time_field whose column cannot hold a time (a boolean, a float,
+// bytes) is an error of the schema.
+func newPayloadPath(look payloadLookup, fields int, timeField string) (*payloadPath, error) {
+	if timeField != "" {
+		if leaf := look.Leaf(fields); leaf != nil && !holdsTime(leaf) {
+			return nil, fmt.Errorf("time_field %s: %w: its column is %s; want a timestamp, a date, an integer of epoch milliseconds or a string", timeField, errNotTime, describeLeaf(leaf))
+		}
+	}
+	return &payloadPath{look: look, fields: fields, timeField: timeField}, nil
+}
+
+// holdsTime reports whether leaf's values can be a record time: a
+// timestamp or a date, a plain integer (epoch milliseconds, as a JSON
+// number is read) or text (RFC 3339, or epoch milliseconds).
+func holdsTime(leaf *schema.Node) bool {
+	l := leaf.Logical
+	switch leaf.Physical {
+	case meta.TypeInt96:
+		return true
+	case meta.TypeInt32, meta.TypeInt64:
+		return l.Kind == schema.None || l.Kind == schema.Date || l.Kind == schema.Timestamp || l.Kind == schema.Int
+	case meta.TypeByteArray:
+		return l.Kind == schema.String || l.Kind == schema.Enum
+	}
+	return false
+}
+
+func describeLeaf(leaf *schema.Node) string {
+	if leaf.Logical.Kind != schema.None {
+		return fmt.Sprintf("%s (%s)", leaf.Physical, leaf.Logical.Kind)
+	}
+	return leaf.Physical.String()
+}
+
+// values reads the record's payload (the bytes after the wire format's
+// header) and sets vals to its escaped {field} values; with time_field it
+// returns the record time. A payload that does not decode as far as the
+// fields is a rejection with the reason the shredder would give it.
+func (pp *payloadPath) values(body []byte, vals []string) (time.Time, error) {
+	if err := pp.look.Read(body); err != nil {
+		return time.Time{}, &rejection{rejectDecode, fmt.Errorf("path fields: %w", err)}
+	}
+	for i := range pp.fields {
+		text, err := pp.text(i)
+		switch {
+		case err != nil:
+			return time.Time{}, err
+		case len(text) == 0:
+			vals[i] = archive.HiveNull
+		default:
+			pp.buf = archive.AppendEscaped(pp.buf[:0], string(text))
+			vals[i] = string(pp.buf)
+		}
+	}
+	if pp.timeField == "" {
+		return time.Time{}, nil
+	}
+	plain := pp.look.Value(pp.fields)
+	if plain == nil {
+		return time.Time{}, fmt.Errorf("time_field %s is missing or null", pp.timeField)
+	}
+	leaf := pp.look.Leaf(pp.fields)
+	v, err := reader.StatValue(leaf, plain)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time_field %s: %w", pp.timeField, err)
+	}
+	if t, ok := v.Time(); ok {
+		return t, nil
+	}
+	switch v.Kind() {
+	case reader.KindInt32:
+		if l := leaf.Logical; l.Kind == schema.Int && !l.Signed {
+			return time.UnixMilli(int64(uint32(v.Int32()))), nil
+		}
+		return time.UnixMilli(int64(v.Int32())), nil
+	case reader.KindInt64:
+		return time.UnixMilli(v.Int64()), nil
+	case reader.KindBytes:
+		return parseRecordTime(string(v.Bytes()))
+	}
+	return time.Time{}, fmt.Errorf("time_field %s: %w", pp.timeField, errNotTime)
+}
+
+// text is path i's value as the path holds it (before escaping): nil for a
+// null, text as it is, anything else as the reader's JSON of it without
+// the quotes of a string (a date, a timestamp, a UUID).
+func (pp *payloadPath) text(i int) ([]byte, error) {
+	plain := pp.look.Value(i)
+	if plain == nil {
+		return nil, nil
+	}
+	leaf := pp.look.Leaf(i)
+	v, err := reader.StatValue(leaf, plain)
+	if err != nil {
+		return nil, fmt.Errorf("path field %d: %w", i, err)
+	}
+	if v.Kind() == reader.KindBytes {
+		switch leaf.Logical.Kind {
+		case schema.None, schema.String, schema.Enum, schema.JSON:
+			return v.Bytes(), nil
+		}
+	}
+	pp.buf = v.AppendJSON(pp.buf[:0])
+	out := pp.buf
+	if len(out) >= 2 && out[0] == '"' && out[len(out)-1] == '"' {
+		// A date, a timestamp, a UUID, base64: no escapes inside.
+		out = out[1 : len(out)-1]
+	}
+	return out, nil
+}
+
+// pathSpec is what the payloadPaths of a partition's schemas read: the
+// lookup's paths, the first fields of which are the template's {field}
+// parts, and the last time_field's path when timeField is set.
+type pathSpec struct {
+	paths     [][]string
+	fields    int
+	timeField string
+}
+
+// avro compiles the path values of records of writer schema w. A path to a
+// field that is not a value (a record, an array, a union of several
+// types), or a time_field that holds no time, is an error of the schema.
+func (ps *pathSpec) avro(w *avro.Schema) (*payloadPath, error) {
+	look, err := avrorow.NewLookup(w, ps.paths)
+	if err != nil {
+		return nil, fmt.Errorf("path fields: %w", err)
+	}
+	return newPayloadPath(look, ps.fields, ps.timeField)
+}
+
+// proto compiles the path values of messages of type md, as avro does.
+func (ps *pathSpec) proto(md protoreflect.MessageDescriptor) (*payloadPath, error) {
+	look, err := protorow.NewLookup(md, ps.paths)
+	if err != nil {
+		return nil, fmt.Errorf("path fields: %w", err)
+	}
+	return newPayloadPath(look, ps.fields, ps.timeField)
+}
+
+// pathSpec is the path fields of the sink's template and its time_field,
+// for a sink without a table; nil when it has neither.
+func (s *Sink) pathSpec() *pathSpec {
+	paths := s.tmpl.Fields()
+	if s.cfg.TimeField != "" {
+		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	return &pathSpec{paths: paths, fields: len(s.tmpl.Fields()), timeField: s.cfg.TimeField}
+}
