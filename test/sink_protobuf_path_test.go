@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,14 +39,24 @@ message Click {
 message Device { string kind = 1; }
 `
 
-// TestSinkProtobufPathFields: with format protobuf and proto_file, a path
+// TestSinkProtobufPathFields: with format protobuf, from proto_file and
+// from a registry, a path
 // of {field:country}, {field:device.kind} and {record_time:...} with
 // time_field ts (a google.protobuf.Timestamp) files each record under its
 // own values and the UTC hour of its ts; an unset optional country and an
 // unset device are the null folder, an empty kind as in JSON; a message
-// without ts is dead-lettered with reason path; a time_field that is not a
-// time stops the sink at its start.
+// without ts is dead-lettered with reason path; with proto_file, a
+// time_field that is not a time stops the sink at its start.
 func TestSinkProtobufPathFields(t *testing.T) {
+	for _, registry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "proto_file", true: "registry"}[registry], func(t *testing.T) {
+			testProtobufPathFields(t, registry)
+		})
+	}
+}
+
+func testProtobufPathFields(t *testing.T, registry bool) {
+	const schemaID = 51
 	dir := t.TempDir()
 	protoFile := filepath.Join(dir, "click.proto")
 	if err := os.WriteFile(protoFile, []byte(pathProto), 0o644); err != nil {
@@ -57,6 +68,9 @@ func TestSinkProtobufPathFields(t *testing.T) {
 	}
 	const partitions = 2
 	topic, dlq := "proto-path", "proto-path.dlq"
+	if registry {
+		topic, dlq = "proto-path-reg", "proto-path-reg.dlq"
+	}
 	broker := kafkatest.Start(t, partitions, topic, dlq)
 
 	type click struct {
@@ -95,6 +109,9 @@ func TestSinkProtobufPathFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if registry {
+			b = append(protobuf.AppendWire(nil, schemaID, []int{0}), b...)
+		}
 		key := fmt.Sprintf("k%04d", i)
 		sent[key] = c
 		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: b, Time: time.Now()})
@@ -107,16 +124,26 @@ func TestSinkProtobufPathFields(t *testing.T) {
 	truth := readTopic(t, broker.Brokers, topic, partitions)
 
 	storeDir := t.TempDir()
-	cfg := sinkConfig{brokers: broker.Brokers, group: "proto-path", topic: topic, storeURL: "file://" + storeDir, format: "protobuf", envelope: true,
+	cfg := sinkConfig{brokers: broker.Brokers, group: topic, topic: topic, storeURL: "file://" + storeDir, format: "protobuf", envelope: true,
 		records: 100000, interval: "10m", path: "c={field:country}/k={field:device.kind}/h={record_time:2006-01-02-15}/{partition}-{first_offset}.parquet",
 		extra: "time_field: ts\ndead_letter:\n  topic: " + dlq + "\n"}
 	format := fmt.Sprintf("format:\n  type: protobuf\n  proto_file: %s\n  import_paths: [%s]\n  message: pqsink.pathtest.Click\n", protoFile, dir)
+	if registry {
+		reg := &testRegistry{schemas: map[int]string{}, gets: map[int]int{}, answers: map[string]any{
+			fmt.Sprintf("/schemas/ids/%d", schemaID): map[string]any{"schemaType": "PROTOBUF", "schema": pathProto},
+		}}
+		srv := httptest.NewServer(reg)
+		defer srv.Close()
+		format = fmt.Sprintf("format:\n  type: protobuf\n  registry: {url: %q, timeout: 2s}\n", srv.URL)
+	}
 	text := strings.Replace(cfg.yaml(t), "format:\n  type: protobuf\n", format, 1)
 
-	// A time_field that holds no time is refused before anything runs.
-	if err := newSinkErr(t, strings.Replace(text, "time_field: ts", "time_field: bot", 1)); err == nil ||
-		!strings.Contains(err.Error(), "time_field bot: not a time") {
-		t.Errorf("time_field of a bool: %v, want it refused", err)
+	if !registry {
+		// A time_field that holds no time is refused before anything runs.
+		if err := newSinkErr(t, strings.Replace(text, "time_field: ts", "time_field: bot", 1)); err == nil ||
+			!strings.Contains(err.Error(), "time_field bot: not a time") {
+			t.Errorf("time_field of a bool: %v, want it refused", err)
+		}
 	}
 
 	sink, stop := startSink(t, text)
