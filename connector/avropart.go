@@ -73,7 +73,19 @@ const maxSpecSchemas = 256
 // is an error of the schema (schemaErr); any other error is a failure to
 // reach the catalog.
 func (tc *tableCommitter) newAvroPart(ctx context.Context, w *avro.Schema, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
-	look, schemaErr := avrorow.NewLookup(w, tc.lookupPaths)
+	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+		return avrorow.NewLookup(w, paths)
+	})
+}
+
+// newSchemaPart compiles the partition values of records of one schema
+// (an Avro writer schema, a Protobuf message type), whose Parquet schema
+// the table took as fitted, with the lookup that newLookup makes of the
+// partition columns (tc.lookupPaths) in that schema. An error of newLookup, or a field no
+// longer in the table's spec, is an error of the schema (schemaErr); any
+// other error is a failure to reach the catalog.
+func (tc *tableCommitter) newSchemaPart(ctx context.Context, fitted *schema.Schema, newLookup func(paths [][]string) (payloadLookup, error)) (ap *payloadPart, schemaErr, err error) {
+	look, schemaErr := newLookup(tc.lookupPaths)
 	if schemaErr != nil {
 		return nil, schemaErr, nil
 	}

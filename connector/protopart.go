@@ -31,16 +31,9 @@ func (f *format) payloadLookups() bool {
 // repeated field) is an error of the schema (schemaErr); any other error
 // is a failure to reach the catalog.
 func (tc *tableCommitter) newProtoPart(ctx context.Context, md protoreflect.MessageDescriptor, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
-	look, schemaErr := protorow.NewLookup(md, tc.lookupPaths)
-	if schemaErr != nil {
-		return nil, schemaErr, nil
-	}
-	spec, err := tc.specFields(ctx, fitted)
-	if err != nil {
-		return nil, nil, err
-	}
-	ap, schemaErr = tc.newPayloadPart(look, spec)
-	return ap, schemaErr, nil
+	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+		return protorow.NewLookup(md, paths)
+	})
 }
 
 // newFixedProtoPart compiles the partition values of records of

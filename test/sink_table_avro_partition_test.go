@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	itable "github.com/apache/iceberg-go/table"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
@@ -241,11 +240,7 @@ func testAvroPartitioned(t *testing.T, compat string) {
 		t.Errorf("the table has %d files, the data folder %d", len(all), len(files))
 	}
 	midnight := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name   string
-		filter iceberg.BooleanExpression
-		match  func(partEvent) bool
-	}{
+	checkFilteredScans(t, tbl, len(all), byID, []string{"id", "region"}, []scanCase[partEvent]{
 		{"region = eu", iceberg.EqualTo(iceberg.Reference("region"), "eu"), func(e partEvent) bool { return e.region == "eu" }},
 		{"region is null", iceberg.IsNull(iceberg.Reference("region")), func(e partEvent) bool { return e.region == "" }},
 		{"level = 2", iceberg.EqualTo(iceberg.Reference("payload.nested.level"), int32(2)), func(e partEvent) bool { return e.level == 2 }},
@@ -253,38 +248,7 @@ func testAvroPartitioned(t *testing.T, compat string) {
 		{"id = 17", iceberg.EqualTo(iceberg.Reference("id"), int64(17)), func(e partEvent) bool { return e.id == 17 }},
 		{"ts after midnight and region = eu", iceberg.NewAnd(iceberg.GreaterThanEqual(iceberg.Reference("ts"), iceberg.Timestamp(midnight.UnixMicro())), iceberg.EqualTo(iceberg.Reference("region"), "eu")),
 			func(e partEvent) bool { return !e.ts.Before(midnight) && e.region == "eu" }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want := map[string]bool{}
-			for id, e := range byID {
-				if tc.match(e) {
-					want[id] = true
-				}
-			}
-			scan := tbl.Scan(itable.WithRowFilter(tc.filter), itable.WithSelectedFields("_kafka.partition", "_kafka.offset", "id", "region"))
-			planned, err := scan.PlanFiles(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(planned) >= len(all) {
-				t.Errorf("the filter kept %d of %d files: the partition values pruned nothing", len(planned), len(all))
-			}
-			got := scanRowIDs(t, scan)
-			if len(got) != len(want) {
-				t.Errorf("the filtered scan returned %d rows, want %d", len(got), len(want))
-			}
-			for id := range want {
-				if !got[id] {
-					t.Errorf("record %s (%+v) is missing from the filtered scan", id, byID[id])
-				}
-			}
-			for id := range got {
-				if !want[id] {
-					t.Errorf("record %s (%+v) does not match the filter", id, byID[id])
-				}
-			}
-		})
-	}
+	})
 }
 
 // TestTableSinkAvroPartitionedKilled kills `pqsink run` after it uploaded

@@ -92,32 +92,48 @@ func testPartitionTransforms(t *testing.T, name, jsonSchema string) {
 	if len(all) != len(files) {
 		t.Errorf("the table has %d files, the data folder %d", len(all), len(files))
 	}
-	for _, tc := range []struct {
-		name   string
-		filter iceberg.BooleanExpression
-		match  func(event) bool
-	}{
+	checkFilteredScans(t, tbl, len(all), events, []string{"id", "country"}, []scanCase[event]{
 		{"id = 17", iceberg.EqualTo(iceberg.Reference("id"), int64(17)), func(e event) bool { return e.ID == 17 }},
 		{"id in 3, 500, 1001", iceberg.IsIn(iceberg.Reference("id"), int64(3), int64(500), int64(1001)), func(e event) bool { return e.ID == 3 || e.ID == 500 || e.ID == 1001 }},
 		{"country = DE", iceberg.EqualTo(iceberg.Reference("country"), "DE"), func(e event) bool { return e.Country == "DE" }},
 		{"country starts with C", iceberg.StartsWith(iceberg.Reference("country"), "C"), func(e event) bool { return strings.HasPrefix(e.Country, "C") }},
 		{"country = IT and id < 600", iceberg.NewAnd(iceberg.EqualTo(iceberg.Reference("country"), "IT"), iceberg.LessThan(iceberg.Reference("id"), int64(600))),
 			func(e event) bool { return e.Country == "IT" && e.ID < 600 }},
-	} {
+	})
+}
+
+// scanCase is one filtered scan of checkFilteredScans: its name, its
+// filter, and which records of type E match it.
+type scanCase[E any] struct {
+	name   string
+	filter iceberg.BooleanExpression
+	match  func(E) bool
+}
+
+// checkFilteredScans scans tbl, which has all files, with the filter of
+// each case, selecting _kafka.partition, _kafka.offset and fields, in a
+// subtest each: the plan must keep fewer files than all (the partition
+// values and column bounds committed prune some), and the rows must be
+// exactly the records (by "partition/offset") that the case matches,
+// none missing, none more.
+func checkFilteredScans[E any](t *testing.T, tbl *itable.Table, all int, records map[string]E, fields []string, cases []scanCase[E]) {
+	t.Helper()
+	selected := append([]string{"_kafka.partition", "_kafka.offset"}, fields...)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want := map[string]bool{}
-			for id, e := range events {
+			for id, e := range records {
 				if tc.match(e) {
 					want[id] = true
 				}
 			}
-			scan := tbl.Scan(itable.WithRowFilter(tc.filter), itable.WithSelectedFields("_kafka.partition", "_kafka.offset", "id", "country"))
+			scan := tbl.Scan(itable.WithRowFilter(tc.filter), itable.WithSelectedFields(selected...))
 			planned, err := scan.PlanFiles(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(planned) >= len(all) {
-				t.Errorf("the filter kept %d of %d files: the partition values pruned nothing", len(planned), len(all))
+			if len(planned) >= all {
+				t.Errorf("the filter kept %d of %d files: the partition values pruned nothing", len(planned), all)
 			}
 			got := scanRowIDs(t, scan)
 			if len(got) != len(want) {
@@ -125,12 +141,12 @@ func testPartitionTransforms(t *testing.T, name, jsonSchema string) {
 			}
 			for id := range want {
 				if !got[id] {
-					t.Errorf("record %s (%+v) is missing from the filtered scan", id, events[id])
+					t.Errorf("record %s (%+v) is missing from the filtered scan", id, records[id])
 				}
 			}
 			for id := range got {
 				if !want[id] {
-					t.Errorf("record %s (%+v) does not match the filter", id, events[id])
+					t.Errorf("record %s (%+v) does not match the filter", id, records[id])
 				}
 			}
 		})

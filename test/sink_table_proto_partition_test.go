@@ -233,38 +233,8 @@ dead_letter:
 	// partition summary has the empty string as its lower bound (it reads
 	// the bound as absent, all nulls), so a scan filtered on country
 	// misses the files of every commit that holds an empty country.
-	for _, tc := range []struct {
-		name   string
-		filter iceberg.BooleanExpression
-		match  func(protoEvent) bool
-	}{
+	checkFilteredScans(t, tbl, len(all), byID, []string{"id", "country"}, []scanCase[protoEvent]{
 		{"level = 0", iceberg.EqualTo(iceberg.Reference("payload.nested.level"), int32(0)), func(e protoEvent) bool { return e.level == 0 }},
 		{"level is null", iceberg.IsNull(iceberg.Reference("payload.nested.level")), func(e protoEvent) bool { return e.level < 0 }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want := map[string]bool{}
-			for id, e := range byID {
-				if tc.match(e) {
-					want[id] = true
-				}
-			}
-			scan := tbl.Scan(itable.WithRowFilter(tc.filter), itable.WithSelectedFields("_kafka.partition", "_kafka.offset", "id", "country"))
-			planned, err := scan.PlanFiles(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(planned) >= len(all) {
-				t.Errorf("the filter kept %d of %d files: the partition values pruned nothing", len(planned), len(all))
-			}
-			got := scanRowIDs(t, scan)
-			if len(got) != len(want) {
-				t.Errorf("the filtered scan returned %d rows, want %d", len(got), len(want))
-			}
-			for id := range want {
-				if !got[id] {
-					t.Errorf("record %s (%+v) is missing from the filtered scan", id, byID[id])
-				}
-			}
-		})
-	}
+	})
 }

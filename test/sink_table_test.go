@@ -122,7 +122,14 @@ func (e *tableEnv) scan(t *testing.T) []tableRow {
 	if err != nil {
 		return nil
 	}
-	at, err := tbl.Scan().ToArrowTable(ctx)
+	return e.rows(t, tbl)
+}
+
+// rows reads the current snapshot of tbl, loaded from any catalog, with
+// iceberg-go.
+func (e *tableEnv) rows(t *testing.T, tbl *itable.Table) []tableRow {
+	t.Helper()
+	at, err := tbl.Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatalf("scanning the table: %v", err)
 	}
@@ -197,7 +204,14 @@ func (e *tableEnv) waitRows(t *testing.T, want int, within time.Duration) {
 // once by (partition, offset), with its key and payload id.
 func (e *tableEnv) check(t *testing.T, truth map[string]produced) {
 	t.Helper()
-	rows := e.scan(t)
+	checkTableRows(t, e.scan(t), truth)
+}
+
+// checkTableRows compares rows, read from a table, with what Kafka holds:
+// every record exactly once by (partition, offset), with its key and
+// payload id.
+func checkTableRows(t *testing.T, rows []tableRow, truth map[string]produced) {
+	t.Helper()
 	if len(rows) != len(truth) {
 		t.Errorf("the table holds %d rows, Kafka %d records", len(rows), len(truth))
 	}

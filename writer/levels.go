@@ -3,30 +3,24 @@ package writer
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/pqsink/pqsink/writer/encoding"
 )
 
 // Levels are bytes, mostly in long runs of the same few values: these
-// helpers scan them eight at a time, as words. zeroBytes marks the zero
-// bytes of a word exactly (a carry never crosses into the next byte), and
-// the count or position of the marks answers the question at hand.
+// helpers scan them eight at a time, as words. encoding.ZeroBytes marks
+// the zero bytes of a word exactly, and the count or position of the
+// marks answers the question at hand.
 
-const (
-	lowBits = 0x7f7f7f7f7f7f7f7f
-	ones    = 0x0101010101010101
-)
-
-// zeroBytes returns x with the high bit of each zero byte set, and every
-// other bit clear.
-func zeroBytes(x uint64) uint64 {
-	return ^((x&lowBits + lowBits) | x | lowBits)
-}
+// ones has a 1 in every byte.
+const ones = 0x0101010101010101
 
 // countEqual returns how many of levels equal v.
 func countEqual(levels []uint8, v uint8) int {
 	pat := ones * uint64(v)
 	n, i := 0, 0
 	for ; i+8 <= len(levels); i += 8 {
-		n += bits.OnesCount64(zeroBytes(binary.LittleEndian.Uint64(levels[i:]) ^ pat))
+		n += bits.OnesCount64(encoding.ZeroBytes(binary.LittleEndian.Uint64(levels[i:]) ^ pat))
 	}
 	for _, l := range levels[i:] {
 		if l == v {
@@ -49,7 +43,7 @@ func recordsEnd(rep []uint8, l0, rowLimit int) (end, rows int) {
 	}
 	i := l0 + 1
 	for ; i+8 <= len(rep); i += 8 {
-		k := bits.OnesCount64(zeroBytes(binary.LittleEndian.Uint64(rep[i:])))
+		k := bits.OnesCount64(encoding.ZeroBytes(binary.LittleEndian.Uint64(rep[i:])))
 		if rows+k > rowLimit {
 			break // the end is in this word
 		}

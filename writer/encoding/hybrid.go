@@ -186,7 +186,7 @@ func nextRepeat[T hybridValue](values []T, k int) int {
 		b := bytesOf(values)
 		for ; k+9 <= n; k += 8 {
 			x := binary.LittleEndian.Uint64(b[k:]) ^ binary.LittleEndian.Uint64(b[k+1:])
-			if z := zeroBytes(x); z != 0 {
+			if z := ZeroBytes(x); z != 0 {
 				return k + bits.TrailingZeros64(z)/8
 			}
 		}
@@ -240,9 +240,13 @@ func runLength[T hybridValue](values []T) int {
 // ones has a 1 in every byte.
 const ones = 0x0101010101010101
 
-// zeroBytes returns x with the high bit of each zero byte set, and every
-// other bit clear (a carry never crosses into the next byte).
-func zeroBytes(x uint64) uint64 {
+// ZeroBytes returns x with the high bit of each zero byte set, and every
+// other bit clear (a carry never crosses into the next byte, so the marks
+// are exact). Byte slices, levels above all, are scanned with it eight
+// bytes at a time, as little-endian words: bits.OnesCount64 of the result
+// counts a word's zero bytes, bits.TrailingZeros64/8 places the first.
+// The writer's level scans share it with this package's encoders.
+func ZeroBytes(x uint64) uint64 {
 	const low = 0x7f7f7f7f7f7f7f7f
 	return ^((x&low + low) | x | low)
 }
