@@ -266,6 +266,9 @@ type decoded struct {
 	// jsonText is a json_schema record's JSON, after the wire format's
 	// header and before any wrapping: what path fields are read from.
 	jsonText []byte
+	// tableVals computes a json_schema record's table partition values
+	// with its schema's columns (with a registry); nil for the others.
+	tableVals *tablePartValues
 }
 
 // fixedFormat is a format whose files all have one schema: JSON with a

@@ -215,6 +215,11 @@ type jsonSchemaFormat struct {
 	// ids (evolving the table), and fitted holds what it gave.
 	fit    fitFunc
 	fitted map[*jsSchema]*schema.Schema
+	// table is the committer of the partition's table when its partition
+	// fields over payload columns are computed with each registry schema's
+	// columns (partVals holds them by schema); nil otherwise.
+	table    *tableCommitter
+	partVals map[*jsSchema]*tablePartValues
 }
 
 // newJSONSchemaFormat returns a partition's side of the format. fixed is
@@ -284,6 +289,24 @@ func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rej
 		}
 		x.fitted[s] = fitted
 	}
+	var vals *tablePartValues
+	if x.table != nil && k.registry != nil {
+		if vals = x.partVals[s]; vals == nil {
+			spec, err := x.table.specFields(ctx, x.fitted[s])
+			if err != nil {
+				return decoded{}, nil, catalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", r.offset)
+			}
+			if vals, err = x.table.newSchemaPartValues(spec, x.fitted[s]); err != nil {
+				err = fmt.Errorf("json schema id %d: %w", s.id, err)
+				x.verdicts[s.id] = err
+				return decoded{}, &rejection{rejectSchema, err}, nil
+			}
+			if x.partVals == nil {
+				x.partVals = map[*jsSchema]*tablePartValues{}
+			}
+			x.partVals[s] = vals
+		}
+	}
 	if err := s.js.Validate(body); errors.Is(err, jsonschema.ErrNotJSON) {
 		return decoded{}, &rejection{rejectDecode, err}, nil
 	} else if err != nil {
@@ -294,7 +317,7 @@ func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rej
 		x.wrapped = jsonschema.AppendWrapped(x.wrapped[:0], body)
 		body = x.wrapped
 	}
-	return decoded{payload: body, js: s, jsonText: text}, nil, nil
+	return decoded{payload: body, js: s, jsonText: text, tableVals: vals}, nil, nil
 }
 
 // admit decides, once per schema id, whether records of s can be
@@ -421,3 +444,8 @@ func (x *jsonSchemaFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffe
 	fb.keyValues = d.js.footer
 	return fb, nil
 }
+
+// jsRegistry reports whether the format is json_schema with a registry:
+// the files' schema, and a table partition field's column, follow each
+// record's schema.
+func (f *format) jsRegistry() bool { return f.js != nil && f.js.registry != nil }

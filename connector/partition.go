@@ -200,9 +200,16 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		}
 	} else if tc != nil {
 		paths = tc.lookupPaths
-		var err error
-		if p.tableVals, err = newTablePartValues(tc); err != nil {
-			p.stopped = err // checked when the table was opened: not met
+		if jf, ok := p.format.(*jsonSchemaFormat); ok && s.format.jsRegistry() {
+			// Each schema's columns: jsonSchemaFormat.partValues.
+			if len(tc.computed) > 0 {
+				jf.table = tc
+			}
+		} else {
+			var err error
+			if p.tableVals, err = newTablePartValues(tc); err != nil {
+				p.stopped = err // checked when the table was opened: not met
+			}
 		}
 	}
 	if s.cfg.TimeField != "" {
@@ -453,10 +460,13 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 			return nil, fmt.Errorf("path fields: %w", err)
 		}
 		n := len(p.vals)
-		if p.tableVals != nil {
+		if tv := p.tableVals; tv != nil || d.tableVals != nil {
 			// A table's values are its partition values (time_field is
 			// refused with a table).
-			if err := p.tableVals.values(p.lookup, p.vals); err != nil {
+			if d.tableVals != nil {
+				tv = d.tableVals
+			}
+			if err := tv.values(p.lookup, p.vals); err != nil {
 				return nil, err
 			}
 		} else {

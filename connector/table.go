@@ -172,10 +172,6 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type == "json_schema" && c.Format.Registry != nil:
-		// The records' JSON follows a schema per record there, and the
-		// fields' columns with it.
-		return errors.New("a payload field partitions a table with format.type json_schema only with format.schema_file, not a registry, yet")
 	case c.Format.Type != "json" && c.Format.Type != "json_schema" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
 		return fmt.Errorf("a payload field partitions a table with format.type json, json_schema, avro or protobuf only (not %s)", c.Format.Type)
 	}
@@ -253,9 +249,9 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	// With a registry (Avro, Protobuf), the files' schema follows the
-	// records: the columns are each schema's.
-	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil
+	// With a registry, the files' schema follows the records: the columns
+	// are each schema's.
+	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil || t.s.format.jsRegistry()
 	text, computed, err := tablePath(root, fields, perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
@@ -272,8 +268,10 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
 			}
 		}
-	} else if _, err := newTablePartValues(tc); err != nil {
-		return nil, err
+	} else if !t.s.format.jsRegistry() {
+		if _, err := newTablePartValues(tc); err != nil {
+			return nil, err
+		}
 	}
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())

@@ -50,7 +50,7 @@ func TestTableSettings(t *testing.T) {
 		{name: "identity of the offset", by: config.PartitionField{Transform: "identity", Column: "_kafka.offset"}, err: "only timestamp, topic and partition"},
 		{name: "identity of a field in variant", format: "variant", by: config.PartitionField{Transform: "identity", Column: "user"}, err: "with format.type json, json_schema, avro or protobuf only (not variant)"},
 		{name: "identity of a field in json_schema", format: "json_schema", by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
-		{name: "identity of a field in json_schema from a registry", format: "json_schema", registry: true, by: config.PartitionField{Transform: "identity", Column: "user"}, err: "only with format.schema_file, not a registry"},
+		{name: "identity of a field in json_schema from a registry", format: "json_schema", registry: true, by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
 		{name: "identity of a field in protobuf", format: "protobuf", by: config.PartitionField{Transform: "identity", Column: "user"}, field: "user", segment: "user={field:user}"},
 		{name: "bucket of a field in avro", format: "avro", by: config.PartitionField{Transform: "bucket", Param: 2, Column: "id"}, field: "id_bucket", segment: "id_bucket={field:id}"},
 		{name: "day of a nested field in avro", format: "avro", by: config.PartitionField{Transform: "day", Column: "payload.ts"}, field: "payload_ts_day", segment: "payload_ts_day={field:payload.ts}"},
@@ -80,13 +80,13 @@ func TestTableSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := table.PathField{Name: tc.field, Transform: tc.by.Transform, Column: tc.by.Column}
-			// With avro the columns are each writer schema's: the
-			// fields have none.
-			avro := c.Format.Type == "avro"
-			if !strings.HasPrefix(f.Column, "_kafka.") && !avro {
+			// With avro, or a registry, the columns are each writer
+			// schema's: the fields have none.
+			perSchema := c.Format.Type == "avro" || tc.registry
+			if !strings.HasPrefix(f.Column, "_kafka.") && !perSchema {
 				f.Leaf = leaves.Lookup(strings.Split(f.Column, ".")...)
 			}
-			text, computed, err := tablePath("kafka/t", []table.PathField{f}, avro)
+			text, computed, err := tablePath("kafka/t", []table.PathField{f}, perSchema)
 			if want := "kafka/t/data/" + tc.segment + "/{topic}+{partition}+{first_offset}.parquet"; err != nil || text != want {
 				t.Errorf("path = %q (%v), want %q", text, err, want)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -36,15 +37,16 @@ func (tc *tableCommitter) setComputed(fields []*table.PathField) {
 }
 
 // tablePartValues computes one partition's values of its table's
-// computed partition fields.
+// computed partition fields, from a record's JSON.
 type tablePartValues struct {
-	tc    *tableCommitter
-	convs []*rowgroup.ScalarConverter
-	buf   []byte
+	tc     *tableCommitter
+	fields []*table.PathField // tc.computed, or a schema's copies of them
+	convs  []*rowgroup.ScalarConverter
+	buf    []byte
 }
 
 func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
-	v := &tablePartValues{tc: tc}
+	v := &tablePartValues{tc: tc, fields: tc.computed}
 	for _, f := range tc.computed {
 		c, err := rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...)
 		if err != nil {
@@ -55,14 +57,46 @@ func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
 	return v, nil
 }
 
+// newSchemaPartValues computes the values of the table's computed
+// partition fields for records of one JSON Schema from a registry, whose
+// Parquet schema the table took as fitted: each field is the table's
+// (spec, read once the table has taken the schema) on fitted's column. A
+// column that fitted lacks (a property the schema does not declare) is
+// the null partition, as in its files; one that is not a scalar is an
+// error of the schema.
+func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *schema.Schema) (*tablePartValues, error) {
+	v := &tablePartValues{tc: tc}
+	for _, c := range tc.computed {
+		j := slices.IndexFunc(spec, func(f table.PathField) bool { return f.Name == c.Name })
+		if j < 0 {
+			return nil, fmt.Errorf("partition field %s is no longer in the table's spec", c.Name)
+		}
+		f := spec[j]
+		f.Leaf = fitted.Lookup(strings.Split(c.Column, ".")...)
+		var conv *rowgroup.ScalarConverter
+		if f.Leaf != nil {
+			if !f.Leaf.IsLeaf() || f.Leaf.MaxRep > 0 {
+				return nil, fmt.Errorf("partition field %s: column %s is not a value outside lists and maps", f.Name, c.Column)
+			}
+			var err error
+			if conv, err = rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...); err != nil {
+				return nil, fmt.Errorf("partition field %s: %w", f.Name, err)
+			}
+		}
+		v.fields = append(v.fields, &f)
+		v.convs = append(v.convs, conv)
+	}
+	return v, nil
+}
+
 // values sets vals[i], for each computed field, to its escaped path value
 // for the record whose columns l looked up: the null partition when the
-// column is absent or null.
+// column is absent or null, or not a column of the record's schema.
 func (v *tablePartValues) values(l *fieldLookup, vals []string) error {
-	for i, f := range v.tc.computed {
+	for i, f := range v.fields {
 		j := v.tc.lookupAt[i]
 		var plain []byte
-		if l.found[j] && l.kinds[j] != jsonscan.Null {
+		if l.found[j] && l.kinds[j] != jsonscan.Null && v.convs[i] != nil {
 			var err error
 			if plain, err = v.convs[i].Plain(l.kinds[j], []byte(l.vals[j])); err != nil {
 				return fmt.Errorf("partition field %s: %w", f.Name, err)

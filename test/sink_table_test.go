@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,19 +253,25 @@ func checkTableRows(t *testing.T, rows []tableRow, truth map[string]produced) {
 	}
 }
 
-// files lists the table's Parquet objects under its data folder, by key.
+// files lists the table's Parquet objects under its data folder, at any
+// depth of partition folders, by key.
 func (e *tableEnv) files(t *testing.T) []string {
 	t.Helper()
 	var keys []string
 	dir := strings.TrimPrefix(e.warehouse, "file://")
-	matches, err := filepath.Glob(filepath.Join(dir, "kafka", e.topic, "data", "*", "*.parquet"))
-	if err != nil {
+	data := filepath.Join(dir, "kafka", e.topic, "data")
+	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		keys = append(keys, rel)
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
-	for _, m := range matches {
-		rel, _ := filepath.Rel(dir, m)
-		keys = append(keys, rel)
-	}
+	slices.Sort(keys)
 	return keys
 }
 
