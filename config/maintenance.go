@@ -9,17 +9,23 @@ import (
 
 // Maintenance is the table.maintenance section: the upkeep of the tables
 // that one member of the group does inside the daemon (compaction,
-// snapshot expiry, orphan removal). It is off when the section is absent;
+// manifest rewrite, snapshot expiry, orphan removal). It is off when the section is absent;
 // once it is present, every key has a default.
 type Maintenance struct {
 	// CompactEvery is how often a table is maintained: compacted, then its
-	// old snapshots expired, then its orphans removed (compact_every).
+	// manifests rewritten, then its old snapshots expired, then its
+	// orphans removed (compact_every).
 	// Defaults to 1h.
 	CompactEvery time.Duration
 	// TargetFileSize is the size compaction aims its files at; files of
 	// three quarters of it or more are left alone (target_file_size).
 	// Defaults to 256MiB.
 	TargetFileSize int64
+	// RewriteManifestsAbove is how many manifests the current snapshot
+	// may list before they are merged (rewrite_manifests_above); 0 never
+	// rewrites them.
+	// Defaults to 100.
+	RewriteManifestsAbove int
 	// ExpireSnapshotsOlderThan expires the snapshots older than this,
 	// beyond the last KeepSnapshots (expire_snapshots_older_than).
 	// Defaults to 7d.
@@ -38,13 +44,14 @@ type Maintenance struct {
 }
 
 // The keys of table.maintenance.
-var maintenanceKeys = []string{"compact_every", "target_file_size", "expire_snapshots_older_than", "keep_snapshots", "remove_orphans_older_than"}
+var maintenanceKeys = []string{"compact_every", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "remove_orphans_older_than"}
 
 // DefaultMaintenance is table.maintenance with every key at its default.
 func DefaultMaintenance() Maintenance {
 	return Maintenance{
 		CompactEvery:             time.Hour,
 		TargetFileSize:           256 * mib,
+		RewriteManifestsAbove:    100,
 		ExpireSnapshotsOlderThan: 7 * day,
 		KeepSnapshots:            100,
 		RemoveOrphansOlderThan:   3 * day,
@@ -76,6 +83,7 @@ func (d *decoder) maintenance(s *section, c *Config, t *Table) *Maintenance {
 	m := DefaultMaintenance()
 	s.duration("compact_every", &m.CompactEvery, time.Second, maxInt)
 	s.size("target_file_size", &m.TargetFileSize, mib, maxInt)
+	s.intValue("rewrite_manifests_above", &m.RewriteManifestsAbove, 0, math.MaxInt32)
 	s.age("expire_snapshots_older_than", &m.ExpireSnapshotsOlderThan, 0, maxInt)
 	s.intValue("keep_snapshots", &m.KeepSnapshots, 1, math.MaxInt32)
 	s.age("remove_orphans_older_than", &m.RemoveOrphansOlderThan, time.Second, maxInt)
@@ -146,6 +154,7 @@ func (m *Maintenance) node() *node {
 	return yMap(
 		"compact_every", yDuration(m.CompactEvery),
 		"target_file_size", ySize(m.TargetFileSize),
+		"rewrite_manifests_above", yInt(int64(m.RewriteManifestsAbove)),
 		"expire_snapshots_older_than", age(m.ExpireSnapshotsOlderThan),
 		"keep_snapshots", yInt(int64(m.KeepSnapshots)),
 		"remove_orphans_older_than", age(m.RemoveOrphansOlderThan),

@@ -29,7 +29,8 @@ import (
 
 // With table.maintenance set, one member at a time maintains each table:
 // every compact_every it compacts the table's small files (package
-// compact, as `pqsink compact` does), then expires its old snapshots, then
+// compact, as `pqsink compact` does), then merges its manifests when the
+// current snapshot lists too many, then expires its old snapshots, then
 // removes its orphans (package table). The work runs in a goroutine of its
 // own, apart from the partitions, and takes its memory from the sink's
 // budget without holding the partitions back.
@@ -46,12 +47,13 @@ import (
 
 // Maintenance tasks, as the metrics label them.
 const (
-	taskCompact = "compact"
-	taskExpire  = "expire"
-	taskOrphans = "orphans"
+	taskCompact   = "compact"
+	taskManifests = "manifests"
+	taskExpire    = "expire"
+	taskOrphans   = "orphans"
 )
 
-var maintenanceTasks = []string{taskCompact, taskExpire, taskOrphans}
+var maintenanceTasks = []string{taskCompact, taskManifests, taskExpire, taskOrphans}
 
 // leaseTTL is how long a lease lasts unless renewed; its holder renews it
 // when less than two thirds are left, so a member that dies leaves its
@@ -77,14 +79,15 @@ type maintainer struct {
 	leases map[string]*lease // by table name
 
 	// Metrics, by task (maintenanceTasks order).
-	runs, errs [3]atomic.Int64
-	last       [3]atomic.Int64 // Unix nanoseconds of the last run that succeeded
+	runs, errs [4]atomic.Int64
+	last       [4]atomic.Int64 // Unix nanoseconds of the last run that succeeded
 	// filesRewritten are the data files compaction replaced, filesWritten
-	// those it wrote; snapshotsExpired and orphansRemoved the expiry's and
-	// the orphan removal's.
-	filesRewritten, filesWritten, snapshotsExpired, orphansRemoved atomic.Int64
-	held                                                           atomic.Int64 // tables whose lease this member holds
-	descs                                                          map[string]*prometheus.Desc
+	// those it wrote; manifestsRewritten the manifests merged away;
+	// snapshotsExpired and orphansRemoved the expiry's and the orphan
+	// removal's.
+	filesRewritten, filesWritten, manifestsRewritten, snapshotsExpired, orphansRemoved atomic.Int64
+	held                                                                               atomic.Int64 // tables whose lease this member holds
+	descs                                                                              map[string]*prometheus.Desc
 }
 
 // newMaintainer returns the maintainer of t's tables, nil when
@@ -194,6 +197,8 @@ func (m *maintainer) maintain(ctx context.Context, h *table.Handle, l *lease) {
 			switch task {
 			case taskCompact:
 				return m.compact(ctx, h)
+			case taskManifests:
+				return m.manifests(ctx, h)
 			case taskExpire:
 				return m.expire(ctx, h)
 			default:
@@ -273,6 +278,23 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 	s.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
 		"rows", rep.Rows, "live_files", rep.LiveFiles, "took", rep.Took)
+	return nil
+}
+
+// manifests merges h's manifests when the current snapshot lists more
+// than rewrite_manifests_above.
+func (m *maintainer) manifests(ctx context.Context, h *table.Handle) error {
+	if m.cfg.RewriteManifestsAbove <= 0 {
+		return nil
+	}
+	start := time.Now()
+	res, err := h.RewriteManifests(ctx, m.cfg.RewriteManifestsAbove)
+	if err != nil {
+		return err
+	}
+	m.manifestsRewritten.Add(int64(res.Rewritten))
+	m.t.s.log.Info("table maintenance: manifest rewrite", "table", h.Name(), "snapshot", res.Snapshot, "manifests_before", res.Before,
+		"manifests_after", res.After, "rewritten", res.Rewritten, "added", res.Added, "attempts", res.Attempts, "took", time.Since(start))
 	return nil
 }
 
@@ -491,11 +513,12 @@ func (m *maintainer) Describe(ch chan<- *prometheus.Desc) {
 // metrics.
 func maintenanceDescs() map[string]*prometheus.Desc {
 	return map[string]*prometheus.Desc{
-		"runs":      prometheus.NewDesc("pqsink_table_maintenance_runs_total", "Table maintenance tasks run by this member, by task (compact, expire, orphans).", []string{"task"}, nil),
+		"runs":      prometheus.NewDesc("pqsink_table_maintenance_runs_total", "Table maintenance tasks run by this member, by task (compact, manifests, expire, orphans).", []string{"task"}, nil),
 		"errors":    prometheus.NewDesc("pqsink_table_maintenance_errors_total", "Table maintenance tasks that failed, by task.", []string{"task"}, nil),
 		"last":      prometheus.NewDesc("pqsink_table_maintenance_last_success_timestamp_seconds", "When a maintenance task of this member last succeeded (Unix seconds; 0 for never), by task.", []string{"task"}, nil),
 		"rewritten": prometheus.NewDesc("pqsink_table_maintenance_files_rewritten_total", "Data files that compaction replaced.", nil, nil),
 		"written":   prometheus.NewDesc("pqsink_table_maintenance_files_written_total", "Data files that compaction wrote in their place.", nil, nil),
+		"manifests": prometheus.NewDesc("pqsink_table_maintenance_manifests_rewritten_total", "Manifests that a manifest rewrite merged into fewer.", nil, nil),
 		"expired":   prometheus.NewDesc("pqsink_table_maintenance_snapshots_expired_total", "Snapshots expired.", nil, nil),
 		"orphans":   prometheus.NewDesc("pqsink_table_maintenance_orphans_removed_total", "Orphan files deleted.", nil, nil),
 		"held":      prometheus.NewDesc("pqsink_table_maintenance_leases_held", "Tables whose maintenance lease this member holds.", nil, nil),
@@ -515,6 +538,7 @@ func (m *maintainer) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.descs["rewritten"], prometheus.CounterValue, float64(m.filesRewritten.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["written"], prometheus.CounterValue, float64(m.filesWritten.Load()))
+	ch <- prometheus.MustNewConstMetric(m.descs["manifests"], prometheus.CounterValue, float64(m.manifestsRewritten.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["expired"], prometheus.CounterValue, float64(m.snapshotsExpired.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["orphans"], prometheus.CounterValue, float64(m.orphansRemoved.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["held"], prometheus.GaugeValue, float64(m.held.Load()))

@@ -46,7 +46,8 @@ func maintenanceMetric(t *testing.T, addr, sample string) float64 {
 // TestTableMaintenance runs two members of a group with table.maintenance
 // on a short schedule while records keep arriving: one member holds the
 // table's lease and maintains it (its small files compacted into a
-// replace snapshot, old snapshots expired, an old orphan removed), the
+// replace snapshot, its manifests merged, old snapshots expired, an old
+// orphan removed), the
 // other does nothing of it; when the holder leaves, the other takes the
 // lease over and maintains in its turn. The table holds every record
 // exactly once at the end (iceberg-go reads it).
@@ -56,7 +57,7 @@ func TestTableMaintenance(t *testing.T) {
 	broker := kafkatest.Start(t, partitions, env.topic)
 	text := env.config(t, broker.Brokers, "mnt", "1s", 40) // a file every 40 records
 	text = strings.Replace(text, "  format_version: 2\n", "  format_version: 2\n"+
-		"  maintenance: {compact_every: 2s, target_file_size: 1MiB, expire_snapshots_older_than: 1s, keep_snapshots: 5, remove_orphans_older_than: 65s}\n", 1)
+		"  maintenance: {compact_every: 2s, target_file_size: 1MiB, rewrite_manifests_above: 3, expire_snapshots_older_than: 1s, keep_snapshots: 5, remove_orphans_older_than: 65s}\n", 1)
 	if !strings.Contains(text, "maintenance:") {
 		t.Fatalf("no maintenance in the config:\n%s", text)
 	}
@@ -110,11 +111,12 @@ func TestTableMaintenance(t *testing.T) {
 		a, b := maintenanceMetric(t, members[0].addr, "files_rewritten_total"), maintenanceMetric(t, members[1].addr, "files_rewritten_total")
 		_, err := os.Stat(orphan)
 		expired := maintenanceMetric(t, members[0].addr, "snapshots_expired_total") + maintenanceMetric(t, members[1].addr, "snapshots_expired_total")
-		if (a > 0 || b > 0) && os.IsNotExist(err) && expired > 0 {
+		manifests := maintenanceMetric(t, members[0].addr, "manifests_rewritten_total") + maintenanceMetric(t, members[1].addr, "manifests_rewritten_total")
+		if (a > 0 || b > 0) && os.IsNotExist(err) && expired > 0 && manifests > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 3 minutes: files rewritten %v and %v, orphan still there: %v, snapshots expired %v", a, b, err == nil, expired)
+			t.Fatalf("after 3 minutes: files rewritten %v and %v, orphan still there: %v, snapshots expired %v, manifests rewritten %v", a, b, err == nil, expired, manifests)
 		}
 	}
 	for i, m := range members {
@@ -128,7 +130,7 @@ func TestTableMaintenance(t *testing.T) {
 	if maintenanceMetric(t, other.addr, "leases_held") != 0 {
 		t.Error("both members hold the table's lease")
 	}
-	for _, task := range []string{"compact", "expire", "orphans"} {
+	for _, task := range []string{"compact", "manifests", "expire", "orphans"} {
 		if runs(holder, task) == 0 {
 			t.Errorf("the holder ran no %s", task)
 		}
@@ -180,9 +182,31 @@ func TestTableMaintenance(t *testing.T) {
 	env.waitRows(t, produced, 2*time.Minute)
 	other.stop()
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+	// The state is in the current snapshot, or below the manifest
+	// rewrites on top of it (they carry none), and the current snapshot
+	// lists few manifests.
 	tbl := env.load(t)
-	if got := tbl.CurrentSnapshot().Summary.Properties["pqsink.state"]; got == "" {
-		t.Error("the current snapshot carries no pqsink.state")
+	md := tbl.Metadata()
+	snap := tbl.CurrentSnapshot()
+	for snap != nil && snap.Summary.Properties["pqsink.state"] == "" {
+		if snap.Summary.Properties["manifests-created"] == "" {
+			t.Errorf("snapshot %d (%s) carries no pqsink.state and is no manifest rewrite", snap.SnapshotID, snap.Summary.Operation)
+		}
+		if snap.ParentSnapshotID == nil {
+			snap = nil
+			break
+		}
+		snap = md.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	if snap == nil {
+		t.Error("no snapshot of the table's history carries pqsink.state")
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if manifests, err := tbl.CurrentSnapshot().Manifests(fsys); err != nil || len(manifests) > 3+8 {
+		t.Errorf("the current snapshot lists %d manifests (%v): the rewrites keep it near 3", len(manifests), err)
 	}
 }
 
