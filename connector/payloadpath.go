@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -128,8 +129,9 @@ func (pp *payloadPath) values(body []byte, vals []string) (time.Time, error) {
 }
 
 // text is path i's value as the path holds it (before escaping): nil for a
-// null, text as it is, anything else as the reader's JSON of it without
-// the quotes of a string (a date, a timestamp, a UUID).
+// null, text as it is (and bytes that are UTF-8), anything else as the
+// reader's JSON of it without the quotes of a string (a date, a
+// timestamp, a UUID, other bytes in base64: a key must be UTF-8).
 func (pp *payloadPath) text(i int) ([]byte, error) {
 	plain := pp.look.Value(i)
 	if plain == nil {
@@ -142,8 +144,12 @@ func (pp *payloadPath) text(i int) ([]byte, error) {
 	}
 	if v.Kind() == reader.KindBytes {
 		switch leaf.Logical.Kind {
-		case schema.None, schema.String, schema.Enum, schema.JSON:
+		case schema.String, schema.Enum, schema.JSON:
 			return v.Bytes(), nil
+		case schema.None:
+			if utf8.Valid(v.Bytes()) {
+				return v.Bytes(), nil
+			}
 		}
 	}
 	pp.buf = v.AppendJSON(pp.buf[:0])

@@ -22,6 +22,7 @@ const pathSchema = `{"type":"record","name":"ev","fields":[
  {"name":"ok","type":"boolean"},
  {"name":"ms","type":"long"},
  {"name":"text","type":"string"},
+ {"name":"raw","type":"bytes"},
  {"name":"p","type":["null",{"type":"record","name":"p","fields":[{"name":"level","type":"string"}]}],"default":null}]}`
 
 // pathRecord is a record of pathSchema in Avro binary; an empty country or
@@ -40,6 +41,11 @@ func pathRecord(country, text, level string) []byte {
 	b = append(b, 1)                                                                // ok
 	b = avro.AppendLong(b, time.Date(2024, 5, 3, 1, 2, 3, 0, time.UTC).UnixMilli()) // ms
 	b = avroStr(b, text)                                                            // text
+	if country == "a/b" {
+		b = avroStr(b, "\xff\x00") // raw: not UTF-8
+	} else {
+		b = avroStr(b, "ok")
+	}
 	if level == "" {
 		return avro.AppendLong(b, 0)
 	}
@@ -54,7 +60,7 @@ func pathRecord(country, text, level string) []byte {
 // field that holds no time is refused with the schema.
 func TestAvroPathValues(t *testing.T) {
 	w := avro.MustParse(pathSchema)
-	fields := [][]string{{"n"}, {"country"}, {"ts"}, {"amount"}, {"kind"}, {"d"}, {"ok"}, {"p", "level"}, {"missing"}}
+	fields := [][]string{{"n"}, {"country"}, {"ts"}, {"amount"}, {"kind"}, {"d"}, {"ok"}, {"p", "level"}, {"missing"}, {"raw"}}
 	ts := time.Date(2024, 5, 1, 12, 30, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name                 string
@@ -65,10 +71,10 @@ func TestAvroPathValues(t *testing.T) {
 		err                  string
 	}{
 		{name: "values", country: "DE", text: "x", level: "info", timeField: "ts",
-			want:     []string{"7", "DE", archive.Escape("2024-05-01T12:30:00.000Z"), "12.50", "B", "2024-05-02", "true", "info", archive.HiveNull},
+			want:     []string{"7", "DE", archive.Escape("2024-05-01T12:30:00.000Z"), "12.50", "B", "2024-05-02", "true", "info", archive.HiveNull, "ok"},
 			wantTime: ts},
 		{name: "nulls and escapes", country: "a/b", text: "x", timeField: "ms",
-			want:     []string{"7", "a%2Fb", archive.Escape("2024-05-01T12:30:00.000Z"), "12.50", "B", "2024-05-02", "true", archive.HiveNull, archive.HiveNull},
+			want:     []string{"7", "a%2Fb", archive.Escape("2024-05-01T12:30:00.000Z"), "12.50", "B", "2024-05-02", "true", archive.HiveNull, archive.HiveNull, archive.Escape("/wA=")},
 			wantTime: time.Date(2024, 5, 3, 1, 2, 3, 0, time.UTC)},
 		{name: "null country", text: "x", want: []string{"7", archive.HiveNull}},
 		{name: "rfc 3339 text", country: "DE", text: "2024-06-01T00:00:00+02:00", timeField: "text",
@@ -119,7 +125,7 @@ func TestAvroPathValues(t *testing.T) {
 		}
 	})
 	t.Run("truncated", func(t *testing.T) {
-		spec := &pathSpec{paths: [][]string{{"text"}}, fields: 1}
+		spec := &pathSpec{paths: [][]string{{"raw"}}, fields: 1}
 		pp, err := spec.avro(w)
 		if err != nil {
 			t.Fatal(err)
