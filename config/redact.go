@@ -149,9 +149,11 @@ func (c *Config) Redacted() string {
 			"namespace", yStr(t.Namespace),
 			"name", yStr(t.Name),
 			"commit_interval", yDuration(t.CommitInterval),
-			"partition_by", yStrs(parts),
-			"format_version", yInt(int64(t.FormatVersion)),
 		)
+		if t.PartitionBySet {
+			tbl.add("partition_by", yStrs(parts))
+		}
+		tbl.add("format_version", yInt(int64(t.FormatVersion)))
 		if t.Maintenance != nil {
 			tbl.add("maintenance", t.Maintenance.node())
 		}

@@ -37,8 +37,12 @@ type Table struct {
 	// PartitionBy is the partition spec: Iceberg transforms of columns,
 	// each "transform(column.path)" with transform one of identity, year,
 	// month, day, hour, bucket[N] or truncate[W] (partition_by).
-	// Defaults to none (unpartitioned).
+	// Defaults to none (unpartitioned); see PartitionBySet.
 	PartitionBy []PartitionField
+	// PartitionBySet says that partition_by was given (an empty list
+	// included). Without it, a table that exists keeps its own spec and
+	// the sink follows it; one pqsink creates is unpartitioned.
+	PartitionBySet bool
 	// FormatVersion is the Iceberg format version of a table created by
 	// pqsink, 2 or 3 (format_version); 3 is needed for format.type
 	// variant (Iceberg's variant type).
@@ -154,6 +158,9 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	}
 	s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
 	var specs []string
+	// Given, even as [], partition_by is the spec; absent (or null), an
+	// existing table keeps its own.
+	t.PartitionBySet = !isNull(deref(s.values["partition_by"]))
 	if s.list("partition_by", &specs, false) {
 		seen := map[string]bool{}
 		for _, spec := range specs {
@@ -251,6 +258,10 @@ func (d *decoder) catalogURI(typ, raw string) (string, error) {
 	}
 	return raw, nil
 }
+
+// ParsePartitionField reads a partition field as partition_by writes it,
+// "transform(column)": day(_kafka.timestamp), bucket[16](id).
+func ParsePartitionField(s string) (PartitionField, error) { return parsePartitionField(s) }
 
 // parsePartitionField reads "transform(column)".
 func parsePartitionField(s string) (PartitionField, error) {

@@ -33,6 +33,7 @@ func TestTableSettings(t *testing.T) {
 		Name:           "{topic}",
 		CommitInterval: 30 * time.Second,
 		PartitionBy:    []PartitionField{{Transform: "day", Column: "_kafka.timestamp"}},
+		PartitionBySet: true,
 		FormatVersion:  3,
 	}
 	if !reflect.DeepEqual(c.Table, want) {
@@ -180,5 +181,39 @@ func TestTableSecrets(t *testing.T) {
 			continue
 		}
 		check("error", err.Error())
+	}
+}
+
+// TestPartitionBySet: partition_by given, even as [], is the spec; absent
+// or null, the sink follows an existing table's. The logged configuration
+// keeps the difference.
+func TestPartitionBySet(t *testing.T) {
+	for _, c := range []struct {
+		name, line string
+		set        bool
+		fields     int
+	}{
+		{"given", `  partition_by: ["day(_kafka.timestamp)"]`, true, 1},
+		{"empty", `  partition_by: []`, true, 0},
+		{"null", `  partition_by: null`, false, 0},
+		{"absent", ``, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := strings.Replace(base+tableOK, `  partition_by: ["day(_kafka.timestamp)"]`, c.line, 1)
+			cfg, err := Parse([]byte(text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Table.PartitionBySet != c.set || len(cfg.Table.PartitionBy) != c.fields {
+				t.Errorf("PartitionBySet %v with %d fields, want %v with %d", cfg.Table.PartitionBySet, len(cfg.Table.PartitionBy), c.set, c.fields)
+			}
+			again, err := Parse([]byte(cfg.Redacted()), nil)
+			if err != nil {
+				t.Fatalf("Parse(Redacted()): %v", err)
+			}
+			if again.Table.PartitionBySet != c.set || len(again.Table.PartitionBy) != c.fields {
+				t.Errorf("the logged configuration loads back with PartitionBySet %v and %d fields", again.Table.PartitionBySet, len(again.Table.PartitionBy))
+			}
+		})
 	}
 }

@@ -111,7 +111,11 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 		// the sink would be able to.
 		defer cat.Close()
 		for _, topic := range c.Kafka.Topics {
-			if err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c)); err != nil {
+			spec, err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c))
+			if err != nil {
+				return nil, err
+			}
+			if err := followSpec(c, c.Table.TableName(topic), spec); err != nil {
 				return nil, err
 			}
 		}
@@ -129,13 +133,33 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 }
 
 // partitionSpec is table.partition_by as a table's spec is written
-// (table.Handle.PartitionBy).
+// (table.Handle.PartitionBy); nil when partition_by is not set, and the
+// sink follows an existing table's spec.
 func partitionSpec(c *config.Config) []string {
+	if !c.Table.PartitionBySet {
+		return nil
+	}
 	spec := make([]string, len(c.Table.PartitionBy))
 	for i, p := range c.Table.PartitionBy {
 		spec[i] = p.String()
 	}
 	return spec
+}
+
+// followSpec checks that the sink can put each field of spec, an existing
+// table's partition spec that partition_by leaves to the table, in its
+// files' paths, as it checks partition_by's own fields.
+func followSpec(c *config.Config, name string, spec []string) error {
+	for _, f := range spec {
+		p, err := config.ParsePartitionField(f)
+		if err == nil {
+			err = checkPartitionField(c, p)
+		}
+		if err != nil {
+			return fmt.Errorf("table %s is partitioned by %q, and the sink cannot put %s in its files' paths: %w", name, spec, f, err)
+		}
+	}
+	return nil
 }
 
 // tableSettings refuses what the sink cannot do with a table yet.
@@ -233,8 +257,15 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	// The files' paths follow table.partition_by, so that a file holds one
 	// partition tuple of the table: an adopted table partitioned otherwise
 	// would get files that hold several.
-	if got, want := h.PartitionBy(), partitionSpec(c); !slices.Equal(got, want) {
-		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", h.Name(), got, want)
+	if got, want := h.PartitionBy(), partitionSpec(c); want != nil && !slices.Equal(got, want) {
+		return nil, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec, or leave it out to follow the table's", h.Name(), got, want)
+	} else if want == nil {
+		if err := followSpec(c, h.Name(), got); err != nil {
+			return nil, err
+		}
+		if len(got) > 0 {
+			t.s.log.Info("table: following its partition spec (table.partition_by is not set)", "table", h.Name(), "partition_by", got)
+		}
 	}
 	url := strings.TrimSuffix(c.Store.URL, "/")
 	loc, err := h.Location(ctx)

@@ -142,45 +142,48 @@ func unionHolds(tx *itable.Transaction, version int, s *schema.Schema) (*iceberg
 // Check says, without changing anything, whether the sink could write s
 // to the table called name: a table that does not exist must be creatable
 // from s with the configured spec (s may be nil when the records will say),
-// and one that exists must have partitionBy as its spec and hold s as it is
-// or after a schema update that Fit would make. The error names what does
-// not fit.
-func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, partitionBy []string) error {
+// and one that exists must have partitionBy as its spec (any spec when
+// partitionBy is nil: the sink follows the table's) and hold s as it is or
+// after a schema update that Fit would make. The error names what does not
+// fit. spec is the existing table's partition spec, as PartitionBy writes
+// it; nil when the table does not exist.
+func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, partitionBy []string) (spec []string, err error) {
 	ident := append(k.namespace(), name)
 	what := strings.Join(ident, ".")
 	tbl, err := k.cat.LoadTable(ctx, ident)
 	switch {
 	case errors.Is(err, catalog.ErrNoSuchTable):
 		if s == nil {
-			return nil
+			return nil, nil
 		}
 		is, err := icebergSchema(s, k.cfg.FormatVersion)
 		if err != nil {
-			return fmt.Errorf("table %s: %w: %w", what, ErrIncompatible, err)
+			return nil, fmt.Errorf("table %s: %w: %w", what, ErrIncompatible, err)
 		}
 		if _, err := partitionSpec(is, k.cfg.PartitionBy); err != nil {
-			return fmt.Errorf("table %s: %w", what, err)
+			return nil, fmt.Errorf("table %s: %w", what, err)
 		}
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("table %s: %w", what, err)
+		return nil, fmt.Errorf("table %s: %w", what, err)
 	}
 	h := k.handle(ident)
 	if err := h.adopt(tbl); err != nil {
-		return fmt.Errorf("table %s: %w", what, err)
+		return nil, fmt.Errorf("table %s: %w", what, err)
 	}
-	if !slices.Equal(h.partitionBy, partitionBy) {
-		return fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec", what, h.partitionBy, partitionBy)
+	spec = h.partitionBy
+	if partitionBy != nil && !slices.Equal(spec, partitionBy) {
+		return spec, fmt.Errorf("table %s is partitioned by %q, and table.partition_by says %q: set partition_by to the table's spec, or leave it out to follow the table's", what, spec, partitionBy)
 	}
 	if s == nil {
-		return nil
+		return spec, nil
 	}
 	_, mismatch := withFieldIDs(s, tbl.Schema(), tbl.Metadata().Version())
 	if mismatch == nil {
-		return nil
+		return spec, nil
 	}
 	if _, err := unionHolds(tbl.NewTransaction(), tbl.Metadata().Version(), s); err != nil {
-		return fmt.Errorf("table %s: %w", what, mismatch)
+		return spec, fmt.Errorf("table %s: %w", what, mismatch)
 	}
-	return nil
+	return spec, nil
 }
