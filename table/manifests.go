@@ -115,3 +115,16 @@ func manifestCount(ctx context.Context, tbl *itable.Table) (int, error) {
 	}
 	return len(manifests), nil
 }
+
+// ManifestCount is how many manifests the table's current snapshot lists.
+func (h *Handle) ManifestCount(ctx context.Context) (int, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		return 0, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	n, err := manifestCount(ctx, tbl)
+	if err != nil {
+		return 0, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	return n, nil
+}

@@ -17,7 +17,7 @@ import (
 )
 
 const compactUsage = `usage: pqsink compact --config FILE [--table NAMESPACE.TABLE] [--target-file-size 256MiB]
-                      [--min-input-files 5] [--older-than 10m] [--dry-run]
+                      [--min-input-files 5] [--older-than 10m] [--rewrite-manifests-above N] [--dry-run]
 
 Rewrites the small data files of the Iceberg tables that pqsink run lands
 (the config's table section; every table of its namespace, or the one
@@ -26,7 +26,10 @@ once, in one replace snapshot per table that carries the tables'
 exactly-once state, so that running sinks go on where they were. Files of
 three quarters of the target or more, and files committed less than
 --older-than ago, are left alone; so is a folder (a partition tuple) with
-fewer than --min-input-files small files. --dry-run prints the plan.
+fewer than --min-input-files small files. With --rewrite-manifests-above,
+a table whose current snapshot then lists more manifests than that has
+them merged too (every commit of a sink writes one). --dry-run prints the
+plan.
 
 flags:
 `
@@ -40,6 +43,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	target := fs.String("target-file-size", "256MiB", "the `SIZE` the rewritten files aim at")
 	minInputs := fs.Int("min-input-files", 5, "the fewest small files of a folder worth rewriting")
 	olderThan := fs.Duration("older-than", 10*time.Minute, "leave files committed more recently than this alone")
+	manifestsAbove := fs.Int("rewrite-manifests-above", 0, "also merge a table's manifests when its current snapshot lists more than `N` (0: leave them)")
 	dryRun := fs.Bool("dry-run", false, "print what would be rewritten, and rewrite nothing")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	rest, err := parseInterspersed(fs, args)
@@ -61,6 +65,9 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	if *olderThan < 0 {
 		return usagef("--older-than %v: want a duration of 0 or more", *olderThan)
+	}
+	if *manifestsAbove < 0 {
+		return usagef("--rewrite-manifests-above %d: want 0 (off) or more", *manifestsAbove)
 	}
 	cfg, err := config.Load(*configFile, os.LookupEnv)
 	if err != nil {
@@ -116,6 +123,11 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			continue
 		}
 		printCompaction(stdout, rep, o.DryRun)
+		if *manifestsAbove > 0 {
+			if err := rewriteManifests(ctx, stdout, h, *manifestsAbove, o.DryRun); err != nil {
+				failed = append(failed, err)
+			}
+		}
 	}
 	if len(idents) == 0 {
 		fmt.Fprintf(stdout, "no table in namespace %s\n", cfg.Table.Namespace)
@@ -139,6 +151,33 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	secs := max(rep.Took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "%s: rewrote %d files (%.1f MB) into %d (%.1f MB), %d rows, in %.1fs (%.1f MB/s), snapshot %d\n",
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
+}
+
+// rewriteManifests merges h's manifests when its current snapshot lists
+// more than above, and says what it did (or would do).
+func rewriteManifests(ctx context.Context, w io.Writer, h *table.Handle, above int, dryRun bool) error {
+	if dryRun {
+		n, err := h.ManifestCount(ctx)
+		if err != nil {
+			return err
+		}
+		verdict := "would merge them"
+		if n <= above {
+			verdict = fmt.Sprintf("%d or fewer: left as they are", above)
+		}
+		fmt.Fprintf(w, "%s: %d manifests, %s\n", h.Name(), n, verdict)
+		return nil
+	}
+	res, err := h.RewriteManifests(ctx, above)
+	if err != nil {
+		return err
+	}
+	if res.Snapshot == 0 {
+		fmt.Fprintf(w, "%s: %d manifests, %d or fewer: left as they are\n", h.Name(), res.Before, above)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: merged %d of %d manifests into %d (%d now), snapshot %d\n", h.Name(), res.Rewritten, res.Before, res.Added, res.After, res.Snapshot)
+	return nil
 }
 
 // shortFolder is a folder's part from the table's data/ on.
