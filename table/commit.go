@@ -142,20 +142,35 @@ func (h *Handle) Commit(ctx context.Context, group string, files []File, state S
 		ranges[i] = r
 	}
 	var res Result
-	backoff := commitBackoff
-	for {
-		res.Attempts++
+	var err error
+	res.Attempts, err = h.retry(ctx, "commit", func() error {
 		id, appended, dropped, err := h.tryCommit(ctx, group, files, ranges, state)
 		if err == nil {
 			res.SnapshotID, res.Appended, res.Dropped = id, appended, dropped
-			return res, nil
 		}
-		if !conflict(err) || res.Attempts >= commitAttempts {
-			return res, fmt.Errorf("table %s: commit (attempt %d): %w", h.name, res.Attempts, err)
+		return err
+	})
+	return res, err
+}
+
+// retry runs try, again after a lost compare-and-swap (conflict), until
+// it succeeds, fails otherwise, or has run commitAttempts times, backing
+// off exponentially between runs; it returns how many times it ran try.
+// what names the operation in its errors.
+func (h *Handle) retry(ctx context.Context, what string, try func() error) (attempts int, err error) {
+	backoff := commitBackoff
+	for {
+		attempts++
+		err := try()
+		if err == nil {
+			return attempts, nil
+		}
+		if !conflict(err) || attempts >= commitAttempts {
+			return attempts, fmt.Errorf("table %s: %s (attempt %d): %w", h.name, what, attempts, err)
 		}
 		select {
 		case <-ctx.Done():
-			return res, fmt.Errorf("table %s: commit: %w", h.name, ctx.Err())
+			return attempts, fmt.Errorf("table %s: %s: %w", h.name, what, ctx.Err())
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxBackoff)

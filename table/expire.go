@@ -43,23 +43,11 @@ type ExpireResult struct {
 // times, as Commit does.
 func (h *Handle) ExpireSnapshots(ctx context.Context, olderThan time.Duration, keep int) (ExpireResult, error) {
 	var res ExpireResult
-	backoff := commitBackoff
-	for {
-		res.Attempts++
-		err := h.tryExpire(ctx, olderThan, max(keep, 1), &res)
-		if err == nil {
-			return res, nil
-		}
-		if !conflict(err) || res.Attempts >= commitAttempts {
-			return res, fmt.Errorf("table %s: expiring snapshots (attempt %d): %w", h.name, res.Attempts, err)
-		}
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("table %s: expiring snapshots: %w", h.name, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+	var err error
+	res.Attempts, err = h.retry(ctx, "expiring snapshots", func() error {
+		return h.tryExpire(ctx, olderThan, max(keep, 1), &res)
+	})
+	return res, err
 }
 
 func (h *Handle) tryExpire(ctx context.Context, olderThan time.Duration, keep int, res *ExpireResult) error {

@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"fmt"
-	"time"
 
 	itable "github.com/apache/iceberg-go/table"
 )
@@ -41,23 +40,12 @@ type ManifestResult struct {
 // Commit does; the manifests an attempt that lost wrote are orphans.
 func (h *Handle) RewriteManifests(ctx context.Context, above int) (ManifestResult, error) {
 	var res ManifestResult
-	backoff := commitBackoff
-	for {
-		res.Attempts++
-		err := h.tryRewriteManifests(ctx, above, &res)
-		if err == nil {
-			return res, nil
-		}
-		if !conflict(err) || res.Attempts >= commitAttempts {
-			return res, fmt.Errorf("table %s: rewriting manifests (attempt %d): %w", h.name, res.Attempts, err)
-		}
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("table %s: rewriting manifests: %w", h.name, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+	var err error
+	res.Attempts, err = h.retry(ctx, "rewriting manifests", func() error {
+		res = ManifestResult{}
+		return h.tryRewriteManifests(ctx, above, &res)
+	})
+	return res, err
 }
 
 func (h *Handle) tryRewriteManifests(ctx context.Context, above int, res *ManifestResult) error {
@@ -68,7 +56,6 @@ func (h *Handle) tryRewriteManifests(ctx context.Context, above int, res *Manife
 	if err := noLibraryRetry(tbl); err != nil {
 		return err
 	}
-	*res = ManifestResult{Attempts: res.Attempts}
 	if res.Before, err = manifestCount(ctx, tbl); err != nil {
 		return err
 	}

@@ -115,24 +115,15 @@ type RewriteResult struct {
 // maintenance to remove.
 func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (RewriteResult, error) {
 	var res RewriteResult
-	backoff := commitBackoff
-	for {
-		res.Attempts++
+	var err error
+	res.Attempts, err = h.retry(ctx, "rewrite", func() error {
 		id, err := h.tryRewrite(ctx, remove, add)
 		if err == nil {
 			res.SnapshotID = id
-			return res, nil
 		}
-		if !conflict(err) || res.Attempts >= commitAttempts {
-			return res, fmt.Errorf("table %s: rewrite (attempt %d): %w", h.name, res.Attempts, err)
-		}
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("table %s: rewrite: %w", h.name, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+		return err
+	})
+	return res, err
 }
 
 func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (int64, error) {
