@@ -333,3 +333,57 @@ func TestMergeSpanSkipsPages(t *testing.T) {
 		t.Errorf("the span's rows: %v", err)
 	}
 }
+
+// TestMergeRunsHostile damages an earlier merge's file, one byte at a
+// time, and merges it with a file whose ranges interleave with its own:
+// the runs are copied in spans of row groups and pages, and a damaged file
+// is refused with an error, never a panic, or (a byte nothing checks)
+// merged with every row.
+func TestMergeRunsHostile(t *testing.T) {
+	dir := t.TempDir()
+	var firsts, seconds []string
+	for p := range int32(2) {
+		firsts = append(firsts, writeInput(t, dir, nestedShape, spec{p: p, first: 0, n: 60, perGroup: 25}))
+		seconds = append(seconds, writeInput(t, dir, nestedShape, spec{p: p, first: 60, n: 40, opts: deltaPages}))
+	}
+	earlier := func(name string, paths []string, opts ...Option) []byte {
+		sub := filepath.Join(dir, name)
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		merged, _, err := mergeFiles(t, sub, paths, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(merged[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	good := earlier("c1", firsts, WriterOptions(writer.PageSize(300), writer.DataPageVersion(1)))
+	next := earlier("c2", seconds)
+	if _, _, err := mergeBytes(context.Background(), [][]byte{good, next}); err != nil {
+		t.Fatalf("undamaged: %v", err)
+	}
+	refused := 0
+	for off := 4; off < len(good)-8; off += 23 {
+		bad := bytes.Clone(good)
+		bad[off] ^= 0x5a
+		outs, _, err := mergeBytes(context.Background(), [][]byte{bad, next})
+		if err != nil {
+			if strings.HasPrefix(err.Error(), "panic") {
+				t.Fatalf("byte %d damaged: %v", off, err)
+			}
+			refused++
+			continue
+		}
+		if outs[0].Rows != 200 {
+			t.Fatalf("byte %d damaged: merged %d rows of 200", off, outs[0].Rows)
+		}
+	}
+	t.Logf("%d of %d damaged files refused", refused, (len(good)-8-4+22)/23)
+	if refused == 0 {
+		t.Error("no damaged byte was noticed")
+	}
+}

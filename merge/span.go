@@ -81,11 +81,15 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 			k := cr.DataPages()
 			if k+1 < len(locs) && locs[k].FirstRowIndex == started && (k == 0 || cr.NextOffset() == locs[k].Offset) {
 				if next := locs[k+1].FirstRowIndex; next > started && next <= lo {
-					if err := cr.SkipPage(); err != nil {
+					rows, err := cr.SkipPage()
+					if err != nil {
 						if errors.Is(err, io.EOF) {
 							err = fmt.Errorf("%w: the chunk ends before the page its offset index says holds row %d", reader.ErrCorrupt, started)
 						}
 						return err
+					}
+					if rows >= 0 && rows != next-started {
+						return fmt.Errorf("%w: page %d holds %d rows, its offset index says %d", reader.ErrCorrupt, k, rows, next-started)
 					}
 					started = next
 					first = false
