@@ -132,6 +132,39 @@ func TestMergeRuns(t *testing.T) {
 			},
 		},
 		{
+			name:  "nested columns, no page index",
+			shape: nestedShape,
+			files: []spec{
+				{p: 0, first: 0, n: 70}, {p: 1, first: 0, n: 70, opts: deltaPages},
+				{p: 0, first: 70, n: 70, opts: smallDicts}, {p: 1, first: 70, n: 70},
+			},
+			earlier: []earlier{
+				{[]int{0, 1}, []Option{WriterOptions(writer.PageIndex(false), writer.PageSize(400), writer.DataPageVersion(1))}},
+				{[]int{2, 3}, []Option{WriterOptions(writer.PageIndex(false), writer.PageSize(600), writer.DataPageVersion(2))}},
+			},
+			ranges: []archive.Range{
+				{Topic: "clicks", Partition: 0, First: 0, Last: 139, Records: 140},
+				{Topic: "clicks", Partition: 1, First: 0, Last: 139, Records: 140},
+			},
+		},
+		{
+			name:  "runs on page boundaries",
+			shape: nestedShape,
+			files: []spec{
+				{p: 0, first: 0, n: 50}, {p: 1, first: 0, n: 50}, {p: 2, first: 0, n: 50},
+				{p: 0, first: 50, n: 50}, {p: 1, first: 50, n: 50}, {p: 2, first: 50, n: 50},
+			},
+			earlier: []earlier{
+				{[]int{0, 1, 2}, []Option{WriterOptions(writer.PageRowLimit(10))}},
+				{[]int{3, 4, 5}, []Option{WriterOptions(writer.PageRowLimit(25), writer.DataPageVersion(2))}},
+			},
+			ranges: []archive.Range{
+				{Topic: "clicks", Partition: 0, First: 0, Last: 99, Records: 100},
+				{Topic: "clicks", Partition: 1, First: 0, Last: 99, Records: 100},
+				{Topic: "clicks", Partition: 2, First: 0, Last: 99, Records: 100},
+			},
+		},
+		{
 			name:  "several output files",
 			shape: eventsShape,
 			files: []spec{
