@@ -25,9 +25,10 @@
 // files and some are not. Runs of an input that follow one another in its
 // rows are copied as one, and a run copies the input's row groups that it
 // holds whole; a row group it holds in part (the run starts or ends inside
-// it) is copied from the run's first row to its last, skipping the pages
-// before it that the offset index places there. Other files are merged
-// whole, in the order given.
+// it) is copied from the run's first row to its last: where the chunk has
+// an offset index, the pages before the run are not read (the chunk's
+// dictionary aside), nor those after the page that follows it. Other
+// files are merged whole, in the order given.
 //
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
@@ -45,7 +46,8 @@
 // encoded column chunk and its dictionary; n of them with
 // writer.Parallelism(n) among the WriterOptions). Outside the limit are the
 // inputs' footers, all open for the whole merge (a few KiB each for the
-// sink's files), and the garbage the collector has yet to take.
+// sink's files), the offset indexes of the chunks that runs take in part
+// (a few bytes per page), and the garbage the collector has yet to take.
 // An input row group, or a run's part of it, is copied whole into the
 // output row group: one that alone decodes to more than three quarters of
 // the limit fails the merge with an error wrapping ErrMemory, after at
@@ -190,6 +192,9 @@ type input struct {
 	f      *reader.File
 	ranges []archive.Range // nil for a file that is not an archive file
 	runs   int             // the runs of the file not yet copied
+	// index holds the offset indexes of the chunks that spans read, by
+	// row group and column.
+	index map[[2]int][]meta.PageLocation
 }
 
 // Merge merges inputs into files that create makes, one after the other
@@ -300,6 +305,15 @@ func order(in []*input) ([]run, error) {
 		}
 		if records != x.f.NumRows() {
 			return nil, fmt.Errorf("merge: input %s: its footer's Kafka ranges hold %d records, the file %d rows", x.Name, records, x.f.NumRows())
+		}
+		// The runs are found by the rows of the row groups: they must add
+		// up too.
+		var rows int64
+		for _, rg := range x.f.Metadata().RowGroups {
+			rows += rg.NumRows
+		}
+		if rows != x.f.NumRows() {
+			return nil, fmt.Errorf("merge: input %s: %w: its row groups hold %d rows, its footer says %d", x.Name, reader.ErrCorrupt, rows, x.f.NumRows())
 		}
 		x.ranges = rs
 		archived++

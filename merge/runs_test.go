@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -311,9 +312,8 @@ func TestMergeRunsOverlap(t *testing.T) {
 }
 
 // TestMergeSpanSkipsPages: a run that starts late in a row group of many
-// pages reads the pages before it only by their headers (the offset index
-// says which rows they hold): fewer bytes are decompressed than the whole
-// row group has.
+// pages goes straight to its page (the offset index says where it is):
+// the pages before it are neither read nor decoded.
 func TestMergeSpanSkipsPages(t *testing.T) {
 	dir := t.TempDir()
 	a := writeInput(t, dir, eventsShape, spec{p: 0, first: 0, n: 2000})
@@ -330,10 +330,12 @@ func TestMergeSpanSkipsPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := reader.Open(bytes.NewReader(data), int64(len(data)))
+	counted := &countingReaderAt{r: bytes.NewReader(data)}
+	f, err := reader.Open(counted, int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	counted.n = 0
 	if f.NumRowGroups() != 1 {
 		t.Fatalf("%d row groups, the test wants one", f.NumRowGroups())
 	}
@@ -355,9 +357,12 @@ func TestMergeSpanSkipsPages(t *testing.T) {
 		}
 		decoded += m.decodedPages - before
 	}
-	t.Logf("%d of %d pages decoded", decoded, pages)
+	t.Logf("%d of %d pages decoded, %d of the file's %d bytes read", decoded, pages, counted.n, len(data))
 	if decoded == 0 || decoded*4 > pages {
 		t.Errorf("%d of %d pages decoded for the last 10 of 2010 rows", decoded, pages)
+	}
+	if counted.n*4 > int64(len(data)) {
+		t.Errorf("%d of the file's %d bytes read for the last 10 of 2010 rows", counted.n, len(data))
 	}
 	if m.g.EndRows(10); m.g.NumRows() != 10 {
 		t.Fatalf("%d rows", m.g.NumRows())
@@ -371,7 +376,8 @@ func TestMergeSpanSkipsPages(t *testing.T) {
 // time, and merges it with a file whose ranges interleave with its own:
 // the runs are copied in spans of row groups and pages, and a damaged file
 // is refused with an error, never a panic, or (a byte nothing checks)
-// merged with every row.
+// merged into the same rows as the undamaged file: with an offset index,
+// which the pages read must agree with, and without one.
 func TestMergeRunsHostile(t *testing.T) {
 	dir := t.TempDir()
 	var firsts, seconds []string
@@ -394,29 +400,66 @@ func TestMergeRunsHostile(t *testing.T) {
 		}
 		return data
 	}
-	good := earlier("c1", firsts, WriterOptions(writer.PageSize(300), writer.DataPageVersion(1)))
 	next := earlier("c2", seconds)
-	if _, _, err := mergeBytes(context.Background(), [][]byte{good, next}); err != nil {
-		t.Fatalf("undamaged: %v", err)
+	s := nestedShape.schema(t)
+	columns := func(file []byte) []crossread.Chunk {
+		p := filepath.Join(dir, "out.parquet")
+		if err := os.WriteFile(p, file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return columnsOf(t, crossread.PQSink, []string{p})
 	}
-	refused := 0
-	for off := 4; off < len(good)-8; off += 23 {
-		bad := bytes.Clone(good)
-		bad[off] ^= 0x5a
-		outs, _, err := mergeBytes(context.Background(), [][]byte{bad, next})
-		if err != nil {
-			if strings.HasPrefix(err.Error(), "panic") {
-				t.Fatalf("byte %d damaged: %v", off, err)
+	for i, tc := range []struct {
+		name string
+		opts []writer.Option
+	}{
+		{"with an offset index", nil},
+		{"without a page index", []writer.Option{writer.PageIndex(false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]writer.Option{writer.PageSize(300), writer.DataPageVersion(1)}, tc.opts...)
+			good := earlier(fmt.Sprintf("c1-%d", i), firsts, WriterOptions(opts...))
+			_, want, err := mergeBytes(context.Background(), [][]byte{good, next})
+			if err != nil {
+				t.Fatalf("undamaged: %v", err)
 			}
-			refused++
-			continue
-		}
-		if outs[0].Rows != 200 {
-			t.Fatalf("byte %d damaged: merged %d rows of 200", off, outs[0].Rows)
-		}
+			wantColumns := columns(want[0])
+			refused, tried := 0, 0
+			for off := 4; off < len(good)-8; off += 7 {
+				tried++
+				bad := bytes.Clone(good)
+				bad[off] ^= 0x5a
+				outs, files, err := mergeBytes(context.Background(), [][]byte{bad, next})
+				if err != nil {
+					if strings.HasPrefix(err.Error(), "panic") {
+						t.Fatalf("byte %d damaged: %v", off, err)
+					}
+					refused++
+					continue
+				}
+				if outs[0].Rows != 200 {
+					t.Fatalf("byte %d damaged: merged %d rows of 200", off, outs[0].Rows)
+				}
+				// The byte was one nothing checks, and nothing reads
+				// that matters (statistics, say): the same rows.
+				sameColumns(t, fmt.Sprintf("byte %d damaged", off), s, wantColumns, columns(files[0]))
+			}
+			t.Logf("%d of %d damaged files refused", refused, tried)
+			if refused == 0 {
+				t.Error("no damaged byte was noticed")
+			}
+		})
 	}
-	t.Logf("%d of %d damaged files refused", refused, (len(good)-8-4+22)/23)
-	if refused == 0 {
-		t.Error("no damaged byte was noticed")
-	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
@@ -12,11 +13,13 @@ import (
 // Spans: a run of a merged input (a file of several Kafka ranges, whose
 // ranges interleave with another input's) may start or end inside a row
 // group, and inside a page. Such a row group is copied in part, column by
-// column: the pages before the span are passed over (without decoding
-// them where the chunk's offset index says where they end), the page
-// where the span starts is decoded and its levels and values are copied
-// from the span's first row, which begins at repetition level 0, and the
-// reading stops after the span's last row.
+// column: the pages before the span are passed over (unread, but for the
+// chunk's dictionary, where the chunk's offset index says where the span
+// begins; decoded otherwise), the page where the span starts is decoded
+// and its levels and values are copied from the span's first row, which
+// begins at repetition level 0, and the reading stops after the span's
+// last row (reading no further ahead than the page after it, where the
+// offset index says where that is).
 
 // copySpan appends rows [lo, hi) of row group rg of x to the output row
 // group, column by column. On error the output row group is left in an
@@ -59,44 +62,35 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 	}()
 	leaf := m.sch.Leaves()[c]
 	repeated := leaf.MaxRep > 0
+	// The offset index, to go straight to the page where the span begins,
+	// to read no further than the page after it, and to know that a page
+	// of a repeated column begins a row (a v1 page need not).
 	groupRows := x.f.Metadata().RowGroups[rg].NumRows
-	// The offset index, to pass over the pages before the span, and to
-	// know that a page of a repeated column begins a row (a v1 page need
-	// not): wanted only where it can spare pages.
-	var locs []meta.PageLocation
-	if lo > 0 || (repeated && hi < groupRows) {
-		if oi, err := x.f.OffsetIndex(rg, c); err == nil && oi != nil {
-			locs = oi.PageLocations
-		}
+	locs, err := x.offsetIndex(rg, c)
+	if err != nil {
+		return err
 	}
 	col := m.g.Column(c)
 	// started counts the rows of the chunk begun so far: the row of an
 	// entry at repetition level 0 is started, before it is counted.
 	var started, copied int64
-	first := true
-	for {
-		if started < lo && locs != nil {
-			// Pass over a page that lies wholly before the span, trusting
-			// the offset index only while it agrees with the pages met.
-			k := cr.DataPages()
-			if k+1 < len(locs) && locs[k].FirstRowIndex == started && (k == 0 || cr.NextOffset() == locs[k].Offset) {
-				if next := locs[k+1].FirstRowIndex; next > started && next <= lo {
-					rows, err := cr.SkipPage()
-					if err != nil {
-						if errors.Is(err, io.EOF) {
-							err = fmt.Errorf("%w: the chunk ends before the page its offset index says holds row %d", reader.ErrCorrupt, started)
-						}
-						return err
-					}
-					if rows >= 0 && rows != next-started {
-						return fmt.Errorf("%w: page %d holds %d rows, its offset index says %d", reader.ErrCorrupt, k, rows, next-started)
-					}
-					started = next
-					first = false
-					continue
-				}
+	first, draining := true, false
+	if locs != nil {
+		// The page where row lo begins: the last that begins at or
+		// before it (pages begin rows where there is an offset index).
+		if k := sort.Search(len(locs), func(i int) bool { return locs[i].FirstRowIndex > lo }) - 1; k > 0 {
+			if err := cr.SkipTo(k, locs[k].Offset); err != nil {
+				return err
+			}
+			started, first = locs[k].FirstRowIndex, false
+		}
+		if k := sort.Search(len(locs), func(i int) bool { return locs[i].FirstRowIndex >= hi }); k < len(locs) {
+			if err := cr.LimitReads(locs[k].Offset); err != nil {
+				return fmt.Errorf("%w: %w", reader.ErrCorrupt, err)
 			}
 		}
+	}
+	for {
 		p, err := cr.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -108,11 +102,21 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 			return err
 		}
 		m.decodedPages++
+		if locs != nil {
+			// The offset index must agree with the pages read.
+			k := cr.DataPages() - 1
+			if k >= len(locs) || locs[k].Offset != p.Offset || locs[k].FirstRowIndex != started || (k+1 < len(locs) && int64(p.NumRows) != locs[k+1].FirstRowIndex-started) {
+				return fmt.Errorf("%w: data page %d at offset %d begins %d rows at row %d, which the chunk's offset index of %d pages does not say", reader.ErrCorrupt, k, p.Offset, p.NumRows, started, len(locs))
+			}
+		}
+		if draining {
+			continue
+		}
 		if p.NumValues == 0 {
 			continue
 		}
-		if first && repeated && p.Rep[0] != 0 {
-			return fmt.Errorf("%w: the chunk starts in the middle of a record (repetition level %d)", reader.ErrCorrupt, p.Rep[0])
+		if (first || locs != nil) && repeated && p.Rep[0] != 0 {
+			return fmt.Errorf("%w: data page %d starts in the middle of a record (repetition level %d)", reader.ErrCorrupt, cr.DataPages()-1, p.Rep[0])
 		}
 		first = false
 		// The page's entries of the span: [i0, i1).
@@ -182,7 +186,15 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 			}
 		}
 		if done {
-			break
+			if locs != nil && hi < groupRows {
+				break
+			}
+			// Without an offset index, nothing vouches for the pages
+			// read; and a span that ends with the row group ends with
+			// the chunk. Read on to the chunk's end, where the reader
+			// checks that the chunk holds the values its metadata
+			// declares, as a chunk copied whole is checked.
+			draining = true
 		}
 	}
 	if copied != hi-lo {
@@ -215,4 +227,27 @@ func subValues(v *reader.Values, from, n int) reader.Values {
 		s.Data = v.Data[from*v.Size : (from+n)*v.Size]
 	}
 	return s
+}
+
+// offsetIndex returns the page locations of the chunk of column c in row
+// group rg, or nil when the file has no offset index there; they are kept
+// for the merge, as the footer is.
+func (x *input) offsetIndex(rg, c int) ([]meta.PageLocation, error) {
+	key := [2]int{rg, c}
+	if locs, ok := x.index[key]; ok {
+		return locs, nil
+	}
+	oi, err := x.f.OffsetIndex(rg, c)
+	if err != nil {
+		return nil, err
+	}
+	var locs []meta.PageLocation
+	if oi != nil {
+		locs = oi.PageLocations
+	}
+	if x.index == nil {
+		x.index = map[[2]int][]meta.PageLocation{}
+	}
+	x.index[key] = locs
+	return locs, nil
 }
