@@ -10,10 +10,15 @@
 // target and older than a minimum age, and packs them into bins of at most
 // the target's size, each of files of one Parquet schema (a table whose
 // schema evolved has several in one folder); a bin of fewer than the
-// minimum number of inputs is left alone, and so are the files of earlier
-// compactions. A run that dies leaves only uncommitted files (orphans), and
-// a run whose inputs another rewrite replaced first gives up without
-// committing (table.ErrRewriteConflict).
+// minimum number of inputs is left alone. The files of earlier
+// compactions are taken again like any other, first in their folder: a
+// daemon compacting every hour would otherwise leave a small file per
+// hour, never merged again. Their ranges interleave with newer files'
+// (each holds a stretch of every partition of the folder), which the merge
+// copies as runs, so the new file is again in (partition, offset) order.
+// A run that dies leaves only uncommitted files (orphans), and a run whose
+// inputs another rewrite replaced first gives up without committing
+// (table.ErrRewriteConflict).
 package compact
 
 import (
@@ -35,9 +40,10 @@ import (
 )
 
 // outputPrefix begins the names of the files a compaction writes. They
-// hold several Kafka partitions' ranges, and are not taken again: merged
-// with newer files of those partitions, their rows could not stay in
-// offset order (merge refuses inputs that interleave).
+// hold ranges of several Kafka partitions, each a run of rows, and are
+// taken again by later compactions while they are small: Plan puts them
+// first in their folder, and the merge interleaves their runs with those
+// of the newer files, in offset order.
 const outputPrefix = "compacted-"
 
 // ErrTooSlow is the error of a run that merged for longer than
@@ -135,14 +141,17 @@ func (o *Options) defaults() {
 }
 
 // Plan groups files into the bins a compaction rewrites (see the package
-// documentation).
+// documentation), packing each folder's files in the order of planOrder.
+// A compacted file that too few files would join within the target (a
+// bin of fewer than MinInputFiles) stays out of the run, and the files
+// after it are packed without it.
 func Plan(files []table.LiveFile, o Options) []Bin {
 	o.defaults()
 	small := o.TargetFileSize / 4 * 3
 	cutoff := o.Now().Add(-o.OlderThan)
 	byFolder := map[string][]table.LiveFile{}
 	for _, f := range files {
-		if f.Size >= small || f.Added.After(cutoff) || strings.HasPrefix(path.Base(f.Location), outputPrefix) {
+		if f.Size >= small || f.Added.After(cutoff) {
 			continue
 		}
 		// Not path.Dir, which would fold a URI's "//".
@@ -157,8 +166,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	var bins []Bin
 	for _, dir := range folders {
 		fs := byFolder[dir]
-		// By name: the sink's names order a partition's files by offset.
-		slices.SortFunc(fs, func(a, b table.LiveFile) int { return strings.Compare(a.Location, b.Location) })
+		slices.SortFunc(fs, planOrder)
 		cur := Bin{Folder: dir}
 		flush := func() {
 			if len(cur.Files) >= o.MinInputFiles {
@@ -167,7 +175,17 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 			cur = Bin{Folder: dir}
 		}
 		for _, f := range fs {
-			if len(cur.Files) > 0 && cur.Bytes+f.Size > o.TargetFileSize {
+			for len(cur.Files) > 0 && cur.Bytes+f.Size > o.TargetFileSize {
+				if len(cur.Files) < o.MinInputFiles && isCompacted(cur.Files[0].Location) {
+					// Too few files to make a bin: rather than losing the
+					// sink files it holds to a bin left alone, the
+					// compacted file (near the target already) stays out
+					// of this run.
+					cur.Bytes -= cur.Files[0].Size
+					cur.Records -= cur.Files[0].Records
+					cur.Files = cur.Files[1:]
+					continue
+				}
 				flush()
 			}
 			cur.Files = append(cur.Files, f)
@@ -177,6 +195,33 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 		flush()
 	}
 	return bins
+}
+
+// planOrder is the order in which Plan packs a folder's files: the files
+// of earlier compactions first, oldest first (their names begin with a
+// snapshot id, which says nothing of age), then the sink's files by name,
+// which orders a partition's files by offset. The oldest records of the
+// folder's partitions are in the compacted files, so the first bin takes
+// them with the sink files that follow: its new file continues theirs,
+// and the folder keeps one small compacted file, not one per run. Which
+// files share a bin is a matter of size alone: the merge orders any
+// files of a folder by partition and offset.
+func planOrder(a, b table.LiveFile) int {
+	ca, cb := isCompacted(a.Location), isCompacted(b.Location)
+	switch {
+	case ca && !cb:
+		return -1
+	case cb && !ca:
+		return 1
+	case ca && !a.Added.Equal(b.Added):
+		return a.Added.Compare(b.Added)
+	}
+	return strings.Compare(a.Location, b.Location)
+}
+
+// isCompacted reports whether the file at loc was written by a compaction.
+func isCompacted(loc string) bool {
+	return strings.HasPrefix(path.Base(loc), outputPrefix)
 }
 
 // Table compacts the table of h, whose data files are in store (a file's

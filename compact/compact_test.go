@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,44 +17,79 @@ import (
 	"github.com/pqsink/pqsink/writer"
 )
 
+// TestPlan covers which files a plan takes and how it packs them: by
+// folder, under three quarters of the target and old enough, the files of
+// earlier compactions first (oldest first) and the sink's by name, in
+// bins of at most the target.
 func TestPlan(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	old := now.Add(-time.Hour)
 	file := func(folder string, i int, size int64, added time.Time) table.LiveFile {
 		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/t+0+%020d.parquet", folder, i), Size: size, Records: size / 10, Added: added}
 	}
+	compacted := func(folder, name string, size int64, added time.Time) table.LiveFile {
+		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/compacted-%s-0.parquet", folder, name), Size: size, Records: size / 10, Added: added}
+	}
+	// The two sorts of names, as names of the files in a bin.
+	short := func(f table.LiveFile) string {
+		base := path.Base(f.Location)
+		if n, ok := strings.CutPrefix(base, "compacted-"); ok {
+			return "c" + strings.TrimSuffix(n, "-0.parquet")
+		}
+		var i int
+		fmt.Sscanf(strings.TrimPrefix(base, "t+0+"), "%d", &i)
+		return fmt.Sprint(i)
+	}
 	const mib = 1 << 20
 	for _, tc := range []struct {
 		name  string
 		files []table.LiveFile
-		want  []int // files per bin, in order
+		want  []string // the bins, each its files' short names
 	}{
 		{"nothing", nil, nil},
 		{"too few", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old)}, nil},
-		{"one folder", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, []int{3}},
-		{"folders apart", []table.LiveFile{file("d=1", 0, mib, old), file("d=2", 1, mib, old), file("d=1", 2, mib, old), file("d=2", 3, mib, old), file("d=1", 4, mib, old)}, []int{3}},
-		{"large and new left", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, 8*mib, old), file("d=1", 2, mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old)}, []int{3}},
-		{"compacted left", []table.LiveFile{{Location: "s3://b/w/t/data/d=1/compacted-1-ab-000-0.parquet", Size: mib, Added: old}, file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, nil},
-		{"bins at the target", []table.LiveFile{file("d=1", 0, 3*mib, old), file("d=1", 1, 3*mib, old), file("d=1", 2, 3*mib, old), file("d=1", 3, 3*mib, old), file("d=1", 4, 3*mib, old), file("d=1", 5, 3*mib, old), file("d=1", 6, 3*mib, old)}, []int{3, 3}},
+		{"one folder", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
+		{"folders apart", []table.LiveFile{file("d=1", 0, mib, old), file("d=2", 1, mib, old), file("d=1", 2, mib, old), file("d=2", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,2,4"}},
+		{"large and new left", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, 8*mib, old), file("d=1", 2, mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,3,4"}},
+		{"compacted taken first", []table.LiveFile{file("d=1", 1, mib, old), file("d=1", 2, mib, old), compacted("d=1", "9-ab-000", mib, old)}, []string{"c9-ab-000,1,2"}},
+		{"compacted oldest first, whatever their names", []table.LiveFile{
+			file("d=1", 0, mib, old), compacted("d=1", "1-ab-000", mib, old), compacted("d=1", "9-cd-000", mib, old.Add(-time.Hour)),
+			compacted("d=1", "5-ef-001", mib, old), file("d=1", 7, mib, old),
+		}, []string{"c9-cd-000,c1-ab-000,c5-ef-001,0,7"}},
+		{"compacted large or new left", []table.LiveFile{
+			compacted("d=1", "1-ab-000", 8*mib, old), compacted("d=1", "2-ab-000", mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old), file("d=1", 5, mib, old),
+		}, []string{"3,4,5"}},
+		{"compacted in each folder", []table.LiveFile{
+			file("d=2", 1, mib, old), compacted("d=2", "3-ab-000", 2*mib, old), file("d=1", 2, mib, old), compacted("d=1", "3-ab-001", 2*mib, old),
+			file("d=1", 4, mib, old), file("d=2", 5, mib, old),
+		}, []string{"c3-ab-001,2,4", "c3-ab-000,1,5"}},
+		{"compacted and sink files at the target", []table.LiveFile{
+			file("d=1", 0, 3*mib, old), file("d=1", 1, 3*mib, old), compacted("d=1", "4-ab-000", 7*mib, old), file("d=1", 2, 3*mib, old),
+			file("d=1", 3, 3*mib, old), file("d=1", 4, 3*mib, old), file("d=1", 5, 3*mib, old),
+		}, []string{"0,1,2", "3,4,5"}},
+		{"bins at the target", []table.LiveFile{file("d=1", 0, 3*mib, old), file("d=1", 1, 3*mib, old), file("d=1", 2, 3*mib, old), file("d=1", 3, 3*mib, old), file("d=1", 4, 3*mib, old), file("d=1", 5, 3*mib, old), file("d=1", 6, 3*mib, old)}, []string{"0,1,2", "3,4,5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bins := Plan(tc.files, Options{TargetFileSize: 10 * mib, MinInputFiles: 3, OlderThan: 10 * time.Minute, Now: func() time.Time { return now }})
-			var got []int
+			var got []string
 			for _, b := range bins {
-				got = append(got, len(b.Files))
-				var bytes int64
-				for i, f := range b.Files {
+				var names []string
+				var bytes, records int64
+				for _, f := range b.Files {
+					names = append(names, short(f))
 					bytes += f.Size
-					if i > 0 && f.Location <= b.Files[i-1].Location {
-						t.Errorf("bin files out of order: %s after %s", f.Location, b.Files[i-1].Location)
+					records += f.Records
+					if dir := f.Location[:strings.LastIndexByte(f.Location, '/')]; dir != b.Folder {
+						t.Errorf("%s in the bin of folder %s", f.Location, b.Folder)
 					}
 				}
-				if bytes != b.Bytes || bytes > 10*mib {
-					t.Errorf("bin of %d bytes (says %d), target %d", bytes, b.Bytes, 10*mib)
+				got = append(got, strings.Join(names, ","))
+				if bytes != b.Bytes || records != b.Records || bytes > 10*mib {
+					t.Errorf("bin of %d bytes and %d records (says %d and %d), target %d", bytes, records, b.Bytes, b.Records, 10*mib)
 				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("bins %v, want %v", got, tc.want)
+				t.Errorf("bins %q, want %q", got, tc.want)
 			}
 		})
 	}

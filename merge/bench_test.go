@@ -72,7 +72,8 @@ type countWriter struct{ n int64 }
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 // BenchmarkMerge measures the merge of small files of the sink's events
-// shape into one, against reading the same files through the record
+// shape into one, the merge of the same rows from two earlier merges'
+// files whose ranges interleave (merge-runs), against reading the same files through the record
 // reader (reader.Rows) and through the page decoder alone
 // (reader.ChunkReader, what the merge reads with). MB/s are of input
 // bytes; rows/cpu-s are rows per second of the process's CPU time (the
@@ -109,6 +110,38 @@ func BenchmarkMerge(b *testing.B) {
 		b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		b.ReportMetric(rows*float64(b.N)/(cpuTime(b)-cpu).Seconds(), "rows/cpu-s")
 		b.ReportMetric(float64(out)/float64(size), "out/in")
+	})
+	// The same rows in two earlier merges' files, the even inputs in
+	// one and the odd in the other: their ranges interleave, and the
+	// merge copies them as 20 runs, each a span of a row group.
+	var halves [2][]Input
+	for i, f := range in {
+		halves[i%2] = append(halves[i%2], Input{Name: string(rune('a' + i)), R: bytes.NewReader(f), Size: int64(len(f))})
+	}
+	var compacted [][]byte
+	for _, h := range halves {
+		var buf bytes.Buffer
+		if _, err := Merge(context.Background(), h, func(int) (io.Writer, error) { return &buf, nil }); err != nil {
+			b.Fatal(err)
+		}
+		compacted = append(compacted, buf.Bytes())
+	}
+	b.Run("merge-runs", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		cpu := cpuTime(b)
+		for b.Loop() {
+			var cw countWriter
+			var inputs []Input
+			for i, f := range compacted {
+				inputs = append(inputs, Input{Name: string(rune('a' + i)), R: bytes.NewReader(f), Size: int64(len(f))})
+			}
+			if _, err := Merge(context.Background(), inputs, func(int) (io.Writer, error) { return &cw, nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric(rows*float64(b.N)/(cpuTime(b)-cpu).Seconds(), "rows/cpu-s")
 	})
 	b.Run("record-reader", func(b *testing.B) {
 		b.SetBytes(size)

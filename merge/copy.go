@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
@@ -33,13 +34,23 @@ type merger struct {
 
 	progress Progress
 	spare    *reader.ChunkReader // the last chunk's reader, whose buffers the next one takes
+
+	decodedPages int // pages that copyChunkSpan decoded (the tests count them)
 }
 
-// file appends the rows of one input, starting a new output file first
-// when the current one would pass the target size.
-func (m *merger) file(x *input) error {
+// run appends the rows of one run, starting a new output file first when
+// the current one would pass the target size. The input's row groups that
+// the run holds whole are copied whole; where it starts or ends inside a
+// row group, that row group's part of it is copied (copySpan).
+func (m *merger) run(r run) error {
+	x := r.in
+	md := x.f.Metadata()
+	bytes := chunkBytes(x.f)
+	if all := x.f.NumRows(); r.hi-r.lo < all && all > 0 {
+		bytes = bytes * (r.hi - r.lo) / all
+	}
 	if m.open && m.opts.target > 0 && m.cur.Rows+int64(m.g.NumRows()) > 0 &&
-		m.w.Offset()+m.pending+chunkBytes(x.f) > m.opts.target {
+		m.w.Offset()+m.pending+bytes > m.opts.target {
 		if err := m.finish(); err != nil {
 			return err
 		}
@@ -49,14 +60,22 @@ func (m *merger) file(x *input) error {
 			return err
 		}
 	}
-	m.cur.Inputs = append(m.cur.Inputs, x.Name)
-	m.cur.Ranges = append(m.cur.Ranges, x.ranges...)
-	md := x.f.Metadata()
+	if n := len(m.cur.Inputs); n == 0 || !slices.Contains(m.cur.Inputs, x.Name) {
+		m.cur.Inputs = append(m.cur.Inputs, x.Name)
+	}
+	m.cur.Ranges = append(m.cur.Ranges, r.ranges...)
+	var start int64 // the input row at which row group rg starts
 	for rg := range md.RowGroups {
-		rows := md.RowGroups[rg].NumRows
-		if rows == 0 {
+		groupRows := md.RowGroups[rg].NumRows
+		lo, hi := max(r.lo-start, 0), min(r.hi-start, groupRows)
+		start += groupRows
+		if lo >= hi {
+			if start >= r.hi {
+				break
+			}
 			continue
 		}
+		rows := hi - lo
 		// Write the row group out first when this one would take it past
 		// its target, by the bytes per row it holds so far.
 		if n := m.g.NumRows(); n > 0 && int64(m.g.Size())+rows*int64(m.g.Size())/int64(n) > m.rowGroup {
@@ -64,7 +83,13 @@ func (m *merger) file(x *input) error {
 				return err
 			}
 		}
-		if err := m.copyRowGroup(x, rg); err != nil {
+		var err error
+		if rows == groupRows {
+			err = m.copyRowGroup(x, rg)
+		} else {
+			err = m.copySpan(x, rg, lo, hi)
+		}
+		if err != nil {
 			return err
 		}
 		if n := int64(m.g.NumRows()); n == rows && m.g.Size() > 0 {
@@ -82,6 +107,11 @@ func (m *merger) file(x *input) error {
 				b += cc.MetaData.TotalCompressedSize
 			}
 		}
+		if rows < groupRows {
+			// The share of the row group's bytes, so that the spans of a
+			// row group add up to its bytes.
+			b = b*hi/groupRows - b*lo/groupRows
+		}
 		m.pending += b
 		m.progress.Rows += rows
 		m.progress.Bytes += b
@@ -94,9 +124,11 @@ func (m *merger) file(x *input) error {
 			}
 		}
 	}
-	m.progress.Files++
-	if m.opts.progress != nil {
-		m.opts.progress(m.progress)
+	if x.runs--; x.runs == 0 {
+		m.progress.Files++
+		if m.opts.progress != nil {
+			m.opts.progress(m.progress)
+		}
 	}
 	return nil
 }

@@ -11,14 +11,24 @@
 //
 // Every row of the inputs is in the output once. When the inputs are
 // pqsink archive files (their footers have the pqsink.kafka.* entries of
-// package archive), they are taken in the order of their Kafka ranges (by
-// topic, partition and first offset) and concatenated, so the output's rows
-// are in order by partition and offset, and its footer lists the ranges it
-// holds (archive.WriteRanges: one range as the sink writes it, several in
-// pqsink.kafka.ranges). Inputs whose ranges interleave within a partition
-// cannot be concatenated in offset order and are refused, as are inputs
-// of which some are archive files and some are not. Other files are merged
-// in the order given.
+// package archive), the output is made of runs: each Kafka range of an
+// input's footer is a run of its rows (the rows after those of the ranges
+// before it, as many as the range's records), and the runs of all inputs
+// are copied in order by topic, partition and first offset. The output's
+// rows are then in order by partition and offset, even where the inputs'
+// ranges interleave (two earlier compactions of the same partitions, or a
+// compacted file with a gap that another file fills), and its footer
+// lists the runs' ranges in that order, coalesced (archive.WriteRanges:
+// one range as the sink writes it, several in pqsink.kafka.ranges). Runs
+// that hold the same offsets of a partition are refused: their records
+// would be in the output twice. So are inputs of which some are archive
+// files and some are not. Runs of an input that follow one another in its
+// rows are copied as one, and a run copies the input's row groups that it
+// holds whole; a row group it holds in part (the run starts or ends inside
+// it) is copied from the run's first row to its last: where the chunk has
+// an offset index, the pages before the run are not read (the chunk's
+// dictionary aside), nor those after the page that follows it. Other
+// files are merged whole, in the order given.
 //
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
@@ -36,11 +46,13 @@
 // encoded column chunk and its dictionary; n of them with
 // writer.Parallelism(n) among the WriterOptions). Outside the limit are the
 // inputs' footers, all open for the whole merge (a few KiB each for the
-// sink's files), and the garbage the collector has yet to take.
-// Input row groups are not split: one that alone decodes to more than
-// three quarters of the limit fails the merge with an error wrapping
-// ErrMemory, after at most one of its column chunks past the limit, and so
-// does a page or chunk window that does not fit in the reader's quarter.
+// sink's files), the offset indexes of the chunks that runs take in part
+// (a few bytes per page), and the garbage the collector has yet to take.
+// An input row group, or a run's part of it, is copied whole into the
+// output row group: one that alone decodes to more than three quarters of
+// the limit fails the merge with an error wrapping ErrMemory, after at
+// most one of its column chunks past the limit, and so does a page or
+// chunk window that does not fit in the reader's quarter.
 package merge
 
 import (
@@ -77,7 +89,8 @@ type Output struct {
 	// Ranges are the Kafka ranges the file holds, coalesced, as its footer
 	// records them; nil when the inputs are not archive files.
 	Ranges []archive.Range
-	// Inputs are the names of the inputs whose rows the file holds.
+	// Inputs are the names of the inputs whose rows the file holds; the
+	// runs of one input may be in several files.
 	Inputs []string
 	// Rows and Bytes are the file's rows and size.
 	Rows, Bytes int64
@@ -138,8 +151,9 @@ func RowGroupBytes(n int64) Option {
 	}
 }
 
-// TargetFileSize starts a new output file, between two inputs, when the
-// current one would grow past n bytes; a file holds at least one input.
+// TargetFileSize starts a new output file, between two runs (two inputs,
+// unless merged files' ranges interleave: see Exactness), when the current
+// one would grow past n bytes; a file holds at least one run.
 // Defaults to 0: one output file.
 func TargetFileSize(n int64) Option {
 	return func(o *options) error {
@@ -177,6 +191,10 @@ type input struct {
 	Input
 	f      *reader.File
 	ranges []archive.Range // nil for a file that is not an archive file
+	runs   int             // the runs of the file not yet copied
+	// index holds the offset indexes of the chunks that spans read, by
+	// row group and column.
+	index map[[2]int][]meta.PageLocation
 }
 
 // Merge merges inputs into files that create makes, one after the other
@@ -198,7 +216,8 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	if err != nil {
 		return nil, err
 	}
-	if err := order(in); err != nil {
+	runs, err := order(in)
+	if err != nil {
 		return nil, err
 	}
 	sch := in[0].f.Schema()
@@ -217,8 +236,8 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 		m.progress.TotalRows += x.f.NumRows()
 		m.progress.TotalBytes += chunkBytes(x.f)
 	}
-	for _, x := range in {
-		if err := m.file(x); err != nil {
+	for _, r := range runs {
+		if err := m.run(r); err != nil {
 			return nil, err
 		}
 	}
@@ -249,9 +268,23 @@ func open(ctx context.Context, inputs []Input, readerMemory int64) ([]*input, er
 	return in, nil
 }
 
-// order reads the inputs' Kafka ranges and sorts archive files by them,
-// refusing inputs that cannot be concatenated in offset order.
-func order(in []*input) error {
+// run is a span of one input's rows, [lo, hi), that the merge copies as
+// one piece: a whole input, or, of an archive file, the rows of some of
+// its Kafka ranges (ranges are the runs' of their output order).
+type run struct {
+	in     *input
+	lo, hi int64
+	ranges []archive.Range
+}
+
+// order reads the inputs' Kafka ranges and returns the runs the output is
+// made of, in its order: for archive files, each footer range of each
+// input is a run of the input's rows (by the records of the ranges before
+// it), and the runs are sorted by topic, partition and first offset, those
+// of one input that follow one another in its rows joined again; other
+// files are whole runs, in the order given. Runs whose offsets overlap
+// within a partition are refused.
+func order(in []*input) ([]run, error) {
 	archived := 0
 	for _, x := range in {
 		rs, err := archive.ReadRanges(x.f.Metadata().KeyValueMetadata)
@@ -264,38 +297,77 @@ func order(in []*input) error {
 			err = archive.WriteRanges(rs, func(string, string) {})
 		}
 		if err != nil {
-			return fmt.Errorf("merge: input %s: %w", x.Name, err)
+			return nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
 		}
 		var records int64
 		for _, r := range rs {
 			records += r.Records
 		}
 		if records != x.f.NumRows() {
-			return fmt.Errorf("merge: input %s: its footer's Kafka ranges hold %d records, the file %d rows", x.Name, records, x.f.NumRows())
+			return nil, fmt.Errorf("merge: input %s: its footer's Kafka ranges hold %d records, the file %d rows", x.Name, records, x.f.NumRows())
+		}
+		// The runs are found by the rows of the row groups: they must add
+		// up too.
+		var rows int64
+		for _, rg := range x.f.Metadata().RowGroups {
+			rows += rg.NumRows
+		}
+		if rows != x.f.NumRows() {
+			return nil, fmt.Errorf("merge: input %s: %w: its row groups hold %d rows, its footer says %d", x.Name, reader.ErrCorrupt, rows, x.f.NumRows())
 		}
 		x.ranges = rs
 		archived++
 	}
+	var runs []run
 	switch archived {
 	case 0:
-		return nil
+		for _, x := range in {
+			runs = append(runs, run{in: x, hi: x.f.NumRows()})
+			x.runs = 1
+		}
+		return runs, nil
 	case len(in):
 	default:
 		for _, x := range in {
 			if x.ranges == nil {
-				return fmt.Errorf("merge: input %s has no Kafka range in its footer (%s), other inputs do: archive files merge only with archive files", x.Name, archive.FooterTopic)
+				return nil, fmt.Errorf("merge: input %s has no Kafka range in its footer (%s), other inputs do: archive files merge only with archive files", x.Name, archive.FooterTopic)
 			}
 		}
 	}
-	slices.SortStableFunc(in, func(a, b *input) int { return archive.CompareRanges(a.ranges[0], b.ranges[0]) })
-	for i := 1; i < len(in); i++ {
-		p, x := in[i-1], in[i]
-		last, first := p.ranges[len(p.ranges)-1], x.ranges[0]
-		if archive.CompareRanges(last, first) >= 0 || (last.Topic == first.Topic && last.Partition == first.Partition && first.First <= last.Last) {
-			return fmt.Errorf("merge: inputs %s (%s) and %s (%s) interleave: a merge concatenates files, so their rows could not be in offset order; merge them into different files", p.Name, describe(p.ranges), x.Name, describe(x.ranges))
+	for _, x := range in {
+		var row int64
+		for i := range x.ranges {
+			r := x.ranges[i : i+1 : i+1]
+			runs = append(runs, run{in: x, lo: row, hi: row + r[0].Records, ranges: r})
+			row += r[0].Records
 		}
 	}
-	return nil
+	slices.SortStableFunc(runs, func(a, b run) int { return archive.CompareRanges(a.ranges[0], b.ranges[0]) })
+	for i := 1; i < len(runs); i++ {
+		p, x := runs[i-1].ranges[0], runs[i].ranges[0]
+		if p.Topic == x.Topic && p.Partition == x.Partition && x.First <= p.Last {
+			return nil, fmt.Errorf("merge: inputs %s (%s) and %s (%s) overlap: both hold offsets %d to %d of %s/%d, and a merge would hold those records twice",
+				runs[i-1].in.Name, describe(runs[i-1].in.ranges), runs[i].in.Name, describe(runs[i].in.ranges),
+				x.First, min(p.Last, x.Last), x.Topic, x.Partition)
+		}
+	}
+	// Join the runs of an input that follow one another in its rows: a
+	// file of one range, or a merged file whose partitions no other input
+	// has, is then copied whole, row group by row group.
+	out := runs[:0]
+	for _, r := range runs {
+		if n := len(out); n > 0 && out[n-1].in == r.in && out[n-1].hi == r.lo {
+			p := &out[n-1]
+			p.hi = r.hi
+			p.ranges = append(p.ranges, r.ranges...)
+			continue
+		}
+		out = append(out, r)
+	}
+	for _, r := range out {
+		r.in.runs++
+	}
+	return out, nil
 }
 
 func describe(rs []archive.Range) string {

@@ -237,7 +237,7 @@ func TestMergeRefuses(t *testing.T) {
 	}{
 		{"another schema", []string{a, other}, nil, "input other-0-100.parquet has another schema than events-0-0.parquet: column amount: DOUBLE, the other schema's is FLOAT (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)"},
 		{"another shape", []string{a, nested}, nil, "has another schema than events-0-0.parquet: column id: the other schema has i32 in its place"},
-		{"overlapping ranges", []string{a, b, overlap}, nil, "inputs events-0-0.parquet (clicks/0 offsets 0 to 49) and events-0-40.parquet (clicks/0 offsets 40 to 59) interleave"},
+		{"overlapping ranges", []string{a, b, overlap}, nil, "inputs events-0-0.parquet (clicks/0 offsets 0 to 49) and events-0-40.parquet (clicks/0 offsets 40 to 59) overlap: both hold offsets 40 to 49 of clicks/0"},
 		{"archive files and others", []string{a, noRange}, nil, "input events-0-200.parquet has no Kafka range in its footer (pqsink.kafka.topic), other inputs do"},
 		{"no input", nil, nil, "merge: no input"},
 		{"tiny memory", []string{a, b}, []Option{MemoryLimit(64 << 20), RowGroupBytes(1)}, ""},

@@ -54,6 +54,13 @@ type ChunkReader struct {
 	length int   // the chunk's length
 	base   int64 // file offset of the chunk
 	pos    int   // chunk offset of the next page header
+	// readEnd, when positive, is the chunk offset that windows do not
+	// read past unless a page needs it (SkipTo's caller knows where the
+	// pages it wants end).
+	readEnd int
+	// jumped says SkipTo passed pages unread: valuesSeen counts only the
+	// values of the pages read since.
+	jumped bool
 
 	pageNum    int   // ordinal of the next page, for errors
 	valuesSeen int64 // levels of the data pages read so far
@@ -169,6 +176,9 @@ func (c *ChunkReader) window(off, n int) ([]byte, error) {
 		return c.buf[off-c.winOff : off-c.winOff+n], nil
 	}
 	size := min(max(n, chunkWindow), c.length-off)
+	if c.readEnd > 0 {
+		size = max(n, min(size, c.readEnd-off))
+	}
 	if size > cap(c.buf) {
 		c.buf = nil
 		if err := c.reserve(fmt.Sprintf("a %d-byte window of the column chunk", size), int64(size)); err != nil {
@@ -283,7 +293,7 @@ func (c *ChunkReader) nextHeader() (*meta.PageHeader, []byte, int64, error) {
 	// A chunk ends with its bytes or, since the PARQUET-816 allowance may
 	// reach into the next chunk, once its declared values have been read.
 	if c.pos >= c.length || (c.dataPages > 0 && c.valuesSeen >= c.cm.NumValues) {
-		if c.valuesSeen < c.cm.NumValues {
+		if c.valuesSeen < c.cm.NumValues && !c.jumped {
 			return nil, nil, off, c.errorf(off, corrupt("chunk ends after %d of the %d values its metadata declares", c.valuesSeen, c.cm.NumValues))
 		}
 		return nil, nil, off, io.EOF
