@@ -12,7 +12,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
-	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
@@ -121,18 +120,7 @@ func TestSinkAvroPathFields(t *testing.T) {
 	text := strings.Replace(cfg.yaml(t), "format:\n  type: avro\n",
 		fmt.Sprintf("format:\n  type: avro\n  registry: {url: %q, timeout: 2s}\n", srv.URL), 1)
 	sink, stop := startSink(t, text)
-	deadline := time.Now().Add(2 * time.Minute)
-	var last connector.Snapshot
-	for stable := 0; time.Now().Before(deadline) && stable < 10; {
-		time.Sleep(200 * time.Millisecond)
-		st := sink.Stats().Snapshot()
-		if st.Consumed >= int64(len(truth)) && st.Consumed == last.Consumed {
-			stable++
-		} else {
-			stable = 0
-		}
-		last = st
-	}
+	waitConsumed(t, sink, int64(len(truth)))
 	stop()
 	st := sink.Stats().Snapshot()
 	if got := st.Rejects[[2]string{"path", "dead_letter"}]; got != int64(noTime) {
@@ -191,13 +179,24 @@ func TestSinkAvroPathFields(t *testing.T) {
 			}
 		}
 	}
-	for key, c := range sent {
-		if want := map[bool]int{true: 1, false: 0}[c.ts != nil]; seen[key] != want {
-			t.Errorf("record %s landed %d times, want %d", key, seen[key], want)
-		}
-	}
+	checkLanded(t, sent, seen, func(c pathClick) bool { return c.ts != nil })
 	// Five countries (null and "" share the null folder) by three days.
 	if len(folders) != 4*3 {
 		t.Errorf("%d folders, want 12: %v", len(folders), folders)
+	}
+}
+
+// checkLanded checks that each record of sent that lands (by lands) was
+// seen in the files once, and every other never.
+func checkLanded[T any](t *testing.T, sent map[string]T, seen map[string]int, lands func(T) bool) {
+	t.Helper()
+	for key, r := range sent {
+		want := 0
+		if lands(r) {
+			want = 1
+		}
+		if seen[key] != want {
+			t.Errorf("record %s landed %d times, want %d", key, seen[key], want)
+		}
 	}
 }

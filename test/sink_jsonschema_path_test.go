@@ -85,9 +85,5 @@ func TestSinkJSONSchemaRegistryPathFields(t *testing.T) {
 			}
 		}
 	}
-	for key, s := range sent {
-		if want := map[bool]int{true: 1, false: 0}[s.day != ""]; seen[key] != want {
-			t.Errorf("record %s landed %d times, want %d", key, seen[key], want)
-		}
-	}
+	checkLanded(t, sent, seen, func(s sentRec) bool { return s.day != "" })
 }

@@ -195,11 +195,7 @@ func testProtobufPathFields(t *testing.T, registry bool) {
 			}
 		}
 	}
-	for key, c := range sent {
-		if want := map[bool]int{true: 1, false: 0}[c.ts != nil]; seen[key] != want {
-			t.Errorf("record %s landed %d times, want %d", key, seen[key], want)
-		}
-	}
+	checkLanded(t, sent, seen, func(c click) bool { return c.ts != nil })
 }
 
 // newSinkErr is the error of making a sink of cfgText (closed at once
