@@ -77,6 +77,13 @@ func (s *Sink) Ready() error {
 		}
 		return fmt.Errorf("%s, every one for %s", msg, now.Sub(time.Unix(0, since)).Round(time.Second))
 	}
+	if s.tables != nil {
+		// Two intervals: one failed commit that the next one mends is
+		// not an outage.
+		if err := s.tables.failing(now, max(uploadFailingFor, 2*s.cfg.Table.CommitInterval)); err != nil {
+			return err
+		}
+	}
 	if stalled := s.stalled(now); len(stalled) > 0 {
 		p := stalled[0]
 		return fmt.Errorf("partition %s[%d] has %d records of lag and has not reached a new offset for %s (metrics.stall_timeout); %d partitions stalled",

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
@@ -61,6 +62,11 @@ type tableCommitter struct {
 	spec   map[string][]table.PathField
 
 	commitMu sync.Mutex // one commit at a time
+	// failingSince is when the table's commits began to fail, every one
+	// (Unix nanoseconds; 0 after a commit that succeeded), and failErr
+	// the last failure: /readyz reports a table stuck (see failing).
+	failingSince atomic.Int64
+	failErr      atomic.Pointer[error]
 
 	// The table's state as read for the partitions of one generation
 	// (stateCtx is its context): read once, not once per partition.
@@ -338,6 +344,34 @@ func (t *tables) run(ctx context.Context) {
 	}
 }
 
+// failing returns the error of the table whose commits have failed, every
+// one, for longest, when that is at least for: its files and the Kafka
+// offsets behind them wait, and /readyz says so. A table that commits
+// again is not failing.
+func (t *tables) failing(now time.Time, atLeast time.Duration) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var worst *tableCommitter
+	var longest time.Duration
+	for _, tc := range t.byTopic {
+		since := tc.failingSince.Load()
+		if since == 0 {
+			continue
+		}
+		if d := now.Sub(time.Unix(0, since)); d >= atLeast && d > longest {
+			worst, longest = tc, d
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	msg := "commits have failed"
+	if err := worst.failErr.Load(); err != nil {
+		msg = fmt.Sprintf("commits have failed: %v", *err)
+	}
+	return fmt.Errorf("table %s: %s, every one for %s; its files and the Kafka offsets behind them wait", worst.h.Name(), msg, longest.Round(time.Second))
+}
+
 // commitAll commits what every table holds; it reports whether all
 // commits succeeded.
 func (t *tables) commitAll(ctx context.Context) bool {
@@ -420,6 +454,8 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
 	if err != nil {
 		st.tableCommitErrors.Add(1)
+		tc.failErr.Store(&err)
+		tc.failingSince.CompareAndSwap(0, time.Now().UnixNano())
 		// Keep everything for the next attempt, before what came since.
 		tc.mu.Lock()
 		seen := make(map[string]bool, len(files)+len(tc.files))
@@ -446,6 +482,7 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		return err
 	}
 	st.tableCommits.Add(1)
+	tc.failingSince.Store(0)
 	took := int64(time.Since(start))
 	st.tableCommitNanos.Add(took)
 	for cur := st.tableCommitMaxNanos.Load(); took > cur && !st.tableCommitMaxNanos.CompareAndSwap(cur, took); cur = st.tableCommitMaxNanos.Load() {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
@@ -158,7 +159,8 @@ table:
 
 // TestTableCommitOrder: a partition's uploads commit nothing to Kafka by
 // themselves; a table commit that fails keeps its files and commits no
-// offset; the next one appends them and only then commits the offset,
+// offset (and /readyz says not ready once commits have failed for two
+// intervals); the next one appends them and only then commits the offset,
 // with the state the table now holds.
 func TestTableCommitOrder(t *testing.T) {
 	ctx := context.Background()
@@ -191,9 +193,20 @@ func TestTableCommitOrder(t *testing.T) {
 	if len(c.offsets) != 0 || st.TableCommitErrors != 1 || st.TablePendingFiles != 4 {
 		t.Fatalf("after a failed table commit: Kafka commits %v, %d errors, %d files pending", c.offsets, st.TableCommitErrors, st.TablePendingFiles)
 	}
+	s.joined.Store(true)
+	if err := s.Ready(); err != nil {
+		t.Errorf("one failed table commit: not ready: %v", err)
+	}
+	tc.failingSince.Store(time.Now().Add(-2 * s.cfg.Table.CommitInterval).UnixNano())
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "table kafka.t: commits have failed") || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("table commits failing for two intervals: ready says %v", err)
+	}
 
 	if err := tc.commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.Ready(); err != nil {
+		t.Errorf("after a table commit that succeeded: not ready: %v", err)
 	}
 	st = s.stats.Snapshot()
 	if st.TableFilesAppended != 4 || st.TablePendingFiles != 0 || st.TablePendingRecords != 0 {
