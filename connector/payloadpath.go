@@ -31,7 +31,7 @@ import (
 
 // payloadPath computes a record's {field} values and time_field from its
 // payload: paths 0 to fields-1 of look are the template's fields, in its
-// order, and path fields is time_field when there is one.
+// order, and path number fields is time_field's, when there is one.
 type payloadPath struct {
 	look      payloadLookup
 	fields    int
@@ -72,6 +72,7 @@ func holdsTime(leaf *schema.Node) bool {
 	return false
 }
 
+// describeLeaf names a column's type for a message: INT64 (TIMESTAMP).
 func describeLeaf(leaf *schema.Node) string {
 	if leaf.Logical.Kind != schema.None {
 		return fmt.Sprintf("%s (%s)", leaf.Physical, leaf.Logical.Kind)
