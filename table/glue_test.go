@@ -10,10 +10,14 @@ import (
 	"testing"
 
 	itable "github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsglue "github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/testutil/gluefake"
+	"github.com/pqsink/pqsink/internal/testutil/minio"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -197,5 +201,71 @@ func TestConflict(t *testing.T) {
 				t.Errorf("conflict(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGlueCatalogS3: a Glue catalog over an s3:// warehouse (MinIO): the
+// metadata goes to the store with the store's own endpoint and keys,
+// while Glue is called at its endpoint with the credentials of the
+// environment, which the store would refuse.
+func TestGlueCatalogS3(t *testing.T) {
+	ctx := context.Background()
+	e, srv := glueEnv(t)
+	m := minio.Start(t)
+	bucket := m.NewBucket(t)
+	e.cfg.Store = config.Store{URL: "s3://" + bucket + "/lake", Endpoint: m.Endpoint, Region: m.Region, PathStyle: true,
+		AccessKey: m.AccessKey, SecretKey: config.Secret(m.SecretKey)}
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFile(t, h, "file://"+e.dir+"/local", "events", 0, 0, 9, sameDay)
+	f.Location = c.Location("events") + "/data/events+0+00000000000000000000.parquet"
+	if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.open(t).Existing(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := got.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (State{{"g", "events", 0}: {Committed: 10}}); !equalState(state, want) {
+		t.Errorf("state = %v, want %v", state, want)
+	}
+	params, _, _ := srv.Table("kafka", "events")
+	meta := params["metadata_location"]
+	key, ok := strings.CutPrefix(meta, "s3://"+bucket+"/")
+	if !ok || !strings.HasPrefix(key, "lake/kafka/events/metadata/") {
+		t.Fatalf("metadata_location %q, want under s3://%s/lake/kafka/events/metadata/", meta, bucket)
+	}
+	if _, err := m.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+		t.Errorf("the current metadata file is not in the bucket: %v", err)
+	}
+}
+
+// TestGlueEndpointIsGluesAlone: table.catalog.endpoint moves Glue's
+// requests only; S3's (iceberg-go hands the same AWS configuration to the
+// warehouse's S3 client) stay with the SDK's resolution.
+func TestGlueEndpointIsGluesAlone(t *testing.T) {
+	r := glueEndpoint("https://glue.example.com", "eu-west-1")
+	for _, tc := range []struct {
+		service, want string
+	}{
+		{awsglue.ServiceID, "https://glue.example.com"},
+		{"S3", ""},
+		{"STS", ""},
+	} {
+		ep, err := r.ResolveEndpoint(tc.service, "eu-west-1")
+		var nf *aws.EndpointNotFoundError
+		switch {
+		case tc.want == "" && !errors.As(err, &nf):
+			t.Errorf("%s: endpoint %+v, %v; want the SDK's own", tc.service, ep, err)
+		case tc.want != "" && (err != nil || ep.URL != tc.want || ep.SigningRegion != "eu-west-1"):
+			t.Errorf("%s: endpoint %+v, %v; want %s signed for eu-west-1", tc.service, ep, err, tc.want)
+		}
 	}
 }
