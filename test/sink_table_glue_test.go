@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -65,7 +67,9 @@ func glueTable(t *testing.T, env *tableEnv, srv *gluefake.Server) *itable.Table 
 
 // TestTableSinkGlueRun runs `pqsink run` on a Glue catalog (the test's
 // own server speaking Glue's JSON protocol, internal/testutil/gluefake),
-// with the AWS credentials and region in the environment. A run uploads
+// with the AWS credentials and region in the environment. `pqsink run
+// --check` reads the catalog and creates nothing, and fails with Glue's
+// answer when Glue refuses the credentials. A run uploads
 // files and is killed (SIGKILL) before its first table commit; a second
 // run adopts those objects and commits; a third, started after it stopped,
 // commits the records produced in between. Every record is in the table
@@ -106,6 +110,27 @@ func TestTableSinkGlueRun(t *testing.T) {
 		if strings.Contains(p.log.String(), glueSecretKey) {
 			t.Errorf("%s logged the AWS secret key", p.name)
 		}
+	}
+
+	// pqsink run --check reads the catalog and creates nothing; with
+	// credentials Glue refuses it fails, with Glue's answer.
+	checkCfg := filepath.Join(t.TempDir(), "check.yaml")
+	if err := os.WriteFile(checkCfg, []byte(config("1s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(pqsinkBinary(t), "run", "--check", "--config", checkCfg).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "is valid") {
+		t.Errorf("pqsink run --check: %v\n%s", err, out)
+	}
+	if _, _, ok := srv.Table("kafka", env.topic); ok || srv.Calls("GetTable") == 0 || srv.Calls("CreateDatabase") != 0 {
+		t.Errorf("pqsink run --check: table made %v, %d GetTable and %d CreateDatabase calls; want none, some, none",
+			ok, srv.Calls("GetTable"), srv.Calls("CreateDatabase"))
+	}
+	refused := exec.Command(pqsinkBinary(t), "run", "--check", "--config", checkCfg)
+	refused.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIDSOMEONEELSE")
+	out, err = refused.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "AccessDeniedException") || strings.Contains(string(out), glueSecretKey) {
+		t.Errorf("pqsink run --check with credentials Glue refuses: %v\n%s", err, out)
 	}
 
 	// Files uploaded, killed before any table commit.
