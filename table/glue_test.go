@@ -269,3 +269,34 @@ func TestGlueEndpointIsGluesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestGlueCatalogMixedCase: Glue keeps names in lower case; a table named
+// with capitals (a topic Orders) is created, committed to and read back
+// under either spelling.
+func TestGlueCatalogMixedCase(t *testing.T) {
+	ctx := context.Background()
+	e, srv := glueEnv(t)
+	e.cfg.Table.Namespace = "Kafka"
+	c := e.open(t)
+	h, err := c.Table(ctx, "Orders", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFile(t, h, c.Location("Orders"), "Orders", 0, 0, 9, sameDay)
+	if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "Orders", 0}: {Committed: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := srv.Table("kafka", "orders"); !ok {
+		t.Error("no Glue table kafka.orders")
+	}
+	for _, ident := range [][]string{{"Kafka", "Orders"}, {"kafka", "orders"}} {
+		h, err := e.open(t).Existing(ctx, ident)
+		if err != nil {
+			t.Fatalf("%v: %v", ident, err)
+		}
+		state, err := h.State(ctx)
+		if want := (State{{"g", "Orders", 0}: {Committed: 10}}); err != nil || !equalState(state, want) {
+			t.Errorf("%v: state %v, %v; want %v", ident, state, err, want)
+		}
+	}
+}
