@@ -135,9 +135,15 @@ func (c *Config) Redacted() string {
 	)
 
 	if t := c.Table; t != nil {
-		cat := yMap("type", yStr(t.Catalog.Type), "uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
-		if t.Catalog.Type == "rest" {
+		cat := yMap("type", yStr(t.Catalog.Type))
+		switch t.Catalog.Type {
+		case "glue":
+			cat.add("name", yStr(t.Catalog.Name), "region", yStr(t.Catalog.Region), "endpoint", yStr(t.Catalog.Endpoint), "catalog_id", yStr(t.Catalog.CatalogID))
+		case "rest":
+			cat.add("uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
 			cat.add("warehouse", yStr(t.Catalog.Warehouse), "credential", ySecret(t.Catalog.Credential), "token", ySecret(t.Catalog.Token))
+		default:
+			cat.add("uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
 		}
 		parts := make([]string, len(t.PartitionBy))
 		for i, p := range t.PartitionBy {

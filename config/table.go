@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -56,15 +57,16 @@ type Table struct {
 
 // Catalog is the table.catalog section.
 type Catalog struct {
-	// Type is sql (a database with the tables of Iceberg's JDBC catalog)
-	// or rest (the Iceberg REST catalog protocol) (type).
+	// Type is sql (a database with the tables of Iceberg's JDBC catalog),
+	// rest (the Iceberg REST catalog protocol) or glue (the AWS Glue Data
+	// Catalog, which Athena reads) (type).
 	// Required; no default.
 	Type string
 	// URI is, for sql, sqlite:///absolute/file.db, sqlite:relative/file.db
 	// (resolved against Config.Dir) or postgres://user:password@host:port/db;
 	// for rest, the catalog's http(s) base URL (uri). A password in it is a
-	// secret: it is never printed.
-	// Required; no default.
+	// secret: it is never printed. Not used by glue.
+	// Required for sql and rest; no default.
 	URI Secret
 	// Name is the catalog's name, the catalog_name column of the SQL
 	// catalog's tables (name).
@@ -82,6 +84,17 @@ type Catalog struct {
 	// Token is a bearer token (token); rest only, not with Credential.
 	// Defaults to "".
 	Token Secret
+	// Region is the AWS region of the Glue catalog (region); glue only.
+	// Defaults to "": the AWS SDK's, from AWS_REGION or the shared config.
+	Region string
+	// Endpoint is the http(s) URL of a Glue-compatible endpoint in place
+	// of AWS's (endpoint); glue only.
+	// Defaults to "": AWS's endpoint of the region.
+	Endpoint string
+	// CatalogID is the AWS account id whose Glue Data Catalog holds the
+	// tables (catalog_id); glue only.
+	// Defaults to "": the account of the credentials.
+	CatalogID string
 }
 
 // PartitionField is one entry of table.partition_by: Transform of the
@@ -113,12 +126,12 @@ func (t *Table) TableName(topic string) string {
 // The keys of the table section and its catalog.
 var (
 	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "maintenance"}
-	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token"}
+	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "region", "endpoint", "catalog_id"}
 )
 
 var (
 	tableFormatValues = []string{"iceberg"}
-	catalogTypeValues = []string{"sql", "rest"}
+	catalogTypeValues = []string{"sql", "rest", "glue"}
 	transformNames    = []string{"identity", "year", "month", "day", "hour", "bucket", "truncate"}
 )
 
@@ -142,6 +155,9 @@ func (d *decoder) table(s *section, c *Config) *Table {
 		}
 	}
 	s.require("namespace")
+	if t.Catalog.Type == "glue" && strings.Contains(t.Namespace, ".") {
+		s.fail("namespace", "%s: a Glue catalog's namespace is one database; want a name like kafka", quote(t.Namespace))
+	}
 	if s.str("name", &t.Name) {
 		rest := strings.ReplaceAll(t.Name, "{topic}", "")
 		needTopic := c.Kafka.TopicRegex != "" || len(c.Kafka.Topics) > 1
@@ -192,6 +208,25 @@ func (d *decoder) catalog(s *section, c *Catalog) {
 	c.Name = "pqsink"
 	s.oneOf("type", &c.Type, catalogTypeValues, nil)
 	s.require("type")
+	s.str("name", &c.Name)
+	// Keys of the other catalog types are refused, not ignored.
+	only := map[string][]string{
+		"sql":  {"warehouse", "credential", "token", "region", "endpoint", "catalog_id"},
+		"rest": {"region", "endpoint", "catalog_id"},
+		"glue": {"uri", "warehouse", "credential", "token"},
+	}
+	for _, k := range only[c.Type] {
+		if s.given(k) {
+			s.fail(k, "not used when table.catalog.type is %s", c.Type)
+		}
+	}
+	switch c.Type {
+	case "glue":
+		d.glueCatalog(s, c)
+		return
+	case "":
+		return // the type is reported missing or wrong
+	}
 	var uri string
 	if s.str("uri", &uri) {
 		if resolved, err := d.catalogURI(c.Type, uri); err != nil {
@@ -201,13 +236,7 @@ func (d *decoder) catalog(s *section, c *Catalog) {
 		}
 	}
 	s.require("uri")
-	s.str("name", &c.Name)
 	if c.Type == "sql" {
-		for _, k := range []string{"warehouse", "credential", "token"} {
-			if s.given(k) {
-				s.fail(k, "not used when table.catalog.type is sql")
-			}
-		}
 		return
 	}
 	s.str("warehouse", &c.Warehouse)
@@ -217,6 +246,31 @@ func (d *decoder) catalog(s *section, c *Catalog) {
 		s.fail("token", "set either table.catalog.credential or table.catalog.token, not both")
 	}
 }
+
+// glueCatalog reads the keys of a glue catalog. Its credentials are the
+// AWS SDK's default chain's, never the config's.
+func (d *decoder) glueCatalog(s *section, c *Catalog) {
+	if s.str("region", &c.Region) && !regionPattern.MatchString(c.Region) {
+		s.fail("region", "%s is not an AWS region name like eu-west-1", quote(c.Region))
+	}
+	if s.str("endpoint", &c.Endpoint) {
+		u, err := url.Parse(c.Endpoint)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			s.fail("endpoint", "%s: want the http(s) URL of a Glue endpoint, like https://glue.eu-west-1.amazonaws.com", quote(c.Endpoint))
+		case u.User != nil:
+			s.fail("endpoint", "must not contain credentials; the AWS SDK's default chain provides them")
+		}
+	}
+	if s.str("catalog_id", &c.CatalogID) && !accountPattern.MatchString(c.CatalogID) {
+		s.fail("catalog_id", "%s is not an AWS account id (12 digits)", quote(c.CatalogID))
+	}
+}
+
+var (
+	regionPattern  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
+)
 
 // catalogURI checks the catalog URI for the catalog type and resolves a
 // relative SQLite path. Its errors never quote the URI, which may hold a

@@ -95,7 +95,7 @@ func TestTableInvalid(t *testing.T) {
 		{"no namespace", base + "table: {format: iceberg, " + cat + "}\n", "table.namespace: required"},
 		{"empty namespace level", base + "table: {format: iceberg, namespace: 'a..b', " + cat + "}\n", "table.namespace: \"a..b\" has an empty level"},
 		{"no catalog", base + "table: {format: iceberg, namespace: n}\n", "table.catalog.type: required"},
-		{"catalog type", tbl("catalog: {type: hive, uri: 'thrift://h:9083'}"), `table.catalog.type: "hive" is not one of sql, rest`},
+		{"catalog type", tbl("catalog: {type: hive, uri: 'thrift://h:9083'}"), `table.catalog.type: "hive" is not one of sql, rest, glue`},
 		{"no uri", tbl("catalog: {type: sql}"), "table.catalog.uri: required"},
 		{"sql uri scheme", tbl("catalog: {type: sql, uri: 'mysql://h/db'}"), "table.catalog.uri: scheme \"mysql\" is not one of sqlite, postgres"},
 		{"postgres no db", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432'}"), "table.catalog.uri: want postgres://user:password@host:port/database"},
@@ -213,6 +213,74 @@ func TestPartitionBySet(t *testing.T) {
 			}
 			if again.Table.PartitionBySet != c.set || len(again.Table.PartitionBy) != c.fields {
 				t.Errorf("the logged configuration loads back with PartitionBySet %v and %d fields", again.Table.PartitionBySet, len(again.Table.PartitionBy))
+			}
+		})
+	}
+}
+
+// TestGlueCatalog: a glue catalog's keys, read, refused where they do not
+// apply, and shown in the logged configuration, which loads back the same.
+func TestGlueCatalog(t *testing.T) {
+	tbl := func(cat string) string {
+		return base + "table: {format: iceberg, namespace: kafka, catalog: " + cat + "}\n"
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       Catalog
+	}{
+		{"defaults", tbl("{type: glue}"), Catalog{Type: "glue", Name: "pqsink"}},
+		{"every key", tbl("{type: GLUE, name: lake, region: eu-west-1, endpoint: 'http://127.0.0.1:4566', catalog_id: '123456789012'}"),
+			Catalog{Type: "glue", Name: "lake", Region: "eu-west-1", Endpoint: "http://127.0.0.1:4566", CatalogID: "123456789012"}},
+		{"gov region", tbl("{type: glue, region: us-gov-west-1}"), Catalog{Type: "glue", Name: "pqsink", Region: "us-gov-west-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Table.Catalog != tc.want {
+				t.Errorf("catalog = %+v, want %+v", c.Table.Catalog, tc.want)
+			}
+			out := c.Redacted()
+			for _, k := range []string{"region:", "endpoint:", "catalog_id:"} {
+				if !strings.Contains(out, k) {
+					t.Errorf("Redacted has no %s:\n%s", k, out)
+				}
+			}
+			if strings.Contains(out, "uri:") {
+				t.Errorf("Redacted shows a uri for glue:\n%s", out)
+			}
+			c2, err := Parse([]byte(out), nil)
+			if err != nil {
+				t.Fatalf("Parse(Redacted()): %v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(c2.Table, c.Table) {
+				t.Errorf("round trip: %+v, want %+v", c2.Table, c.Table)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"uri", tbl("{type: glue, uri: 'https://glue.eu-west-1.amazonaws.com'}"), "table.catalog.uri: not used when table.catalog.type is glue"},
+		{"warehouse", tbl("{type: glue, warehouse: w}"), "table.catalog.warehouse: not used when table.catalog.type is glue"},
+		{"credential", tbl("{type: glue, credential: 'a:b'}"), "table.catalog.credential: not used when table.catalog.type is glue"},
+		{"token", tbl("{type: glue, token: t}"), "table.catalog.token: not used when table.catalog.type is glue"},
+		{"region for sql", tbl("{type: sql, uri: 'sqlite:///x.db', region: eu-west-1}"), "table.catalog.region: not used when table.catalog.type is sql"},
+		{"endpoint for rest", tbl("{type: rest, uri: 'https://h/api', endpoint: 'https://e'}"), "table.catalog.endpoint: not used when table.catalog.type is rest"},
+		{"catalog_id for sql", tbl("{type: sql, uri: 'sqlite:///x.db', catalog_id: '123456789012'}"), "table.catalog.catalog_id: not used when table.catalog.type is sql"},
+		{"region", tbl("{type: glue, region: Europe}"), `table.catalog.region: "Europe" is not an AWS region name`},
+		{"endpoint scheme", tbl("{type: glue, endpoint: 'glue.eu-west-1.amazonaws.com'}"), "table.catalog.endpoint: \"glue.eu-west-1.amazonaws.com\": want the http(s) URL"},
+		{"endpoint user", tbl("{type: glue, endpoint: 'https://k:s@glue.example.com'}"), "table.catalog.endpoint: must not contain credentials"},
+		{"catalog_id", tbl("{type: glue, catalog_id: acme}"), `table.catalog.catalog_id: "acme" is not an AWS account id`},
+		{"nested namespace", base + "table: {format: iceberg, namespace: lake.raw, catalog: {type: glue}}\n", `table.namespace: "lake.raw": a Glue catalog's namespace is one database`},
+		{"unknown key", tbl("{type: glue, profile: dev}"), "table.catalog.profile: unknown key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -38,7 +38,8 @@ type Catalog struct {
 }
 
 // Open connects to the catalog of c.Table: a SQL catalog on SQLite or
-// PostgreSQL (its tables are created when absent) or a REST catalog. The
+// PostgreSQL (its tables are created when absent), a REST catalog or the
+// AWS Glue Data Catalog. The
 // warehouse is c.Store.URL, and the store's S3 settings are handed to
 // iceberg-go for the metadata files it writes there.
 func Open(ctx context.Context, c *config.Config) (*Catalog, error) {
@@ -53,8 +54,10 @@ func Open(ctx context.Context, c *config.Config) (*Catalog, error) {
 		err = k.openSQL(ctx)
 	case "rest":
 		err = k.openREST(ctx)
+	case "glue":
+		err = k.openGlue(ctx)
 	default:
-		err = fmt.Errorf("catalog type %q is not sql or rest", t.Catalog.Type)
+		err = fmt.Errorf("catalog type %q is not sql, rest or glue", t.Catalog.Type)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("table: opening the %s catalog %s: %w", t.Catalog.Type, t.Catalog.Name, err)

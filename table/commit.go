@@ -178,11 +178,13 @@ func (h *Handle) retry(ctx context.Context, what string, try func() error) (atte
 }
 
 // conflict reports whether err is a lost compare-and-swap: the catalog's
-// ErrCommitFailed (REST 409, SQL metadata_location moved), or a
-// requirement the SQL catalog found broken before writing anything, which
+// ErrCommitFailed (REST 409, SQL metadata_location moved, Glue's VersionId
+// moved, which iceberg-go wraps in it), Glue's
+// ConcurrentModificationException should it come unwrapped, or a
+// requirement the catalog found broken before writing anything, which
 // iceberg-go reports as a plain error.
 func conflict(err error) bool {
-	return errors.Is(err, itable.ErrCommitFailed) ||
+	return errors.Is(err, itable.ErrCommitFailed) || glueConflict(err) ||
 		strings.Contains(strings.ToLower(err.Error()), "requirement failed")
 }
 

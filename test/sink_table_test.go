@@ -350,6 +350,14 @@ func (e *tableEnv) checkKafkaFollows(t *testing.T, brokers []string, group strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.checkKafkaFollowsTable(t, tbl, brokers, group, partitions)
+}
+
+// checkKafkaFollowsTable is checkKafkaFollows on tbl, loaded from any
+// catalog.
+func (e *tableEnv) checkKafkaFollowsTable(t *testing.T, tbl *itable.Table, brokers []string, group string, partitions int) {
+	t.Helper()
+	ctx := context.Background()
 	summary := tbl.CurrentSnapshot().Summary.Properties["pqsink.state"]
 	doc, ok := strings.CutPrefix(summary, archive.CommitInline)
 	if !ok {

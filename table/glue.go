@@ -1,0 +1,72 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go/catalog/glue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	awsglue "github.com/aws/aws-sdk-go-v2/service/glue"
+	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
+)
+
+// openGlue opens the AWS Glue Data Catalog of the region: the namespace is
+// a Glue database, each table a Glue table of type ICEBERG whose
+// metadata_location parameter names its current metadata file, which is
+// what Athena reads. The credentials are the AWS SDK's default chain's;
+// Glue's UpdateTable with the VersionId read is the commit's
+// compare-and-swap.
+func (k *Catalog) openGlue(ctx context.Context) error {
+	c := k.cfg.Catalog
+	var opts []func(*awsconfig.LoadOptions) error
+	if c.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(c.Region))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return errors.New("no AWS region: set table.catalog.region, or AWS_REGION in the environment")
+	}
+	if c.Endpoint != "" {
+		// The endpoint is Glue's alone: iceberg-go hands the same
+		// configuration to the S3 client of s3:// warehouses, which must
+		// keep store.endpoint or AWS's own. Every other service falls back
+		// to the SDK's resolution.
+		cfg.EndpointResolverWithOptions = glueEndpoint(c.Endpoint, cfg.Region)
+	}
+	props := glue.AwsProperties{}
+	for key, v := range k.props {
+		props[key] = v
+	}
+	if c.CatalogID != "" {
+		props[glue.CatalogIdKey] = c.CatalogID
+	}
+	cat, err := glue.NewCatalog(glue.WithAwsConfig(cfg), glue.WithAwsProperties(props))
+	if err != nil {
+		return err
+	}
+	k.cat = cat
+	return nil
+}
+
+// glueEndpoint resolves Glue's endpoint to url and leaves every other
+// service's to the SDK.
+func glueEndpoint(url, region string) aws.EndpointResolverWithOptions {
+	return aws.EndpointResolverWithOptionsFunc(func(service, _ string, _ ...any) (aws.Endpoint, error) {
+		if service != awsglue.ServiceID {
+			return aws.Endpoint{}, &aws.EndpointNotFoundError{}
+		}
+		return aws.Endpoint{URL: url, SigningRegion: region, Source: aws.EndpointSourceCustom}, nil
+	})
+}
+
+// glueConflict reports whether err is Glue's refusal of an UpdateTable
+// whose VersionId is no longer the table's: another writer committed
+// since the table was read, and nothing was written.
+func glueConflict(err error) bool {
+	return errors.As(err, new(*gluetypes.ConcurrentModificationException))
+}
