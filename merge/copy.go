@@ -157,21 +157,33 @@ func (m *merger) copyRowGroup(x *input, rg int) error {
 	return nil
 }
 
+// chunk opens the reader of column c of row group rg of x with the
+// buffers of the chunk read before; done(kept) hands them on to the next
+// chunk when this one was read through (kept), and releases them
+// otherwise.
+func (m *merger) chunk(x *input, rg, c int) (cr *reader.ChunkReader, done func(kept bool), err error) {
+	cr, err = x.f.ColumnChunkReusing(m.spare, rg, c)
+	m.spare = nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return cr, func(kept bool) {
+		if kept {
+			m.spare = cr
+		} else {
+			cr.Release()
+		}
+	}, nil
+}
+
 // copyChunk appends the pages of one column chunk to the output column.
 func (m *merger) copyChunk(x *input, rg, c int, rows int64) error {
-	cr, err := x.f.ColumnChunkReusing(m.spare, rg, c)
-	m.spare = nil
+	cr, done, err := m.chunk(x, rg, c)
 	if err != nil {
 		return err
 	}
 	kept := false
-	defer func() {
-		if kept {
-			m.spare = cr // its buffers, for the next chunk
-		} else {
-			cr.Release()
-		}
-	}()
+	defer func() { done(kept) }()
 	col := m.g.Column(c)
 	var records int64
 	first := true

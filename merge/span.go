@@ -47,19 +47,12 @@ func (m *merger) copySpan(x *input, rg int, lo, hi int64) error {
 // copyChunkSpan appends the entries of rows [lo, hi) of one column chunk
 // to the output column.
 func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
-	cr, err := x.f.ColumnChunkReusing(m.spare, rg, c)
-	m.spare = nil
+	cr, done, err := m.chunk(x, rg, c)
 	if err != nil {
 		return err
 	}
 	kept := false
-	defer func() {
-		if kept {
-			m.spare = cr // its buffers, for the next chunk
-		} else {
-			cr.Release()
-		}
-	}()
+	defer func() { done(kept) }()
 	leaf := m.sch.Leaves()[c]
 	repeated := leaf.MaxRep > 0
 	// The offset index, to go straight to the page where the span begins,
