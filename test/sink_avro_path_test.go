@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
@@ -199,4 +201,114 @@ func checkLanded[T any](t *testing.T, sent map[string]T, seen map[string]int, la
 			t.Errorf("record %s landed %d times, want %d", key, seen[key], want)
 		}
 	}
+}
+
+// TestSinkAvroPathFieldsKilled: the sink of TestSinkAvroPathFields (Avro,
+// {field:country} and the day of time_field ts in the path) is killed
+// with SIGKILL at random moments while records arrive, then runs once to
+// the end: every good record is in exactly one file, in the folders of its
+// values (DuckDB reads them all), and every record without ts is in
+// exactly one dead-letter object. A record's path is a function of its
+// bytes and schema id, so the files a restart writes again are the ones
+// the killed run began.
+func TestSinkAvroPathFieldsKilled(t *testing.T) {
+	const partitions, n, kills = 3, 6000, 6
+	topic := "avro-path-kill"
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
+	reg := &testRegistry{schemas: map[int]string{pathIDv1: pathSchemaV1, pathIDv2: pathSchemaV2}, gets: map[int]int{}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+
+	str := func(s string) *string { return &s }
+	countries := []*string{str("DE"), str("FR"), nil, str("a/b")}
+	sent := map[string]pathClick{}
+	var msgs []kafka.Message
+	for i := range n {
+		c := pathClick{id: int64(i), v2: i%5 == 0, country: countries[i%len(countries)]}
+		if i%211 != 17 {
+			ts := time.Date(2024, 3, 1+i%3, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+			c.ts = &ts
+		}
+		key := fmt.Sprintf("k%05d", i)
+		sent[key] = c
+		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: c.encode()})
+	}
+	producing := make(chan error, 1)
+	go func() {
+		w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+		defer w.Close()
+		for i := 0; i < len(msgs); i += 500 {
+			if err := w.WriteMessages(context.Background(), msgs[i:min(i+500, len(msgs))]...); err != nil {
+				producing <- err
+				return
+			}
+			time.Sleep(600 * time.Millisecond)
+		}
+		producing <- nil
+	}()
+
+	dir, dlDir := t.TempDir(), t.TempDir()
+	cfg := sinkConfig{brokers: broker.Brokers, group: topic, topic: topic, storeURL: "file://" + dir, format: "avro", envelope: true,
+		records: 400, interval: "300ms", path: "country={field:country}/day={record_time:2006-01-02}/{partition}-{first_offset}.parquet",
+		extra: "time_field: ts\ndead_letter:\n  url: file://" + dlDir + "\n"}
+	text := strings.Replace(cfg.yaml(t), "format:\n  type: avro\n", fmt.Sprintf("format:\n  type: avro\n  registry: {url: %q, timeout: 2s}\n", srv.URL), 1)
+	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 1s")
+	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 200ms")
+	text = replaceLine(text, "  rebalance_timeout: 10s", "  rebalance_timeout: 3s")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for i := range kills {
+		p := startSinkProcess(t, fmt.Sprintf("sink-%d", i), text)
+		time.Sleep(time.Duration(400+rng.IntN(1600)) * time.Millisecond)
+		p.kill(t)
+	}
+	if err := <-producing; err != nil {
+		t.Fatal(err)
+	}
+	good := 0
+	for _, c := range sent {
+		if c.ts != nil {
+			good++
+		}
+	}
+	last := startSinkProcess(t, "sink-last", text)
+	store, err := objstore.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	waitLanded(t, store, int64(good), 3*time.Minute)
+	last.waitLog(t, "generation started", time.Minute)
+	last.terminate(t, 30*time.Second)
+
+	files := download(t, store, t.TempDir())
+	checkFileRanges(t, files)
+	db := duckdb.Start(t)
+	seen := map[string]int{}
+	for _, f := range files {
+		parts := strings.Split(f.key, "/")
+		res := db.Query(t, fmt.Sprintf(`SELECT _kafka.key::VARCHAR AS k FROM read_parquet(%s)`, duckdb.Quote(f.local)))
+		for i := range res.Rows {
+			key := fmt.Sprint(res.Value(i, "k"))
+			c := sent[key]
+			seen[key]++
+			wantCountry := archive.HiveNull
+			if c.country != nil {
+				wantCountry = archive.Escape(*c.country)
+			}
+			if c.ts == nil || len(parts) != 3 || parts[0] != "country="+wantCountry || parts[1] != "day="+c.ts.Format("2006-01-02") {
+				t.Errorf("record %s (country %v, ts %v) in %s", key, c.country, c.ts, f.key)
+			}
+		}
+	}
+	checkLanded(t, sent, seen, func(c pathClick) bool { return c.ts != nil })
+	letters := readLetterObjects(t, "file://"+dlDir) // fails on a letter in two objects
+	if len(letters) != n-good {
+		t.Errorf("%d dead letters, want %d", len(letters), n-good)
+	}
+	for _, l := range letters {
+		if c, ok := sent[string(l.Key)]; !ok || c.ts != nil {
+			t.Errorf("dead letter %s is not a record without ts", l.Key)
+		}
+	}
+	t.Logf("%d kills, %d files, %d dead letters", kills, len(files), len(letters))
 }
