@@ -127,8 +127,9 @@ var ErrOverlap = errors.New("file overlaps records already in the table")
 // snapshot, drops every file whose range that snapshot's state already
 // covers, merges state into it, keeping every other partition's, and swaps
 // the table's metadata at the catalog; on a conflict it does it all again,
-// up to commitAttempts times. With no file left to append it commits
-// nothing: the state then waits for the next commit with files.
+// up to commitAttempts times. With no file left to append it commits a
+// snapshot without files when the state moves (commitState), and nothing
+// when it does not.
 func (h *Handle) Commit(ctx context.Context, group string, files []File, state State) (Result, error) {
 	ranges := make([]archive.Range, len(files))
 	for i, f := range files {
@@ -229,9 +230,6 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		}
 		add = append(add, df)
 	}
-	if len(add) == 0 {
-		return 0, 0, dropped, nil
-	}
 	merged := State{}
 	for k, p := range cur {
 		merged[k] = p
@@ -244,6 +242,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		}
 		merged[k] = p
 	}
+	if len(add) == 0 && !stateOnly(cur, merged) {
+		return 0, 0, dropped, nil
+	}
 	value, obj, doc, err := summaryValue(merged)
 	if err != nil {
 		return 0, 0, 0, err
@@ -254,6 +255,11 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 			return 0, 0, 0, fmt.Errorf("storing the state object %s: %w", loc, err)
 		}
 		value = archive.CommitState + loc
+	}
+	if len(add) == 0 {
+		// The state moved without a file: a snapshot of its own.
+		snapshot, err := h.commitState(ctx, tbl, value)
+		return snapshot, 0, dropped, err
 	}
 	if h.beforeSwap != nil {
 		h.beforeSwap()

@@ -1,0 +1,145 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	itable "github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// A commit whose files the table holds already, or that has none (records
+// only skipped or dead-lettered), may still move the state: its offsets
+// pass the records it rejected. Such a state is committed in a snapshot
+// of its own that adds no file: an append whose manifest list names the
+// current snapshot's manifests, as Iceberg's Java library makes for an
+// append of nothing. Without it, the state would wait for the next commit
+// with files, and a restart in between would read the rejected records
+// again and send their dead letters twice.
+
+// stateOnly reports whether the state merged would move the table's
+// state cur: a partition it lacks, or one whose progress differs.
+func stateOnly(cur, merged State) bool {
+	if len(merged) != len(cur) {
+		return true
+	}
+	for k, p := range merged {
+		c, ok := cur[k]
+		if !ok || c.Committed != p.Committed || len(c.Paths) != len(p.Paths) {
+			return true
+		}
+		for path, off := range p.Paths {
+			if o, ok := c.Paths[path]; !ok || o != off {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commitState makes a snapshot of tbl that adds no data file and carries
+// the summary property SummaryState = value: its manifest list, written
+// next to the table's metadata, lists the current snapshot's manifests,
+// and the catalog swaps it in as main's head only if main is still the
+// snapshot read (a conflict otherwise, which Commit tries again).
+func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value string) (int64, error) {
+	md := tbl.Metadata()
+	cur := tbl.CurrentSnapshot()
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var manifests []iceberg.ManifestFile
+	var parent *int64
+	summary := iceberg.Properties{}
+	if cur != nil {
+		if manifests, err = cur.Manifests(fsys); err != nil {
+			return 0, fmt.Errorf("snapshot %d: reading its manifest list: %w", cur.SnapshotID, err)
+		}
+		id := cur.SnapshotID
+		parent = &id
+		if cur.Summary != nil {
+			// The totals stay the parent's: nothing is added.
+			for k, v := range cur.Summary.Properties {
+				if len(k) > 6 && k[:6] == "total-" {
+					summary[k] = v
+				}
+			}
+		}
+	}
+	for _, k := range []string{"added-data-files", "added-records", "added-files-size"} {
+		summary[k] = "0"
+	}
+	summary[SummaryState] = value
+
+	id := newSnapshotID(md)
+	seq := md.LastSequenceNumber() + 1
+	version := md.Version()
+	if version < 2 {
+		seq = 0
+	}
+	var firstRowID, addedRows *int64
+	if version >= 3 {
+		next, zero := md.NextRowID(), int64(0)
+		firstRowID, addedRows = &next, &zero
+	}
+	var list bytes.Buffer
+	var seqPtr *int64
+	if version >= 2 {
+		seqPtr = &seq
+	}
+	row := int64(0)
+	if firstRowID != nil {
+		row = *firstRowID
+	}
+	if err := iceberg.WriteManifestList(version, &list, id, parent, seqPtr, row, manifests); err != nil {
+		return 0, fmt.Errorf("writing the manifest list: %w", err)
+	}
+	loc := fmt.Sprintf("%s/metadata/snap-%d-1-%s.avro", tbl.Location(), id, uuid.New())
+	if err := writeObject(ctx, tbl, loc, list.Bytes()); err != nil {
+		return 0, fmt.Errorf("writing the manifest list %s: %w", loc, err)
+	}
+	schemaID := md.CurrentSchema().ID
+	snap := itable.Snapshot{
+		SnapshotID:       id,
+		ParentSnapshotID: parent,
+		SequenceNumber:   seq,
+		TimestampMs:      max(time.Now().UnixMilli(), md.LastUpdatedMillis()+1),
+		ManifestList:     loc,
+		Summary:          &itable.Summary{Operation: itable.OpAppend, Properties: summary},
+		SchemaID:         &schemaID,
+		FirstRowID:       firstRowID,
+		AddedRows:        addedRows,
+	}
+	reqs := []itable.Requirement{itable.AssertTableUUID(md.TableUUID()), itable.AssertRefSnapshotID(mainBranch, parent)}
+	updates := []itable.Update{
+		itable.NewAddSnapshotUpdate(&snap),
+		itable.NewSetSnapshotRefUpdate(mainBranch, id, itable.BranchRef, -1, -1, -1),
+	}
+	if h.beforeSwap != nil {
+		h.beforeSwap()
+	}
+	if _, _, err := h.cat.CommitTable(ctx, h.ident, reqs, updates); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// mainBranch is the branch pqsink commits to.
+const mainBranch = "main"
+
+// newSnapshotID draws a snapshot id that md does not hold yet: positive,
+// as Iceberg's own (random, not a counter, so that two writers racing do
+// not draw the same).
+func newSnapshotID(md itable.Metadata) int64 {
+	for {
+		id := rand.Int64N(1<<62) + 1
+		if md.SnapshotByID(id) == nil {
+			return id
+		}
+	}
+}
