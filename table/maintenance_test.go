@@ -154,6 +154,30 @@ func TestExpireSnapshots(t *testing.T) {
 	}
 }
 
+// raceOnce makes a second member of e commit, the first time h is about
+// to swap its metadata, a file of records first..last of partition with
+// the state at last+1: h's swap then loses the compare-and-swap.
+func raceOnce(t *testing.T, e *env, h *Handle, partition int32, first, last int64) {
+	t.Helper()
+	ctx := context.Background()
+	c2 := e.open(t)
+	h2, err := c2.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	racer := writeFile(t, h2, c2.Location("events"), "events", partition, first, last, sameDay)
+	raced := false
+	h.beforeSwap = func() {
+		if raced {
+			return
+		}
+		raced = true
+		if _, err := h2.Commit(ctx, "g", []File{racer}, State{{"g", "events", partition}: {Committed: last + 1}}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestExpireRetriesOnConflict: a sink's append between the expiry's read
 // and its swap makes the expiry try again, and both land.
 func TestExpireRetriesOnConflict(t *testing.T) {
@@ -173,23 +197,8 @@ func TestExpireRetriesOnConflict(t *testing.T) {
 	}
 	// A second member's handle appends while the first expires: the
 	// first's swap asserts the main branch it read and loses.
-	c2 := e.open(t)
-	h2, err := c2.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	racer := writeFile(t, h2, loc, "events", 0, 30, 39, sameDay)
+	raceOnce(t, e, h, 0, 30, 39)
 	time.Sleep(5 * time.Millisecond)
-	raced := false
-	h.beforeSwap = func() {
-		if raced {
-			return
-		}
-		raced = true
-		if _, err := h2.Commit(ctx, "g", []File{racer}, State{{"g", "events", 0}: {Committed: 40}}); err != nil {
-			t.Error(err)
-		}
-	}
 	res, err := h.ExpireSnapshots(ctx, 0, 1)
 	if err != nil {
 		t.Fatal(err)

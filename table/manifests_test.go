@@ -144,22 +144,7 @@ func TestRewriteManifestsRetriesOnConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c2 := e.open(t)
-	h2, err := c2.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	racer := writeFile(t, h2, loc, "events", 0, 40, 49, sameDay)
-	raced := false
-	h.beforeSwap = func() {
-		if raced {
-			return
-		}
-		raced = true
-		if _, err := h2.Commit(ctx, "g", []File{racer}, State{{"g", "events", 0}: {Committed: 50}}); err != nil {
-			t.Error(err)
-		}
-	}
+	raceOnce(t, e, h, 0, 40, 49)
 	res, err := h.RewriteManifests(ctx, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -113,22 +113,7 @@ func TestCommitStateOnlyRetriesOnConflict(t *testing.T) {
 	if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	c2 := e.open(t)
-	h2, err := c2.Table(ctx, "events", eventSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs := writeFile(t, h2, loc, "events", 1, 0, 9, sameDay)
-	raced := false
-	h.beforeSwap = func() {
-		if raced {
-			return
-		}
-		raced = true
-		if _, err := h2.Commit(ctx, "g", []File{theirs}, State{{"g", "events", 1}: {Committed: 10}}); err != nil {
-			t.Error(err)
-		}
-	}
+	raceOnce(t, e, h, 1, 0, 9)
 	res, err := h.Commit(ctx, "g", nil, State{{"g", "events", 0}: {Committed: 30}})
 	if err != nil || res.Attempts != 2 || res.SnapshotID == 0 {
 		t.Fatalf("state-only commit: %+v (%v), want a snapshot after 2 attempts", res, err)
