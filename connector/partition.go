@@ -201,7 +201,7 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	} else if tc != nil {
 		paths = tc.lookupPaths
 		if jf, ok := p.format.(*jsonSchemaFormat); ok && s.format.jsRegistry() {
-			// Each schema's columns: jsonSchemaFormat.partValues.
+			// Each schema's columns: jsonSchemaFormat.partVals.
 			if len(tc.computed) > 0 {
 				jf.table = tc
 			}
