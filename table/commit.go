@@ -242,7 +242,7 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		}
 		merged[k] = p
 	}
-	if len(add) == 0 && !stateOnly(cur, merged) {
+	if len(add) == 0 && !stateMoved(cur, merged) {
 		return 0, 0, dropped, nil
 	}
 	value, obj, doc, err := summaryValue(merged)

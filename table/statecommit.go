@@ -21,9 +21,9 @@ import (
 // with files, and a restart in between would read the rejected records
 // again and send their dead letters twice.
 
-// stateOnly reports whether the state merged would move the table's
+// stateMoved reports whether the state merged would move the table's
 // state cur: a partition it lacks, or one whose progress differs.
-func stateOnly(cur, merged State) bool {
+func stateMoved(cur, merged State) bool {
 	if len(merged) != len(cur) {
 		return true
 	}
