@@ -27,6 +27,9 @@ type holdings struct {
 	runs     map[topicPartition]*partRun
 	starting int           // partitions being assigned, not in runs yet
 	changed  chan struct{} // closed when runs or starting change
+	// draining are the partitions held when the shutdown began, claimed
+	// in joins until their last files are in their tables (see drain).
+	draining map[topicPartition]bool
 }
 
 // topicPartition names one partition.
@@ -55,10 +58,39 @@ func (h *holdings) owned() map[string][]int {
 	for k := range h.runs {
 		out[k.topic] = append(out[k.topic], int(k.id))
 	}
+	for k := range h.draining {
+		if h.runs[k] == nil {
+			out[k.topic] = append(out[k.topic], int(k.id))
+		}
+	}
 	for t := range out {
 		sort.Ints(out[t])
 	}
 	return out
+}
+
+// drain starts the shutdown's claim: until drained, a join claims every
+// partition held now, also once its run has ended. A stopping member
+// finishes its partitions' files and then commits them to their tables;
+// a join in between (another member came or went) that no longer claimed
+// them would let the leader give them to their next owner, which would
+// read the table's state before that commit and the records again. Claimed,
+// they stay with this member (which starts nothing new while it stops)
+// until it leaves, after the commit.
+func (h *holdings) drain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.draining = map[topicPartition]bool{}
+	for k := range h.runs {
+		h.draining[k] = true
+	}
+}
+
+// drained ends the claim drain started: the partitions are committed.
+func (h *holdings) drained() {
+	h.mu.Lock()
+	h.draining = nil
+	h.mu.Unlock()
 }
 
 // empty waits until no partition is held or being assigned, or ctx ends.

@@ -354,12 +354,14 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	stopped := make(chan struct{})
 	go func() {
 		<-ctx.Done()
+		h.drain()
 		h.empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 			s.tables.commitAll(fctx)
 			cancel()
 		}
+		h.drained()
 		close(stopped)
 	}()
 	m.run(mctx, stopped)
