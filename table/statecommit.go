@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -28,14 +29,8 @@ func stateMoved(cur, merged State) bool {
 		return true
 	}
 	for k, p := range merged {
-		c, ok := cur[k]
-		if !ok || c.Committed != p.Committed || len(c.Paths) != len(p.Paths) {
+		if c, ok := cur[k]; !ok || !c.equal(p) {
 			return true
-		}
-		for path, off := range p.Paths {
-			if o, ok := c.Paths[path]; !ok || o != off {
-				return true
-			}
 		}
 	}
 	return false
@@ -65,7 +60,7 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 		if cur.Summary != nil {
 			// The totals stay the parent's: nothing is added.
 			for k, v := range cur.Summary.Properties {
-				if len(k) > 6 && k[:6] == "total-" {
+				if strings.HasPrefix(k, "total-") {
 					summary[k] = v
 				}
 			}
@@ -77,26 +72,21 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 	summary[SummaryState] = value
 
 	id := newSnapshotID(md)
-	seq := md.LastSequenceNumber() + 1
 	version := md.Version()
-	if version < 2 {
-		seq = 0
-	}
-	var firstRowID, addedRows *int64
-	if version >= 3 {
-		next, zero := md.NextRowID(), int64(0)
-		firstRowID, addedRows = &next, &zero
-	}
-	var list bytes.Buffer
-	var seqPtr *int64
+	// Sequence numbers begin with format version 2, row ids with 3 (the
+	// snapshot takes the next one, and adds no row).
+	var seq int64
+	var seqPtr, firstRowID, addedRows *int64
 	if version >= 2 {
+		seq = md.LastSequenceNumber() + 1
 		seqPtr = &seq
 	}
-	row := int64(0)
-	if firstRowID != nil {
-		row = *firstRowID
+	nextRow, zero := md.NextRowID(), int64(0)
+	if version >= 3 {
+		firstRowID, addedRows = &nextRow, &zero
 	}
-	if err := iceberg.WriteManifestList(version, &list, id, parent, seqPtr, row, manifests); err != nil {
+	var list bytes.Buffer
+	if err := iceberg.WriteManifestList(version, &list, id, parent, seqPtr, nextRow, manifests); err != nil {
 		return 0, fmt.Errorf("writing the manifest list: %w", err)
 	}
 	loc := fmt.Sprintf("%s/metadata/snap-%d-1-%s.avro", tbl.Location(), id, uuid.New())
@@ -115,10 +105,10 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 		FirstRowID:       firstRowID,
 		AddedRows:        addedRows,
 	}
-	reqs := []itable.Requirement{itable.AssertTableUUID(md.TableUUID()), itable.AssertRefSnapshotID(mainBranch, parent)}
+	reqs := []itable.Requirement{itable.AssertTableUUID(md.TableUUID()), itable.AssertRefSnapshotID(itable.MainBranch, parent)}
 	updates := []itable.Update{
 		itable.NewAddSnapshotUpdate(&snap),
-		itable.NewSetSnapshotRefUpdate(mainBranch, id, itable.BranchRef, -1, -1, -1),
+		itable.NewSetSnapshotRefUpdate(itable.MainBranch, id, itable.BranchRef, -1, -1, -1),
 	}
 	if h.beforeSwap != nil {
 		h.beforeSwap()
@@ -128,9 +118,6 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 	}
 	return id, nil
 }
-
-// mainBranch is the branch pqsink commits to.
-const mainBranch = "main"
 
 // newSnapshotID draws a snapshot id that md does not hold yet: positive,
 // as Iceberg's own (random, not a counter, so that two writers racing do
