@@ -102,15 +102,24 @@ func (tc *tableCommitter) newSchemaPart(ctx context.Context, fitted *schema.Sche
 func (tc *tableCommitter) newPayloadPart(look payloadLookup, spec []table.PathField) (*payloadPart, error) {
 	ap := &payloadPart{look: look, at: tc.lookupAt}
 	for i, c := range tc.computed {
-		j := slices.IndexFunc(spec, func(f table.PathField) bool { return f.Name == c.Name })
-		if j < 0 {
-			return nil, fmt.Errorf("partition field %s is no longer in the table's spec", c.Name)
+		f, err := specField(spec, c.Name)
+		if err != nil {
+			return nil, err
 		}
-		f := spec[j]
 		f.Leaf = look.Leaf(tc.lookupAt[i])
 		ap.fields = append(ap.fields, f)
 	}
 	return ap, nil
+}
+
+// specField is the field of spec named name: a computed partition field
+// as the table's spec has it now.
+func specField(spec []table.PathField, name string) (table.PathField, error) {
+	j := slices.IndexFunc(spec, func(f table.PathField) bool { return f.Name == name })
+	if j < 0 {
+		return table.PathField{}, fmt.Errorf("partition field %s is no longer in the table's spec", name)
+	}
+	return spec[j], nil
 }
 
 // values sets vals[i], for each computed field, to its escaped path value

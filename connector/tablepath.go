@@ -67,18 +67,16 @@ func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
 func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *schema.Schema) (*tablePartValues, error) {
 	v := &tablePartValues{tc: tc}
 	for _, c := range tc.computed {
-		j := slices.IndexFunc(spec, func(f table.PathField) bool { return f.Name == c.Name })
-		if j < 0 {
-			return nil, fmt.Errorf("partition field %s is no longer in the table's spec", c.Name)
+		f, err := specField(spec, c.Name)
+		if err != nil {
+			return nil, err
 		}
-		f := spec[j]
 		f.Leaf = fitted.Lookup(strings.Split(c.Column, ".")...)
 		var conv *rowgroup.ScalarConverter
 		if f.Leaf != nil {
 			if !f.Leaf.IsLeaf() || f.Leaf.MaxRep > 0 {
 				return nil, fmt.Errorf("partition field %s: column %s is not a value outside lists and maps", f.Name, c.Column)
 			}
-			var err error
 			if conv, err = rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...); err != nil {
 				return nil, fmt.Errorf("partition field %s: %w", f.Name, err)
 			}
