@@ -50,7 +50,7 @@ var errNotTime = errors.New("not a time")
 func newPayloadPath(look payloadLookup, fields int, timeField string) (*payloadPath, error) {
 	if timeField != "" {
 		if leaf := look.Leaf(fields); leaf != nil && !holdsTime(leaf) {
-			return nil, fmt.Errorf("time_field %s: %w: its column is %s; want a timestamp, a date, an integer of epoch milliseconds or a string", timeField, errNotTime, describeLeaf(leaf))
+			return nil, fmt.Errorf("time_field %s: %w: its column is %s; want a timestamp, a date, an integer of epoch milliseconds or a string", timeField, errNotTime, typeText(leaf))
 		}
 	}
 	return &payloadPath{look: look, fields: fields, timeField: timeField}, nil
@@ -70,14 +70,6 @@ func holdsTime(leaf *schema.Node) bool {
 		return l.Kind == schema.String || l.Kind == schema.Enum
 	}
 	return false
-}
-
-// describeLeaf names a column's type for a message: INT64 (TIMESTAMP).
-func describeLeaf(leaf *schema.Node) string {
-	if leaf.Logical.Kind != schema.None {
-		return fmt.Sprintf("%s (%s)", leaf.Physical, leaf.Logical.Kind)
-	}
-	return leaf.Physical.String()
 }
 
 // values reads the record's payload (the bytes after the wire format's
