@@ -181,6 +181,14 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 	if s.parquet, err = as.Parquet(extra...); err != nil {
 		s.err = fmt.Errorf("avro schema id %d: %w", id, err)
 	}
+	if s.err == nil && a.f.timeUnit == schema.Micros {
+		// A table's file: Iceberg's timestamps are microseconds in
+		// Parquet, and engines that read a millisecond column of one
+		// misread or refuse it. The decoder multiplies.
+		if s.parquet, _, err = schema.WidenMillis(s.parquet); err != nil {
+			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+		}
+	}
 	if s.err == nil && a.fit != nil {
 		fitted, err := a.fit(ctx, s.parquet)
 		switch {

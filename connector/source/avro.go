@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
@@ -87,7 +88,7 @@ func appendAvro(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, 
 		if v.Kind() != reader.KindInt64 {
 			return mismatch()
 		}
-		return avro.AppendLong(dst, v.Int64()), nil
+		return avro.AppendLong(dst, v.Int64()/millisDivisor(t, v.Node())), nil
 	case avro.Float:
 		if v.Kind() != reader.KindFloat {
 			return mismatch()
@@ -235,4 +236,16 @@ func fieldPath(path string) string {
 		return "(root)"
 	}
 	return path
+}
+
+// millisDivisor is what a column's values are divided by to give the
+// Avro long of type t: 1000 for a millisecond timestamp that a table's
+// file holds in microseconds (schema.WidenMillis), whose values the sink
+// multiplied by 1000, and 1 otherwise.
+func millisDivisor(t *avro.Type, n *schema.Node) int64 {
+	millis := t.Logical == avro.TimestampMillis || t.Logical == avro.LocalTimestampMillis
+	if millis && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros {
+		return 1000
+	}
+	return 1
 }

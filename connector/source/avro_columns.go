@@ -36,6 +36,7 @@ type anode struct {
 	branch  []int    // union: the branch index of inner, or of each member
 	null    int      // union: the null branch, or -1
 	symbols map[string]int
+	div     int64 // long: what values are divided by (millisDivisor)
 }
 
 // avroColumns encodes the records of a row group.
@@ -155,6 +156,7 @@ func bindAvro(t *avro.Type, n *schema.Node, byCol map[int]*reader.ColumnCursor, 
 	case avro.Int:
 		return leaf(meta.TypeInt32)
 	case avro.Long:
+		a.div = millisDivisor(t, n)
 		return leaf(meta.TypeInt64)
 	case avro.Float:
 		return leaf(meta.TypeFloat)
@@ -325,7 +327,11 @@ func encodeAvro(dst []byte, a *anode) ([]byte, error) {
 	case avro.Int:
 		dst = avro.AppendLong(dst, int64(c.Int32()))
 	case avro.Long:
-		dst = avro.AppendLong(dst, c.Int64())
+		v := c.Int64()
+		if a.div > 1 {
+			v /= a.div
+		}
+		dst = avro.AppendLong(dst, v)
 	case avro.Float:
 		v, i := c.Values()
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v.Float[i]))

@@ -23,6 +23,7 @@ const (
 	avroLongI64
 	avroLongF32
 	avroLongF64
+	avroMillisMicros // a millisecond timestamp long into a TIMESTAMP(MICROS) INT64
 	avroFloatF32
 	avroFloatF64
 	avroDoubleF64
@@ -86,13 +87,19 @@ func (c *avroCompiler) compileRoot(res *avro.Resolution) (*avroOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The row group may hold the millisecond timestamps in microseconds,
+	// as a table's files do (schema.WidenMillis): the decoder multiplies.
+	wide, _, err := schema.WidenMillis(want)
+	if err != nil {
+		return nil, err
+	}
 	top := c.g.Schema()
-	for _, f := range want.Fields() {
+	for i, f := range want.Fields() {
 		got := top.Lookup(f.Name)
 		if got == nil {
 			return nil, fmt.Errorf("the row group's schema has no field %s of the Avro schema", f.Name)
 		}
-		if !f.SameShape(got) {
+		if !f.SameShape(got) && !wide.Fields()[i].SameShape(got) {
 			return nil, fmt.Errorf("field %s of the row group's schema is not the Avro schema's Parquet field", f.Name)
 		}
 	}
@@ -263,6 +270,9 @@ func (c *avroCompiler) leaf(res *avro.Resolution, n *schema.Node, path string) (
 			return bad()
 		}
 		op.code = code
+		if code == avroLongI64 && millisInMicros(res, n) {
+			op.code = avroMillisMicros
+		}
 	case avro.Float:
 		switch phys {
 		case meta.TypeFloat:
@@ -344,4 +354,17 @@ func skipOp(t *avro.Type, path string) *avroOp {
 		op.code, op.items = avroSkipMap, skipOp(t.Values, path+"{}")
 	}
 	return op
+}
+
+// millisInMicros reports whether a long read as a timestamp in
+// milliseconds (the reader's type, which the column was made from, or the
+// writer's) goes into a microsecond timestamp column: one that
+// schema.WidenMillis made for a table, which takes the value times 1000.
+func millisInMicros(res *avro.Resolution, n *schema.Node) bool {
+	t := res.Reader
+	if t == nil {
+		t = res.Writer
+	}
+	millis := t.Logical == avro.TimestampMillis || t.Logical == avro.LocalTimestampMillis
+	return millis && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
 }

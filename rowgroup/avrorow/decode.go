@@ -146,6 +146,15 @@ func (r *avroReader) decode(op *avroOp, rep uint8) error {
 			return r.fail(op, r.longErr())
 		}
 		op.col.AppendInt64(rep, v)
+	case avroMillisMicros:
+		v, ok := r.long()
+		if !ok {
+			return r.fail(op, r.longErr())
+		}
+		if v > math.MaxInt64/1000 || v < math.MinInt64/1000 {
+			return r.fail(op, fmt.Errorf("timestamp of %d milliseconds is out of the range of microseconds", v))
+		}
+		op.col.AppendInt64(rep, v*1000)
 	case avroString:
 		b, err := r.bytes(op)
 		if err != nil {
