@@ -129,8 +129,13 @@ var ErrOverlap = errors.New("file overlaps records already in the table")
 // the table's metadata at the catalog; on a conflict it does it all again,
 // up to commitAttempts times. With no file left to append it commits a
 // snapshot without files when the state moves (commitState), and nothing
-// when it does not.
-func (h *Handle) Commit(ctx context.Context, group string, files []File, state State) (Result, error) {
+// when it does not. With Seen, a table that holds less of a partition than
+// the committer saw is not committed to (*RolledBackError).
+func (h *Handle) Commit(ctx context.Context, group string, files []File, state State, opts ...CommitOption) (Result, error) {
+	var o commitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ranges := make([]archive.Range, len(files))
 	for i, f := range files {
 		if f.Footer == nil {
@@ -145,7 +150,7 @@ func (h *Handle) Commit(ctx context.Context, group string, files []File, state S
 	var res Result
 	var err error
 	res.Attempts, err = h.retry(ctx, "commit", func() error {
-		id, appended, dropped, err := h.tryCommit(ctx, group, files, ranges, state)
+		id, appended, dropped, err := h.tryCommit(ctx, group, files, ranges, state, o.seen)
 		if err == nil {
 			res.SnapshotID, res.Appended, res.Dropped = id, appended, dropped
 		}
@@ -190,7 +195,7 @@ func conflict(err error) bool {
 }
 
 // tryCommit is one attempt of Commit.
-func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state State) (snapshot int64, appended, dropped int, err error) {
+func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state, seen State) (snapshot int64, appended, dropped int, err error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
 		return 0, 0, 0, err
@@ -201,6 +206,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	cur, err := h.state(ctx, tbl)
 	if err != nil {
 		return 0, 0, 0, err
+	}
+	if held := rolledBack(cur, seen); held != nil {
+		return 0, 0, 0, &RolledBackError{Held: held}
 	}
 	var add []iceberg.DataFile
 	// Format version 3 numbers rows (row lineage): the files take

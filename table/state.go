@@ -21,6 +21,11 @@ type Partition struct {
 	Partition int32
 }
 
+// comparePartitions orders partitions by group, topic and number.
+func comparePartitions(a, b Partition) int {
+	return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
 // Progress is the exactly-once state of one Partition in the table:
 // every record below Committed is in the table, and so is, for each path
 // identity in Paths, the chain of that path up to the offset it maps to
@@ -88,9 +93,7 @@ type partitionDoc struct {
 
 // encode renders s as its JSON document.
 func (s State) encode() ([]byte, error) {
-	keys := slices.SortedFunc(maps.Keys(s), func(a, b Partition) int {
-		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	keys := slices.SortedFunc(maps.Keys(s), comparePartitions)
 	doc := stateDoc{Partitions: make([]partitionDoc, 0, len(keys))}
 	for _, k := range keys {
 		p := s[k]
