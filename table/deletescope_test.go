@@ -370,3 +370,119 @@ func TestLiveWithDeletes(t *testing.T) {
 		})
 	}
 }
+
+// TestRewriteRacesDelete: another engine deletes a row of a file that a
+// compaction planned to rewrite, after the plan (while the compaction
+// merges) or between the rewrite's check and its compare-and-swap (which
+// then fails, and the next attempt finds the delete). The rewrite gives up
+// with ErrRewriteDeletes either way, the delete stays, and the table holds
+// no deleted row; a new plan leaves the file out and rewrites the others.
+func TestRewriteRacesDelete(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		version  int
+		inHook   bool
+		attempts string
+	}{
+		{"v2, after the plan", 2, false, "attempt 1"},
+		{"v2, before the swap", 2, true, "attempt 2"},
+		{"v3, before the swap", 3, true, "attempt 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			by := []config.PartitionField{{Transform: "day", Column: "_kafka.timestamp"}}
+			e := newEnv(t, by...)
+			e.cfg.Table.FormatVersion = tc.version
+			c := e.open(t)
+			h, err := c.Table(ctx, "events", eventSchema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2 := e.open(t)
+			h2, err := c2.Table(ctx, "events", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := c.Location("events")
+			// Two files of day 0 (ids 0-9, 10-19) and two of day 1.
+			dayOf := func(o int64) int { return int(o / 20) }
+			var files []File
+			for i := range int64(4) {
+				f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, dayOf)
+				files = append(files, f)
+				if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			live, _, err := h.Live(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			for _, f := range live {
+				if f.Deletes != 0 {
+					t.Fatalf("%s: %d deletes before any delete", f.Location, f.Deletes)
+				}
+				plan = append(plan, f.Location)
+			}
+			del := func() { otherEngineDelete(t, c2, h2, itable.WriteModeMergeOnRead, 3) }
+			if tc.inHook {
+				once := false
+				h.beforeSwap = func() {
+					if !once {
+						once = true
+						del()
+					}
+				}
+			} else {
+				del()
+			}
+			merged := []File{
+				writeFile(t, h, loc+"/m", "events", 0, 0, 19, dayOf),
+				writeFile(t, h, loc+"/m", "events", 0, 20, 39, dayOf),
+			}
+			_, err = h.Rewrite(ctx, plan, merged)
+			h.beforeSwap = nil
+			if !errors.Is(err, ErrRewriteDeletes) || !strings.Contains(err.Error(), files[0].Location) || !strings.Contains(err.Error(), tc.attempts) {
+				t.Fatalf("the rewrite: %v; want ErrRewriteDeletes at %s naming %s", err, tc.attempts, files[0].Location)
+			}
+			want := slices.DeleteFunc(upTo(40), func(id int64) bool { return id == 3 })
+			if got := scanIDs(t, e, h, 0); !slices.Equal(got, want) {
+				t.Errorf("after the refused rewrite the table reads %v, want %v", got, want)
+			}
+			if n := len(deleteFiles(t, c, h)); n == 0 {
+				t.Error("the delete file is gone")
+			}
+
+			// Planned again: the file with the deleted row has deletes
+			// (in v2, iceberg-go's position delete file names no file, so
+			// the other file of its day too); those of day 1 have none,
+			// and are rewritten.
+			live, _, err = h.Live(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var free []string
+			for _, f := range live {
+				if f.Deletes == 0 {
+					free = append(free, f.Location)
+				}
+			}
+			slices.Sort(free)
+			wantFree := []string{files[1].Location, files[2].Location, files[3].Location}
+			if tc.version == 2 {
+				wantFree = wantFree[1:]
+			}
+			if !slices.Equal(free, wantFree) {
+				t.Fatalf("files without deletes: %v, want %v", free, wantFree)
+			}
+			plan = []string{files[2].Location, files[3].Location}
+			if _, err := h.Rewrite(ctx, plan, merged[1:]); err != nil {
+				t.Fatalf("the new plan's rewrite: %v", err)
+			}
+			if got := scanIDs(t, e, h, 0); !slices.Equal(got, want) {
+				t.Errorf("after the new plan's rewrite the table reads %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -188,10 +188,12 @@ func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (i
 	// back. Java's RewriteFiles refuses the same (its validation of no
 	// new deletes for the rewritten files). iceberg-go's rewrite checks
 	// it too, but only against the snapshots committed after this
-	// attempt loaded the table, while a compaction plans long before:
-	// so every delete file of the snapshot is checked here, from the
-	// plan's snapshot on, and the catalog's compare-and-swap covers the
-	// rest.
+	// attempt loaded the table, while the plan was made long before (and
+	// each attempt loads the table again, TestRewriteRacesDelete): so
+	// every delete file of the snapshot loaded is checked here (the plan
+	// left out the files deletes applied to then, so one found now is
+	// new), and the catalog's compare-and-swap covers the time from this
+	// load to the commit.
 	if len(deleted) > 0 {
 		return 0, fmt.Errorf("%w: %s", ErrRewriteDeletes, strings.Join(deleted, "; "))
 	}
