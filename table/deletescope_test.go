@@ -338,8 +338,13 @@ func TestLiveWithDeletes(t *testing.T) {
 				t.Errorf("after the rewrite the table reads %v, want %v", got, want)
 			}
 
-			// Orphan removal with everything two hours old: the delete
-			// files are referenced, and stay.
+			// Expiry of every snapshot but the current one, then orphan
+			// removal with everything two hours old: the delete files
+			// are referenced, and stay.
+			time.Sleep(5 * time.Millisecond)
+			if res, err := h.ExpireSnapshots(ctx, 0, 1); err != nil || res.Expired == 0 {
+				t.Fatalf("expiry: %+v, %v", res, err)
+			}
 			root := filepath.Join(e.dir, "warehouse")
 			old := time.Now().Add(-2 * time.Hour)
 			err = filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
@@ -356,8 +361,12 @@ func TestLiveWithDeletes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			if _, err := h.RemoveOrphans(ctx, store, OrphanOptions{OlderThan: time.Hour}); err != nil {
+			res, err := h.RemoveOrphans(ctx, store, OrphanOptions{OlderThan: time.Hour})
+			if err != nil {
 				t.Fatal(err)
+			}
+			if res.Removed == 0 {
+				t.Error("orphan removal removed nothing: the files the rewrites replaced are orphans")
 			}
 			for _, d := range deleteFiles(t, c, h) {
 				if _, err := os.Stat(strings.TrimPrefix(d.FilePath(), "file://")); err != nil {
