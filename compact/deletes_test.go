@@ -45,8 +45,6 @@ type deleteEnv struct {
 	folder func(day int) string // a day's data folder, under loc
 }
 
-var ident = []string{"kafka", "events"}
-
 // day0 is the day of the records' timestamps (record o's is day0 plus
 // its file's day and o seconds).
 var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -180,7 +178,7 @@ func (e *deleteEnv) commit(t *testing.T, first, last int64, day int) string {
 func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := e.other.LoadTable(ctx, ident)
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +216,7 @@ func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 func (e *deleteEnv) ids(t *testing.T) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := e.other.LoadTable(ctx, ident)
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +255,7 @@ func (e *deleteEnv) live(t *testing.T) map[string]table.LiveFile {
 func (e *deleteEnv) deleteCount(t *testing.T) int {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := e.other.LoadTable(ctx, ident)
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
 	if err != nil {
 		t.Fatal(err)
 	}
