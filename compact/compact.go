@@ -19,10 +19,10 @@
 // A plan leaves alone the files that another engine's row-level deletes
 // may apply to (table.LiveFile.Deletes: position deletes, deletion
 // vectors, equality deletes, by the Iceberg spec's rules): the new file
-// would hold their deleted rows and carry none of the deletes. So it does
-// the files the sink did not write (no Kafka ranges in their footers, as
-// another engine's copy-on-write output), which the merge could not put
-// in offset order beside the sink's.
+// would hold their deleted rows and carry none of the deletes. It leaves
+// alone too the files the sink did not write (no Kafka ranges in their
+// footers, as another engine's copy-on-write output), which the merge
+// could not put in offset order beside the sink's.
 //
 // A run that dies leaves only uncommitted files (orphans), and a run whose
 // inputs another rewrite replaced first gives up without committing
