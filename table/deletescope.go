@@ -15,7 +15,7 @@ import (
 // holds all the input's rows and the delete file names the old file (a
 // position delete or deletion vector) or is older than the new file (an
 // equality delete). Retrying cannot help; a new plan leaves the file out.
-var ErrRewriteDeletes = errors.New("a delete file committed since the compaction planned may apply to an input of the rewrite")
+var ErrRewriteDeletes = errors.New("another engine's delete files may apply to inputs of the rewrite, which would bring their deleted rows back")
 
 // filePathFieldID is the field id of the file_path column of position
 // delete files; its lower and upper bounds, when equal, name the one data
@@ -28,8 +28,7 @@ type deleteFile struct {
 	path string
 	// seq is the data sequence number; math.MaxInt64 when unknown, so
 	// that it applies to every data file.
-	seq      int64
-	equality bool
+	seq int64
 	// global: an equality delete of an unpartitioned spec (or of a spec
 	// the metadata does not have), which applies to every partition.
 	global    bool
@@ -63,7 +62,6 @@ func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.Man
 		s.byTarget = map[string][]deleteFile{}
 	}
 	if df.ContentType() == iceberg.EntryContentEqDeletes {
-		d.equality = true
 		spec := specOf(int(df.SpecID()))
 		d.global = spec == nil || spec.IsUnpartitioned()
 		s.equality = append(s.equality, d)
