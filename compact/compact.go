@@ -16,9 +16,19 @@
 // hour, never merged again. Their ranges interleave with newer files'
 // (each holds a stretch of every partition of the folder), which the merge
 // copies as runs, so the new file is again in (partition, offset) order.
+// A plan leaves alone the files that another engine's row-level deletes
+// may apply to (table.LiveFile.Deletes: position deletes, deletion
+// vectors, equality deletes, by the Iceberg spec's rules): the new file
+// would hold their deleted rows and carry none of the deletes. It leaves
+// alone too the files the sink did not write (no Kafka ranges in their
+// footers, as another engine's copy-on-write output), which the merge
+// could not put in offset order beside the sink's.
+//
 // A run that dies leaves only uncommitted files (orphans), and a run whose
 // inputs another rewrite replaced first gives up without committing
-// (table.ErrRewriteConflict).
+// (table.ErrRewriteConflict), as does one of which an input got a delete
+// file after the plan (table.ErrRewriteDeletes); the next run plans
+// again.
 package compact
 
 import (
@@ -33,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/merge"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
@@ -118,6 +129,13 @@ type Report struct {
 	Rows              int64
 	// LiveFiles is how many data files the table had before the run.
 	LiveFiles int
+	// WithDeletes is how many of them were left as they are because
+	// delete files may apply to them.
+	WithDeletes int
+	// Foreign is how many files the plan would have taken but left as
+	// they are because the sink did not write them: their footers have
+	// no Kafka ranges.
+	Foreign int
 	// Took is the run's time.
 	Took time.Duration
 }
@@ -142,6 +160,7 @@ func (o *Options) defaults() {
 
 // Plan groups files into the bins a compaction rewrites (see the package
 // documentation), packing each folder's files in the order of planOrder.
+// Files that delete files may apply to are left out.
 // A compacted file that too few files would join within the target (a
 // bin of fewer than MinInputFiles) stays out of the run, and the files
 // after it are packed without it.
@@ -151,7 +170,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	cutoff := o.Now().Add(-o.OlderThan)
 	byFolder := map[string][]table.LiveFile{}
 	for _, f := range files {
-		if f.Size >= small || f.Added.After(cutoff) {
+		if f.Size >= small || f.Added.After(cutoff) || f.Deletes > 0 {
 			continue
 		}
 		// Not path.Dir, which would fold a URI's "//".
@@ -235,6 +254,11 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, err
 	}
 	rep.LiveFiles = len(live)
+	for _, f := range live {
+		if f.Deletes > 0 {
+			rep.WithDeletes++
+		}
+	}
 	prefix := strings.TrimSuffix(storeURL, "/") + "/"
 	keyOf := func(loc string) (string, error) {
 		key, ok := strings.CutPrefix(loc, prefix)
@@ -243,7 +267,14 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		}
 		return key, nil
 	}
-	if rep.Bins, err = bySchema(ctx, store, keyOf, Plan(live, o), o.MinInputFiles); err != nil {
+	bins := Plan(live, o)
+	footers, err := readFooters(ctx, store, keyOf, bins)
+	if err != nil {
+		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
+	}
+	bins, rep.Foreign = sinkFilesOnly(bins, footers)
+	rep.Bins, err = splitBySchema(bins, o.MinInputFiles, func(loc string) (string, error) { return footers[loc].schema, nil })
+	if err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
 	for _, b := range rep.Bins {
@@ -369,12 +400,20 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 // in one folder, which one merge cannot take. A part with fewer than min
 // files is left out. It reads each file's footer.
 func bySchema(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), bins []Bin, min int) ([]Bin, error) {
+	return splitBySchema(bins, min, func(loc string) (string, error) {
+		f, err := readFooter(ctx, store, keyOf, loc)
+		return f.schema, err
+	})
+}
+
+// splitBySchema is bySchema, with schemaOf giving a file's schema.
+func splitBySchema(bins []Bin, min int, schemaOf func(loc string) (string, error)) ([]Bin, error) {
 	var out []Bin
 	for _, b := range bins {
 		var parts []Bin
 		index := map[string]int{}
 		for _, f := range b.Files {
-			text, err := schemaText(ctx, store, keyOf, f.Location)
+			text, err := schemaOf(f.Location)
 			if err != nil {
 				return nil, err
 			}
@@ -398,20 +437,73 @@ func bySchema(ctx context.Context, store objstore.Store, keyOf func(string) (str
 	return out, nil
 }
 
-// schemaText is the Parquet schema of the file at loc, as text.
-func schemaText(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), loc string) (string, error) {
+// footer is what a plan reads of a file's footer.
+type footer struct {
+	// schema is the file's Parquet schema, as text.
+	schema string
+	// sink says whether the file's footer has Kafka ranges (the sink's
+	// files and compactions' have).
+	sink bool
+}
+
+// readFooters reads the footers of the files of bins, by location.
+func readFooters(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), bins []Bin) (map[string]footer, error) {
+	out := map[string]footer{}
+	for _, b := range bins {
+		for _, f := range b.Files {
+			ft, err := readFooter(ctx, store, keyOf, f.Location)
+			if err != nil {
+				return nil, err
+			}
+			out[f.Location] = ft
+		}
+	}
+	return out, nil
+}
+
+// sinkFilesOnly leaves out of bins the files whose footers have no Kafka
+// ranges, and says how many it left out. Such a file is another engine's
+// (the output of a copy-on-write DELETE, an INSERT): the merge takes
+// archive files only with archive files, and the table is no worse for a
+// few of them. A footer whose ranges do not read is taken for one too: a
+// file the plan is unsure of is left as it is. A bin of fewer files than
+// the minimum is dropped later (by schema).
+func sinkFilesOnly(bins []Bin, footers map[string]footer) ([]Bin, int) {
+	var out []Bin
+	left := 0
+	for _, b := range bins {
+		kept := Bin{Folder: b.Folder}
+		for _, f := range b.Files {
+			if !footers[f.Location].sink {
+				left++
+				continue
+			}
+			kept.Files = append(kept.Files, f)
+			kept.Bytes += f.Size
+			kept.Records += f.Records
+		}
+		if len(kept.Files) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out, left
+}
+
+// readFooter reads the footer of the file at loc.
+func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), loc string) (footer, error) {
 	key, err := keyOf(loc)
 	if err != nil {
-		return "", err
+		return footer{}, err
 	}
 	r, err := store.NewReaderAt(ctx, key)
 	if err != nil {
-		return "", fmt.Errorf("opening %s: %w", loc, err)
+		return footer{}, fmt.Errorf("opening %s: %w", loc, err)
 	}
 	defer r.Close()
 	f, err := reader.Open(r, r.Size())
 	if err != nil {
-		return "", fmt.Errorf("reading the footer of %s: %w", loc, err)
+		return footer{}, fmt.Errorf("reading the footer of %s: %w", loc, err)
 	}
-	return f.Schema().String(), nil
+	ranges, err := archive.ReadRanges(f.Metadata().KeyValueMetadata)
+	return footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0}, nil
 }

@@ -30,6 +30,7 @@ func TestPlan(t *testing.T) {
 	compacted := func(folder, name string, size int64, added time.Time) table.LiveFile {
 		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/compacted-%s-0.parquet", folder, name), Size: size, Records: size / 10, Added: added}
 	}
+	withDeletes := func(f table.LiveFile) table.LiveFile { f.Deletes = 1; return f }
 	// The two sorts of names, as names of the files in a bin.
 	short := func(f table.LiveFile) string {
 		base := path.Base(f.Location)
@@ -50,6 +51,8 @@ func TestPlan(t *testing.T) {
 		{"too few", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old)}, nil},
 		{"one folder", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
 		{"folders apart", []table.LiveFile{file("d=1", 0, mib, old), file("d=2", 1, mib, old), file("d=1", 2, mib, old), file("d=2", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,2,4"}},
+		{"deletes left", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), file("d=1", 2, mib, old), file("d=1", 3, mib, old)}, []string{"0,2,3"}},
+		{"deletes leave too few", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), withDeletes(compacted("d=1", "9-ab-000", mib, old)), file("d=1", 3, mib, old)}, nil},
 		{"large and new left", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, 8*mib, old), file("d=1", 2, mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,3,4"}},
 		{"compacted taken first", []table.LiveFile{file("d=1", 1, mib, old), file("d=1", 2, mib, old), compacted("d=1", "9-ab-000", mib, old)}, []string{"c9-ab-000,1,2"}},
 		{"compacted oldest first, whatever their names", []table.LiveFile{

@@ -87,7 +87,11 @@ type maintainer struct {
 	// removal's.
 	filesRewritten, filesWritten, manifestsRewritten, snapshotsExpired, orphansRemoved atomic.Int64
 	held                                                                               atomic.Int64 // tables whose lease this member holds
-	descs                                                                              map[string]*prometheus.Desc
+	// withDeletes is, by table name, how many data files the member's
+	// last compaction of the table left as they are because other
+	// engines' delete files may apply to them (an int64).
+	withDeletes sync.Map
+	descs       map[string]*prometheus.Desc
 }
 
 // newMaintainer returns the maintainer of t's tables, nil when
@@ -271,13 +275,14 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 	if err != nil {
 		return err
 	}
+	m.withDeletes.Store(h.Name(), int64(rep.WithDeletes))
 	if rep.Snapshot != 0 {
 		m.filesRewritten.Add(int64(rep.FilesIn))
 		m.filesWritten.Add(int64(rep.FilesOut))
 	}
 	s.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
-		"rows", rep.Rows, "live_files", rep.LiveFiles, "took", rep.Took)
+		"rows", rep.Rows, "live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "took", rep.Took)
 	return nil
 }
 
@@ -522,6 +527,7 @@ func maintenanceDescs() map[string]*prometheus.Desc {
 		"expired":   prometheus.NewDesc("pqsink_table_maintenance_snapshots_expired_total", "Snapshots expired.", nil, nil),
 		"orphans":   prometheus.NewDesc("pqsink_table_maintenance_orphans_removed_total", "Orphan files deleted.", nil, nil),
 		"held":      prometheus.NewDesc("pqsink_table_maintenance_leases_held", "Tables whose maintenance lease this member holds.", nil, nil),
+		"deletes":   prometheus.NewDesc("pqsink_table_maintenance_files_with_deletes", "Data files that this member's last compaction of the table left as they are because other engines' delete files may apply to them, by table.", []string{"table"}, nil),
 	}
 }
 
@@ -542,6 +548,10 @@ func (m *maintainer) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.descs["expired"], prometheus.CounterValue, float64(m.snapshotsExpired.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["orphans"], prometheus.CounterValue, float64(m.orphansRemoved.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["held"], prometheus.GaugeValue, float64(m.held.Load()))
+	m.withDeletes.Range(func(name, n any) bool {
+		ch <- prometheus.MustNewConstMetric(m.descs["deletes"], prometheus.GaugeValue, float64(n.(int64)), name.(string))
+		return true
+	})
 }
 
 // maintenanceCollector is the maintainer's collector, nil without

@@ -126,6 +126,7 @@ func TestMaintenanceMetrics(t *testing.T) {
 	m := &maintainer{descs: maintenanceDescs()}
 	m.runs[0].Add(2)
 	m.orphansRemoved.Add(3)
+	m.withDeletes.Store("kafka.orders", int64(4))
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(m); err != nil {
 		t.Fatal(err)
@@ -150,6 +151,7 @@ func TestMaintenanceMetrics(t *testing.T) {
 		"pqsink_table_maintenance_errors_total{task=expire}":                    0,
 		"pqsink_table_maintenance_orphans_removed_total":                        3,
 		"pqsink_table_maintenance_leases_held":                                  0,
+		"pqsink_table_maintenance_files_with_deletes{table=kafka.orders}":       4,
 		"pqsink_table_maintenance_last_success_timestamp_seconds{task=compact}": 0,
 	}
 	for k, v := range want {

@@ -26,12 +26,23 @@ type LiveFile struct {
 	Size, Records int64
 	// Added is when the snapshot that added the file was made.
 	Added time.Time
+	// Deletes is how many of the snapshot's delete files may apply to
+	// the file (see Live): rows of it may have been deleted, so its
+	// records are not all in the table, and a compaction must leave it
+	// as it is.
+	Deletes int
 }
 
 // Live lists the data files of the table's current snapshot, and that
-// snapshot's id (0 and no file for a table with none). A snapshot with
-// delete files is refused (ErrDeleteFiles): its data files alone do not
-// say what the table holds.
+// snapshot's id (0 and no file for a table with none). Each file says how
+// many of the snapshot's delete files (another engine's row-level deletes:
+// position delete files, deletion vectors, equality delete files) may
+// apply to it, by the table spec's rules of scan planning, erring towards
+// more: position deletes and deletion vectors apply to the files of their
+// partition of a data sequence number up to theirs, or to the one file
+// they name; equality deletes to the files of their partition (of any
+// partition for an unpartitioned spec) of a data sequence number below
+// theirs.
 func (h *Handle) Live(ctx context.Context) ([]LiveFile, int64, error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
@@ -56,9 +67,12 @@ func (h *Handle) Live(ctx context.Context) ([]LiveFile, int64, error) {
 type liveFile struct {
 	LiveFile
 	df iceberg.DataFile
+	// deletes are the locations of the delete files that may apply.
+	deletes []string
 }
 
-// liveFiles reads the data files of tbl's current snapshot.
+// liveFiles reads the data files of tbl's current snapshot, and which of
+// its delete files may apply to each (deleteScope).
 func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
@@ -73,24 +87,29 @@ func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, error) {
 		return nil, fmt.Errorf("snapshot %d: reading its manifest list: %w", snap.SnapshotID, err)
 	}
 	var out []liveFile
+	var seqs []int64
+	var scope deleteScope
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			return nil, fmt.Errorf("snapshot %d: %w (manifest %s)", snap.SnapshotID, ErrDeleteFiles, m.FilePath())
-		}
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
 				return nil, fmt.Errorf("snapshot %d: reading manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
 			}
 			df := e.DataFile()
-			if df.ContentType() != iceberg.EntryContentData {
-				return nil, fmt.Errorf("snapshot %d: %w (%s)", snap.SnapshotID, ErrDeleteFiles, df.FilePath())
+			if m.ManifestContent() != iceberg.ManifestContentData || df.ContentType() != iceberg.EntryContentData {
+				scope.add(tbl.Metadata().PartitionSpecByID, e)
+				continue
 			}
 			f := liveFile{LiveFile: LiveFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()}, df: df}
 			if s := tbl.SnapshotByID(e.SnapshotID()); s != nil {
 				f.Added = time.UnixMilli(s.TimestampMs)
 			}
 			out = append(out, f)
+			seqs = append(seqs, e.SequenceNum())
 		}
+	}
+	for i := range out {
+		out[i].deletes = scope.applying(seqs[i], out[i].df)
+		out[i].Deletes = len(out[i].deletes)
 	}
 	return out, nil
 }
@@ -112,7 +131,9 @@ type RewriteResult struct {
 // compare-and-swap to an append (a sink's) is tried again, up to
 // commitAttempts times, and one whose inputs another rewrite replaced is
 // given up (ErrRewriteConflict), leaving add uncommitted: orphans for
-// maintenance to remove.
+// maintenance to remove. So is one of which an input has a delete file
+// that may apply to it (ErrRewriteDeletes): another engine deleted rows of
+// it since the plan, which the new files would bring back.
 func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (RewriteResult, error) {
 	var res RewriteResult
 	var err error
@@ -138,22 +159,43 @@ func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (i
 	if err != nil {
 		return 0, err
 	}
-	byLocation := make(map[string]iceberg.DataFile, len(live))
+	byLocation := make(map[string]liveFile, len(live))
 	for _, f := range live {
-		byLocation[f.Location] = f.df
+		byLocation[f.Location] = f
 	}
 	del := make([]iceberg.DataFile, 0, len(remove))
-	var gone []string
+	var gone, deleted []string
 	for _, loc := range remove {
-		df, ok := byLocation[loc]
-		if !ok {
+		f, ok := byLocation[loc]
+		switch {
+		case !ok:
 			gone = append(gone, loc)
-			continue
+		case len(f.deletes) > 0:
+			deleted = append(deleted, fmt.Sprintf("%s (%s)", loc, strings.Join(f.deletes, ", ")))
+		default:
+			del = append(del, f.df)
 		}
-		del = append(del, df)
 	}
 	if len(gone) > 0 {
 		return 0, fmt.Errorf("%w: %s", ErrRewriteConflict, strings.Join(gone, ", "))
+	}
+	// Another engine's delete (merge-on-read: position deletes, deletion
+	// vectors, equality deletes) committed since the compaction planned,
+	// which left out the files deletes applied to then. The new files
+	// hold every row of their inputs and would carry none of the deletes
+	// (a position delete names the old file; an equality delete applies
+	// only to files older than itself), so the deleted rows would come
+	// back. Java's RewriteFiles refuses the same (its validation of no
+	// new deletes for the rewritten files). iceberg-go's rewrite checks
+	// it too, but only against the snapshots committed after this
+	// attempt loaded the table, while the plan was made long before (and
+	// each attempt loads the table again, TestRewriteRacesDelete): so
+	// every delete file of the snapshot loaded is checked here (the plan
+	// left out the files deletes applied to then, so one found now is
+	// new), and the catalog's compare-and-swap covers the time from this
+	// load to the commit.
+	if len(deleted) > 0 {
+		return 0, fmt.Errorf("%w: %s", ErrRewriteDeletes, strings.Join(deleted, "; "))
 	}
 	var rowID *int64
 	if tbl.Metadata().Version() >= 3 {

@@ -137,6 +137,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 
 // printCompaction prints a table's compaction, or its plan.
 func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
+	defer printLeftOut(w, rep)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -151,6 +152,18 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	secs := max(rep.Took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "%s: rewrote %d files (%.1f MB) into %d (%.1f MB), %d rows, in %.1fs (%.1f MB/s), snapshot %d\n",
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
+}
+
+// printLeftOut says which files a compaction left as they are whatever
+// their size: those another engine's deletes may apply to, and those the
+// sink did not write.
+func printLeftOut(w io.Writer, rep compact.Report) {
+	if rep.WithDeletes > 0 {
+		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them\n", rep.Table, rep.WithDeletes)
+	}
+	if rep.Foreign > 0 {
+		fmt.Fprintf(w, "%s: left %d data files as they are: pqsink did not write them (no Kafka ranges in their footers)\n", rep.Table, rep.Foreign)
+	}
 }
 
 // rewriteManifests merges h's manifests when its current snapshot lists

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pqsink/pqsink/compact"
+	"github.com/pqsink/pqsink/table"
+)
+
+// TestPrintCompaction: the plan and the run's summary say how many files
+// were left as they are for deletes, and how many because pqsink did not
+// write them, and say nothing of either when there were none.
+func TestPrintCompaction(t *testing.T) {
+	bin := compact.Bin{Folder: "file:///w/kafka/t/data/d=1", Files: make([]table.LiveFile, 3), Bytes: 3e6, Records: 30}
+	for _, tc := range []struct {
+		name   string
+		rep    compact.Report
+		dryRun bool
+		want   []string
+		not    []string
+	}{
+		{"plan with deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, LiveFiles: 9, WithDeletes: 4, Foreign: 2}, true,
+			[]string{"kafka.t: would rewrite 3 of 9 data files", "kafka.t: left 4 data files as they are: delete files", "kafka.t: left 2 data files as they are: pqsink did not write them"}, nil},
+		{"nothing but deletes", compact.Report{Table: "kafka.t", LiveFiles: 4, WithDeletes: 4}, true,
+			[]string{"kafka.t: nothing to rewrite (4 data files)", "left 4 data files as they are: delete files"}, []string{"pqsink did not write"}},
+		{"run with deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, FilesOut: 1, LiveFiles: 5, WithDeletes: 1, Snapshot: 7}, false,
+			[]string{"kafka.t: rewrote 3 files", "left 1 data files as they are: delete files"}, []string{"pqsink did not write"}},
+		{"no deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, LiveFiles: 3}, true,
+			[]string{"would rewrite 3 of 3"}, []string{"left"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			printCompaction(&b, tc.rep, tc.dryRun)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("output has %q:\n%s", n, b.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,502 @@
+package compact
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	itable "github.com/apache/iceberg-go/table"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/table"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// deleteEnv is a table that pqsink commits to, in a SQL catalog on
+// SQLite, and a connection of iceberg-go's own to the same catalog: the
+// other engine, which deletes rows.
+type deleteEnv struct {
+	h      *table.Handle
+	loc    string // the table's location
+	dir    string // the warehouse's folder
+	store  objstore.Store
+	other  catalog.Catalog
+	folder func(day int) string // a day's data folder, under loc
+}
+
+// day0 is the day of the records' timestamps (record o's is day0 plus
+// its file's day and o seconds).
+var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// newDeleteEnv makes the table, of the format version, partitioned by
+// day(_kafka.timestamp) when byDay.
+func newDeleteEnv(t *testing.T, version int, byDay bool) *deleteEnv {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh := "file://" + filepath.Join(dir, "warehouse")
+	dbPath := filepath.Join(dir, "catalog.db")
+	cfg := &config.Config{
+		Store: config.Store{URL: wh},
+		Table: &config.Table{
+			Format:         "iceberg",
+			Catalog:        config.Catalog{Type: "sql", URI: config.Secret("sqlite://" + dbPath), Name: "pqsink"},
+			Namespace:      "kafka",
+			Name:           "{topic}",
+			CommitInterval: 30 * time.Second,
+			FormatVersion:  version,
+		},
+	}
+	if byDay {
+		cfg.Table.PartitionBy = []config.PartitionField{{Transform: "day", Column: "_kafka.timestamp"}}
+	}
+	c, err := table.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &deleteEnv{h: h, loc: c.Location("events"), dir: filepath.Join(dir, "warehouse")}
+	e.folder = func(int) string { return e.loc + "/data" }
+	if byDay {
+		fields, err := h.PathFields(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.folder = func(day int) string {
+			return fmt.Sprintf("%s/data/%s=%s", e.loc, fields[0].Name, day0.AddDate(0, 0, day).Format(time.DateOnly))
+		}
+	}
+	if e.store, err = objstore.Open(ctx, wh); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.store.Close() })
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if e.other, err = sqlcat.NewCatalog("pqsink", db, sqlcat.SQLite, iceberg.Properties{"warehouse": wh}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// eventSchema is the payload of the test records plus the envelope.
+func eventSchema(t *testing.T) *schema.Schema {
+	t.Helper()
+	s, err := schema.New("event",
+		schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}),
+		schema.Leaf("name", schema.Optional, meta.TypeByteArray, schema.Logical{Kind: schema.String}),
+		rowgroup.EnvelopeNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// commit writes the records of ids (offsets of partition 0) first..last,
+// of the day, as the sink would, and commits the file; it returns the
+// file's location.
+func (e *deleteEnv) commit(t *testing.T, first, last int64, day int) string {
+	t.Helper()
+	ctx := context.Background()
+	s := e.h.Schema()
+	g := rowgroup.New(s)
+	sh, err := rowgroup.NewJSONShredder(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for o := first; o <= last; o++ {
+		ts := day0.AddDate(0, 0, day).Add(time.Duration(o) * time.Second)
+		rec := fmt.Sprintf(`{"id":%d,"name":"n%d"}`, o, o)
+		if err := b.Append([]byte(rec), &rowgroup.Envelope{Topic: "events", Partition: 0, Offset: o, Timestamp: ts, Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := fmt.Sprintf("%s/events+0+%020d.parquet", e.folder(day), first)
+	p := strings.TrimPrefix(loc, "file://")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := writer.New(out, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive.Range{Topic: "events", Partition: 0, First: first, Last: last, Records: last - first + 1}.Footer(w.SetKeyValue)
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	md, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := table.File{Location: loc, Size: w.Offset(), Footer: md, PathID: "p"}
+	if _, err := e.h.Commit(ctx, "g", []table.File{f}, table.State{{Group: "g", Topic: "events", Partition: 0}: {Committed: last + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// delete deletes the rows of id as another engine's DELETE FROM would,
+// with iceberg-go's Transaction.Delete in mode (write.delete.mode), or,
+// for mode "equality", with an equality delete file on the id column
+// (iceberg-go's CommitEqualityDeletes, as Flink's upserts write them).
+func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if mode == "equality" {
+		field, ok := tbl.Schema().FindFieldByName("id")
+		if !ok {
+			t.Fatal("no id column")
+		}
+		sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64,
+			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(field.ID)})}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).Append(id)
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+		err = tx.CommitEqualityDeletes(ctx, []int{field.ID}, records, nil)
+	} else {
+		if err := tx.SetProperties(iceberg.Properties{itable.WriteDeleteModeKey: mode}); err != nil {
+			t.Fatal(err)
+		}
+		err = tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), id), nil)
+	}
+	if err != nil {
+		t.Fatalf("deleting id %d (%s): %v", id, mode, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("committing the delete of id %d (%s): %v", id, mode, err)
+	}
+}
+
+// ids reads the ids of the table's rows with iceberg-go's scan, which
+// applies the delete files.
+func (e *deleteEnv) ids(t *testing.T) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var ids []int64
+	for i := 0; i < int(at.NumCols()); i++ {
+		if at.Column(i).Name() == "id" {
+			for _, ch := range at.Column(i).Data().Chunks() {
+				ids = append(ids, ch.(*array.Int64).Int64Values()...)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// live is the table's live data files by location.
+func (e *deleteEnv) live(t *testing.T) map[string]table.LiveFile {
+	t.Helper()
+	live, _, err := e.h.Live(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]table.LiveFile{}
+	for _, f := range live {
+		out[f.Location] = f
+	}
+	return out
+}
+
+// deleteCount is how many delete files the table's current snapshot has.
+func (e *deleteEnv) deleteCount(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range manifests {
+		for en, err := range m.Entries(fsys, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if en.DataFile().ContentType() != iceberg.EntryContentData {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// duckIDs reads the ids of the data files at locs with DuckDB.
+func duckIDs(t *testing.T, db *duckdb.DB, locs []string) string {
+	t.Helper()
+	if len(locs) == 0 {
+		return ""
+	}
+	var paths []string
+	for _, l := range locs {
+		paths = append(paths, duckdb.Quote(strings.TrimPrefix(l, "file://")))
+	}
+	r := db.Query(t, "SELECT string_agg(id::VARCHAR, ',' ORDER BY id) AS ids FROM read_parquet(["+strings.Join(paths, ",")+"])")
+	return fmt.Sprint(r.Value(0, "ids"))
+}
+
+// joinIDs writes ids as DuckDB's string_agg does.
+func joinIDs(ids []int64) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, strconv.FormatInt(id, 10))
+	}
+	return strings.Join(s, ",")
+}
+
+// TestCompactBesideDeletes commits small files, lets another engine
+// delete a row (or two), and compacts: the files deletes may apply to
+// stay as they are, the others are rewritten, the run says how many it
+// left for deletes, and the table reads exactly the rows it read before
+// (iceberg-go's scan, which applies the deletes; DuckDB over the data
+// files without deletes, which must hold the rest of them).
+func TestCompactBesideDeletes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		version int
+		byDay   bool
+		mode    string
+		deleted []int64
+		// days of the files, 10 records each, ids 0-9 the first's.
+		days []int
+		// after are the days of files committed after the delete.
+		after []int
+		// kept are the files (by index, those after the delete following
+		// the others) left as they are; foreign the files left that the
+		// sink did not write.
+		kept        []int
+		withDeletes int
+		foreign     int
+	}{
+		// iceberg-go's v2 position delete files name no data file: they
+		// may apply to every file of their partition (day 0).
+		{"v2 position deletes", 2, true, itable.WriteModeMergeOnRead, []int64{3}, []int{0, 0, 0, 1, 1, 1}, nil, []int{0, 1, 2}, 3, 0},
+		// A deletion vector names its data file.
+		{"v3 deletion vectors", 3, false, itable.WriteModeMergeOnRead, []int64{3, 45}, []int{0, 0, 0, 0, 0, 0}, nil, []int{0, 4}, 2, 0},
+		// The file of id 3 is rewritten by the other engine: its output
+		// has no Kafka ranges, and is left as it is.
+		{"copy-on-write", 2, false, itable.WriteModeCopyOnWrite, []int64{3}, []int{0, 0, 0, 0}, nil, nil, 0, 1},
+		// An equality delete applies to every older file of an
+		// unpartitioned table, and to none committed after it.
+		{"equality delete", 2, false, "equality", []int64{3}, []int{0, 0, 0}, []int{0, 0, 0}, []int{0, 1, 2}, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newDeleteEnv(t, tc.version, tc.byDay)
+			var files []string
+			for i, day := range tc.days {
+				files = append(files, e.commit(t, 10*int64(i), 10*int64(i)+9, day))
+			}
+			for _, id := range tc.deleted {
+				e.delete(t, tc.mode, id)
+			}
+			for i, day := range tc.after {
+				n := int64(len(tc.days) + i)
+				files = append(files, e.commit(t, 10*n, 10*n+9, day))
+			}
+			all := upTo(10 * int64(len(files)))
+			want := slices.DeleteFunc(slices.Clone(all), func(id int64) bool { return slices.Contains(tc.deleted, id) })
+			if got := e.ids(t); !slices.Equal(got, want) {
+				t.Fatalf("before the compaction the table reads %v, want %v", got, want)
+			}
+			deletes := e.deleteCount(t)
+
+			// The dry run's plan, then the run.
+			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, OlderThan: 0}
+			o.DryRun = true
+			plan, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.DryRun = false
+			rep, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []Report{plan, rep} {
+				if r.WithDeletes != tc.withDeletes || r.Foreign != tc.foreign {
+					t.Errorf("report: %d files left for deletes, %d foreign; want %d and %d", r.WithDeletes, r.Foreign, tc.withDeletes, tc.foreign)
+				}
+			}
+			if rep.Snapshot == 0 {
+				t.Fatal("nothing compacted")
+			}
+			live := e.live(t)
+			var compacted, free []string
+			for i, f := range files {
+				_, ok := live[f]
+				if tc.mode == itable.WriteModeCopyOnWrite && i == 0 {
+					// Replaced by the other engine's file, without id 3.
+					if ok {
+						t.Errorf("file 0 live after the copy-on-write delete")
+					}
+					continue
+				}
+				if ok != slices.Contains(tc.kept, i) {
+					t.Errorf("file %d (%s) live after the compaction: %v", i, path.Base(f), ok)
+				}
+			}
+			for loc, f := range live {
+				if f.Deletes == 0 {
+					free = append(free, loc)
+				}
+				if strings.HasPrefix(path.Base(loc), outputPrefix) {
+					compacted = append(compacted, loc)
+				}
+			}
+			if len(compacted) == 0 {
+				t.Error("no compacted file live")
+			}
+			if got := e.ids(t); !slices.Equal(got, want) {
+				t.Errorf("after the compaction the table reads %v, want %v", got, want)
+			}
+			if n := e.deleteCount(t); n != deletes {
+				t.Errorf("%d delete files after the compaction, %d before", n, deletes)
+			}
+			// The files without deletes hold every row of the table but
+			// those of the files with deletes, each once.
+			var inKept []int64
+			for _, i := range tc.kept {
+				if l, ok := live[files[i]]; ok && l.Deletes > 0 {
+					for id := 10 * int64(i); id < 10*int64(i)+10; id++ {
+						inKept = append(inKept, id)
+					}
+				}
+			}
+			wantFree := slices.DeleteFunc(slices.Clone(want), func(id int64) bool { return slices.Contains(inKept, id) })
+			db := duckdb.Start(t)
+			if got := duckIDs(t, db, free); got != joinIDs(wantFree) {
+				t.Errorf("DuckDB reads ids %s in the files without deletes, want %s", got, joinIDs(wantFree))
+			}
+		})
+	}
+}
+
+// TestCompactRacesDelete: another engine deletes a row of a file being
+// compacted while the merge runs. The run gives up without committing
+// (table.ErrRewriteDeletes), the delete stays, and the table holds no
+// deleted row; the next run leaves the file out and compacts the others.
+func TestCompactRacesDelete(t *testing.T) {
+	ctx := context.Background()
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			e := newDeleteEnv(t, version, true)
+			var files []string
+			for i, day := range []int{0, 0, 0, 1, 1, 1} {
+				files = append(files, e.commit(t, 10*int64(i), 10*int64(i)+9, day))
+			}
+			once := false
+			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, OlderThan: 0, Progress: func(Progress) {
+				if !once {
+					once = true
+					e.delete(t, itable.WriteModeMergeOnRead, 3)
+				}
+			}}
+			before := e.live(t)
+			_, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
+			if !errors.Is(err, table.ErrRewriteDeletes) || !strings.Contains(err.Error(), files[0]) {
+				t.Fatalf("the compaction: %v; want table.ErrRewriteDeletes naming %s", err, files[0])
+			}
+			after := e.live(t)
+			for loc := range before {
+				if _, ok := after[loc]; !ok {
+					t.Errorf("%s is no longer live after the refused compaction", loc)
+				}
+			}
+			want := slices.DeleteFunc(upTo(60), func(id int64) bool { return id == 3 })
+			if got := e.ids(t); !slices.Equal(got, want) {
+				t.Errorf("after the refused compaction the table reads %v, want %v", got, want)
+			}
+			if e.deleteCount(t) == 0 {
+				t.Error("the delete file is gone")
+			}
+
+			o.Progress = nil
+			rep, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
+			if err != nil || rep.Snapshot == 0 || rep.WithDeletes == 0 {
+				t.Fatalf("the next compaction: %+v, %v", rep, err)
+			}
+			after = e.live(t)
+			if _, ok := after[files[0]]; !ok {
+				t.Errorf("the file with the deleted row was compacted")
+			}
+			for _, f := range files[3:] {
+				if _, ok := after[f]; ok {
+					t.Errorf("%s, of day 1, was not compacted", path.Base(f))
+				}
+			}
+			if got := e.ids(t); !slices.Equal(got, want) {
+				t.Errorf("after the next compaction the table reads %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// upTo is 0..n-1.
+func upTo(n int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
