@@ -833,6 +833,11 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 // (records skipped or rejected).
 func (p *partition) tick(ctx context.Context, now time.Time) error {
 	defer p.report() // the records of a sample ended now
+	if p.table != nil {
+		if held, ok := p.table.rb.take(p.id); ok {
+			return p.restartFromTable(ctx, held)
+		}
+	}
 	if len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
 		if err := p.learn(ctx); err != nil {
 			return err

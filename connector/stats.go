@@ -29,7 +29,7 @@ type Stats struct {
 	tableCommits, tableConflicts, tableCommitErrors atomic.Int64
 	tableFilesAppended, tableFilesDropped           atomic.Int64
 	tablePendingFiles, tablePendingRecords          atomic.Int64
-	tableSchemaUpdates                              atomic.Int64
+	tableSchemaUpdates, tableRollbacks              atomic.Int64
 	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
@@ -135,6 +135,7 @@ type Snapshot struct {
 	// With a table section:
 	TableCommits        int64 // table commits that succeeded (one snapshot each, or none when the table held every file)
 	TableConflicts      int64 // table commits that lost the compare-and-swap and were tried again
+	TableRollbacks      int64 // table commits that found the table rolled back behind the sink
 	TableCommitErrors   int64 // table commits that failed (their files wait for the next one)
 	TableFilesAppended  int64 // files appended to a table
 	TableFilesDropped   int64 // files left out of a commit because the table already held their records
@@ -194,6 +195,7 @@ func (s *Stats) Snapshot() Snapshot {
 
 		TableCommits:        s.tableCommits.Load(),
 		TableConflicts:      s.tableConflicts.Load(),
+		TableRollbacks:      s.tableRollbacks.Load(),
 		TableCommitErrors:   s.tableCommitErrors.Load(),
 		TableFilesAppended:  s.tableFilesAppended.Load(),
 		TableFilesDropped:   s.tableFilesDropped.Load(),

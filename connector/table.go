@@ -78,6 +78,8 @@ type tableCommitter struct {
 	files []table.File
 	seen  map[string]bool // locations in files
 	parts map[int32]*pendingProgress
+
+	rb rollbacks
 }
 
 // pendingProgress is what one partition asks the next commit to record.
@@ -397,6 +399,11 @@ func (t *tables) commitAll(ctx context.Context) bool {
 // partition's progress after them. The Kafka commit of that progress
 // follows the table commit that holds them.
 func (tc *tableCommitter) add(ctx context.Context, partition int32, files []table.File, progress table.Progress, commit committer) {
+	if tc.rb.waiting(partition) {
+		// Read before the partition learnt that the table was rolled
+		// back: it reads these records again.
+		return
+	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for _, f := range files {
@@ -448,14 +455,19 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		state[table.Partition{Group: group, Topic: topic, Partition: id}] = pp.progress
 	}
 	start := time.Now()
-	res, err := tc.h.Commit(ctx, group, files, state)
+	res, err := tc.h.Commit(ctx, group, files, state, table.Seen(tc.rb.seen(group, topic, parts)))
 	st := s.stats
 	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
 	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
-	if err != nil {
+	var rb *table.RolledBackError
+	if errors.As(err, &rb) {
+		files, parts = tc.rolledBack(rb, files, parts)
+	} else if err != nil {
 		st.tableCommitErrors.Add(1)
 		tc.failErr.Store(&err)
 		tc.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	if err != nil {
 		// Keep everything for the next attempt, before what came since.
 		tc.mu.Lock()
 		seen := make(map[string]bool, len(files)+len(tc.files))
@@ -479,8 +491,12 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		}
 		tc.parts = parts
 		tc.mu.Unlock()
+		if rb != nil {
+			return nil // handled: the others commit with the next one
+		}
 		return err
 	}
+	tc.rb.committed(parts)
 	st.tableCommits.Add(1)
 	tc.failingSince.Store(0)
 	took := int64(time.Since(start))
@@ -544,6 +560,7 @@ func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, i
 		tc.stateCtx, tc.state = ctx, st
 	}
 	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
+	tc.rb.took(id, p)
 	if !ok {
 		return 0, nil, false, nil
 	}
