@@ -52,11 +52,20 @@ func (e *RolledBackError) Error() string {
 
 // rolledBack returns the partitions of seen of which cur, the table's
 // state now, holds less: an offset committed or a path's last offset
-// that went back.
+// that went back. A partition cur has no state of is not compared: a
+// table whose state is gone altogether (another engine's snapshots,
+// which carry none, with the ones that did expired) would otherwise send
+// every partition back to its first offset and into the table twice;
+// merging the committer's state back, as before Seen, is what keeps that
+// table exact. A rollback to before a partition's first commit goes
+// unnoticed.
 func rolledBack(cur, seen State) State {
 	var out State
 	for k, p := range seen {
-		c := cur[k]
+		c, ok := cur[k]
+		if !ok {
+			continue
+		}
 		less := c.Committed < p.Committed
 		for id, o := range p.Paths {
 			less = less || c.covered(id) < o
