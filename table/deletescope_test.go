@@ -263,14 +263,7 @@ func TestLiveWithDeletes(t *testing.T) {
 				t.Fatal(err)
 			}
 			loc := c.Location("events")
-			var files []File
-			for i := range int64(3) {
-				f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, dayOf)
-				files = append(files, f)
-				if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			files := commitEach(t, h, loc, 3, dayOf)
 			tc.delete(t, c, h)
 			want := slices.DeleteFunc(upTo(30), func(id int64) bool { return slices.Contains(tc.deleted, id) })
 			if got := scanIDs(t, e, h, 0); !slices.Equal(got, want) {
@@ -415,14 +408,7 @@ func TestRewriteRacesDelete(t *testing.T) {
 			loc := c.Location("events")
 			// Two files of day 0 (ids 0-9, 10-19) and two of day 1.
 			dayOf := func(o int64) int { return int(o / 20) }
-			var files []File
-			for i := range int64(4) {
-				f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, dayOf)
-				files = append(files, f)
-				if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			files := commitEach(t, h, loc, 4, dayOf)
 			live, _, err := h.Live(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -189,12 +189,7 @@ func TestExpireRetriesOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := c.Location("events")
-	for i := range int64(3) {
-		f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, sameDay)
-		if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commitEach(t, h, loc, 3, sameDay)
 	// A second member's handle appends while the first expires: the
 	// first's swap asserts the main branch it read and loses.
 	raceOnce(t, e, h, 0, 30, 39)
@@ -238,14 +233,7 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := c.Location("events")
-	var small []File
-	for i := range int64(4) {
-		f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, sameDay)
-		small = append(small, f)
-		if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	small := commitEach(t, h, loc, 4, sameDay)
 	merged := writeFile(t, h, loc+"/m", "events", 0, 0, 39, sameDay)
 	var remove []string
 	for _, f := range small {

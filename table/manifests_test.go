@@ -138,12 +138,7 @@ func TestRewriteManifestsRetriesOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := c.Location("events")
-	for i := range int64(4) {
-		f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, sameDay)
-		if _, err := h.Commit(ctx, "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commitEach(t, h, loc, 4, sameDay)
 	raceOnce(t, e, h, 0, 40, 49)
 	res, err := h.RewriteManifests(ctx, 1)
 	if err != nil {

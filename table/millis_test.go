@@ -3,10 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +16,6 @@ import (
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/writer"
 )
 
 // TestMillisTimestampColumn commits files whose payload timestamp is
@@ -180,26 +176,5 @@ func writeMillisFile(t *testing.T, h *Handle, loc string, first, last int64, at 
 			t.Fatal(err)
 		}
 	}
-	path := strings.TrimPrefix(loc, "file://") + fmt.Sprintf("/data/events+0+%020d.parquet", first)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	w, err := writer.New(out, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive.Range{Topic: "events", First: first, Last: last, Records: last - first + 1}.Footer(w.SetKeyValue)
-	if err := w.WriteRowGroup(g); err != nil {
-		t.Fatal(err)
-	}
-	md, err := w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return File{Location: "file://" + path, Size: w.Offset(), Footer: md, PathID: "p"}
+	return writeGroup(t, loc, g, archive.Range{Topic: "events", First: first, Last: last, Records: last - first + 1})
 }

@@ -123,7 +123,15 @@ func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, firs
 			t.Fatal(err)
 		}
 	}
-	path := strings.TrimPrefix(loc, "file://") + fmt.Sprintf("/data/%s+%d+%020d.parquet", topic, partition, first)
+	return writeGroup(t, loc, g, archive.Range{Topic: topic, Partition: partition, First: first, Last: last, Records: last - first + 1})
+}
+
+// writeGroup writes g, the records of Kafka range r, as the sink names
+// and writes a file in the table's data folder (loc/data), and returns
+// the File to commit.
+func writeGroup(t *testing.T, loc string, g *rowgroup.RowGroup, r archive.Range) File {
+	t.Helper()
+	path := strings.TrimPrefix(loc, "file://") + fmt.Sprintf("/data/%s+%d+%020d.parquet", r.Topic, r.Partition, r.First)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +140,11 @@ func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, firs
 		t.Fatal(err)
 	}
 	defer out.Close()
-	w, err := writer.New(out, s)
+	w, err := writer.New(out, g.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive.Range{Topic: topic, Partition: partition, First: first, Last: last, Records: last - first + 1}.Footer(w.SetKeyValue)
+	r.Footer(w.SetKeyValue)
 	if err := w.WriteRowGroup(g); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +156,22 @@ func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, firs
 }
 
 func sameDay(int64) int { return 0 }
+
+// commitEach writes n files of ten records of events[0], file i holding
+// offsets 10i to 10i+9 (writeFile, with dayOf), and commits each in a
+// snapshot of its own, as a sink does; it returns the files.
+func commitEach(t *testing.T, h *Handle, loc string, n int64, dayOf func(int64) int) []File {
+	t.Helper()
+	var files []File
+	for i := range n {
+		f := writeFile(t, h, loc, "events", 0, 10*i, 10*i+9, dayOf)
+		files = append(files, f)
+		if _, err := h.Commit(context.Background(), "g", []File{f}, State{{"g", "events", 0}: {Committed: 10*i + 10}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
 
 func TestCommitAndReadBack(t *testing.T) {
 	ctx := context.Background()
