@@ -146,18 +146,9 @@ func testAvroPartitioned(t *testing.T, compat string) {
 	produce(append(msgs[300:], poison[1]))
 	sink, stop := startSink(t, text)
 	env.waitRows(t, n, 2*time.Minute)
-	deadline := time.Now().Add(time.Minute)
-	for sink.Stats().Snapshot().Rejected < 1 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop()
+	waitRejected(t, sink, stop, 1)
 	truth := readTopic(t, broker.Brokers, env.topic, partitions)
-	byID := map[string]partEvent{} // by partition/offset
-	for id, p := range truth {
-		if e, ok := events[string(p.Key)]; ok {
-			byID[id] = e
-		}
-	}
+	byID := byOffset(truth, events)
 
 	// Both poison records are dead letters, with reason decode.
 	letters := readTopic(t, broker.Brokers, dlq, partitions)

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	itable "github.com/apache/iceberg-go/table"
 
+	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/testutil"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
@@ -100,6 +101,29 @@ func testPartitionTransforms(t *testing.T, name, jsonSchema string) {
 		{"country = IT and id < 600", iceberg.NewAnd(iceberg.EqualTo(iceberg.Reference("country"), "IT"), iceberg.LessThan(iceberg.Reference("id"), int64(600))),
 			func(e event) bool { return e.Country == "IT" && e.ID < 600 }},
 	})
+}
+
+// waitRejected waits up to a minute for the sink to have rejected n
+// records (dead letters counted as they are sent), and stops it.
+func waitRejected(t *testing.T, sink *connector.Sink, stop func(), n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for sink.Stats().Snapshot().Rejected < n && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+}
+
+// byOffset maps the records of truth (by "partition/offset") whose key
+// names one of events to that event.
+func byOffset[E any](truth map[string]produced, events map[string]E) map[string]E {
+	out := map[string]E{}
+	for id, p := range truth {
+		if e, ok := events[string(p.Key)]; ok {
+			out[id] = e
+		}
+	}
+	return out
 }
 
 // scanCase is one filtered scan of checkFilteredScans: its name, its

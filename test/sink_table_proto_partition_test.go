@@ -142,18 +142,9 @@ dead_letter:
 	produceValues(t, broker.Brokers, env.topic, values, poison)
 	sink, stop := startSink(t, text)
 	env.waitRows(t, n, 2*time.Minute)
-	deadline := time.Now().Add(time.Minute)
-	for sink.Stats().Snapshot().Rejected < 1 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop()
+	waitRejected(t, sink, stop, 1)
 	truth := readTopic(t, broker.Brokers, env.topic, partitions)
-	byID := map[string]protoEvent{}
-	for id, p := range truth {
-		if e, ok := events[string(p.Key)]; ok {
-			byID[id] = e
-		}
-	}
+	byID := byOffset(truth, events)
 	letters := readTopic(t, broker.Brokers, dlq, partitions)
 	if len(letters) != 1 {
 		t.Errorf("%d dead letters, want 1", len(letters))
