@@ -84,7 +84,11 @@ func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, 
 		if !ok || key == "" {
 			return "", nil, fmt.Errorf("table %s, snapshot %d: data file %s is not under store.url %s: replay reads a table's files from the config's store", snap.Table, snap.ID, f.Location, url)
 		}
-		files = append(files, source.Object{Key: key, Size: f.Size})
+		obj := source.Object{Key: key, Size: f.Size}
+		if f.Deleted != nil {
+			obj.Deleted = f.Deleted
+		}
+		files = append(files, obj)
 	}
 	return fmt.Sprintf("%s%s@%d", tableScheme, snap.Table, snap.ID), files, nil
 }

@@ -28,6 +28,8 @@ type fileRef struct {
 	// partition are one run, at the place of its ranges in the footer.
 	// Both are 0 for a file whose rows are all of the partition.
 	rowLo, rowHi int64
+	// deleted are the rows of the file its table deleted, or nil.
+	deleted Deletions
 }
 
 // partitionPlan is the files of one source partition, by first offset.
@@ -66,7 +68,7 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 			continue
 		}
 		r.stats.FilesListed.Add(1)
-		f := &fileRef{key: info.Key, size: info.Size}
+		f := &fileRef{key: info.Key, size: info.Size, deleted: r.deleted[info.Key]}
 		refs := []*fileRef{f}
 		k, ok := r.keys.Match(info.Key)
 		if ok && k.Topic == "" {

@@ -323,7 +323,13 @@ func (s *fileStream) peek(done int64) (bool, error) {
 			s.src, s.gi = nil, len(s.groups)
 			return false, nil
 		}
-		if s.rowBases[s.gi]+row < s.rowLo || off < from || off >= o.EndOffset || !o.keepTime(ts) {
+		skip := s.rowBases[s.gi]+row < s.rowLo || off < from || off >= o.EndOffset || !o.keepTime(ts)
+		if !skip && s.ref.deleted != nil && s.ref.deleted.Contains(s.rowBases[s.gi]+row) {
+			// The table deleted the row.
+			skip = true
+			s.r.stats.RecordsDeleted.Add(1)
+		}
+		if skip {
 			if err := s.src.skip(); err != nil {
 				return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
 			}

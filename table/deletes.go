@@ -1,0 +1,260 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
+)
+
+// Positions is a set of row positions of a data file (a row's index in
+// the file, from 0): the rows the table deleted from it.
+type Positions struct {
+	b *dv.RoaringPositionBitmap
+}
+
+// Contains says whether the row at position row is in the set.
+func (p *Positions) Contains(row int64) bool {
+	return row >= 0 && p.b.Contains(uint64(row))
+}
+
+// Len is the number of positions in the set.
+func (p *Positions) Len() int64 { return p.b.Cardinality() }
+
+// snapFile is a file of a snapshot (data or delete) with the data
+// sequence number its manifest entry gives it.
+type snapFile struct {
+	df  iceberg.DataFile
+	seq int64
+}
+
+// maxDeleteFileMemory bounds what reading one position delete file may
+// hold: its pages of file_path and pos.
+const maxDeleteFileMemory = 256 << 20
+
+// applyDeletes finds, by the Iceberg specification's rules of scan
+// planning, the rows that the delete files of a snapshot delete from its
+// data files, and returns them by data file location. A file no delete
+// applies to has no entry.
+//
+// A deletion vector (a Puffin blob, format version 3) applies to the data
+// file it references when that file's data sequence number is at most the
+// vector's and both are in the same partition (spec and values). A
+// position delete file applies to a data file when the file is the one it
+// references (if it references one), the data file's data sequence number
+// is at most the delete file's, both are in the same partition, and no
+// deletion vector applies to the data file (a vector holds every earlier
+// position delete of its file). The rows of a position delete file name
+// their data file: a row naming a file it does not apply to is not
+// applied. An equality delete file is refused (ErrDeleteFiles), naming it.
+func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID int64, data, deletes []snapFile) (map[string]*Positions, error) {
+	if len(deletes) == 0 {
+		return nil, nil
+	}
+	byPath := make(map[string]*snapFile, len(data))
+	for i := range data {
+		byPath[data[i].df.FilePath()] = &data[i]
+	}
+	// Deletion vectors first: a data file that has one takes no position
+	// delete file.
+	vectors := map[string]*snapFile{}
+	var positional []snapFile
+	for i := range deletes {
+		d := &deletes[i]
+		df := d.df
+		switch {
+		case df.ContentType() == iceberg.EntryContentEqDeletes:
+			return nil, fmt.Errorf("table %s, snapshot %d: %w: equality delete file %s (fields %v): replay applies position deletes and deletion vectors, not equality deletes; rewrite the table's deletes as position deletes (Spark's rewrite_position_delete_files, or a compaction that applies them) first",
+				what, snapID, ErrDeleteFiles, df.FilePath(), df.EqualityFieldIDs())
+		case df.ContentType() != iceberg.EntryContentPosDeletes:
+			return nil, fmt.Errorf("table %s, snapshot %d: %w: delete file %s has content %v, which replay does not know", what, snapID, ErrDeleteFiles, df.FilePath(), df.ContentType())
+		case df.FileFormat() == iceberg.PuffinFile:
+			ref := df.ReferencedDataFile()
+			if ref == nil {
+				return nil, fmt.Errorf("table %s, snapshot %d: deletion vector %s has no referenced_data_file, which the specification requires", what, snapID, df.FilePath())
+			}
+			target, ok := byPath[*ref]
+			if !ok || !deleteApplies(target, d, false) {
+				continue // its file is no longer live, or it does not apply
+			}
+			if prev, ok := vectors[*ref]; ok {
+				return nil, fmt.Errorf("table %s, snapshot %d: data file %s has two deletion vectors (in %s and %s); the specification allows one", what, snapID, *ref, prev.df.FilePath(), df.FilePath())
+			}
+			vectors[*ref] = d
+		case df.FileFormat() == iceberg.ParquetFile:
+			positional = append(positional, *d)
+		default:
+			return nil, fmt.Errorf("table %s, snapshot %d: %w: position delete file %s is %s; replay reads Parquet position delete files and Puffin deletion vectors", what, snapID, ErrDeleteFiles, df.FilePath(), df.FileFormat())
+		}
+	}
+	out := map[string]*Positions{}
+	for path, d := range vectors {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := dv.ReadDV(fsys, d.df)
+		if err != nil {
+			return nil, fmt.Errorf("table %s, snapshot %d: deletion vector of %s in %s: %w", what, snapID, path, d.df.FilePath(), err)
+		}
+		out[path] = &Positions{b: b}
+	}
+	for i := range positional {
+		d := &positional[i]
+		// The data files this delete file may delete rows of.
+		targets := map[string]*dv.RoaringPositionBitmap{}
+		consider := func(f *snapFile) {
+			path := f.df.FilePath()
+			if _, ok := vectors[path]; ok || !deleteApplies(f, d, true) {
+				return
+			}
+			p := out[path]
+			if p == nil {
+				p = &Positions{b: dv.NewRoaringPositionBitmap()}
+			}
+			targets[path] = p.b
+		}
+		if ref := d.df.ReferencedDataFile(); ref != nil {
+			if f, ok := byPath[*ref]; ok {
+				consider(f)
+			}
+		} else {
+			for j := range data {
+				consider(&data[j])
+			}
+		}
+		if len(targets) == 0 {
+			continue
+		}
+		if err := readPositionDeletes(ctx, fsys, d.df, targets); err != nil {
+			return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), err)
+		}
+		for path, b := range targets {
+			if out[path] == nil && !b.IsEmpty() {
+				out[path] = &Positions{b: b}
+			}
+		}
+	}
+	for path, p := range out {
+		if p.b.IsEmpty() {
+			delete(out, path)
+		}
+	}
+	return out, nil
+}
+
+// deleteApplies says whether delete file d may apply to data file f by
+// their data sequence numbers and partitions, and, when positional, by
+// the data file d references, if it references one.
+func deleteApplies(f, d *snapFile, positional bool) bool {
+	if positional {
+		if ref := d.df.ReferencedDataFile(); ref != nil && *ref != f.df.FilePath() {
+			return false
+		}
+	}
+	return f.seq <= d.seq && samePartition(f.df, d.df)
+}
+
+// samePartition says whether two files are in the same partition: the
+// same spec and equal values.
+func samePartition(a, b iceberg.DataFile) bool {
+	if a.SpecID() != b.SpecID() {
+		return false
+	}
+	pa, pb := a.Partition(), b.Partition()
+	if len(pa) != len(pb) {
+		return false
+	}
+	for k, va := range pa {
+		vb, ok := pb[k]
+		if !ok || !reflect.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+// Field ids of a position delete file's columns, which the specification
+// reserves.
+const (
+	posDeleteFilePathID = 2147483546
+	posDeletePosID      = 2147483545
+)
+
+// readPositionDeletes reads a Parquet position delete file and adds each
+// (file_path, pos) row whose file is in targets to that file's set.
+func readPositionDeletes(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, targets map[string]*dv.RoaringPositionBitmap) error {
+	file, err := fsys.Open(df.FilePath())
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	f, err := reader.Open(file, st.Size(), reader.MaxMemory(maxDeleteFileMemory))
+	if err != nil {
+		return err
+	}
+	sch := f.Schema()
+	pathLeaf, posLeaf := sch.Leaf("file_path"), sch.Leaf("pos")
+	switch {
+	case pathLeaf == nil || posLeaf == nil:
+		return fmt.Errorf("no file_path or pos column (field ids %d, %d): not a position delete file", posDeleteFilePathID, posDeletePosID)
+	case pathLeaf.Physical != meta.TypeByteArray || pathLeaf.MaxRep != 0:
+		return fmt.Errorf("column file_path is %s, want a string", pathLeaf.TypeName())
+	case posLeaf.Physical != meta.TypeInt64 || posLeaf.MaxRep != 0:
+		return fmt.Errorf("column pos is %s, want a long", posLeaf.TypeName())
+	}
+	var row int64
+	for g := range f.Metadata().RowGroups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cur, err := f.ColumnCursors(g, []int{pathLeaf.Column, posLeaf.Column})
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", g, err)
+		}
+		err = func() error {
+			defer cur[0].Release()
+			defer cur[1].Release()
+			paths, poss := cur[0], cur[1]
+			for !paths.EOF() {
+				if poss.EOF() {
+					return fmt.Errorf("row %d: columns file_path and pos have different lengths", row)
+				}
+				if !paths.HasValue() || !poss.HasValue() {
+					return fmt.Errorf("row %d: file_path or pos is null", row)
+				}
+				if b, ok := targets[string(paths.Bytes())]; ok {
+					pos := poss.Int64()
+					if pos < 0 {
+						return fmt.Errorf("row %d: position %d is negative", row, pos)
+					}
+					b.Set(uint64(pos))
+				}
+				if err := paths.Advance(); err != nil {
+					return err
+				}
+				if err := poss.Advance(); err != nil {
+					return err
+				}
+				row++
+			}
+			if !poss.EOF() {
+				return fmt.Errorf("row %d: columns file_path and pos have different lengths", row)
+			}
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", g, err)
+		}
+	}
+	return nil
+}
