@@ -48,11 +48,18 @@ const maxDeleteFileMemory = 256 << 20
 // vector's and both are in the same partition (spec and values). A
 // position delete file applies to a data file when the file is the one it
 // references (if it references one), the data file's data sequence number
-// is at most the delete file's, both are in the same partition, and no
-// deletion vector applies to the data file (a vector holds every earlier
-// position delete of its file). The rows of a position delete file name
-// their data file: a row naming a file it does not apply to is not
-// applied. An equality delete file is refused (ErrDeleteFiles), naming it.
+// is at most the delete file's, and both are in the same partition. The
+// rows of a position delete file name their data file: a row naming a
+// file it does not apply to is not applied. An equality delete file is
+// refused (ErrDeleteFiles), naming it.
+//
+// The specification also says that a data file with a deletion vector
+// takes no position delete file, because the vector, when written, must
+// hold every position those files delete. Here both are applied: on a
+// table that keeps that rule the result is the same, and on one whose
+// writer did not (iceberg-go v0.7.0, deleting with vectors in a table
+// upgraded from format version 2, writes a vector without the file's
+// earlier position deletes) no row that was deleted comes back.
 func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID int64, data, deletes []snapFile) (map[string]*Positions, error) {
 	if len(deletes) == 0 {
 		return nil, nil
@@ -61,8 +68,8 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 	for i := range data {
 		byPath[data[i].df.FilePath()] = &data[i]
 	}
-	// Deletion vectors first: a data file that has one takes no position
-	// delete file.
+	// Deletion vectors first: they are read whole, position delete files
+	// add to them.
 	vectors := map[string]*snapFile{}
 	var positional []snapFile
 	for i := range deletes {
@@ -70,7 +77,7 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 		df := d.df
 		switch {
 		case df.ContentType() == iceberg.EntryContentEqDeletes:
-			return nil, fmt.Errorf("table %s, snapshot %d: %w: equality delete file %s (fields %v): replay applies position deletes and deletion vectors, not equality deletes; rewrite the table's deletes as position deletes (Spark's rewrite_position_delete_files, or a compaction that applies them) first",
+			return nil, fmt.Errorf("table %s, snapshot %d: %w: equality delete file %s (fields %v): replay applies position deletes and deletion vectors, not equality deletes; rewrite the data files it applies to with their deletes applied first (Spark's rewrite_data_files with delete-file-threshold=1)",
 				what, snapID, ErrDeleteFiles, df.FilePath(), df.EqualityFieldIDs())
 		case df.ContentType() != iceberg.EntryContentPosDeletes:
 			return nil, fmt.Errorf("table %s, snapshot %d: %w: delete file %s has content %v, which replay does not know", what, snapID, ErrDeleteFiles, df.FilePath(), df.ContentType())
@@ -109,13 +116,14 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 		// The data files this delete file may delete rows of.
 		targets := map[string]*dv.RoaringPositionBitmap{}
 		consider := func(f *snapFile) {
-			path := f.df.FilePath()
-			if _, ok := vectors[path]; ok || !deleteApplies(f, d, true) {
+			if !deleteApplies(f, d, true) {
 				return
 			}
+			path := f.df.FilePath()
 			p := out[path]
 			if p == nil {
 				p = &Positions{b: dv.NewRoaringPositionBitmap()}
+				out[path] = p
 			}
 			targets[path] = p.b
 		}
@@ -133,11 +141,6 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 		}
 		if err := readPositionDeletes(ctx, fsys, d.df, targets); err != nil {
 			return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), err)
-		}
-		for path, b := range targets {
-			if out[path] == nil && !b.IsEmpty() {
-				out[path] = &Positions{b: b}
-			}
 		}
 	}
 	for path, p := range out {

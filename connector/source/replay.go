@@ -51,6 +51,9 @@ type Stats struct {
 	// RowGroupsByRows counts the row groups read through reader.Rows
 	// rather than column by column.
 	RowGroupsByRows atomic.Int64
+	// EnvelopesRead counts the files of a table without the sink's footer
+	// metadata, placed by reading their _kafka columns while planning.
+	EnvelopesRead atomic.Int64
 	// BytesDone is the size of the planned files read to the end.
 	BytesDone atomic.Int64
 	// RecordsDeleted counts the records passed over because their table
