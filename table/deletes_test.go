@@ -1,0 +1,254 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
+)
+
+// posRow is one row of a position delete file.
+type posRow struct {
+	path string
+	pos  int64
+}
+
+// writePosDeletes writes a position delete file (file_path, pos) with
+// pqsink's writer and returns its path.
+func writePosDeletes(t *testing.T, dir, name string, rows []posRow) string {
+	t.Helper()
+	msg, err := schema.Parse(`message delete { required binary file_path (STRING) = 2147483546; required int64 pos = 2147483545; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := rowgroup.New(msg)
+	payload, err := rowgroup.NewJSONShredder(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := writer.New(&out, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := b.Append(fmt.Appendf(nil, `{"file_path":%q,"pos":%d}`, r.path, r.pos), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestApplyDeletes checks, on delete files written to a directory, the
+// scan planning rules of the Iceberg specification that say which data
+// files a delete applies to: a position delete file's rows apply to the
+// files they name that are live, in the delete file's partition (spec and
+// values), with a data sequence number at most the delete file's, and
+// the one it references if it references one; a deletion vector applies
+// to the file it references under the same rules; equality deletes, and
+// delete files of other formats, are refused naming the file.
+func TestApplyDeletes(t *testing.T) {
+	dir := t.TempDir()
+	fsys := icebergio.LocalFS{}
+	spec0 := iceberg.NewPartitionSpecID(0, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "day", Transform: iceberg.IdentityTransform{}})
+	spec1 := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1001, Name: "day", Transform: iceberg.IdentityTransform{}})
+	file := func(spec iceberg.PartitionSpec, content iceberg.ManifestEntryContent, path string, format iceberg.FileFormat, part map[int]any, seq int64, edit func(*iceberg.DataFileBuilder)) snapFile {
+		t.Helper()
+		b, err := iceberg.NewDataFileBuilder(spec, content, path, format, part, nil, nil, 100, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(b)
+		}
+		return snapFile{df: b.Build(), seq: seq}
+	}
+	day := func(d int32) map[int]any { return map[int]any{1000: d} }
+	data := func(name string, part map[int]any, seq int64) snapFile {
+		return file(spec0, iceberg.EntryContentData, filepath.Join(dir, name), iceberg.ParquetFile, part, seq, nil)
+	}
+	a, b, c, d := data("a.parquet", day(5), 2), data("b.parquet", day(6), 2), data("c.parquet", day(5), 5), data("d.parquet", day(5), 1)
+	other := file(spec1, iceberg.EntryContentData, filepath.Join(dir, "e.parquet"), iceberg.ParquetFile, map[int]any{1001: int32(5)}, 1, nil)
+	live := []snapFile{a, b, c, d, other}
+	path := func(f snapFile) string { return f.df.FilePath() }
+
+	// Every data file named, at positions 1 and 3, and a file that is not
+	// live.
+	var everyone []posRow
+	for _, f := range live {
+		everyone = append(everyone, posRow{path(f), 1}, posRow{path(f), 3})
+	}
+	everyone = append(everyone, posRow{filepath.Join(dir, "gone.parquet"), 2})
+	posFile := func(name string, spec iceberg.PartitionSpec, part map[int]any, seq int64, rows []posRow, edit func(*iceberg.DataFileBuilder)) snapFile {
+		return file(spec, iceberg.EntryContentPosDeletes, writePosDeletes(t, dir, name, rows), iceberg.ParquetFile, part, seq, edit)
+	}
+	// dvFile writes a deletion vector of positions for data file f and
+	// returns its entry, with data sequence number seq.
+	dvFile := func(name string, f snapFile, seq int64, positions ...int64) snapFile {
+		t.Helper()
+		w := dv.NewDVWriter(fsys, func(int32) *iceberg.PartitionSpec { return &spec0 })
+		if err := w.Add(path(f), positions, f.df.SpecID(), f.df.Partition()); err != nil {
+			t.Fatal(err)
+		}
+		files, err := w.Flush(context.Background(), filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 1 {
+			t.Fatalf("the deletion vector writer made %d entries", len(files))
+		}
+		df := files[0]
+		b, err := iceberg.NewDataFileBuilder(spec0, iceberg.EntryContentPosDeletes, df.FilePath(), iceberg.PuffinFile, df.Partition(), nil, nil, df.Count(), df.FileSizeBytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.ReferencedDataFile(path(f)).ContentOffset(*df.ContentOffset()).ContentSizeInBytes(*df.ContentSizeInBytes())
+		return snapFile{df: b.Build(), seq: seq}
+	}
+
+	tests := []struct {
+		name    string
+		deletes []snapFile
+		want    map[string][]int64 // by data file name
+		err     string
+	}{
+		{"position deletes of one partition", []snapFile{posFile("p1.parquet", spec0, day(5), 3, everyone, nil)},
+			// b: another partition; c: a later sequence number; e: another spec.
+			map[string][]int64{"a.parquet": {1, 3}, "d.parquet": {1, 3}}, ""},
+		{"the same sequence number applies", []snapFile{posFile("p2.parquet", spec0, day(5), 5, everyone, nil)},
+			map[string][]int64{"a.parquet": {1, 3}, "c.parquet": {1, 3}, "d.parquet": {1, 3}}, ""},
+		{"a referenced data file", []snapFile{posFile("p3.parquet", spec0, day(5), 9, everyone, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path(d)) })},
+			map[string][]int64{"d.parquet": {1, 3}}, ""},
+		{"a referenced data file that is not live", []snapFile{posFile("p4.parquet", spec0, day(5), 9, everyone, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(filepath.Join(dir, "gone.parquet")) })},
+			map[string][]int64{}, ""},
+		{"another spec", []snapFile{posFile("p5.parquet", spec1, map[int]any{1001: int32(5)}, 9, everyone, nil)},
+			map[string][]int64{"e.parquet": {1, 3}}, ""},
+		{"files of two partitions add up", []snapFile{
+			posFile("p6.parquet", spec0, day(6), 2, []posRow{{path(b), 7}, {path(a), 8}}, nil),
+			posFile("p7.parquet", spec0, day(6), 3, []posRow{{path(b), 0}, {path(b), 7}}, nil),
+		}, map[string][]int64{"b.parquet": {0, 7}}, ""},
+		{"a deletion vector", []snapFile{dvFile("v1.puffin", a, 3, 0, 9, 1<<33)},
+			map[string][]int64{"a.parquet": {0, 9, 1 << 33}}, ""},
+		{"a deletion vector older than its file", []snapFile{dvFile("v2.puffin", c, 4, 0, 9)},
+			map[string][]int64{}, ""},
+		{"a deletion vector beside position deletes", []snapFile{
+			dvFile("v3.puffin", a, 4, 0, 9),
+			posFile("p8.parquet", spec0, day(5), 3, []posRow{{path(a), 9}, {path(a), 10}, {path(d), 2}}, nil),
+		}, map[string][]int64{"a.parquet": {0, 9, 10}, "d.parquet": {2}}, ""},
+		{"two deletion vectors of one file", []snapFile{dvFile("v4.puffin", a, 3, 1), dvFile("v5.puffin", a, 4, 2)},
+			nil, "has two deletion vectors"},
+		{"equality deletes", []snapFile{file(spec0, iceberg.EntryContentEqDeletes, filepath.Join(dir, "eq.parquet"), iceberg.ParquetFile, day(5), 3,
+			func(b *iceberg.DataFileBuilder) { b.EqualityFieldIDs([]int{1}) })},
+			nil, "equality delete file " + filepath.Join(dir, "eq.parquet")},
+		{"position deletes in Avro", []snapFile{file(spec0, iceberg.EntryContentPosDeletes, filepath.Join(dir, "p.avro"), iceberg.AvroFile, day(5), 3, nil)},
+			nil, "position delete file " + filepath.Join(dir, "p.avro") + " is AVRO"},
+		{"not a position delete file", []snapFile{file(spec0, iceberg.EntryContentPosDeletes, writeNotDeletes(t, dir), iceberg.ParquetFile, day(5), 3, nil)},
+			nil, "no file_path or pos column"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := applyDeletes(context.Background(), fsys, "kafka.t", 7, live, tc.deletes)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("applyDeletes: %v, want an error saying %q", err, tc.err)
+				}
+				if strings.Contains(tc.name, "equality") && !errors.Is(err, ErrDeleteFiles) {
+					t.Errorf("the error does not wrap ErrDeleteFiles: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotByName := map[string][]int64{}
+			for p, set := range got {
+				var rows []int64
+				for pos := range set.b.Positions() {
+					rows = append(rows, int64(pos))
+				}
+				gotByName[filepath.Base(p)] = rows
+				for _, r := range rows {
+					if !set.Contains(r) {
+						t.Errorf("%s: Contains(%d) is false", p, r)
+					}
+				}
+				if set.Contains(-1) || set.Contains(1<<40) || set.Len() != int64(len(rows)) {
+					t.Errorf("%s: Contains or Len wrong", p)
+				}
+			}
+			if len(gotByName) != len(tc.want) {
+				t.Errorf("deletes apply to %v, want %v", gotByName, tc.want)
+			}
+			for name, want := range tc.want {
+				if !slices.Equal(gotByName[name], want) {
+					t.Errorf("%s: deleted %v, want %v", name, gotByName[name], want)
+				}
+			}
+		})
+	}
+}
+
+// writeNotDeletes writes a Parquet file that is not a position delete
+// file and returns its path.
+func writeNotDeletes(t *testing.T, dir string) string {
+	t.Helper()
+	msg, err := schema.Parse(`message other { required int64 id; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := rowgroup.New(msg)
+	payload, err := rowgroup.NewJSONShredder(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append([]byte(`{"id":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := writer.New(&out, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "other.parquet")
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
