@@ -13,9 +13,11 @@ import (
 
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
 	itable "github.com/apache/iceberg-go/table"
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/internal/testutil/minio"
 )
 
 // TestReplayTableDeletes archives a topic into a table with the sink, then
@@ -28,8 +30,19 @@ import (
 // those snapshots produces exactly the records the snapshot still holds,
 // in offset order per partition, each with its key, headers, timestamp
 // and value bytes. A snapshot with an equality delete file is refused,
-// naming the file, and produces nothing.
+// naming the file, and produces nothing. On a file:// warehouse and on
+// MinIO.
 func TestReplayTableDeletes(t *testing.T) {
+	for _, s3 := range []bool{false, true} {
+		name := "file"
+		if s3 {
+			name = "s3"
+		}
+		t.Run(name, func(t *testing.T) { testReplayTableDeletes(t, s3) })
+	}
+}
+
+func testReplayTableDeletes(t *testing.T, s3 bool) {
 	const partitions, n = 3, 900
 	topic := "gdpr"
 	targets := []string{"after-pos", "after-cow", "after-dv", "errors"}
@@ -37,7 +50,15 @@ func TestReplayTableDeletes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := sinkConfig{brokers: broker.Brokers, group: "g-replay-deletes", topic: topic, format: "json",
 		envelope: true, records: 100, interval: "500ms", noPath: true, storeURL: "file://" + filepath.Join(dir, "warehouse")}
-	props := iceberg.Properties{"warehouse": cfg.storeURL}
+	props := iceberg.Properties{}
+	if s3 {
+		srv := minio.Start(t)
+		cfg.storeURL = fmt.Sprintf("s3://%s/warehouse", srv.NewBucket(t))
+		cfg.s3 = &s3Target{endpoint: srv.Endpoint, region: srv.Region, access: srv.AccessKey, secret: srv.SecretKey}
+		props = iceberg.Properties{icebergio.S3EndpointURL: srv.Endpoint, icebergio.S3Region: srv.Region,
+			icebergio.S3AccessKeyID: srv.AccessKey, icebergio.S3SecretAccessKey: srv.SecretKey, icebergio.S3ForceVirtualAddressing: "false"}
+	}
+	props["warehouse"] = cfg.storeURL
 	uri := "sqlite://" + filepath.Join(dir, "catalog.db")
 	cfg.extra = fmt.Sprintf(`table:
   format: iceberg
