@@ -6,6 +6,9 @@ import (
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/schema/jsonschema"
+	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // Paths of the envelope leaves that place a file without the sink's
@@ -103,4 +106,51 @@ func scanEnvelope(cur []*reader.ColumnCursor, out []filePartition, seen map[file
 		return out, row, fmt.Errorf("%w: the envelope columns have different lengths at row %d", reader.ErrCorrupt, row)
 	}
 	return out, row, nil
+}
+
+// checkRewritten refuses the planned files that were placed by their
+// envelope columns when the sink's own files of the replay keep their
+// records' schema in the footer (Avro, Protobuf, JSON Schema): those are
+// produced in the registry's wire format, and a rewritten file, which has
+// lost that footer, would be produced as JSON beside them. One of the
+// sink's files is opened to tell.
+func (r *Replayer) checkRewritten(ctx context.Context, parts []*partitionPlan) error {
+	var rewritten, own *fileRef
+	for _, p := range parts {
+		for _, f := range p.files {
+			switch {
+			case f.scanned && rewritten == nil:
+				rewritten = f
+			case !f.scanned && own == nil:
+				own = f
+			}
+		}
+	}
+	if rewritten == nil || own == nil {
+		return nil
+	}
+	file, closeFile, err := r.open(ctx, own.key)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	md := file.Metadata()
+	var kind, key string
+	for _, e := range md.KeyValueMetadata {
+		switch {
+		case e.Value == nil:
+		case e.Key == avro.MetadataKey:
+			kind, key = "Avro", e.Key
+		case e.Key == jsonschema.MetadataKey && kind == "":
+			kind, key = "JSON Schema", e.Key
+		}
+	}
+	if protoFooter(md) != nil {
+		kind, key = "Protobuf", protobuf.MessageKey
+	}
+	if kind == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: another engine rewrote it without the sink's footer metadata, so its records would be produced as JSON, while the sink's files of the table hold %s records (%s in the footer of %s), produced in the registry's wire format; replay refuses to mix the two in the target topic",
+		rewritten.key, ErrNotPqsink, kind, key, own.key)
 }

@@ -148,6 +148,9 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		return out[i].partition < out[j].partition
 	})
+	if err := r.checkRewritten(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
