@@ -110,7 +110,15 @@ func replayFromTable(ctx context.Context, cfg *config.Config, opts *source.Optio
 	if err != nil {
 		return err
 	}
-	log.Info("replaying a table's snapshot", "table", strings.Join(ref.ident, "."), "snapshot", name, "files", len(files), "store", cfg.Store.URL)
+	var withDeletes, deleted int64
+	for _, f := range files {
+		if f.Deleted != nil {
+			withDeletes++
+			deleted += f.Deleted.Len()
+		}
+	}
+	log.Info("replaying a table's snapshot", "table", strings.Join(ref.ident, "."), "snapshot", name, "files", len(files),
+		"files_with_deletes", withDeletes, "deleted_rows", deleted, "store", cfg.Store.URL)
 	opts.From, opts.StoreURL, opts.Files = name, cfg.Store.URL, files
 	opts.PathTemplate, opts.PathTimezone = tablePathTemplate, nil
 	return nil
