@@ -50,8 +50,8 @@ const maxDeleteFileMemory = 256 << 20
 // references (if it references one), the data file's data sequence number
 // is at most the delete file's, and both are in the same partition. The
 // rows of a position delete file name their data file: a row naming a
-// file it does not apply to is not applied. An equality delete file is
-// refused (ErrDeleteFiles), naming it.
+// file it does not apply to is not applied. Equality delete files are
+// applied by applyEqualityDeletes. specs resolves a partition spec id.
 //
 // The specification also says that a data file with a deletion vector
 // takes no position delete file, because the vector, when written, must
@@ -60,7 +60,7 @@ const maxDeleteFileMemory = 256 << 20
 // writer did not (iceberg-go v0.7.0, deleting with vectors in a table
 // upgraded from format version 2, writes a vector without the file's
 // earlier position deletes) no row that was deleted comes back.
-func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID int64, data, deletes []snapFile) (map[string]*Positions, error) {
+func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *iceberg.PartitionSpec, what string, snapID int64, data, deletes []snapFile) (map[string]*Positions, error) {
 	if len(deletes) == 0 {
 		return nil, nil
 	}
@@ -71,14 +71,13 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 	// Deletion vectors first: they are read whole, position delete files
 	// add to them.
 	vectors := map[string]*snapFile{}
-	var positional []snapFile
+	var positional, equality []snapFile
 	for i := range deletes {
 		d := &deletes[i]
 		df := d.df
 		switch {
 		case df.ContentType() == iceberg.EntryContentEqDeletes:
-			return nil, fmt.Errorf("table %s, snapshot %d: %w: equality delete file %s (fields %v): replay applies position deletes and deletion vectors, not equality deletes; rewrite the data files it applies to with their deletes applied first (Spark's rewrite_data_files with delete-file-threshold=1)",
-				what, snapID, ErrDeleteFiles, df.FilePath(), df.EqualityFieldIDs())
+			equality = append(equality, *d)
 		case df.ContentType() != iceberg.EntryContentPosDeletes:
 			return nil, fmt.Errorf("table %s, snapshot %d: %w: delete file %s has content %v, which replay does not know", what, snapID, ErrDeleteFiles, df.FilePath(), df.ContentType())
 		case df.FileFormat() == iceberg.PuffinFile:
@@ -142,6 +141,9 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, what string, snapID in
 		if err := readPositionDeletes(ctx, fsys, d.df, targets); err != nil {
 			return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), err)
 		}
+	}
+	if err := applyEqualityDeletes(ctx, fsys, specs, data, equality, out); err != nil {
+		return nil, fmt.Errorf("table %s, snapshot %d: %w", what, snapID, err)
 	}
 	for path, p := range out {
 		if p.b.IsEmpty() {

@@ -72,8 +72,8 @@ func writePosDeletes(t *testing.T, dir, name string, rows []posRow) string {
 // files they name that are live, in the delete file's partition (spec and
 // values), with a data sequence number at most the delete file's, and
 // the one it references if it references one; a deletion vector applies
-// to the file it references under the same rules; equality deletes, and
-// delete files of other formats, are refused naming the file.
+// to the file it references under the same rules; delete files of other
+// formats are refused naming the file.
 func TestApplyDeletes(t *testing.T) {
 	dir := t.TempDir()
 	fsys := icebergio.LocalFS{}
@@ -164,9 +164,9 @@ func TestApplyDeletes(t *testing.T) {
 		}, map[string][]int64{"a.parquet": {0, 9, 10}, "d.parquet": {2}}, ""},
 		{"two deletion vectors of one file", []snapFile{dvFile("v4.puffin", a, 3, 1), dvFile("v5.puffin", a, 4, 2)},
 			nil, "has two deletion vectors"},
-		{"equality deletes", []snapFile{file(spec0, iceberg.EntryContentEqDeletes, filepath.Join(dir, "eq.parquet"), iceberg.ParquetFile, day(5), 3,
+		{"equality deletes in Avro", []snapFile{file(spec0, iceberg.EntryContentEqDeletes, filepath.Join(dir, "eq.avro"), iceberg.AvroFile, day(5), 3,
 			func(b *iceberg.DataFileBuilder) { b.EqualityFieldIDs([]int{1}) })},
-			nil, "equality delete file " + filepath.Join(dir, "eq.parquet")},
+			nil, "equality delete file " + filepath.Join(dir, "eq.avro") + ": the snapshot has delete files: it is AVRO"},
 		{"position deletes in Avro", []snapFile{file(spec0, iceberg.EntryContentPosDeletes, filepath.Join(dir, "p.avro"), iceberg.AvroFile, day(5), 3, nil)},
 			nil, "position delete file " + filepath.Join(dir, "p.avro") + " is AVRO"},
 		{"not a position delete file", []snapFile{file(spec0, iceberg.EntryContentPosDeletes, writeNotDeletes(t, dir), iceberg.ParquetFile, day(5), 3, nil)},
@@ -174,12 +174,15 @@ func TestApplyDeletes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := applyDeletes(context.Background(), fsys, "kafka.t", 7, live, tc.deletes)
+			specs := func(id int32) *iceberg.PartitionSpec {
+				return map[int32]*iceberg.PartitionSpec{0: &spec0, 1: &spec1}[id]
+			}
+			got, err := applyDeletes(context.Background(), fsys, specs, "kafka.t", 7, live, tc.deletes)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("applyDeletes: %v, want an error saying %q", err, tc.err)
 				}
-				if strings.Contains(tc.name, "equality") && !errors.Is(err, ErrDeleteFiles) {
+				if strings.Contains(tc.name, "Avro") && !errors.Is(err, ErrDeleteFiles) {
 					t.Errorf("the error does not wrap ErrDeleteFiles: %v", err)
 				}
 				return

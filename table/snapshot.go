@@ -24,8 +24,8 @@ var ErrNoSuchSnapshot = errors.New("no such snapshot")
 // ErrDeleteFiles is wrapped by the error of an operation on a snapshot
 // whose delete files it cannot take into account. pqsink writes no delete
 // file; another engine's deletes or updates do. Catalog.Snapshot applies
-// position delete files and deletion vectors (DataFile.Deleted), and
-// wraps it for equality delete files and delete files of other formats.
+// position delete files, deletion vectors and equality delete files
+// (DataFile.Deleted), and wraps it for delete files of other formats.
 var ErrDeleteFiles = errors.New("the snapshot has delete files")
 
 // Snapshot is one snapshot of a table and the data files it holds.
@@ -55,8 +55,7 @@ type DataFile struct {
 	// Records is the number of records the manifest says it holds.
 	Records int64
 	// Deleted are the positions of the rows of the file that the
-	// snapshot's position delete files and deletion vectors delete, or
-	// nil when none do.
+	// snapshot's delete files delete, or nil when none do.
 	Deleted *Positions
 }
 
@@ -115,7 +114,8 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 			data = append(data, snapFile{df: df, seq: e.SequenceNum()})
 		}
 	}
-	deleted, err := applyDeletes(ctx, fsys, what, snap.SnapshotID, data, deletes)
+	specs := func(id int32) *iceberg.PartitionSpec { return tbl.Metadata().PartitionSpecByID(int(id)) }
+	deleted, err := applyDeletes(ctx, fsys, specs, what, snap.SnapshotID, data, deletes)
 	if err != nil {
 		return nil, err
 	}

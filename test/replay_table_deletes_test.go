@@ -1,7 +1,9 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +20,9 @@ import (
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/minio"
+	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/writer"
 )
 
 // TestReplayTableDeletes archives a topic into a table with the sink, then
@@ -29,9 +34,11 @@ import (
 // vectors. `pqsink replay --from iceberg:kafka.TOPIC@SNAPSHOT` at each of
 // those snapshots produces exactly the records the snapshot still holds,
 // in offset order per partition, each with its key, headers, timestamp
-// and value bytes. A snapshot with an equality delete file is refused,
-// naming the file, and produces nothing. On a file:// warehouse and on
-// MinIO.
+// and value bytes. Then an equality delete file erases every record of a
+// few keys, in every partition (a null key is not an empty one), and the
+// replay of that snapshot leaves them out too; one whose column is not of
+// its field's type is refused, naming the file, and produces nothing. On a file://
+// warehouse and on MinIO.
 func TestReplayTableDeletes(t *testing.T) {
 	for _, s3 := range []bool{false, true} {
 		name := "file"
@@ -45,7 +52,7 @@ func TestReplayTableDeletes(t *testing.T) {
 func testReplayTableDeletes(t *testing.T, s3 bool) {
 	const partitions, n = 3, 900
 	topic := "gdpr"
-	targets := []string{"after-pos", "after-cow", "after-dv", "errors"}
+	targets := []string{"after-pos", "after-cow", "after-dv", "after-eq", "errors"}
 	broker := kafkatest.Start(t, partitions, append([]string{topic}, targets...)...)
 	dir := t.TempDir()
 	cfg := sinkConfig{brokers: broker.Brokers, group: "g-replay-deletes", topic: topic, format: "json",
@@ -219,26 +226,46 @@ func testReplayTableDeletes(t *testing.T, s3 bool) {
 	}
 	check(dvSnap, "after-dv")
 
-	// An equality delete is refused, naming its file.
-	eqFile := addEqualityDelete(t, load())
+	// Equality deletes, as a GDPR erasure by key writes them: every
+	// record with key k1, k22 or k301, or with an empty key (not a null
+	// one), in any partition.
+	erased := map[string]bool{"k1": true, "k22": true, "k301": true, "": true}
+	for id, r := range want {
+		if r.Key != nil && erased[string(r.Key)] {
+			delete(want, id)
+		}
+	}
+	var keys []string
+	for k := range erased {
+		keys = append(keys, fmt.Sprintf(`{"kafka":{"key":%q}}`, base64.StdEncoding.EncodeToString([]byte(k))))
+	}
+	eqSnap, _ := addEqualityDelete(t, load(), "_kafka.key", "binary", keys...)
+	check(eqSnap, "after-eq")
+
+	// An equality delete file whose column is not of its field's type (a
+	// long written as bytes) is refused, naming it, before anything is
+	// produced.
+	_, eqFile := addEqualityDelete(t, load(), "_kafka.offset", "binary", `{"kafka":{"offset":"AAAA"}}`)
 	out, err := replay("iceberg:kafka."+topic, "errors")
 	var exit *exec.ExitError
-	t.Logf("replay of a snapshot with an equality delete: %s", lastLine(out))
-	if !errors.As(err, &exit) || !strings.Contains(out, "equality delete file") || !strings.Contains(out, eqFile) {
-		t.Errorf("replay of a snapshot with an equality delete: %v, want a refusal naming %s:\n%s", err, eqFile, out)
+	t.Logf("replay of a snapshot with a bad equality delete: %s", lastLine(out))
+	if !errors.As(err, &exit) || !strings.Contains(out, "equality delete file "+eqFile) || !strings.Contains(out, "is INT64 in the data file") {
+		t.Errorf("replay of a snapshot with a bad equality delete: %v, want a refusal naming %s:\n%s", err, eqFile, out)
 	}
 	if got := readTopic(t, broker.Brokers, "errors", partitions); len(got) != 0 {
 		t.Errorf("the refused replay produced %d records", len(got))
 	}
 }
 
-// addEqualityDelete commits to tbl an equality delete file on
-// _kafka.offset, in the partition of the table's first data file, and
-// returns its location. iceberg-go's equality delete writer wants the
-// partition's source columns beside the key, which here sit in the
-// _kafka struct, so the entry is built by hand, with no file behind it:
-// replay refuses it from the manifest, before its file would be read.
-func addEqualityDelete(t *testing.T, tbl *itable.Table) string {
+// addEqualityDelete commits to tbl an equality delete file on the field
+// at path (a top-level field, or one of the _kafka struct) of Parquet
+// type typ, with rows (JSON objects of the field), in the partition of
+// the table's first data file, and returns the new snapshot's id and the
+// file's location. iceberg-go's equality delete writer wants the
+// partition's source column beside the key, and that column is in the
+// _kafka struct, so the file is written with pqsink's writer and its
+// entry built with iceberg-go's DataFileBuilder.
+func addEqualityDelete(t *testing.T, tbl *itable.Table, path, typ string, rows ...string) (int64, string) {
 	t.Helper()
 	ctx := context.Background()
 	fsys, err := tbl.FS(ctx)
@@ -260,22 +287,62 @@ func addEqualityDelete(t *testing.T, tbl *itable.Table) string {
 			}
 		}
 	}
-	field, ok := tbl.Schema().FindFieldByName("_kafka.offset")
+	field, ok := tbl.Schema().FindFieldByName(path)
 	if !ok {
-		t.Fatal("the table has no _kafka.offset")
+		t.Fatalf("the table has no %s", path)
 	}
-	loc := tbl.Location() + "/data/eq-delete-00001.parquet"
-	b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentEqDeletes, loc, iceberg.ParquetFile,
-		partition, nil, nil, 1, 100)
+	leaf := fmt.Sprintf("optional %s %s = %d;", typ, path[strings.LastIndexByte(path, '.')+1:], field.ID)
+	if parent, _, ok := strings.Cut(path, "."); ok {
+		// pqsink's JSON shredder keeps the name _kafka for the envelope;
+		// Iceberg finds columns by field id, which the group keeps.
+		pf, _ := tbl.Schema().FindFieldByName(parent)
+		leaf = fmt.Sprintf("optional group %s = %d { %s }", strings.TrimPrefix(parent, "_"), pf.ID, leaf)
+	}
+	msg, err := schema.Parse("message eq { " + leaf + " }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := rowgroup.New(msg)
+	payload, err := rowgroup.NewJSONShredder(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := b.Append([]byte(r), nil); err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+	}
+	var buf bytes.Buffer
+	w, err := writer.New(&buf, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRowGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loc := fmt.Sprintf("%s/data/eq-delete-%d.parquet", tbl.Location(), field.ID)
+	if err := fsys.(icebergio.WriteFileIO).WriteFile(loc, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentEqDeletes, loc, iceberg.ParquetFile,
+		partition, nil, nil, int64(len(rows)), int64(buf.Len()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.NewRowDelta(nil).AddDeletes(b.EqualityFieldIDs([]int{field.ID}).Build()).Commit(ctx); err != nil {
+	if err := tx.NewRowDelta(nil).AddDeletes(db.EqualityFieldIDs([]int{field.ID}).Build()).Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	tbl, err = tx.Commit(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return loc
+	return tbl.CurrentSnapshot().SnapshotID, loc
 }
