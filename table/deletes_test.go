@@ -28,7 +28,7 @@ type posRow struct {
 
 // writePosDeletes writes a position delete file (file_path, pos) with
 // pqsink's writer and returns its path.
-func writePosDeletes(t *testing.T, dir, name string, rows []posRow) string {
+func writePosDeletes(t testing.TB, dir, name string, rows []posRow) string {
 	t.Helper()
 	msg, err := schema.Parse(`message delete { required binary file_path (STRING) = 2147483546; required int64 pos = 2147483545; }`)
 	if err != nil {

@@ -21,6 +21,11 @@ import (
 // stay under a GiB.
 const maxEqualityKeys = 10_000_000
 
+// maxRows bounds the rows a data file may say it has when an equality
+// delete deletes them all at once (a bitmap of the whole range): 2^32,
+// more than any Parquet writer puts in one file.
+const maxRows = 1 << 32
+
 // applyEqualityDeletes adds to out the positions of the rows of the data
 // files that the equality delete files eq delete: a row whose values of a
 // delete file's equality fields equal those of one of its rows (a null
@@ -301,9 +306,14 @@ func matchEqualityKeys(ctx context.Context, fsys icebergio.IO, df iceberg.DataFi
 	if !slices.ContainsFunc(leaves, func(l *schema.Node) bool { return l != nil }) {
 		// Every field is null in the file: one key for every row.
 		key := make([]byte, len(ids))
-		if _, ok := keys[string(key)]; ok {
-			deleted.SetRange(0, uint64(f.NumRows()))
+		if _, ok := keys[string(key)]; !ok {
+			return nil
 		}
+		if n := f.NumRows(); n < 0 || n > maxRows {
+			// A bitmap of so many positions would take a long time.
+			return fmt.Errorf("%w: the file says it has %d rows", reader.ErrCorrupt, n)
+		}
+		deleted.SetRange(0, uint64(f.NumRows()))
 		return nil
 	}
 	var key []byte

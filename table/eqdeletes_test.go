@@ -19,7 +19,7 @@ import (
 
 // writeJSONRows writes rows (JSON objects) under the message schema text
 // with pqsink's writer, into dir/name, and returns the path.
-func writeJSONRows(t *testing.T, dir, name, schemaText string, rows ...string) string {
+func writeJSONRows(t testing.TB, dir, name, schemaText string, rows ...string) string {
 	t.Helper()
 	msg, err := schema.Parse(schemaText)
 	if err != nil {
