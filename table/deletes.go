@@ -50,7 +50,11 @@ const maxDeleteFileMemory = 256 << 20
 // references (if it references one), the data file's data sequence number
 // is at most the delete file's, and both are in the same partition. The
 // rows of a position delete file name their data file: a row naming a
-// file it does not apply to is not applied. Equality delete files are
+// file that is not live, or was added after the delete, is not applied.
+// A position delete or deletion vector that names a live data file of
+// another partition, which the specification would not apply, is refused
+// as inconsistent metadata: not applying it could bring back rows an
+// engine meant to delete. Equality delete files are
 // applied by applyEqualityDeletes. specs resolves a partition spec id.
 //
 // The specification also says that a data file with a deletion vector
@@ -86,7 +90,10 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 				return nil, fmt.Errorf("table %s, snapshot %d: deletion vector %s has no referenced_data_file, which the specification requires", what, snapID, df.FilePath())
 			}
 			target, ok := byPath[*ref]
-			if !ok || !deleteApplies(target, d, false) {
+			if ok && target.seq <= d.seq && !samePartition(target.df, d.df) {
+				return nil, fmt.Errorf("table %s, snapshot %d: deletion vector %s: %w", what, snapID, df.FilePath(), otherPartition(d, target))
+			}
+			if !ok || !deleteApplies(target, d) {
 				continue // its file is no longer live, or it does not apply
 			}
 			if prev, ok := vectors[*ref]; ok {
@@ -112,33 +119,35 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 	}
 	for i := range positional {
 		d := &positional[i]
-		// The data files this delete file may delete rows of.
-		targets := map[string]*dv.RoaringPositionBitmap{}
-		consider := func(f *snapFile) {
-			if !deleteApplies(f, d, true) {
-				return
+		ref := d.df.ReferencedDataFile()
+		if ref != nil {
+			f, ok := byPath[*ref]
+			if !ok || f.seq > d.seq {
+				continue // its file is no longer live, or it does not apply
 			}
-			path := f.df.FilePath()
-			p := out[path]
+			if !samePartition(f.df, d.df) {
+				return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), otherPartition(d, f))
+			}
+		}
+		// Each row names its data file: it deletes a row of it when the
+		// delete file applies to it.
+		apply := func(path []byte, pos int64) error {
+			f, ok := byPath[string(path)]
+			switch {
+			case !ok || f.seq > d.seq || ref != nil && *ref != f.df.FilePath():
+				return nil // not live, or added after the delete
+			case !samePartition(f.df, d.df):
+				return otherPartition(d, f)
+			}
+			p := out[f.df.FilePath()]
 			if p == nil {
 				p = &Positions{b: dv.NewRoaringPositionBitmap()}
-				out[path] = p
+				out[f.df.FilePath()] = p
 			}
-			targets[path] = p.b
+			p.b.Set(uint64(pos))
+			return nil
 		}
-		if ref := d.df.ReferencedDataFile(); ref != nil {
-			if f, ok := byPath[*ref]; ok {
-				consider(f)
-			}
-		} else {
-			for j := range data {
-				consider(&data[j])
-			}
-		}
-		if len(targets) == 0 {
-			continue
-		}
-		if err := readPositionDeletes(ctx, fsys, d.df, targets); err != nil {
+		if err := readPositionDeletes(ctx, fsys, d.df, apply); err != nil {
 			return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), err)
 		}
 	}
@@ -153,15 +162,18 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 	return out, nil
 }
 
-// deleteApplies says whether delete file d may apply to data file f by
-// their data sequence numbers and partitions, and, when positional, by
-// the data file d references, if it references one.
-func deleteApplies(f, d *snapFile, positional bool) bool {
-	if positional {
-		if ref := d.df.ReferencedDataFile(); ref != nil && *ref != f.df.FilePath() {
-			return false
-		}
-	}
+// otherPartition is the error of a delete d that names a live data file
+// f of another partition than its own: the specification does not apply
+// it, and not applying it would bring back rows that an engine meant to
+// delete, so the table's metadata is taken as inconsistent.
+func otherPartition(d, f *snapFile) error {
+	return fmt.Errorf("it deletes rows of data file %s, which is in another partition (spec %d %v, the delete's spec %d %v): the table's metadata is inconsistent, and replay refuses rather than bring deleted rows back or delete others",
+		f.df.FilePath(), f.df.SpecID(), f.df.Partition(), d.df.SpecID(), d.df.Partition())
+}
+
+// deleteApplies says whether a position delete or deletion vector d may
+// apply to data file f by their data sequence numbers and partitions.
+func deleteApplies(f, d *snapFile) bool {
 	return f.seq <= d.seq && samePartition(f.df, d.df)
 }
 
@@ -191,9 +203,10 @@ const (
 	posDeletePosID      = 2147483545
 )
 
-// readPositionDeletes reads a Parquet position delete file and adds each
-// (file_path, pos) row whose file is in targets to that file's set.
-func readPositionDeletes(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, targets map[string]*dv.RoaringPositionBitmap) error {
+// readPositionDeletes reads a Parquet position delete file and calls
+// apply with each of its (file_path, pos) rows; path is valid during the
+// call only.
+func readPositionDeletes(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, apply func(path []byte, pos int64) error) error {
 	file, err := fsys.Open(df.FilePath())
 	if err != nil {
 		return err
@@ -237,12 +250,10 @@ func readPositionDeletes(ctx context.Context, fsys icebergio.IO, df iceberg.Data
 				if !paths.HasValue() || !poss.HasValue() {
 					return fmt.Errorf("row %d: file_path or pos is null", row)
 				}
-				if b, ok := targets[string(paths.Bytes())]; ok {
-					pos := poss.Int64()
-					if pos < 0 {
-						return fmt.Errorf("row %d: position %d is negative", row, pos)
-					}
-					b.Set(uint64(pos))
+				if pos := poss.Int64(); pos < 0 {
+					return fmt.Errorf("row %d: position %d is negative", row, pos)
+				} else if err := apply(paths.Bytes(), pos); err != nil {
+					return fmt.Errorf("row %d: %w", row, err)
 				}
 				if err := paths.Advance(); err != nil {
 					return err

@@ -76,8 +76,7 @@ func FuzzDeleteFiles(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		targets := map[string]*dv.RoaringPositionBitmap{"a": dv.NewRoaringPositionBitmap()}
-		_ = readPositionDeletes(ctx, fsys, b.Build(), targets)
+		_ = readPositionDeletes(ctx, fsys, b.Build(), func([]byte, int64) error { return nil })
 		keys := map[string]struct{}{"\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01x": {}}
 		_, _ = readEqualityKeys(ctx, fsys, b.Build(), []int{1, 2}, keys)
 		_ = matchEqualityKeys(ctx, fsys, b.Build(), []int{1, 2}, types, keys, dv.NewRoaringPositionBitmap())

@@ -99,19 +99,19 @@ func TestApplyDeletes(t *testing.T) {
 	live := []snapFile{a, b, c, d, other}
 	path := func(f snapFile) string { return f.df.FilePath() }
 
-	// Every data file named, at positions 1 and 3, and a file that is not
-	// live.
-	var everyone []posRow
-	for _, f := range live {
-		everyone = append(everyone, posRow{path(f), 1}, posRow{path(f), 3})
+	// Every data file of day 5 in spec 0 named, at positions 1 and 3, and
+	// a file that is not live.
+	var day5 []posRow
+	for _, f := range []snapFile{a, c, d} {
+		day5 = append(day5, posRow{path(f), 1}, posRow{path(f), 3})
 	}
-	everyone = append(everyone, posRow{filepath.Join(dir, "gone.parquet"), 2})
+	day5 = append(day5, posRow{filepath.Join(dir, "gone.parquet"), 2})
 	posFile := func(name string, spec iceberg.PartitionSpec, part map[int]any, seq int64, rows []posRow, edit func(*iceberg.DataFileBuilder)) snapFile {
 		return file(spec, iceberg.EntryContentPosDeletes, writePosDeletes(t, dir, name, rows), iceberg.ParquetFile, part, seq, edit)
 	}
-	// dvFile writes a deletion vector of positions for data file f and
-	// returns its entry, with data sequence number seq.
-	dvFile := func(name string, f snapFile, seq int64, positions ...int64) snapFile {
+	// dvFileIn writes a deletion vector of positions for data file f and
+	// returns its entry, in partition part with data sequence number seq.
+	dvFileIn := func(name string, f snapFile, part map[int]any, seq int64, positions ...int64) snapFile {
 		t.Helper()
 		w := dv.NewDVWriter(fsys, func(int32) *iceberg.PartitionSpec { return &spec0 })
 		if err := w.Add(path(f), positions, f.df.SpecID(), f.df.Partition()); err != nil {
@@ -125,12 +125,15 @@ func TestApplyDeletes(t *testing.T) {
 			t.Fatalf("the deletion vector writer made %d entries", len(files))
 		}
 		df := files[0]
-		b, err := iceberg.NewDataFileBuilder(spec0, iceberg.EntryContentPosDeletes, df.FilePath(), iceberg.PuffinFile, df.Partition(), nil, nil, df.Count(), df.FileSizeBytes())
+		b, err := iceberg.NewDataFileBuilder(spec0, iceberg.EntryContentPosDeletes, df.FilePath(), iceberg.PuffinFile, part, nil, nil, df.Count(), df.FileSizeBytes())
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.ReferencedDataFile(path(f)).ContentOffset(*df.ContentOffset()).ContentSizeInBytes(*df.ContentSizeInBytes())
 		return snapFile{df: b.Build(), seq: seq}
+	}
+	dvFile := func(name string, f snapFile, seq int64, positions ...int64) snapFile {
+		return dvFileIn(name, f, f.df.Partition(), seq, positions...)
 	}
 
 	tests := []struct {
@@ -139,21 +142,33 @@ func TestApplyDeletes(t *testing.T) {
 		want    map[string][]int64 // by data file name
 		err     string
 	}{
-		{"position deletes of one partition", []snapFile{posFile("p1.parquet", spec0, day(5), 3, everyone, nil)},
-			// b: another partition; c: a later sequence number; e: another spec.
+		{"position deletes of one partition", []snapFile{posFile("p1.parquet", spec0, day(5), 3, day5, nil)},
+			// c: a later sequence number; gone: not live.
 			map[string][]int64{"a.parquet": {1, 3}, "d.parquet": {1, 3}}, ""},
-		{"the same sequence number applies", []snapFile{posFile("p2.parquet", spec0, day(5), 5, everyone, nil)},
+		{"the same sequence number applies", []snapFile{posFile("p2.parquet", spec0, day(5), 5, day5, nil)},
 			map[string][]int64{"a.parquet": {1, 3}, "c.parquet": {1, 3}, "d.parquet": {1, 3}}, ""},
-		{"a referenced data file", []snapFile{posFile("p3.parquet", spec0, day(5), 9, everyone, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path(d)) })},
+		{"a referenced data file", []snapFile{posFile("p3.parquet", spec0, day(5), 9, day5, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path(d)) })},
 			map[string][]int64{"d.parquet": {1, 3}}, ""},
-		{"a referenced data file that is not live", []snapFile{posFile("p4.parquet", spec0, day(5), 9, everyone, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(filepath.Join(dir, "gone.parquet")) })},
+		{"a referenced data file that is not live", []snapFile{posFile("p4.parquet", spec0, day(5), 9, day5, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(filepath.Join(dir, "gone.parquet")) })},
 			map[string][]int64{}, ""},
-		{"another spec", []snapFile{posFile("p5.parquet", spec1, map[int]any{1001: int32(5)}, 9, everyone, nil)},
+		{"a referenced data file added after the delete", []snapFile{posFile("p9.parquet", spec0, day(5), 4, day5, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path(c)) })},
+			map[string][]int64{}, ""},
+		{"another spec", []snapFile{posFile("p5.parquet", spec1, map[int]any{1001: int32(5)}, 9, []posRow{{path(other), 1}, {path(other), 3}}, nil)},
 			map[string][]int64{"e.parquet": {1, 3}}, ""},
-		{"files of two partitions add up", []snapFile{
-			posFile("p6.parquet", spec0, day(6), 2, []posRow{{path(b), 7}, {path(a), 8}}, nil),
+		{"files of one partition add up", []snapFile{
+			posFile("p6.parquet", spec0, day(6), 2, []posRow{{path(b), 7}, {path(b), 9}}, nil),
 			posFile("p7.parquet", spec0, day(6), 3, []posRow{{path(b), 0}, {path(b), 7}}, nil),
-		}, map[string][]int64{"b.parquet": {0, 7}}, ""},
+		}, map[string][]int64{"b.parquet": {0, 7, 9}}, ""},
+		{"a row naming a file of another partition", []snapFile{posFile("p10.parquet", spec0, day(6), 3, []posRow{{path(b), 1}, {path(a), 1}}, nil)},
+			nil, "position delete file " + filepath.Join(dir, "p10.parquet") + ": row group 0: row 1: it deletes rows of data file " + path(a) + ", which is in another partition"},
+		{"a row naming a file of another spec", []snapFile{posFile("p11.parquet", spec0, day(5), 3, []posRow{{path(other), 1}}, nil)},
+			nil, "which is in another partition (spec 1 map[1001:5], the delete's spec 0 map[1000:5])"},
+		{"a referenced data file of another partition", []snapFile{posFile("p12.parquet", spec0, day(6), 3, nil, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path(a)) })},
+			nil, "position delete file " + filepath.Join(dir, "p12.parquet") + ": it deletes rows of data file " + path(a) + ", which is in another partition"},
+		{"a row naming a file of another partition added after the delete", []snapFile{posFile("p13.parquet", spec0, day(6), 3, []posRow{{path(b), 1}, {path(c), 1}}, nil)},
+			map[string][]int64{"b.parquet": {1}}, ""},
+		{"a deletion vector of another partition", []snapFile{dvFileIn("v6.puffin", a, day(6), 3, 1)},
+			nil, "deletion vector " + filepath.Join(dir, "v6.puffin") + ": it deletes rows of data file " + path(a) + ", which is in another partition"},
 		{"a deletion vector", []snapFile{dvFile("v1.puffin", a, 3, 0, 9, 1<<33)},
 			map[string][]int64{"a.parquet": {0, 9, 1 << 33}}, ""},
 		{"a deletion vector older than its file", []snapFile{dvFile("v2.puffin", c, 4, 0, 9)},
