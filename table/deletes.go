@@ -54,8 +54,8 @@ const maxDeleteFileMemory = 256 << 20
 // A position delete or deletion vector that names a live data file of
 // another partition, which the specification would not apply, is refused
 // as inconsistent metadata: not applying it could bring back rows an
-// engine meant to delete. Equality delete files are
-// applied by applyEqualityDeletes. specs resolves a partition spec id.
+// engine meant to delete. Equality delete files are applied by
+// applyEqualityDeletes. specs resolves a partition spec id.
 //
 // The specification also says that a data file with a deletion vector
 // takes no position delete file, because the vector, when written, must
