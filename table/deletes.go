@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/apache/iceberg-go"
@@ -90,7 +91,7 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 				return nil, fmt.Errorf("table %s, snapshot %d: deletion vector %s has no referenced_data_file, which the specification requires", what, snapID, df.FilePath())
 			}
 			target, ok := byPath[*ref]
-			if ok && target.seq <= d.seq && !samePartition(target.df, d.df) {
+			if ok && target.seq <= d.seq && !inPartitionOf(target.df, d.df) {
 				return nil, fmt.Errorf("table %s, snapshot %d: deletion vector %s: %w", what, snapID, df.FilePath(), otherPartition(d, target))
 			}
 			if !ok || !deleteApplies(target, d) {
@@ -125,7 +126,7 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 			if !ok || f.seq > d.seq {
 				continue // its file is no longer live, or it does not apply
 			}
-			if !samePartition(f.df, d.df) {
+			if !inPartitionOf(f.df, d.df) {
 				return nil, fmt.Errorf("table %s, snapshot %d: position delete file %s: %w", what, snapID, d.df.FilePath(), otherPartition(d, f))
 			}
 		}
@@ -136,7 +137,7 @@ func applyDeletes(ctx context.Context, fsys icebergio.IO, specs func(int32) *ice
 			switch {
 			case !ok || f.seq > d.seq || ref != nil && *ref != f.df.FilePath():
 				return nil // not live, or added after the delete
-			case !samePartition(f.df, d.df):
+			case !inPartitionOf(f.df, d.df):
 				return otherPartition(d, f)
 			}
 			p := out[f.df.FilePath()]
@@ -174,12 +175,12 @@ func otherPartition(d, f *snapFile) error {
 // deleteApplies says whether a position delete or deletion vector d may
 // apply to data file f by their data sequence numbers and partitions.
 func deleteApplies(f, d *snapFile) bool {
-	return f.seq <= d.seq && samePartition(f.df, d.df)
+	return f.seq <= d.seq && inPartitionOf(f.df, d.df)
 }
 
-// samePartition says whether two files are in the same partition: the
-// same spec and equal values.
-func samePartition(a, b iceberg.DataFile) bool {
+// inPartitionOf says whether two files are in the same partition: the
+// same spec and equal values (partitionValue).
+func inPartitionOf(a, b iceberg.DataFile) bool {
 	if a.SpecID() != b.SpecID() {
 		return false
 	}
@@ -189,11 +190,35 @@ func samePartition(a, b iceberg.DataFile) bool {
 	}
 	for k, va := range pa {
 		vb, ok := pb[k]
-		if !ok || !reflect.DeepEqual(va, vb) {
+		if !ok || !reflect.DeepEqual(partitionValue(va), partitionValue(vb)) {
 			return false
 		}
 	}
 	return true
+}
+
+// partitionValue is a value of a partition tuple in a form that compares
+// by value, whichever Go type the manifest's decoder gave it: integers
+// (iceberg.Date and the other named integer types among them) as int64,
+// floating-point numbers as float64, byte strings as strings.
+func partitionValue(v any) any {
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return r.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := r.Uint(); u <= math.MaxInt64 {
+			return int64(u)
+		}
+	case reflect.Float32, reflect.Float64:
+		return r.Float()
+	case reflect.String:
+		return r.String()
+	case reflect.Slice:
+		if r.Type().Elem().Kind() == reflect.Uint8 {
+			return string(r.Bytes())
+		}
+	}
+	return v
 }
 
 // Field ids of a position delete file's columns, which the specification

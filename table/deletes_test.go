@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -269,4 +270,29 @@ func writeNotDeletes(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestPartitionValue: values of a partition tuple compare by value,
+// whichever Go type holds them.
+func TestPartitionValue(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		same bool
+	}{
+		{int32(5), int64(5), true},
+		{iceberg.Date(19000), int32(19000), true},
+		{iceberg.Timestamp(7), int64(7), true},
+		{int32(5), int32(6), false},
+		{float32(1.5), 1.5, true},
+		{"x", []byte("x"), true},
+		{"x", "y", false},
+		{nil, nil, true},
+		{nil, int32(0), false},
+		{uint64(1 << 63), int64(-1 << 63), false},
+		{true, true, true},
+	} {
+		if got := reflect.DeepEqual(partitionValue(tc.a), partitionValue(tc.b)); got != tc.same {
+			t.Errorf("%T %v and %T %v: same %v, want %v", tc.a, tc.a, tc.b, tc.b, got, tc.same)
+		}
+	}
 }

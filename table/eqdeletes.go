@@ -47,7 +47,7 @@ func applyEqualityDeletes(ctx context.Context, fsys icebergio.IO, specs func(int
 		var deletes []*snapFile
 		for j := range eq {
 			d := &eq[j]
-			if f.seq < d.seq && (samePartition(f.df, d.df) || unpartitioned(specs, d.df.SpecID())) {
+			if f.seq < d.seq && (inPartitionOf(f.df, d.df) || unpartitioned(specs, d.df.SpecID())) {
 				deletes = append(deletes, d)
 			}
 		}
