@@ -21,10 +21,11 @@ var ErrNoSuchTable = errors.New("no such table")
 // snapshot the table does not have (or a table with no snapshot yet).
 var ErrNoSuchSnapshot = errors.New("no such snapshot")
 
-// ErrDeleteFiles is wrapped by the error of Catalog.Snapshot for a
-// snapshot that holds delete files: its data files alone do not say which
-// rows are in the table. pqsink writes none; another engine's deletes or
-// updates do.
+// ErrDeleteFiles is wrapped by the error of an operation on a snapshot
+// whose delete files it cannot take into account. pqsink writes no delete
+// file; another engine's deletes or updates do. Catalog.Snapshot applies
+// position delete files, deletion vectors and equality delete files
+// (DataFile.Deleted), and wraps it for delete files of other formats.
 var ErrDeleteFiles = errors.New("the snapshot has delete files")
 
 // Snapshot is one snapshot of a table and the data files it holds.
@@ -53,11 +54,15 @@ type DataFile struct {
 	Size int64
 	// Records is the number of records the manifest says it holds.
 	Records int64
+	// Deleted are the positions of the rows of the file that the
+	// snapshot's delete files delete, or nil when none do.
+	Deleted *Positions
 }
 
 // Snapshot reads the data files of snapshot id of the table ident (its
 // namespace levels, then its name), or of the table's current snapshot
-// when id is 0. It only reads: the table is not created, and the
+// when id is 0, with the rows its delete files delete from each
+// (applyDeletes). It only reads: the table is not created, and the
 // configured namespace and partition spec play no part. The error wraps
 // ErrNoSuchTable, ErrNoSuchSnapshot or ErrDeleteFiles when it is one of
 // those.
@@ -92,23 +97,31 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 	if err != nil {
 		return nil, fmt.Errorf("table %s, snapshot %d: reading its manifest list: %w", what, snap.SnapshotID, err)
 	}
+	var data, deletes []snapFile
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			return nil, fmt.Errorf("table %s, snapshot %d: %w (manifest %s): replay reads data files whole, and would produce rows that were deleted", what, snap.SnapshotID, ErrDeleteFiles, m.FilePath())
-		}
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
 				return nil, fmt.Errorf("table %s, snapshot %d: reading manifest %s: %w", what, snap.SnapshotID, m.FilePath(), err)
 			}
 			df := e.DataFile()
 			if df.ContentType() != iceberg.EntryContentData {
-				return nil, fmt.Errorf("table %s, snapshot %d: %w (%s in manifest %s): replay reads data files whole, and would produce rows that were deleted", what, snap.SnapshotID, ErrDeleteFiles, df.FilePath(), m.FilePath())
+				deletes = append(deletes, snapFile{df: df, seq: e.SequenceNum()})
+				continue
 			}
 			if df.FileFormat() != iceberg.ParquetFile {
 				return nil, fmt.Errorf("table %s, snapshot %d: data file %s is %s, not Parquet", what, snap.SnapshotID, df.FilePath(), df.FileFormat())
 			}
-			out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()})
+			data = append(data, snapFile{df: df, seq: e.SequenceNum()})
 		}
+	}
+	specs := func(id int32) *iceberg.PartitionSpec { return tbl.Metadata().PartitionSpecByID(int(id)) }
+	deleted, err := applyDeletes(ctx, fsys, specs, what, snap.SnapshotID, data, deletes)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range data {
+		df := f.df
+		out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count(), Deleted: deleted[df.FilePath()]})
 	}
 	slices.SortFunc(out.Files, func(a, b DataFile) int { return strings.Compare(a.Location, b.Location) })
 	return out, nil

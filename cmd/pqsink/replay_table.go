@@ -84,7 +84,11 @@ func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, 
 		if !ok || key == "" {
 			return "", nil, fmt.Errorf("table %s, snapshot %d: data file %s is not under store.url %s: replay reads a table's files from the config's store", snap.Table, snap.ID, f.Location, url)
 		}
-		files = append(files, source.Object{Key: key, Size: f.Size})
+		obj := source.Object{Key: key, Size: f.Size}
+		if f.Deleted != nil {
+			obj.Deleted = f.Deleted
+		}
+		files = append(files, obj)
 	}
 	return fmt.Sprintf("%s%s@%d", tableScheme, snap.Table, snap.ID), files, nil
 }
@@ -106,7 +110,15 @@ func replayFromTable(ctx context.Context, cfg *config.Config, opts *source.Optio
 	if err != nil {
 		return err
 	}
-	log.Info("replaying a table's snapshot", "table", strings.Join(ref.ident, "."), "snapshot", name, "files", len(files), "store", cfg.Store.URL)
+	var withDeletes, deleted int64
+	for _, f := range files {
+		if f.Deleted != nil {
+			withDeletes++
+			deleted += f.Deleted.Len()
+		}
+	}
+	log.Info("replaying a table's snapshot", "table", strings.Join(ref.ident, "."), "snapshot", name, "files", len(files),
+		"files_with_deletes", withDeletes, "deleted_rows", deleted, "store", cfg.Store.URL)
 	opts.From, opts.StoreURL, opts.Files = name, cfg.Store.URL, files
 	opts.PathTemplate, opts.PathTimezone = tablePathTemplate, nil
 	return nil

@@ -64,6 +64,14 @@ func writeFile(t testing.TB, dir, key string, recs []srcRecord, rowGroup int, op
 // each record's value its JSON.
 func writeFileWith(t testing.TB, dir, key, schemaText string, recs []srcRecord, rowGroup int, opts ...writer.Option) {
 	t.Helper()
+	writeRecords(t, dir, key, schemaText, recs, rowGroup, true, opts...)
+}
+
+// writeRecords is writeFileWith, with the pqsink.kafka.* footer metadata
+// when footer is set: without it, the file is as another engine that
+// rewrote the sink's file would write it.
+func writeRecords(t testing.TB, dir, key, schemaText string, recs []srcRecord, rowGroup int, footer bool, opts ...writer.Option) {
+	t.Helper()
 	msg, err := schema.Parse(schemaText)
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +109,13 @@ func writeFileWith(t testing.TB, dir, key, schemaText string, recs []srcRecord, 
 			g.Reset()
 		}
 	}
-	w.SetKeyValue(archive.FooterTopic, recs[0].topic)
-	w.SetKeyValue(archive.FooterPartition, strconv.Itoa(int(recs[0].partition)))
-	w.SetKeyValue(archive.FooterFirstOffset, strconv.FormatInt(recs[0].offset, 10))
-	w.SetKeyValue(archive.FooterLastOffset, strconv.FormatInt(recs[len(recs)-1].offset, 10))
-	w.SetKeyValue(archive.FooterRecords, strconv.Itoa(len(recs)))
+	if footer {
+		w.SetKeyValue(archive.FooterTopic, recs[0].topic)
+		w.SetKeyValue(archive.FooterPartition, strconv.Itoa(int(recs[0].partition)))
+		w.SetKeyValue(archive.FooterFirstOffset, strconv.FormatInt(recs[0].offset, 10))
+		w.SetKeyValue(archive.FooterLastOffset, strconv.FormatInt(recs[len(recs)-1].offset, 10))
+		w.SetKeyValue(archive.FooterRecords, strconv.Itoa(len(recs)))
+	}
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

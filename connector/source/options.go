@@ -124,6 +124,19 @@ type Options struct {
 type Object struct {
 	Key  string
 	Size int64
+	// Deleted, when set, are the rows of the object that its table
+	// deleted (position deletes, deletion vectors): they are not
+	// replayed. Defaults to nil: every row is.
+	Deleted Deletions
+}
+
+// Deletions are rows of a file, by position: a row's index in the file,
+// from 0.
+type Deletions interface {
+	// Contains says whether the row at position row is one of them.
+	Contains(row int64) bool
+	// Len is their number.
+	Len() int64
 }
 
 // Producer writes messages to Kafka; *kafka.Writer is one. WriteMessages

@@ -28,6 +28,12 @@ type fileRef struct {
 	// partition are one run, at the place of its ranges in the footer.
 	// Both are 0 for a file whose rows are all of the partition.
 	rowLo, rowHi int64
+	// deleted are the rows of the file its table deleted, or nil.
+	deleted Deletions
+	// scanned says that the file has no pqsink footer metadata: it was
+	// placed by its envelope columns (envelopeRanges), and rowLo and
+	// rowHi bound its rows of the partition even when it holds one.
+	scanned bool
 }
 
 // partitionPlan is the files of one source partition, by first offset.
@@ -66,7 +72,7 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 			continue
 		}
 		r.stats.FilesListed.Add(1)
-		f := &fileRef{key: info.Key, size: info.Size}
+		f := &fileRef{key: info.Key, size: info.Size, deleted: r.deleted[info.Key]}
 		refs := []*fileRef{f}
 		k, ok := r.keys.Match(info.Key)
 		if ok && k.Topic == "" {
@@ -142,6 +148,9 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		return out[i].partition < out[j].partition
 	})
+	if err := r.checkRewritten(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -157,23 +166,35 @@ func doneOf(done map[string]int64, f *fileRef) int64 {
 // readFooter opens f's footer and places the file by its pqsink.kafka.*
 // metadata: one reference for each partition it holds records of (a file
 // merged from several partitions holds several), each bounded to the rows
-// of its partition.
+// of its partition. A data file of a table (Options.Files) without that
+// metadata, which another engine wrote, is placed by its envelope columns
+// instead (envelopeRanges).
 func (r *Replayer) readFooter(ctx context.Context, f *fileRef) ([]*fileRef, error) {
 	file, closeFile, err := r.open(ctx, f.key)
 	if err != nil {
 		return nil, err
 	}
 	defer closeFile()
-	rs, err := footerRanges(file)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.key, err)
+	var parts []filePartition
+	_, err = archive.ReadRanges(file.Metadata().KeyValueMetadata)
+	scanned := errors.Is(err, archive.ErrForeign) && r.opts.Files != nil
+	if scanned {
+		if parts, err = envelopeRanges(ctx, file); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		r.stats.EnvelopesRead.Add(1)
+	} else {
+		rs, err := footerRanges(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		parts = partitionsOf(rs)
 	}
-	parts := partitionsOf(rs)
 	refs := make([]*fileRef, len(parts))
 	for i, p := range parts {
 		g := *f
-		g.topic, g.partition, g.first, g.last, g.footer = p.topic, p.partition, p.first, p.last, true
-		if len(parts) > 1 {
+		g.topic, g.partition, g.first, g.last, g.footer, g.scanned = p.topic, p.partition, p.first, p.last, true, scanned
+		if len(parts) > 1 || scanned {
 			g.rowLo, g.rowHi = p.rowLo, p.rowHi
 		}
 		refs[i] = &g

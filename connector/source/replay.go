@@ -51,8 +51,14 @@ type Stats struct {
 	// RowGroupsByRows counts the row groups read through reader.Rows
 	// rather than column by column.
 	RowGroupsByRows atomic.Int64
+	// EnvelopesRead counts the files of a table without the sink's footer
+	// metadata, placed by reading their _kafka columns while planning.
+	EnvelopesRead atomic.Int64
 	// BytesDone is the size of the planned files read to the end.
 	BytesDone atomic.Int64
+	// RecordsDeleted counts the records passed over because their table
+	// deleted them (Object.Deleted).
+	RecordsDeleted atomic.Int64
 }
 
 // Replayer produces the records of archived files to a topic. Make one with
@@ -78,6 +84,8 @@ type Replayer struct {
 	protoRegistry *protobuf.Registry
 	jsSchemas     map[string]*jsonSchemaValue // under avroMu
 	stats         Stats
+	// deleted are the deleted rows of Options.Files, by key.
+	deleted map[string]Deletions
 }
 
 // New prepares a replay of opts with the kafka, store and format.registry
@@ -90,6 +98,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		return nil, err
 	}
 	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}, protoValues: map[string]*protoValue{}}
+	for _, f := range o.Files {
+		if f.Deleted != nil {
+			if r.deleted == nil {
+				r.deleted = map[string]Deletions{}
+			}
+			r.deleted[f.Key] = f.Deleted
+		}
+	}
 	if r.keys, err = archive.Parse(o.PathTemplate, false); err != nil {
 		return nil, fmt.Errorf("replay: path: %w", err)
 	}

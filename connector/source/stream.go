@@ -137,31 +137,14 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 			closeF()
 		}
 	}()
-	rs, err := footerRanges(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.key, err)
-	}
-	parts := partitionsOf(rs)
-	var kr *filePartition
-	for i := range parts {
-		if parts[i].topic == ref.topic && parts[i].partition == ref.partition {
-			kr = &parts[i]
+	// Placed by its envelope columns while planning, or by its footer.
+	kr := &filePartition{topic: ref.topic, partition: ref.partition, first: ref.first, last: ref.last, rowLo: ref.rowLo, rowHi: ref.rowHi}
+	if !ref.scanned {
+		if kr, err = footerPartition(f, ref); err != nil {
+			return nil, err
 		}
 	}
-	switch {
-	case kr == nil && len(parts) == 1:
-		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, parts[0].topic, parts[0].partition, ref.topic, ref.partition)
-	case kr == nil:
-		return nil, fmt.Errorf("%s: footer has no range of topic %q partition %d, which the key says", ref.key, ref.topic, ref.partition)
-	case len(parts) > 1 && (ref.rowLo != kr.rowLo || ref.rowHi != kr.rowHi):
-		// Placed by its key, which names one partition, or by a footer
-		// that changed since.
-		return nil, fmt.Errorf("%s: the file holds records of %d partitions (%s); replay places such a file by its footer, so it must not be at a key that the path template matches", ref.key, len(parts), archive.FooterRanges)
-	}
 	s.rowLo, s.rowHi = kr.rowLo, kr.rowHi
-	if len(parts) == 1 {
-		s.rowLo, s.rowHi = 0, f.NumRows()
-	}
 	o := &r.opts
 	from := max(o.FromOffset, done+1)
 	if kr.last < from || kr.first >= o.EndOffset {
@@ -250,6 +233,37 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	return s, nil
 }
 
+// footerPartition finds in the footer of f what it holds of ref's
+// partition, which ref was placed by (its key or the footer): the run of
+// rows is the whole file when it holds one partition.
+func footerPartition(f *reader.File, ref *fileRef) (*filePartition, error) {
+	rs, err := footerRanges(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.key, err)
+	}
+	parts := partitionsOf(rs)
+	var kr *filePartition
+	for i := range parts {
+		if parts[i].topic == ref.topic && parts[i].partition == ref.partition {
+			kr = &parts[i]
+		}
+	}
+	switch {
+	case kr == nil && len(parts) == 1:
+		return nil, fmt.Errorf("%s: footer says topic %q partition %d, the key says topic %q partition %d", ref.key, parts[0].topic, parts[0].partition, ref.topic, ref.partition)
+	case kr == nil:
+		return nil, fmt.Errorf("%s: footer has no range of topic %q partition %d, which the key says", ref.key, ref.topic, ref.partition)
+	case len(parts) > 1 && (ref.rowLo != kr.rowLo || ref.rowHi != kr.rowHi):
+		// Placed by its key, which names one partition, or by a footer
+		// that changed since.
+		return nil, fmt.Errorf("%s: the file holds records of %d partitions (%s); replay places such a file by its footer, so it must not be at a key that the path template matches", ref.key, len(parts), archive.FooterRanges)
+	}
+	if len(parts) == 1 {
+		kr.rowLo, kr.rowHi = 0, f.NumRows()
+	}
+	return kr, nil
+}
+
 // checkEnvelope checks the types and shape of the envelope columns replay
 // reads, as rowgroup.EnvelopeNode declares them.
 func checkEnvelope(sch *schema.Schema) error {
@@ -323,7 +337,13 @@ func (s *fileStream) peek(done int64) (bool, error) {
 			s.src, s.gi = nil, len(s.groups)
 			return false, nil
 		}
-		if s.rowBases[s.gi]+row < s.rowLo || off < from || off >= o.EndOffset || !o.keepTime(ts) {
+		skip := s.rowBases[s.gi]+row < s.rowLo || off < from || off >= o.EndOffset || !o.keepTime(ts)
+		if !skip && s.ref.deleted != nil && s.ref.deleted.Contains(s.rowBases[s.gi]+row) {
+			// The table deleted the row.
+			skip = true
+			s.r.stats.RecordsDeleted.Add(1)
+		}
+		if skip {
 			if err := s.src.skip(); err != nil {
 				return false, fmt.Errorf("%s: row group %d: %w", s.ref.key, s.groups[s.gi], err)
 			}
