@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 	"github.com/pqsink/pqsink/writer"
@@ -153,15 +153,7 @@ func writeParquet(t *testing.T, path, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(s)
-	sh, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, s)
 	if err := b.Append([]byte(`{"id":1}`), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 	"github.com/pqsink/pqsink/writer"
@@ -126,15 +127,7 @@ func (e *deleteEnv) commit(t *testing.T, first, last int64, day int) string {
 	t.Helper()
 	ctx := context.Background()
 	s := e.h.Schema()
-	g := rowgroup.New(s)
-	sh, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, s)
 	for o := first; o <= last; o++ {
 		ts := day0.AddDate(0, 0, day).Add(time.Duration(o) * time.Second)
 		rec := fmt.Sprintf(`{"id":%d,"name":"n%d"}`, o, o)

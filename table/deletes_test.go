@@ -16,7 +16,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table/dv"
 
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -35,15 +35,7 @@ func writePosDeletes(t testing.TB, dir, name string, rows []posRow) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(msg)
-	payload, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, msg)
 	var out bytes.Buffer
 	w, err := writer.New(&out, msg)
 	if err != nil {
@@ -242,15 +234,7 @@ func writeNotDeletes(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(msg)
-	payload, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, msg)
 	if err := b.Append([]byte(`{"id":1}`), nil); err != nil {
 		t.Fatal(err)
 	}

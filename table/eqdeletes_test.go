@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -25,15 +25,7 @@ func writeJSONRows(t testing.TB, dir, name, schemaText string, rows ...string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(msg)
-	payload, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, msg)
 	var out bytes.Buffer
 	w, err := writer.New(&out, msg)
 	if err != nil {

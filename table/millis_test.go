@@ -15,6 +15,7 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 )
 
@@ -158,15 +159,7 @@ func scanIDsAt(t *testing.T, scan *itable.Scan, at func(int64) time.Time) []int6
 func writeMillisFile(t *testing.T, h *Handle, loc string, first, last int64, at func(int64) time.Time) File {
 	t.Helper()
 	s := h.Schema()
-	g := rowgroup.New(s)
-	sh, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, s)
 	for o := first; o <= last; o++ {
 		rec := fmt.Sprintf(`{"id":%d,"at":%q}`, o, at(o).Format(time.RFC3339Nano))
 		if o%10 == 9 {

@@ -26,6 +26,7 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil/postgres"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -101,18 +102,9 @@ var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 // days + o seconds.
 func writeFile(t *testing.T, h *Handle, loc, topic string, partition int32, first, last int64, dayOf func(int64) int) File {
 	t.Helper()
-	s := h.Schema()
-	g := rowgroup.New(s)
 	// Fields some schemas of TestAdoptEvolvesSchema have, left out by the
 	// others.
-	sh, err := rowgroup.NewJSONShredder(g, rowgroup.IgnoreUnknownFields())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, h.Schema(), rowgroup.IgnoreUnknownFields())
 	for o := first; o <= last; o++ {
 		rec := fmt.Sprintf(`{"id":%d,"name":"n%03d","tags":["a","b"],"extra":7,"score":1.5,"price":1.25,"geo":{"lat":1.5}}`, o, o)
 		if o%5 == 4 {

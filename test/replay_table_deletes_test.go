@@ -20,7 +20,7 @@ import (
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/minio"
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -302,15 +302,7 @@ func addEqualityDelete(t *testing.T, tbl *itable.Table, path, typ string, rows .
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(msg)
-	payload, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, msg)
 	for _, r := range rows {
 		if err := b.Append([]byte(r), nil); err != nil {
 			t.Fatalf("%s: %v", r, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/pqsink/pqsink/internal/events"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -80,15 +81,7 @@ func writeRecords(t testing.TB, dir, key, schemaText string, recs []srcRecord, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := rowgroup.New(s)
-	payload, err := rowgroup.NewJSONShredder(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, b := rowgrouptest.JSON(t, s)
 	var out bytes.Buffer
 	w, err := writer.New(&out, s, opts...)
 	if err != nil {
