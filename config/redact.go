@@ -142,6 +142,9 @@ func (c *Config) Redacted() string {
 		case "rest":
 			cat.add("uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
 			cat.add("warehouse", yStr(t.Catalog.Warehouse), "credential", ySecret(t.Catalog.Credential), "token", ySecret(t.Catalog.Token))
+			if t.Catalog.SigV4 {
+				cat.add("sigv4", yBool(true), "signing_name", yStr(t.Catalog.SigningName), "region", yStr(t.Catalog.Region))
+			}
 		default:
 			cat.add("uri", yStr(redactURI(t.Catalog.URI)), "name", yStr(t.Catalog.Name))
 		}

@@ -84,7 +84,21 @@ type Catalog struct {
 	// Token is a bearer token (token); rest only, not with Credential.
 	// Defaults to "".
 	Token Secret
-	// Region is the AWS region of the Glue catalog (region); glue only.
+	// SigV4 signs every request to the REST catalog with AWS Signature
+	// Version 4, for Region and SigningName, with credentials from the AWS
+	// SDK's default chain, never from the config (sigv4); rest only, not
+	// with Credential or Token. It is how AWS Glue's Iceberg REST endpoint
+	// and Amazon S3 Tables' authenticate.
+	// Defaults to false.
+	SigV4 bool
+	// SigningName is the AWS service name the requests are signed for
+	// (signing_name): glue for Glue's Iceberg REST endpoint, s3tables for
+	// S3 Tables'; rest with SigV4 only, and required there.
+	// No default.
+	SigningName string
+	// Region is the AWS region of the Glue catalog, or the region a REST
+	// catalog's requests are signed for (region); glue, and rest with
+	// SigV4.
 	// Defaults to "": the AWS SDK's, from AWS_REGION or the shared config.
 	Region string
 	// Endpoint is the http(s) URL of a Glue-compatible endpoint in place
@@ -126,7 +140,7 @@ func (t *Table) TableName(topic string) string {
 // The keys of the table section and its catalog.
 var (
 	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "maintenance"}
-	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "region", "endpoint", "catalog_id"}
+	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
 var (
@@ -211,13 +225,17 @@ func (d *decoder) catalog(s *section, c *Catalog) {
 	s.str("name", &c.Name)
 	// Keys of the other catalog types are refused, not ignored.
 	only := map[string][]string{
-		"sql":  {"warehouse", "credential", "token", "region", "endpoint", "catalog_id"},
-		"rest": {"region", "endpoint", "catalog_id"},
-		"glue": {"uri", "warehouse", "credential", "token"},
+		"sql":  {"warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"},
+		"rest": {"endpoint", "catalog_id"},
+		"glue": {"uri", "warehouse", "credential", "token", "sigv4", "signing_name"},
 	}
 	for _, k := range only[c.Type] {
 		if s.given(k) {
-			s.fail(k, "not used when table.catalog.type is %s", c.Type)
+			hint := ""
+			if c.Type == "glue" && (k == "sigv4" || k == "signing_name") {
+				hint = "; a glue catalog always signs its requests with SigV4 (sigv4 is for a rest catalog)"
+			}
+			s.fail(k, "not used when table.catalog.type is %s%s", c.Type, hint)
 		}
 	}
 	switch c.Type {
@@ -245,6 +263,35 @@ func (d *decoder) catalog(s *section, c *Catalog) {
 	if s.has("credential") && s.has("token") {
 		s.fail("token", "set either table.catalog.credential or table.catalog.token, not both")
 	}
+	d.sigV4(s, c)
+}
+
+// sigV4 reads the keys of a rest catalog's SigV4 signing. Its credentials
+// are the AWS SDK's default chain's, as a glue catalog's; the region, when
+// not given, is the SDK's too, and its absence is found when the catalog
+// is opened.
+func (d *decoder) sigV4(s *section, c *Catalog) {
+	s.boolean("sigv4", &c.SigV4)
+	if !c.SigV4 {
+		for _, k := range []string{"signing_name", "region"} {
+			if s.given(k) {
+				s.fail(k, "only with table.catalog.sigv4: true, which signs the requests with AWS credentials")
+			}
+		}
+		return
+	}
+	for _, k := range []string{"credential", "token"} {
+		if s.has(k) {
+			s.fail(k, "not with table.catalog.sigv4: the requests are signed with AWS credentials from the AWS SDK's default chain instead")
+		}
+	}
+	if s.str("signing_name", &c.SigningName) && !serviceNamePattern.MatchString(c.SigningName) {
+		s.fail("signing_name", "%s is not an AWS service name like glue or s3tables", quote(c.SigningName))
+	}
+	s.require("signing_name")
+	if s.str("region", &c.Region) && !regionPattern.MatchString(c.Region) {
+		s.fail("region", "%s is not an AWS region name like eu-west-1", quote(c.Region))
+	}
 }
 
 // glueCatalog reads the keys of a glue catalog. Its credentials are the
@@ -268,8 +315,9 @@ func (d *decoder) glueCatalog(s *section, c *Catalog) {
 }
 
 var (
-	regionPattern  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
-	accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
+	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	accountPattern     = regexp.MustCompile(`^[0-9]{12}$`)
+	serviceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 )
 
 // catalogURI checks the catalog URI for the catalog type and resolves a

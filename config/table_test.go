@@ -285,3 +285,74 @@ func TestGlueCatalog(t *testing.T) {
 		})
 	}
 }
+
+// TestRESTSigV4: a rest catalog's SigV4 keys, read, refused where they do
+// not apply or with another way to authenticate, and shown in the logged
+// configuration, which loads back the same.
+func TestRESTSigV4(t *testing.T) {
+	tbl := func(cat string) string {
+		return base + "table: {format: iceberg, namespace: kafka, catalog: " + cat + "}\n"
+	}
+	const glueREST = "type: rest, uri: 'https://glue.eu-west-1.amazonaws.com/iceberg', warehouse: '123456789012'"
+	for _, tc := range []struct {
+		name, text string
+		want       Catalog
+	}{
+		{"glue endpoint", tbl("{" + glueREST + ", sigv4: true, signing_name: glue, region: eu-west-1}"),
+			Catalog{Type: "rest", Name: "pqsink", URI: "https://glue.eu-west-1.amazonaws.com/iceberg", Warehouse: "123456789012",
+				SigV4: true, SigningName: "glue", Region: "eu-west-1"}},
+		{"region from the environment", tbl("{type: rest, uri: 'https://s3tables.us-east-1.amazonaws.com/iceberg', sigv4: TRUE, signing_name: s3tables}"),
+			Catalog{Type: "rest", Name: "pqsink", URI: "https://s3tables.us-east-1.amazonaws.com/iceberg", SigV4: true, SigningName: "s3tables"}},
+		{"off", tbl("{type: rest, uri: 'https://h/api', sigv4: false, token: t}"),
+			Catalog{Type: "rest", Name: "pqsink", URI: "https://h/api", Token: "t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Table.Catalog != tc.want {
+				t.Errorf("catalog = %+v, want %+v", c.Table.Catalog, tc.want)
+			}
+			out := c.Redacted()
+			if strings.Contains(out, "sigv4:") != tc.want.SigV4 || strings.Contains(out, "signing_name:") != tc.want.SigV4 {
+				t.Errorf("Redacted shows sigv4 and signing_name: %v, want %v:\n%s", !tc.want.SigV4, tc.want.SigV4, out)
+			}
+			c2, err := Parse([]byte(out), nil)
+			if err != nil {
+				t.Fatalf("Parse(Redacted()): %v\n%s", err, out)
+			}
+			if c2.Table.Catalog.SigV4 != c.Table.Catalog.SigV4 || c2.Table.Catalog.SigningName != c.Table.Catalog.SigningName ||
+				c2.Table.Catalog.Region != c.Table.Catalog.Region || c2.Table.Catalog.URI != c.Table.Catalog.URI {
+				t.Errorf("round trip: %+v, want %+v", c2.Table.Catalog, c.Table.Catalog)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"no signing name", tbl("{" + glueREST + ", sigv4: true}"), "table.catalog.signing_name: required"},
+		{"with a credential", tbl("{" + glueREST + ", sigv4: true, signing_name: glue, credential: 'a:b'}"),
+			"table.catalog.credential: not with table.catalog.sigv4: the requests are signed with AWS credentials"},
+		{"with a token", tbl("{" + glueREST + ", sigv4: true, signing_name: glue, token: t}"),
+			"table.catalog.token: not with table.catalog.sigv4"},
+		{"signing name without sigv4", tbl("{" + glueREST + ", signing_name: glue}"), "table.catalog.signing_name: only with table.catalog.sigv4: true"},
+		{"region without sigv4", tbl("{" + glueREST + ", region: eu-west-1}"), "table.catalog.region: only with table.catalog.sigv4: true"},
+		{"not a boolean", tbl("{" + glueREST + ", sigv4: yes please, signing_name: glue}"), `table.catalog.sigv4: want true or false, got "yes please"`},
+		{"signing name", tbl("{" + glueREST + ", sigv4: true, signing_name: 'S3 Tables'}"), `table.catalog.signing_name: "S3 Tables" is not an AWS service name`},
+		{"region", tbl("{" + glueREST + ", sigv4: true, signing_name: glue, region: Ireland}"), `table.catalog.region: "Ireland" is not an AWS region name`},
+		{"sigv4 for sql", tbl("{type: sql, uri: 'sqlite:///x.db', sigv4: true}"), "table.catalog.sigv4: not used when table.catalog.type is sql"},
+		{"signing name for sql", tbl("{type: sql, uri: 'sqlite:///x.db', signing_name: glue}"), "table.catalog.signing_name: not used when table.catalog.type is sql"},
+		{"sigv4 for glue", tbl("{type: glue, sigv4: true}"), "table.catalog.sigv4: not used when table.catalog.type is glue; a glue catalog always signs its requests with SigV4"},
+		{"signing name for glue", tbl("{type: glue, signing_name: glue}"), "table.catalog.signing_name: not used when table.catalog.type is glue"},
+		{"endpoint for rest", tbl("{" + glueREST + ", sigv4: true, signing_name: glue, endpoint: 'https://e'}"), "table.catalog.endpoint: not used when table.catalog.type is rest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -38,7 +38,8 @@ type Catalog struct {
 }
 
 // Open connects to the catalog of c.Table: a SQL catalog on SQLite or
-// PostgreSQL (its tables are created when absent), a REST catalog or the
+// PostgreSQL (its tables are created when absent), a REST catalog (its
+// requests signed with AWS SigV4 when table.catalog.sigv4 says so) or the
 // AWS Glue Data Catalog. The
 // warehouse is c.Store.URL, and the store's S3 settings are handed to
 // iceberg-go for the metadata files it writes there.
@@ -149,8 +150,19 @@ func (k *Catalog) openREST(ctx context.Context) error {
 	if v := c.Token.Value(); v != "" {
 		opts = append(opts, rest.WithOAuthToken(v))
 	}
+	var sign *sigV4
+	if c.SigV4 {
+		var err error
+		if sign, err = loadSigV4(ctx, c.Region, c.SigningName); err != nil {
+			return err
+		}
+		opts = append(opts, sign.options()...)
+	}
 	cat, err := rest.NewCatalog(ctx, c.Name, c.URI.Value(), opts...)
 	if err != nil {
+		if sign != nil {
+			return sign.refused(err)
+		}
 		return err
 	}
 	k.cat = cat

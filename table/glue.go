@@ -3,11 +3,9 @@ package table
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/apache/iceberg-go/catalog/glue"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	awsglue "github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
 )
@@ -20,16 +18,9 @@ import (
 // compare-and-swap.
 func (k *Catalog) openGlue(ctx context.Context) error {
 	c := k.cfg.Catalog
-	var opts []func(*awsconfig.LoadOptions) error
-	if c.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(c.Region))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsConfig(ctx, c.Region)
 	if err != nil {
-		return fmt.Errorf("loading the AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		return errors.New("no AWS region: set table.catalog.region, or AWS_REGION in the environment")
+		return err
 	}
 	if c.Endpoint != "" {
 		// The endpoint is Glue's alone: iceberg-go hands the same

@@ -1,6 +1,7 @@
 // Package icebergrest serves the Iceberg REST catalog specification's
 // endpoints that a sink uses, for tests: config (with a warehouse and an
-// optional prefix), OAuth2 client credentials or a fixed bearer token,
+// optional prefix), OAuth2 client credentials, a fixed bearer token or
+// AWS SigV4 signatures checked with the AWS SDK's signer,
 // namespaces, and create, load and commit tables, a commit's broken
 // requirement answered with 409 as the specification asks. It keeps the
 // tables in another catalog (an iceberg-go SQL catalog in the tests), so
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,11 @@ type Options struct {
 	// location the server assigns it, whatever the client asked for
 	// (requested, possibly empty), as catalogs that manage locations do.
 	Locate func(ident []string, requested string) string
+	// SigV4, when set, is the AWS signature every request must carry
+	// instead of the token, as AWS's Iceberg REST endpoints (Glue's, S3
+	// Tables') ask; a request without it, or whose signature does not
+	// match, is answered 403.
+	SigV4 *SigV4
 }
 
 // Server is a REST catalog over another catalog.
@@ -60,10 +67,11 @@ type Server struct {
 	backing catalog.Catalog
 	opts    Options
 
-	mu      sync.Mutex
-	authed  int // requests that carried the token
-	commits int
-	tokens  int // tokens issued
+	mu       sync.Mutex
+	authed   int // requests that carried the token, or a valid signature
+	commits  int
+	tokens   int      // tokens issued
+	refusals []string // why requests were refused, in order
 }
 
 // Start serves a REST catalog over backing until the test ends.
@@ -75,12 +83,29 @@ func Start(t testing.TB, backing catalog.Catalog, opts Options) *Server {
 	return s
 }
 
-// Counts returns how many requests carried the token, how many commits
-// succeeded and how many tokens the token endpoint issued.
+// Counts returns how many requests carried the token (with
+// Options.SigV4, a valid signature), how many commits succeeded and how
+// many tokens the token endpoint issued.
 func (s *Server) Counts() (authed, commits, tokens int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.authed, s.commits, s.tokens
+}
+
+// Refusals returns why the server refused requests that did not
+// authenticate, in order.
+func (s *Server) Refusals() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.refusals)
+}
+
+// refuse answers a request that did not authenticate with code.
+func (s *Server) refuse(w http.ResponseWriter, code int, typ string, err error) {
+	s.mu.Lock()
+	s.refusals = append(s.refusals, err.Error())
+	s.mu.Unlock()
+	s.fail(w, code, typ, err)
 }
 
 func (s *Server) fail(w http.ResponseWriter, code int, typ string, err error) {
@@ -115,7 +140,12 @@ func ident(ns string, name ...string) itable.Identifier {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	path := strings.TrimPrefix(r.URL.Path, "/v1/")
-	if path == "oauth/tokens" {
+	if s.opts.SigV4 != nil {
+		if err := s.opts.SigV4.check(r); err != nil {
+			s.refuse(w, 403, "ForbiddenException", err)
+			return
+		}
+	} else if path == "oauth/tokens" {
 		if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != "client_credentials" ||
 			r.Form.Get("client_id") != ClientID || r.Form.Get("client_secret") != ClientSecret {
 			s.fail(w, 401, "NotAuthorizedException", errors.New("bad client credentials"))
@@ -127,8 +157,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, map[string]any{"access_token": Token, "token_type": "bearer", "expires_in": 3600, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
 		return
 	}
-	if r.Header.Get("Authorization") != "Bearer "+Token {
-		s.fail(w, 401, "NotAuthorizedException", errors.New("no token"))
+	if s.opts.SigV4 == nil && r.Header.Get("Authorization") != "Bearer "+Token {
+		s.refuse(w, 401, "NotAuthorizedException", errors.New("no token"))
 		return
 	}
 	s.mu.Lock()
