@@ -1,6 +1,7 @@
 package table
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -51,6 +52,39 @@ func TestNanosNeedVersion3(t *testing.T) {
 			}
 			if got := is.String(); !strings.Contains(got, tc.want) || (tc.version == 2 && strings.Contains(got, "_ns")) {
 				t.Errorf("got %s, want %q in it", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTimestampUnitSwitchRefused: files whose Timestamps are in the other
+// unit than the table's columns (table.timestamp_precision changed on an
+// existing table) do not fit it, either way, naming the field.
+func TestTimestampUnitSwitchRefused(t *testing.T) {
+	mk := func(unit schema.TimeUnit) *schema.Schema {
+		s, err := schema.New("m", schema.Leaf("ts", schema.Optional, meta.TypeInt64, schema.Logical{Kind: schema.Timestamp, Unit: unit, UTC: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name        string
+		version     int
+		table, file schema.TimeUnit
+		want        string
+	}{
+		{"micros files, nanos table", 3, schema.Nanos, schema.Micros, "field ts is timestamptz_ns in the table, the records need timestamptz"},
+		{"nanos files, micros table", 2, schema.Micros, schema.Nanos, "field ts is timestamptz in the table, the records need timestamptz_ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, err := icebergSchema(mk(tc.table), tc.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = withFieldIDs(mk(tc.file), ts, tc.version)
+			if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrIncompatible with %q", err, tc.want)
 			}
 		})
 	}
