@@ -163,6 +163,9 @@ func (c *Config) Redacted() string {
 			tbl.add("partition_by", yStrs(parts))
 		}
 		tbl.add("format_version", yInt(int64(t.FormatVersion)))
+		if t.TimestampMicros {
+			tbl.add("timestamp_precision", yStr("micros"))
+		}
 		if t.Maintenance != nil {
 			tbl.add("maintenance", t.Maintenance.node())
 		}

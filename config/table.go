@@ -49,6 +49,14 @@ type Table struct {
 	// variant (Iceberg's variant type).
 	// Defaults to 2, or 3 when format.type is variant.
 	FormatVersion int
+	// TimestampMicros is timestamp_precision: micros (the other value is
+	// nanos): with format.type protobuf, a google.protobuf.Timestamp is a
+	// microsecond timestamptz of the table (Parquet TIMESTAMP(MICROS)),
+	// which format version 2 has, its nanoseconds below the microsecond
+	// cut (and counted); with nanos it is a timestamptz_ns, which needs
+	// format version 3. Only format.type protobuf takes micros.
+	// Defaults to false: nanos.
+	TimestampMicros bool
 	// Maintenance is the upkeep of the tables inside the daemon
 	// (maintenance).
 	// Defaults to nil: off.
@@ -139,7 +147,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "maintenance"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "timestamp_precision", "maintenance"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
@@ -147,6 +155,7 @@ var (
 	tableFormatValues = []string{"iceberg"}
 	catalogTypeValues = []string{"sql", "rest", "glue"}
 	transformNames    = []string{"identity", "year", "month", "day", "hour", "bucket", "truncate"}
+	precisionValues   = []string{"nanos", "micros"}
 )
 
 // table reads the table section.
@@ -210,6 +219,13 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	}
 	if s.intValue("format_version", &t.FormatVersion, 2, 3) && c.Format.Type == "variant" && t.FormatVersion < 3 {
 		s.fail("format_version", "format.type variant needs 3: the variant type is new in Iceberg format version 3")
+	}
+	var precision string
+	if s.oneOf("timestamp_precision", &precision, precisionValues, nil) && precision == "micros" {
+		t.TimestampMicros = true
+		if c.Format.Type != "protobuf" {
+			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields); format.type is %s", c.Format.Type)
+		}
 	}
 	if ms := s.optional("maintenance", maintenanceKeys); ms != nil {
 		t.Maintenance = d.maintenance(ms, c, t)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/pqsink/pqsink/config"
@@ -49,6 +50,11 @@ type format struct {
 	// with format.registry, the schemas by id (protobuf_registry.go)
 	protoMessage  protoreflect.MessageDescriptor
 	protoRegistry *protobuf.Registry
+	// protoMicros is table.timestamp_precision: micros: the Timestamps of
+	// a table's files in microseconds (protobuf.go); truncated counts
+	// those whose nanoseconds were cut.
+	protoMicros bool
+	truncated   *atomic.Int64
 	// json_schema: the schemas (see jsonschema.go)
 	js *jsonSchemaSink
 }
@@ -57,6 +63,7 @@ func newFormat(cfg *config.Config) (*format, error) {
 	f := &format{kind: cfg.Format.Type, envelope: cfg.Envelope, timeUnit: schema.Millis}
 	if cfg.Table != nil {
 		f.timeUnit = schema.Micros
+		f.protoMicros = cfg.Table.TimestampMicros
 	}
 	switch f.kind {
 	case "json":

@@ -200,6 +200,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
 		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
 		"tschema":    d("table_schema_updates_total", "Table schema updates made for new record schemas (columns added, types widened)."),
+		"ttrunc":     d("table_timestamps_truncated_total", "Protobuf Timestamps written to a table's files in microseconds (table.timestamp_precision: micros) whose digits below the microsecond were cut."),
 	}}
 }
 
@@ -291,6 +292,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("tappended", st.TableFilesAppended)
 		counter("tdropped", st.TableFilesDropped)
 		counter("tschema", st.TableSchemaUpdates)
+		counter("ttrunc", st.TimestampsTruncated)
 		ch <- prometheus.MustNewConstMetric(c.descs["tpfiles"], prometheus.GaugeValue, float64(st.TablePendingFiles))
 		ch <- prometheus.MustNewConstMetric(c.descs["tprecords"], prometheus.GaugeValue, float64(st.TablePendingRecords))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -47,13 +49,72 @@ func (f *format) newProtobuf(cfg *config.Config) error {
 	return nil
 }
 
-// protobufSchema is the files' schema of plain messages of md.
+// protobufSchema is the files' schema of messages of md: with
+// table.timestamp_precision micros, its Timestamps in microseconds
+// (schema.NarrowNanos), which the decoder follows.
 func (f *format) protobufSchema(md protoreflect.MessageDescriptor) (*schema.Schema, error) {
 	var extra []*schema.Node
 	if f.envelope {
 		extra = append(extra, rowgroup.EnvelopeNodeIn(f.timeUnit))
 	}
-	return protobuf.Parquet(md, extra...)
+	s, err := protobuf.Parquet(md, extra...)
+	if err != nil || !f.protoMicros {
+		return s, err
+	}
+	s, _, err = schema.NarrowNanos(s)
+	if err != nil {
+		return nil, fmt.Errorf("protobuf: message %s: %w", md.FullName(), err)
+	}
+	return s, nil
+}
+
+// countTruncated makes the format's decoders count into c the Timestamps
+// whose nanoseconds they cut (table.timestamp_precision: micros), and
+// says at startup that they will, naming the Timestamp fields of
+// format.message (a registry's messages are known as their records come).
+func (f *format) countTruncated(c *atomic.Int64, log *slog.Logger) {
+	f.truncated = c
+	if !f.protoMicros {
+		return
+	}
+	attrs := []any{"metric", "pqsink_table_timestamps_truncated_total"}
+	if f.protoMessage != nil {
+		attrs = append(attrs, "message", f.protoMessage.FullName(), "fields", timestampFields(f.protoMessage))
+	}
+	log.Info("table.timestamp_precision is micros: google.protobuf.Timestamp fields are written as TIMESTAMP(MICROS), "+
+		"their digits below the microsecond cut and counted", attrs...)
+}
+
+// timestampFields are the dotted paths of the Timestamp columns of md.
+func timestampFields(md protoreflect.MessageDescriptor) []string {
+	s, err := protobuf.Parquet(md)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range s.Leaves() {
+		if l.Logical.Kind == schema.Timestamp {
+			out = append(out, l.PathString())
+		}
+	}
+	return out
+}
+
+// protoOptions are the options of the format's protorow decoders.
+func (f *format) protoOptions() []protorow.Option {
+	if f.truncated == nil {
+		return nil
+	}
+	return []protorow.Option{protorow.CountTruncated(f.truncated)}
+}
+
+// lookupOptions are the options of the format's protorow lookups: their
+// Timestamps as the files' columns hold them.
+func (f *format) lookupOptions() []protorow.Option {
+	if f.protoMicros {
+		return []protorow.Option{protorow.MicrosTimestamps()}
+	}
+	return nil
 }
 
 // protobufFileFormat is format.proto_file: a fixedFormat whose payload
@@ -82,5 +143,5 @@ func (x *protobufFileFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuf
 
 // newProtobufPayload is the payload of a file of plain messages.
 func (f *format) newProtobufPayload(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
-	return protorow.NewDecoder(g, f.protoMessage)
+	return protorow.NewDecoder(g, f.protoMessage, f.protoOptions()...)
 }

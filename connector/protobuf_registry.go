@@ -189,7 +189,13 @@ func (a *protobufRegistryFormat) lookup(ctx context.Context, id uint32, idx []in
 			s.err = fmt.Errorf("protobuf schema id %d: %w", id, err)
 		}
 	}
-	a.log.Info("protobuf schema", "schema_id", id, "message", md.FullName(), "indexes", indexText(idx), "usable", s.err == nil)
+	attrs := []any{"schema_id", id, "message", md.FullName(), "indexes", indexText(idx), "usable", s.err == nil}
+	if a.f.protoMicros {
+		// table.timestamp_precision: micros, said at startup; here, the
+		// fields it applies to.
+		attrs = append(attrs, "timestamps_in_micros", timestampFields(md))
+	}
+	a.log.Info("protobuf schema", attrs...)
 	return s, nil, nil
 }
 
@@ -219,7 +225,7 @@ func (a *protobufRegistryFormat) buffers(d decoded, spare *[]*fileBuffers) (*fil
 	}
 	s := d.proto
 	g := rowgroup.New(s.parquet)
-	dec, err := protorow.NewDecoder(g, s.message)
+	dec, err := protorow.NewDecoder(g, s.message, a.f.protoOptions()...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,8 @@ import (
 // in the registry) by a protorow.Lookup: as the Protobuf shredder writes
 // the columns, so a proto3 field without presence that a message omits
 // has its default value, as in the file, and a field the type lacks is
-// the null partition.
+// the null partition. With table.timestamp_precision micros, a
+// Timestamp's value is the microseconds its column holds.
 
 // payloadLookups reports whether the format reads a table's partition
 // values from each record's binary payload with its shredder's decoder
@@ -32,7 +33,7 @@ func (f *format) payloadLookups() bool {
 // is a failure to reach the catalog.
 func (tc *tableCommitter) newProtoPart(ctx context.Context, md protoreflect.MessageDescriptor, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
 	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
-		return protorow.NewLookup(md, paths)
+		return protorow.NewLookup(md, paths, tc.t.s.format.lookupOptions()...)
 	})
 }
 
@@ -40,7 +41,7 @@ func (tc *tableCommitter) newProtoPart(ctx context.Context, md protoreflect.Mess
 // format.message, the files' one type (format.proto_file): the table's
 // schema, and its partition fields, are known from the start.
 func (tc *tableCommitter) newFixedProtoPart(md protoreflect.MessageDescriptor) (*payloadPart, error) {
-	look, err := protorow.NewLookup(md, tc.lookupPaths)
+	look, err := protorow.NewLookup(md, tc.lookupPaths, tc.t.s.format.lookupOptions()...)
 	if err != nil {
 		return nil, err
 	}

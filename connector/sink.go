@@ -101,6 +101,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.format, err = newFormat(cfg); err != nil {
 		return nil, err
 	}
+	s.format.countTruncated(&s.stats.timestampsTruncated, log)
 	if s.schema, err = s.format.fixedSchema(); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ type Stats struct {
 	tableFilesAppended, tableFilesDropped           atomic.Int64
 	tablePendingFiles, tablePendingRecords          atomic.Int64
 	tableSchemaUpdates, tableRollbacks              atomic.Int64
+	timestampsTruncated                             atomic.Int64 // Protobuf Timestamps cut to microseconds (table.timestamp_precision: micros)
 	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
@@ -142,6 +143,10 @@ type Snapshot struct {
 	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
 	TablePendingRecords int64 // records of those files
 	TableSchemaUpdates  int64 // table schema updates this sink made (columns added or widened for new record schemas)
+	// TimestampsTruncated counts the google.protobuf.Timestamp values
+	// written in microseconds (table.timestamp_precision: micros) whose
+	// nanoseconds below the microsecond were not zero, and were cut.
+	TimestampsTruncated int64
 	// TableCommitTime and TableCommitMax are the total and the longest
 	// time of the table commits that succeeded, their retries included.
 	TableCommitTime, TableCommitMax time.Duration
@@ -202,6 +207,7 @@ func (s *Stats) Snapshot() Snapshot {
 		TablePendingFiles:   s.tablePendingFiles.Load(),
 		TablePendingRecords: s.tablePendingRecords.Load(),
 		TableSchemaUpdates:  s.tableSchemaUpdates.Load(),
+		TimestampsTruncated: s.timestampsTruncated.Load(),
 		TableCommitTime:     time.Duration(s.tableCommitNanos.Load()),
 		TableCommitMax:      time.Duration(s.tableCommitMaxNanos.Load()),
 	}

@@ -68,7 +68,19 @@ func (c *converter) field(n *schema.Node) (iceberg.NestedField, error) {
 
 func (c *converter) typ(n *schema.Node) (iceberg.Type, error) {
 	if n.IsLeaf() {
-		return leafType(n)
+		t, err := leafType(n)
+		if err != nil || c.formatVersion >= 3 {
+			return t, err
+		}
+		switch t.(type) {
+		case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			// Refused here, as VARIANT is, so that the table says it of
+			// the records' schema (ErrIncompatible) rather than the
+			// catalog of its metadata.
+			return nil, fmt.Errorf("field %s: TIMESTAMP(NANOS) is Iceberg's %s, which needs table.format_version 3 "+
+				"(table.timestamp_precision: micros writes Protobuf Timestamps in microseconds, a version 2 type)", n.PathString(), t)
+		}
+		return t, nil
 	}
 	switch n.Logical.Kind {
 	case schema.None:

@@ -17,6 +17,7 @@ import (
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/variant"
 )
@@ -265,11 +266,16 @@ func protoValueOf(fd protoreflect.FieldDescriptor, v reader.Value, path string) 
 		if v.Kind() != reader.KindInt64 {
 			return bad()
 		}
-		ns := v.Int64()
-		secs, nanos := ns/1e9, ns%1e9
-		if md.FullName() == "google.protobuf.Timestamp" && nanos < 0 {
-			secs, nanos = secs-1, nanos+1e9
+		ns, perSec := v.Int64(), int64(1e9)
+		if timestampMicros(md, v) {
+			// A table's file of table.timestamp_precision: micros.
+			perSec = 1e6
 		}
+		secs, nanos := ns/perSec, ns%perSec
+		if md.FullName() == "google.protobuf.Timestamp" && nanos < 0 {
+			secs, nanos = secs-1, nanos+perSec
+		}
+		nanos *= 1e9 / perSec
 		set(1, protoreflect.ValueOfInt64(secs))
 		set(2, protoreflect.ValueOfInt32(int32(nanos)))
 	case protobuf.Wrapper:
@@ -299,6 +305,16 @@ func protoValueOf(fd protoreflect.FieldDescriptor, v reader.Value, path string) 
 		}
 	}
 	return protoreflect.ValueOfMessage(m), nil
+}
+
+// timestampMicros reports whether v, a google.protobuf.Timestamp of type
+// md, is in a TIMESTAMP(MICROS) column: a table's file that the sink wrote
+// with table.timestamp_precision micros (schema.NarrowNanos), whose values
+// are seconds*1e6 + nanos/1000.
+func timestampMicros(md protoreflect.MessageDescriptor, v reader.Value) bool {
+	n := v.Node()
+	return md.FullName() == "google.protobuf.Timestamp" && n != nil &&
+		n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
 }
 
 // fromVariantJSON sets m, a Struct, Value, ListValue, Any or field-less

@@ -30,10 +30,11 @@ const (
 	cString
 	cBytes
 	cEnum
-	cMessage   // a message's fields (also a wrapper's and a map entry's)
-	cTimestamp // seconds and nanos into nanoseconds since the epoch
-	cDuration  // seconds and nanos into nanoseconds
-	cVariant   // Struct, Value, ListValue, Any, a message without fields
+	cMessage         // a message's fields (also a wrapper's and a map entry's)
+	cTimestamp       // seconds and nanos into nanoseconds since the epoch
+	cTimestampMicros // seconds and nanos into microseconds since the epoch, the nanoseconds below them cut
+	cDuration        // seconds and nanos into nanoseconds
+	cVariant         // Struct, Value, ListValue, Any, a message without fields
 )
 
 // card is how often a field occurs and what its absence writes.
@@ -262,6 +263,10 @@ func (c *compiler) value(fd protoreflect.FieldDescriptor, n *schema.Node, path s
 		switch protobuf.SpecialOf(m) {
 		case protobuf.Timestamp:
 			f.code, f.col = cTimestamp, c.g.Column(n.Column)
+			if n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros {
+				// A table's column (schema.NarrowNanos).
+				f.code = cTimestampMicros
+			}
 		case protobuf.Duration:
 			f.code, f.col = cDuration, c.g.Column(n.Column)
 		case protobuf.Wrapper:

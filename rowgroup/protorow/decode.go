@@ -239,7 +239,7 @@ func (d *Decoder) value(f *fieldOp, b []byte, rep uint8) ([]byte, error) {
 		f.col.AppendBytes(rep, v)
 	case cMessage:
 		err = d.message(f.msg, v, rep)
-	case cTimestamp, cDuration:
+	case cTimestamp, cTimestampMicros, cDuration:
 		err = d.timestamp(f, v, rep)
 	case cVariant:
 		err = d.variant(f, v, rep)
@@ -258,7 +258,11 @@ const (
 	maxDurationSeconds  = 315576000000
 )
 
-// timestamp reads a Timestamp or a Duration message into nanoseconds.
+// timestamp reads a Timestamp or a Duration message into nanoseconds,
+// or a Timestamp into microseconds (cTimestampMicros): the Timestamp's
+// whole range, seconds*1e6 + nanos/1000, floored as nanos is never
+// negative, counting a value whose nanoseconds below the microsecond are
+// not zero.
 func (d *Decoder) timestamp(f *fieldOp, b []byte, rep uint8) error {
 	var secs int64
 	var nanos int32
@@ -291,13 +295,20 @@ func (d *Decoder) timestamp(f *fieldOp, b []byte, rep uint8) error {
 			b = b[v:]
 		}
 	}
-	if f.code == cTimestamp {
+	if f.code != cDuration {
 		if secs < minTimestampSeconds || secs > maxTimestampSeconds || nanos < 0 || nanos > 999_999_999 {
 			return d.recordErr(f.path, b, fmt.Errorf("timestamp %ds %dns is not valid", secs, nanos))
 		}
 	} else if secs < -maxDurationSeconds || secs > maxDurationSeconds || nanos < -999_999_999 || nanos > 999_999_999 ||
 		secs > 0 && nanos < 0 || secs < 0 && nanos > 0 {
 		return d.recordErr(f.path, b, fmt.Errorf("duration %ds %dns is not valid", secs, nanos))
+	}
+	if f.code == cTimestampMicros {
+		if nanos%1000 != 0 {
+			d.truncated++
+		}
+		f.col.AppendInt64(rep, secs*1_000_000+int64(nanos/1000))
+		return nil
 	}
 	const limit = math.MaxInt64 / 1_000_000_000
 	if secs > limit || secs < -limit {

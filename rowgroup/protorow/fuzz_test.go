@@ -2,16 +2,21 @@ package protorow
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pqsink/pqsink/internal/testutil/protoref"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/schema/protobuf"
 	"google.golang.org/protobuf/proto"
 )
 
 // FuzzDecoder feeds arbitrary bytes to compiled decoders of the all-types
 // message (every scalar, enum, nested, repeated, map, oneof and
-// well-known type) and of the reference event. A value is either
+// well-known type), of the all-types message into microsecond Timestamp
+// columns (schema.NarrowNanos, a table's), and of the reference event. A
+// value is either
 // appended, leaving a consistent row group, or rejected with a
 // *rowgroup.RecordError, leaving it unchanged; it never panics. The seed
 // corpus is in testdata/fuzz/FuzzDecoder (the all-types messages as
@@ -42,6 +47,24 @@ func FuzzDecoder(f *testing.F) {
 	g1, b1 := newBuilder(f, all)
 	g2, b2 := newBuilder(f, ev)
 	targets = append(targets, target{g1, b1}, target{g2, b2})
+	ps, err := protobuf.Parquet(all)
+	if err != nil {
+		f.Fatal(err)
+	}
+	narrow, _, err := schema.NarrowNanos(ps)
+	if err != nil {
+		f.Fatal(err)
+	}
+	g3 := rowgroup.New(narrow)
+	d3, err := NewDecoder(g3, all, CountTruncated(new(atomic.Int64)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	b3, err := rowgroup.NewBuilder(g3, d3)
+	if err != nil {
+		f.Fatal(err)
+	}
+	targets = append(targets, target{g3, b3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, tg := range targets {
 			if tg.g.NumRows() > 1000 {

@@ -47,11 +47,22 @@ const (
 // Parquet field names of protobuf.Parquet(m) from the root, e.g.
 // ["payload", "nested", "level"]) in messages of type m. A path that the
 // type lacks is always null. A path to a field that is not a scalar
-// column (a message, a repeated field, a map) is an error.
-func NewLookup(m protoreflect.MessageDescriptor, paths [][]string) (*Lookup, error) {
+// column (a message, a repeated field, a map) is an error. With
+// MicrosTimestamps, the schema is protobuf.Parquet(m) narrowed by
+// schema.NarrowNanos, as a table's files have it.
+func NewLookup(m protoreflect.MessageDescriptor, paths [][]string, opts ...Option) (*Lookup, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ps, err := protobuf.Parquet(m)
 	if err != nil {
 		return nil, fmt.Errorf("protobuf lookup: %w", err)
+	}
+	if o.micros {
+		if ps, _, err = schema.NarrowNanos(ps); err != nil {
+			return nil, fmt.Errorf("protobuf lookup: %w", err)
+		}
 	}
 	l := &Lookup{leaves: make([]*schema.Node, len(paths)), cols: make([]*rowgroup.Column, len(paths)),
 		vals: make([][]byte, len(paths)), buf: make([][8]byte, len(paths)), before: make([]int, len(paths)), g: rowgroup.New(ps)}
@@ -72,7 +83,8 @@ func NewLookup(m protoreflect.MessageDescriptor, paths [][]string) (*Lookup, err
 	return l, nil
 }
 
-// Leaf returns the column of protobuf.Parquet(m) that path i names, or
+// Leaf returns the column of protobuf.Parquet(m) (narrowed with
+// MicrosTimestamps) that path i names, or
 // nil when the message type has no such field.
 func (l *Lookup) Leaf(i int) *schema.Node { return l.leaves[i] }
 
