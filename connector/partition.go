@@ -833,6 +833,9 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 // (records skipped or rejected).
 func (p *partition) tick(ctx context.Context, now time.Time) error {
 	defer p.report() // the records of a sample ended now
+	if err := p.moveToSpec(ctx); err != nil {
+		return err
+	}
 	if len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
 		if err := p.learn(ctx); err != nil {
 			return err

@@ -98,6 +98,27 @@ func (h *Handle) PathSpec(ctx context.Context, id int) (PathSpec, error) {
 	return PathSpec{ID: spec.ID(), Fields: fields}, nil
 }
 
+// SpecIDs returns the ids of the table's partition specs, the default one
+// first: a file may be committed with any of them. A table not created
+// yet has its first, 0.
+func (h *Handle) SpecIDs(ctx context.Context) ([]int, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil:
+		return []int{0}, nil
+	case err != nil:
+		return nil, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	md := tbl.Metadata()
+	ids := []int{md.DefaultPartitionSpec()}
+	for _, s := range md.PartitionSpecs() {
+		if s.ID() != ids[0] {
+			ids = append(ids, s.ID())
+		}
+	}
+	return ids, nil
+}
+
 // specOf is tbl's partition spec of id, or its default spec for
 // DefaultSpec.
 func specOf(tbl *itable.Table, id int) (iceberg.PartitionSpec, error) {

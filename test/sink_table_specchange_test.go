@@ -1,0 +1,195 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	itable "github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/internal/testutil/duckdb"
+	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+)
+
+// TestTableSinkFollowsSpecChange: two `pqsink run` members follow the
+// spec of their table (day(_kafka.timestamp); partition_by is not set)
+// while another engine adds bucket[4](id) to it, as ALTER TABLE ... ADD
+// PARTITION FIELD does, with records arriving. The files written by the
+// old spec are committed with it; each partition then writes by the new
+// one; one member is killed (SIGKILL) right after its first partition
+// moved, and another takes its place. At the end the table holds every
+// record once (iceberg-go, and DuckDB over the files its snapshot
+// lists); the files of each spec lie in its folders, with its spec id in
+// their manifest entries; every partition's last records are in files of
+// the new spec; and scans filtered on id prune by its bucket.
+func TestTableSinkFollowsSpecChange(t *testing.T) {
+	const partitions, n = 4, 12000
+	env := newTableEnv(t, "respec")
+	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, env.topic)
+	withSpec := env.config(t, broker.Brokers, "respec", "1s", 300)
+	withSpec = replaceLine(withSpec, "  session_timeout: 6s", "  session_timeout: 2s")
+	withSpec = replaceLine(withSpec, "  heartbeat_interval: 500ms", "  heartbeat_interval: 300ms")
+	// A sink with partition_by creates the table; the members follow it.
+	cfg, err := config.Parse([]byte(withSpec), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	text := replaceLine(withSpec, `  partition_by: ["day(_kafka.timestamp)"]`, "")
+
+	producing := produceSlowly(t, broker.Brokers, env.topic, n, 40, 24*time.Second)
+	a := startSinkProcess(t, "sink-a", text)
+	b := startSinkProcess(t, "sink-b", text)
+	env.waitRows(t, 1, time.Minute)
+
+	tbl := env.load(t)
+	oldSpec := tbl.Spec()
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSpec(true).AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket").Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	newSpec := tbl.Spec()
+	changed := fmt.Sprintf("old_spec=%d new_spec=%d", oldSpec.ID(), newSpec.ID())
+	b.waitLog(t, "partition follows the table's new partition spec", time.Minute)
+	b.kill(t)
+	c := startSinkProcess(t, "sink-c", text)
+	producing.Wait()
+	for _, p := range []*sinkProcess{a, c} {
+		p.waitLog(t, "generation started", time.Minute)
+	}
+	env.waitRows(t, n, 3*time.Minute)
+	a.terminate(t, 30*time.Second)
+	c.terminate(t, 30*time.Second)
+	for _, p := range []*sinkProcess{a, b} {
+		log := p.log.String()
+		if !regexp.MustCompile(`msg="table: its partition spec changed[^"]*" table=kafka.respec ` + changed).MatchString(log) {
+			t.Errorf("%s did not log the change of spec (%s)", p.name, changed)
+		}
+		if !strings.Contains(log, "partition follows the table's new partition spec") || !strings.Contains(log, "reason=spec") {
+			t.Errorf("%s moved no partition to the new spec, or finished no file for it", p.name)
+		}
+	}
+
+	truth := readTopic(t, broker.Brokers, env.topic, partitions)
+	env.check(t, truth)
+	tbl = env.load(t)
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	warehouse := strings.TrimPrefix(env.warehouse, "file://")
+	oldFolders := regexp.MustCompile(`^kafka/respec/data/_kafka_timestamp_day=2026-11-2[34]/[^/]+$`)
+	newFolders := regexp.MustCompile(`^kafka/respec/data/_kafka_timestamp_day=2026-11-2[34]/id_bucket=([0-3])/[^/]+$`)
+	bySpec := map[int32]int{}
+	var quoted []string
+	lastFile := map[int32]struct {
+		last int64
+		spec int32
+	}{}
+	for _, task := range tasks {
+		f := task.File
+		rel := strings.TrimPrefix(strings.TrimPrefix(f.FilePath(), "file://"), warehouse+"/")
+		quoted = append(quoted, duckdb.Quote(warehouse+"/"+rel))
+		bySpec[f.SpecID()]++
+		switch f.SpecID() {
+		case int32(oldSpec.ID()):
+			if !oldFolders.MatchString(rel) {
+				t.Errorf("file %s of spec %d is not in its day folder alone", rel, f.SpecID())
+			}
+		case int32(newSpec.ID()):
+			m := newFolders.FindStringSubmatch(rel)
+			if m == nil {
+				t.Errorf("file %s of spec %d is not in day and bucket folders", rel, f.SpecID())
+			} else if got := fmt.Sprint(f.Partition()); !strings.Contains(got, ":"+m[1]+" ") && !strings.Contains(got, ":"+m[1]+"]") {
+				t.Errorf("file %s: partition %s, its folder says bucket %s", rel, got, m[1])
+			}
+		default:
+			t.Errorf("file %s has spec %d, neither the old one (%d) nor the new (%d)", rel, f.SpecID(), oldSpec.ID(), newSpec.ID())
+		}
+		var p int32
+		var first int64
+		if _, err := fmt.Sscanf(filepath.Base(rel), env.topic+"+%d+%d.parquet", &p, &first); err != nil {
+			t.Fatalf("file %s: %v", rel, err)
+		}
+		if first >= lastFile[p].last {
+			lastFile[p] = struct {
+				last int64
+				spec int32
+			}{first, f.SpecID()}
+		}
+	}
+	t.Logf("files by spec: %v; resumed by an old spec: %v", bySpec, strings.Contains(c.log.String()+a.log.String(), "partition resumes by the partition spec of its uploaded files"))
+	if bySpec[int32(oldSpec.ID())] == 0 || bySpec[int32(newSpec.ID())] == 0 {
+		t.Errorf("files by spec: %v, want files of both %d and %d", bySpec, oldSpec.ID(), newSpec.ID())
+	}
+	for p := range int32(partitions) {
+		if lastFile[p].spec != int32(newSpec.ID()) {
+			t.Errorf("partition %d's last file (from offset %d) has spec %d, want the new one, %d", p, lastFile[p].last, lastFile[p].spec, newSpec.ID())
+		}
+	}
+
+	// DuckDB over the snapshot's files: every record once.
+	db := duckdb.Start(t)
+	res := db.Query(t, `SELECT "_kafka"."partition" AS p, "_kafka"."offset" AS o FROM read_parquet([`+strings.Join(quoted, ", ")+`])`)
+	seen := map[string]bool{}
+	for i := range res.Rows {
+		id := fmt.Sprintf("%v/%v", res.Value(i, "p"), res.Value(i, "o"))
+		if _, ok := truth[id]; !ok {
+			t.Errorf("the snapshot's files hold %s, which Kafka does not", id)
+		} else if seen[id] {
+			t.Errorf("%s is in the snapshot's files twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(truth) {
+		t.Errorf("the snapshot's files hold %d distinct records, Kafka %d", len(seen), len(truth))
+	}
+
+	// Scans filtered on id prune the new spec's files by their bucket.
+	type event struct{ ID int64 }
+	events := map[string]event{}
+	for id, p := range truth {
+		var e event
+		if err := json.Unmarshal(p.Value, &e); err != nil {
+			t.Fatal(err)
+		}
+		events[id] = e
+	}
+	bucket := func(id int64) string {
+		return fmt.Sprint(iceberg.BucketTransform{NumBuckets: 4}.Apply(iceberg.Optional[iceberg.Literal]{Val: iceberg.NewLiteral(id), Valid: true}).Val.Any())
+	}
+	checkFilteredScans(t, tbl, len(tasks), events, []string{"id"}, []scanCase[event]{
+		{"id = 17", iceberg.EqualTo(iceberg.Reference("id"), int64(17)), func(e event) bool { return e.ID == 17 }},
+		{"id in 3, 150", iceberg.IsIn(iceberg.Reference("id"), int64(3), int64(150)), func(e event) bool { return e.ID == 3 || e.ID == 150 }},
+	})
+	planned, err := tbl.Scan(itable.WithRowFilter(iceberg.EqualTo(iceberg.Reference("id"), int64(17)))).PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range planned {
+		if task.File.SpecID() != int32(newSpec.ID()) {
+			continue
+		}
+		if m := newFolders.FindStringSubmatch(strings.TrimPrefix(strings.TrimPrefix(task.File.FilePath(), "file://"), warehouse+"/")); m == nil || m[1] != bucket(17) {
+			t.Errorf("a scan for id 17 (bucket %s) kept %s", bucket(17), task.File.FilePath())
+		}
+	}
+}
