@@ -193,3 +193,93 @@ func TestTableSinkFollowsSpecChange(t *testing.T) {
 		}
 	}
 }
+
+// TestTableSinkResumesBySpecOfItsFiles: a member is killed (SIGKILL)
+// right after another engine changed the table's spec (bucket[2](id),
+// then day(_kafka.timestamp) added), before its next commit, while the
+// table's state holds, beyond a partition's committed offset, paths of
+// files uploaded by the old spec. The next run finds the new spec the
+// default, but resumes each such partition by the spec of its paths (the
+// state's skip set names them: under the new spec's paths the records
+// they hold would be written again) and moves it to the new spec at its
+// first clean point. The table holds every record once.
+func TestTableSinkResumesBySpecOfItsFiles(t *testing.T) {
+	const partitions, n = 3, 9000
+	env := newTableEnv(t, "resumespec")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	withSpec := env.config(t, broker.Brokers, "resumespec", "4s", 60)
+	withSpec = strings.Replace(withSpec, `["day(_kafka.timestamp)"]`, `["bucket[2](id)"]`, 1)
+	withSpec = replaceLine(withSpec, "  interval: 500ms", "  interval: 20s")
+	cfg, err := config.Parse([]byte(withSpec), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	text := replaceLine(withSpec, `  partition_by: ["bucket[2](id)"]`, "")
+
+	producing := produceSlowly(t, broker.Brokers, env.topic, n, 30, 15*time.Second)
+	first := startSinkProcess(t, "sink-first", text)
+	// Wait for a snapshot whose state has paths beyond a committed
+	// offset, then change the spec and kill the member before its next
+	// commit.
+	deadline := time.Now().Add(time.Minute)
+	var seenSnap int64
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot's state had paths beyond a committed offset within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+		tbl := env.load(t)
+		snap := tbl.CurrentSnapshot()
+		if snap == nil || snap.SnapshotID == seenSnap {
+			continue
+		}
+		seenSnap = snap.SnapshotID
+		doc, ok := strings.CutPrefix(snap.Summary.Properties["pqsink.state"], "pqsink1:")
+		if !ok {
+			continue
+		}
+		var state struct {
+			Partitions []struct{ Paths map[string]int64 }
+		}
+		if err := json.Unmarshal([]byte(doc), &state); err != nil {
+			t.Fatal(err)
+		}
+		paths := 0
+		for _, p := range state.Partitions {
+			paths += len(p.Paths)
+		}
+		if paths == 0 {
+			continue
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.UpdateSpec(true).AddField("_kafka.timestamp", iceberg.DayTransform{}, "_kafka_timestamp_day").Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		first.kill(t)
+		break
+	}
+	if strings.Contains(first.log.String(), "its partition spec changed") {
+		t.Fatal("the first member noticed the new spec before it was killed; the test needs it not to")
+	}
+	producing.Wait()
+	last := startSinkProcess(t, "sink-last", replaceLine(text, "  interval: 20s", "  interval: 500ms"))
+	last.waitLog(t, "generation started", time.Minute)
+	env.waitRows(t, n, 3*time.Minute)
+	last.terminate(t, 30*time.Second)
+	log := last.log.String()
+	if !strings.Contains(log, "partition resumes by the partition spec of its uploaded files") {
+		t.Error("no partition resumed by the old spec: the window between the change and a commit was not exercised")
+	}
+	if !strings.Contains(log, "partition follows the table's new partition spec") {
+		t.Error("no partition moved to the new spec")
+	}
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+}
