@@ -283,3 +283,82 @@ func TestTableSinkResumesBySpecOfItsFiles(t *testing.T) {
 	}
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 }
+
+// TestTableSinkKeepsSpecItCannotFollow: when another engine changes the
+// spec of a table whose spec the sink does not follow, the sink keeps
+// writing by the spec it writes by, which is still one of the table's,
+// and /readyz says why: with table.partition_by set, the configured spec
+// (a restart would refuse the table as it is); without it, a new spec
+// whose field the sink cannot put in a path (identity(_kafka.offset)).
+// Every record is in the table once, in files of the spec before.
+func TestTableSinkKeepsSpecItCannotFollow(t *testing.T) {
+	for _, c := range []struct {
+		name, topic string
+		follow      bool
+		add         func(*itable.UpdateSpec) *itable.UpdateSpec
+		ready       string
+	}{
+		{"partition_by", "keepcfg", false,
+			func(u *itable.UpdateSpec) *itable.UpdateSpec {
+				return u.AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket")
+			},
+			`table.partition_by says ["day(_kafka.timestamp)"] (spec 0): the sink keeps writing by partition_by`},
+		{"unwritable", "keepunw", true,
+			func(u *itable.UpdateSpec) *itable.UpdateSpec { return u.AddIdentity("_kafka.offset") },
+			"which the sink cannot follow, and it keeps writing by spec 0: table kafka.keepunw is partitioned by"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const partitions, n = 2, 600
+			env := newTableEnv(t, c.topic)
+			broker := kafkatest.Start(t, partitions, env.topic)
+			text := env.config(t, broker.Brokers, c.topic, "1s", 200)
+			if c.follow {
+				cfg, err := config.Parse([]byte(text), os.LookupEnv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink.Close()
+				text = replaceLine(text, `  partition_by: ["day(_kafka.timestamp)"]`, "")
+			}
+			produceEvents(t, broker.Brokers, env.topic, 0, n)
+			sink, stop := startSink(t, text)
+			env.waitRows(t, n, 2*time.Minute)
+
+			tx := env.load(t).NewTransaction()
+			if err := c.add(tx.UpdateSpec(true)).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			produceEvents(t, broker.Brokers, env.topic, n, n)
+			env.waitRows(t, 2*n, 2*time.Minute)
+			deadline := time.Now().Add(30 * time.Second)
+			for err := sink.Ready(); err == nil || !strings.Contains(err.Error(), c.ready); err = sink.Ready() {
+				if time.Now().After(deadline) {
+					t.Fatalf("/readyz says %v, want an error with %q", err, c.ready)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			stop()
+			env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+			tbl := env.load(t)
+			tasks, err := tbl.Scan().PlanFiles(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range tasks {
+				if task.File.SpecID() != 0 {
+					t.Errorf("file %s has spec %d, want 0", task.File.FilePath(), task.File.SpecID())
+				}
+			}
+			if spec := tbl.Spec(); spec.ID() == 0 {
+				t.Error("the table's default spec is still 0")
+			}
+		})
+	}
+}
