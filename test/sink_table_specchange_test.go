@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +361,102 @@ func TestTableSinkKeepsSpecItCannotFollow(t *testing.T) {
 				t.Error("the table's default spec is still 0")
 			}
 		})
+	}
+}
+
+// TestTableSinkFollowsReplacedAndDroppedFields: a sink following its
+// table's spec goes on through a REPLACE PARTITION FIELD (day of the
+// record time for its hour) and then a DROP PARTITION FIELD (the table
+// unpartitioned), each made by another engine while it runs: files of
+// each stage's spec come (records go on by the spec before until the
+// sink's next commit notices the change), each file lies in the folders
+// of the spec its manifest entry names, and the table holds every record
+// once.
+func TestTableSinkFollowsReplacedAndDroppedFields(t *testing.T) {
+	const partitions, n = 2, 200
+	env := newTableEnv(t, "replaced")
+	broker := kafkatest.Start(t, partitions, env.topic)
+	text := env.config(t, broker.Brokers, "replaced", "1s", 100)
+	cfg, err := config.Parse([]byte(text), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	text = replaceLine(text, `  partition_by: ["day(_kafka.timestamp)"]`, "")
+	_, stop := startSink(t, text)
+
+	stages := []struct {
+		name    string
+		change  func(*itable.UpdateSpec) *itable.UpdateSpec
+		folders *regexp.Regexp
+	}{
+		{"day", nil, regexp.MustCompile(`^_kafka_timestamp_day=2026-11-2[34]$`)},
+		{"hour", func(u *itable.UpdateSpec) *itable.UpdateSpec {
+			return u.RemoveField("_kafka_timestamp_day").AddField("_kafka.timestamp", iceberg.HourTransform{}, "_kafka_timestamp_hour")
+		}, regexp.MustCompile(`^_kafka_timestamp_hour=2026-11-2[34]-[0-2][0-9]$`)},
+		{"none", func(u *itable.UpdateSpec) *itable.UpdateSpec { return u.RemoveField("_kafka_timestamp_hour") }, regexp.MustCompile(`^$`)},
+	}
+	specOf := map[int32]int{} // spec id → stage
+	produced := 0
+	for i, st := range stages {
+		if st.change != nil {
+			tx := env.load(t).NewTransaction()
+			if err := st.change(tx.UpdateSpec(true)).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spec := env.load(t).Spec()
+		specOf[int32(spec.ID())] = i
+		// The sink notices the change at its next commit: records go on
+		// in the spec before until then. Records arrive until a file of
+		// the new spec is in the table.
+		for try := 0; ; try++ {
+			if try == 20 {
+				t.Fatalf("no file of spec %d (%s) after %d records", spec.ID(), st.name, produced)
+			}
+			produceEvents(t, broker.Brokers, env.topic, produced, n)
+			produced += n
+			env.waitRows(t, produced, 2*time.Minute)
+			tasks, err := env.load(t).Scan().PlanFiles(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(tasks, func(task itable.FileScanTask) bool { return task.File.SpecID() == int32(spec.ID()) }) {
+				break
+			}
+		}
+	}
+	stop()
+	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
+
+	tasks, err := env.load(t).Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	warehouse := strings.TrimPrefix(env.warehouse, "file://")
+	byStage := make([]int, len(stages))
+	for _, task := range tasks {
+		rel := strings.TrimPrefix(strings.TrimPrefix(task.File.FilePath(), "file://"), warehouse+"/kafka/replaced/data/")
+		i, ok := specOf[task.File.SpecID()]
+		if !ok {
+			t.Errorf("file %s has spec %d, none of the stages'", rel, task.File.SpecID())
+			continue
+		}
+		byStage[i]++
+		if dir := filepath.Dir(rel); !stages[i].folders.MatchString(strings.TrimPrefix(dir, ".")) {
+			t.Errorf("file %s of spec %d (%s) is not in that spec's folders", rel, task.File.SpecID(), stages[i].name)
+		}
+	}
+	for i, st := range stages {
+		if byStage[i] == 0 {
+			t.Errorf("no file of the %s stage's spec", st.name)
+		}
 	}
 }
