@@ -82,6 +82,9 @@ func TestCommitAfterSpecChange(t *testing.T) {
 	if again, err := h.PathSpec(ctx, old.ID); err != nil || again.ID != old.ID || len(again.Fields) != 1 {
 		t.Errorf("path spec %d after the change: %+v (%v)", old.ID, again, err)
 	}
+	if ids, err := h.SpecIDs(ctx); err != nil || len(ids) != 2 || ids[0] != cur.ID || ids[1] != old.ID {
+		t.Errorf("spec ids %v (%v), want the default one, %d, first, then %d", ids, err, cur.ID, old.ID)
+	}
 	if _, err := h.PathSpec(ctx, 99); err == nil || !strings.Contains(err.Error(), "not one of the table's") {
 		t.Errorf("path spec 99: %v", err)
 	}
