@@ -84,9 +84,15 @@ func TestTableSinkFollowsSpecChange(t *testing.T) {
 		if !regexp.MustCompile(`msg="table: its partition spec changed[^"]*" table=kafka.respec ` + changed).MatchString(log) {
 			t.Errorf("%s did not log the change of spec (%s)", p.name, changed)
 		}
-		if !strings.Contains(log, "partition follows the table's new partition spec") || !strings.Contains(log, "reason=spec") {
-			t.Errorf("%s moved no partition to the new spec, or finished no file for it", p.name)
+		if !strings.Contains(log, "partition follows the table's new partition spec") {
+			t.Errorf("%s moved no partition to the new spec", p.name)
 		}
+	}
+	// A partition moves with its open files finished; one between two
+	// batches of records has none (files rotate every 500ms), but not all
+	// of them.
+	if !strings.Contains(a.log.String()+b.log.String()+c.log.String(), "reason=spec") {
+		t.Error("no member finished a file to move to the new spec")
 	}
 
 	truth := readTopic(t, broker.Brokers, env.topic, partitions)
