@@ -45,7 +45,7 @@ type tables struct {
 // is also one view of the table: the files' path by one of its partition
 // specs (specID), which the partitions that hold it write by. The views
 // of one table share its commits (tableCommits); a partition moves to the
-// view of a new spec at a clean point (followSpec).
+// view of a new spec at a clean point (moveToSpec).
 type tableCommitter struct {
 	t     *tables
 	topic string
@@ -390,8 +390,8 @@ func (t *tables) run(ctx context.Context) {
 // failing returns the error of the table whose commits have failed, every
 // one, for longest, when that is at least for: its files and the Kafka
 // offsets behind them wait, and /readyz says so. A table that commits
-// again is not failing. Before that, it returns why the sink does not
-// follow a table's new partition spec (noticeSpec).
+// again is not failing. Why the sink does not follow a table's new
+// partition spec (noticeSpec) comes first, however long it has held.
 func (t *tables) failing(now time.Time, atLeast time.Duration) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -532,7 +532,6 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	}
 	st.tableCommits.Add(1)
 	tc.failingSince.Store(0)
-	tc.noticeSpec(ctx)
 	took := int64(time.Since(start))
 	st.tableCommitNanos.Add(took)
 	for cur := st.tableCommitMaxNanos.Load(); took > cur && !st.tableCommitMaxNanos.CompareAndSwap(cur, took); cur = st.tableCommitMaxNanos.Load() {
@@ -565,6 +564,8 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	// The commit read the table: a new default spec shows there.
+	tc.noticeSpec(ctx)
 	return nil
 }
 
