@@ -40,11 +40,11 @@ type payloadPart struct {
 	buf    []byte
 }
 
-// specFields returns the table's partition fields, without Leaf (the
-// columns are each writer schema's), as the table is once it has taken
-// the files' schema fitted (Fit): their source types are the table's
-// then, which a value of the schema fits. Read once per schema, not once
-// per partition.
+// specFields returns the partition fields of the view's spec, without
+// Leaf (the columns are each writer schema's), as the table is once it
+// has taken the files' schema fitted (Fit): their source types are the
+// table's then, which a value of the schema fits. Read once per schema,
+// not once per partition.
 func (tc *tableCommitter) specFields(ctx context.Context, fitted *schema.Schema) ([]table.PathField, error) {
 	key := fitted.String()
 	tc.specMu.Lock()
@@ -52,10 +52,11 @@ func (tc *tableCommitter) specFields(ctx context.Context, fitted *schema.Schema)
 	if f, ok := tc.spec[key]; ok {
 		return f, nil
 	}
-	fields, err := tc.h.PathFields(ctx)
+	spec, err := tc.h.PathSpec(ctx, tc.specID)
 	if err != nil {
 		return nil, err
 	}
+	fields := spec.Fields
 	if tc.spec == nil || len(tc.spec) >= maxSpecSchemas {
 		tc.spec = map[string][]table.PathField{}
 	}

@@ -301,7 +301,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 // rotationReasons are the reasons a file is finished, as
 // pqsink_files_uploaded_total counts them.
 func rotationReasons() []string {
-	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance}
+	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance, reasonSpec}
 }
 
 // rejectReasons are the reasons a record is rejected, as

@@ -838,6 +838,9 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 			return p.restartFromTable(ctx, held)
 		}
 	}
+	if err := p.moveToSpec(ctx); err != nil {
+		return err
+	}
 	if len(p.pending) > 0 && now.Sub(p.pendingAt) >= p.s.sampleWait {
 		if err := p.learn(ctx); err != nil {
 			return err

@@ -556,6 +556,12 @@ func (r *partRun) step() bool {
 					return false
 				}
 				p.restartAt(c.offset, c.metadata, skip)
+				if err := p.resumeView(r.own); err != nil {
+					r.log.Error("reading the table's partition specs; partition stopped", "error", err)
+					s.setFailed(r.key, err)
+					r.held = true
+					return false
+				}
 				r.held = false
 				r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
 			}
@@ -712,6 +718,16 @@ func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string,
 				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.h.Name(), "table_offset", off, "kafka_offset", c.offset)
 			}
 			c.offset, skip = off, tskip
+			// The paths it holds beyond the offset follow the spec
+			// they were written by: so do the partition's files until
+			// it can move to the table's (moveToSpec).
+			cur := tc
+			if tc, err = tc.viewFor(ctx, skip); err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
+			}
+			if tc != cur {
+				s.log.Info("partition resumes by the partition spec of its uploaded files", "topic", topic, "partition", id, "table", tc.h.Name(), "spec", tc.specID, "table_spec", cur.specID)
+			}
 		}
 	}
 	s.log.Debug("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))

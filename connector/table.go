@@ -41,12 +41,19 @@ type tables struct {
 	maint *maintainer // nil without table.maintenance
 }
 
-// tableCommitter collects the files of one table and commits them.
+// tableCommitter collects the files of one table and commits them. It
+// is also one view of the table: the files' path by one of its partition
+// specs (specID), which the partitions that hold it write by. The views
+// of one table share its commits (tableCommits); a partition moves to the
+// view of a new spec at a clean point (moveToSpec).
 type tableCommitter struct {
 	t     *tables
 	topic string
 	h     *table.Handle
-	tmpl  *archive.Template
+	// specID is the id of the table's partition spec that tmpl follows:
+	// the files of this view are committed with it.
+	specID int
+	tmpl   *archive.Template
 	// url is the store's URL: a file's location in the table is url/key.
 	url string
 	// computed are the partition fields whose values the records give, in
@@ -55,12 +62,19 @@ type tableCommitter struct {
 	computed    []*table.PathField
 	lookupPaths [][]string
 	lookupAt    []int
-	// spec is the table's partition fields once it exists, by the text
-	// of a fitted schema, for the values of Avro and Protobuf records
-	// (see specFields).
+	// spec is the view's partition fields once the table exists, by the
+	// text of a fitted schema, for the values of Avro and Protobuf
+	// records (see specFields).
 	specMu sync.Mutex
 	spec   map[string][]table.PathField
 
+	*tableCommits
+}
+
+// tableCommits is what the views of one table share: the files and
+// progress to commit, the commits' health, the state read per generation,
+// and the view new files follow.
+type tableCommits struct {
 	commitMu sync.Mutex // one commit at a time
 	// failingSince is when the table's commits began to fail, every one
 	// (Unix nanoseconds; 0 after a commit that succeeded), and failErr
@@ -79,6 +93,18 @@ type tableCommitter struct {
 	seen  map[string]bool // locations in files
 	parts map[int32]*pendingProgress
 
+	// cur is the view new files follow: the table's default spec's, or
+	// partition_by's. views are the views made, by spec id (viewsMu).
+	cur     atomic.Pointer[tableCommitter]
+	viewsMu sync.Mutex
+	views   map[int]*tableCommitter
+	// noticed is the default spec id last acted upon (viewsMu), and
+	// specErr why the sink does not follow it, for /readyz.
+	noticed int
+	specErr atomic.Pointer[error]
+
+	// rb keeps commits from running past a rollback; shared by the
+	// views, as the partitions are.
 	rb rollbacks
 }
 
@@ -254,7 +280,7 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tc := t.byTopic[topic]; tc != nil {
-		return tc, nil
+		return tc.cur.Load(), nil
 	}
 	c := t.s.cfg
 	name := c.Table.TableName(topic)
@@ -275,6 +301,25 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 			t.s.log.Info("table: following its partition spec (table.partition_by is not set)", "table", h.Name(), "partition_by", got)
 		}
 	}
+	spec, err := h.PathSpec(ctx, table.DefaultSpec)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := t.newView(ctx, topic, h, &tableCommits{seen: map[string]bool{}, parts: map[int32]*pendingProgress{}, views: map[int]*tableCommitter{}}, spec)
+	if err != nil {
+		return nil, err
+	}
+	tc.cur.Store(tc)
+	tc.noticed = spec.ID
+	t.byTopic[topic] = tc
+	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tc.tmpl.String(), "spec_id", spec.ID)
+	return tc, nil
+}
+
+// newView makes the view of topic's table h by its partition spec spec,
+// sharing commits, and adds it to commits' views.
+func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, commits *tableCommits, spec table.PathSpec) (*tableCommitter, error) {
+	c := t.s.cfg
 	url := strings.TrimSuffix(c.Store.URL, "/")
 	loc, err := h.Location(ctx)
 	if err != nil {
@@ -284,14 +329,10 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if !ok {
 		return nil, fmt.Errorf("table %s: its location %s is not under store.url %s: the sink writes the table's files through the store, so the table must live in it", h.Name(), loc, url)
 	}
-	fields, err := h.PathFields(ctx)
-	if err != nil {
-		return nil, err
-	}
 	// With a registry, the files' schema follows the records: the columns
 	// are each schema's.
 	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil || t.s.format.jsRegistry()
-	text, computed, err := tablePath(root, fields, perSchema)
+	text, computed, err := tablePath(root, spec.Fields, perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
 	}
@@ -299,7 +340,7 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, fmt.Errorf("table %s: the files' path: %w", h.Name(), err)
 	}
-	tc := &tableCommitter{t: t, topic: topic, h: h, tmpl: tmpl, url: url, seen: map[string]bool{}, parts: map[int32]*pendingProgress{}}
+	tc := &tableCommitter{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, tableCommits: commits}
 	tc.setComputed(computed)
 	if t.s.format.payloadLookups() {
 		if t.s.format.protoMessage != nil && len(computed) > 0 {
@@ -312,8 +353,12 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 			return nil, err
 		}
 	}
-	t.byTopic[topic] = tc
-	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tmpl.String())
+	commits.viewsMu.Lock()
+	if commits.views[spec.ID] == nil {
+		commits.views[spec.ID] = tc
+	}
+	tc = commits.views[spec.ID]
+	commits.viewsMu.Unlock()
 	return tc, nil
 }
 
@@ -349,12 +394,18 @@ func (t *tables) run(ctx context.Context) {
 // failing returns the error of the table whose commits have failed, every
 // one, for longest, when that is at least for: its files and the Kafka
 // offsets behind them wait, and /readyz says so. A table that commits
-// again is not failing.
+// again is not failing. Why the sink does not follow a table's new
+// partition spec (noticeSpec) comes first, however long it has held.
 func (t *tables) failing(now time.Time, atLeast time.Duration) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var worst *tableCommitter
 	var longest time.Duration
+	for _, tc := range t.byTopic {
+		if err := tc.specErr.Load(); err != nil {
+			return *err
+		}
+	}
 	for _, tc := range t.byTopic {
 		since := tc.failingSince.Load()
 		if since == 0 {
@@ -531,6 +582,8 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	// The commit read the table: a new default spec shows there.
+	tc.noticeSpec(ctx)
 	return nil
 }
 
@@ -572,5 +625,6 @@ func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, i
 // tableFile is the table's view of an object the partition uploaded or
 // adopted.
 func (tc *tableCommitter) tableFile(key, id string, size int64, md *meta.FileMetaData) table.File {
-	return table.File{Location: tc.url + "/" + key, Size: size, Footer: md, PathID: id}
+	spec := tc.specID
+	return table.File{Location: tc.url + "/" + key, Size: size, Footer: md, PathID: id, SpecID: &spec}
 }

@@ -243,7 +243,9 @@ func (k *Catalog) Table(ctx context.Context, name string, s *schema.Schema) (*Ha
 
 // handle is a Handle of the table ident, before it is created or adopted.
 func (k *Catalog) handle(ident itable.Identifier) *Handle {
-	return &Handle{k: k, cat: k.cat, ident: ident, name: strings.Join(ident, "."), warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	h := &Handle{k: k, cat: k.cat, ident: ident, name: strings.Join(ident, "."), warehouse: k.warehouse, fitted: map[string]*schema.Schema{}}
+	h.seenSpec.Store(-1)
+	return h
 }
 
 // Existing returns the handle of the table ident (its namespace levels,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -41,6 +42,11 @@ type Handle struct {
 	// for.
 	fitted map[string]*schema.Schema
 
+	// seenSpec is the id of the table's default partition spec as the
+	// last attempt of Commit found it; -1 before the first (see
+	// CommittedSpec).
+	seenSpec atomic.Int64
+
 	// beforeSwap, when set (by tests), runs in each attempt of Commit
 	// after the table's state is read and before the swap.
 	beforeSwap func()
@@ -62,6 +68,12 @@ func (h *Handle) adopt(tbl *itable.Table) error {
 	}
 	return nil
 }
+
+// CommittedSpec is the id of the table's default partition spec as the
+// last commit found it: a change of it by another engine shows here
+// without a read of the table of its own. It is -1 before the first
+// commit, and when that found no table.
+func (h *Handle) CommittedSpec() int { return int(h.seenSpec.Load()) }
 
 // PartitionBy is the table's current partition spec, each field as
 // table.partition_by writes it (config.PartitionField's String):
@@ -92,6 +104,12 @@ type File struct {
 	// PathID is the path identity of the file's chain: the key of its path
 	// in the skip set.
 	PathID string
+	// SpecID is the id of the table's partition spec that the file's path
+	// follows (PathSpec.ID), which may be another than the table's
+	// default spec when that changed since the file was written; nil for
+	// the spec whose fields the path's folders are (the default one when
+	// they are its).
+	SpecID *int
 }
 
 // Result says what a commit did.
@@ -203,6 +221,7 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	if err := noLibraryRetry(tbl); err != nil {
 		return 0, 0, 0, err
 	}
+	h.seenSpec.Store(int64(tbl.Metadata().DefaultPartitionSpec()))
 	cur, err := h.state(ctx, tbl)
 	if err != nil {
 		return 0, 0, 0, err

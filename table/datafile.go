@@ -96,8 +96,11 @@ func dataFile(tbl *itable.Table, f File, firstRowID *int64) (iceberg.DataFile, e
 		}
 	}
 
-	spec := tbl.Spec()
-	inPath, found, err := pathValues(tbl, f.Location)
+	spec, err := fileSpec(tbl, f)
+	if err != nil {
+		return nil, err
+	}
+	inPath, found, err := pathValues(tbl, spec, f.Location)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	itable "github.com/apache/iceberg-go/table"
 
@@ -51,27 +52,89 @@ const legacyEmptyString = "%EMPTY"
 // PathFields returns the table's partition spec as the sink puts it in
 // its files' paths, one PathField per spec field, in the spec's order.
 func (h *Handle) PathFields(ctx context.Context) ([]PathField, error) {
+	s, err := h.PathSpec(ctx, DefaultSpec)
+	return s.Fields, err
+}
+
+// DefaultSpec asks PathSpec for the table's default partition spec.
+const DefaultSpec = -1
+
+// PathSpec is one of a table's partition specs as the sink puts it in its
+// files' paths.
+type PathSpec struct {
+	// ID is the spec's id in the table's metadata, which a data file
+	// written by it carries (File.SpecID).
+	ID int
+	// Fields are the spec's fields, in its order.
+	Fields []PathField
+}
+
+// PathSpec returns the table's partition spec of id, or its default spec
+// when id is DefaultSpec, as the sink puts it in its files' paths. A table
+// not created yet (the first Avro schema creates it) has the configured
+// spec, its first, with id 0.
+func (h *Handle) PathSpec(ctx context.Context, id int) (PathSpec, error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	switch {
-	case errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil:
-		// Not created yet (the first Avro schema creates it): the
-		// configured spec, whose source columns the path cannot take
+	case errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil && id <= 0:
+		// The configured spec, whose source columns the path cannot take
 		// from the records (the files' schema is not known yet).
 		var out []PathField
 		for _, p := range h.k.cfg.PartitionBy {
 			out = append(out, PathField{Name: partitionName(p), Transform: transformText(p), Column: p.Column})
 		}
-		return out, nil
+		return PathSpec{Fields: out}, nil
+	case err != nil:
+		return PathSpec{}, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	spec, err := specOf(tbl, id)
+	if err != nil {
+		return PathSpec{}, fmt.Errorf("table %s: %w", h.name, err)
+	}
+	fields, err := pathFields(tbl, spec, h.schema)
+	if err != nil {
+		return PathSpec{}, err
+	}
+	return PathSpec{ID: spec.ID(), Fields: fields}, nil
+}
+
+// SpecIDs returns the ids of the table's partition specs, the default one
+// first: a file may be committed with any of them. A table not created
+// yet has its first, 0.
+func (h *Handle) SpecIDs(ctx context.Context) ([]int, error) {
+	tbl, err := h.cat.LoadTable(ctx, h.ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil:
+		return []int{0}, nil
 	case err != nil:
 		return nil, fmt.Errorf("table %s: %w", h.name, err)
 	}
-	return pathFields(tbl, h.schema)
+	md := tbl.Metadata()
+	ids := []int{md.DefaultPartitionSpec()}
+	for _, s := range md.PartitionSpecs() {
+		if s.ID() != ids[0] {
+			ids = append(ids, s.ID())
+		}
+	}
+	return ids, nil
 }
 
-func pathFields(tbl *itable.Table, s *schema.Schema) ([]PathField, error) {
+// specOf is tbl's partition spec of id, or its default spec for
+// DefaultSpec.
+func specOf(tbl *itable.Table, id int) (iceberg.PartitionSpec, error) {
+	if id == DefaultSpec {
+		return tbl.Spec(), nil
+	}
+	s := tbl.Metadata().PartitionSpecByID(id)
+	if s == nil {
+		return iceberg.PartitionSpec{}, fmt.Errorf("partition spec %d is not one of the table's", id)
+	}
+	return *s, nil
+}
+
+func pathFields(tbl *itable.Table, spec iceberg.PartitionSpec, s *schema.Schema) ([]PathField, error) {
 	ts := tbl.Schema()
 	var out []PathField
-	spec := tbl.Spec()
 	for _, pf := range spec.Fields() {
 		col, ok := ts.FindColumnName(pf.SourceID())
 		src, _ := ts.FindTypeByID(pf.SourceID())
@@ -122,21 +185,18 @@ func (f *PathField) AppendValue(dst, plain []byte) ([]byte, error) {
 }
 
 // pathValues reads the partition values that loc, a data file's location
-// under the table's location, holds in its folders: for each spec field
-// whose folder Name=value is there, the value as the partition tuple holds
-// it (nil for the null partition). A file elsewhere has none.
-func pathValues(tbl *itable.Table, loc string) (map[int]any, map[int]bool, error) {
-	rest, ok := strings.CutPrefix(loc, strings.TrimSuffix(tbl.Location(), "/")+"/data/")
+// under the table's location, holds in its folders: for each field of
+// spec whose folder Name=value is there, the value as the partition tuple
+// holds it (nil for the null partition). A file elsewhere has none.
+func pathValues(tbl *itable.Table, spec iceberg.PartitionSpec, loc string) (map[int]any, map[int]bool, error) {
+	segs, ok := pathFolders(tbl, loc)
 	if !ok {
 		return nil, nil, nil
 	}
-	segs := strings.Split(rest, "/")
-	segs = segs[:len(segs)-1] // the file's name
-	fields, err := pathFields(tbl, nil)
+	fields, err := pathFields(tbl, spec, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	spec := tbl.Spec()
 	var ids []int
 	for _, pf := range spec.Fields() {
 		ids = append(ids, pf.FieldID)
@@ -170,6 +230,17 @@ func pathValues(tbl *itable.Table, loc string) (map[int]any, map[int]bool, error
 		}
 	}
 	return vals, found, nil
+}
+
+// pathFolders returns the folders of loc, a data file's location, under
+// the table's data/ folder; ok is false for a file elsewhere.
+func pathFolders(tbl *itable.Table, loc string) (folders []string, ok bool) {
+	rest, ok := strings.CutPrefix(loc, strings.TrimSuffix(tbl.Location(), "/")+"/data/")
+	if !ok {
+		return nil, false
+	}
+	segs := strings.Split(rest, "/")
+	return segs[:len(segs)-1], true // without the file's name
 }
 
 // samePartitionValue compares two values of a partition tuple, of the
