@@ -96,9 +96,12 @@ func (p *sinkProcess) terminate(t *testing.T, within time.Duration) {
 }
 
 // produceSlowly produces n events in chunks over about d, in the background.
+// A test that fails before waiting for it still waits (Cleanup): the
+// producer reports through t, which must not outlive the test.
 func produceSlowly(t *testing.T, brokers []string, topic string, n, chunks int, d time.Duration) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	wg.Add(1)
+	t.Cleanup(wg.Wait)
 	go func() {
 		defer wg.Done()
 		per := n / chunks
