@@ -6,41 +6,53 @@ import "github.com/pqsink/pqsink/meta"
 // TIMESTAMP(MICROS), the unit Iceberg's timestamp types take in Parquet,
 // and reports whether any leaf changed; s itself comes back when none
 // did. Whoever fills a widened column writes microseconds.
-func WidenMillis(s *Schema) (*Schema, bool, error) {
-	if !hasMillis(s.fields) {
+func WidenMillis(s *Schema) (*Schema, bool, error) { return retime(s, Millis) }
+
+// NarrowNanos returns s with every INT64 TIMESTAMP(NANOS) leaf made
+// TIMESTAMP(MICROS), Iceberg's timestamptz and timestamp, which format
+// version 2 tables have (their nanosecond types are version 3's), and
+// reports whether any leaf changed; s itself comes back when none did.
+// Whoever fills a narrowed column writes microseconds, and decides what
+// becomes of the nanoseconds below them.
+func NarrowNanos(s *Schema) (*Schema, bool, error) { return retime(s, Nanos) }
+
+// retime returns s with the INT64 timestamps in unit from made
+// microseconds, and whether there were any.
+func retime(s *Schema, from TimeUnit) (*Schema, bool, error) {
+	if !hasTimestamps(s.fields, from) {
 		return s, false, nil
 	}
-	w, err := New(s.name, widenFields(s.fields)...)
+	r, err := New(s.name, retimeFields(s.fields, from)...)
 	if err != nil {
 		return nil, false, err
 	}
-	return w, true, nil
+	return r, true, nil
 }
 
-func isMillisTimestamp(n *Node) bool {
-	return n.IsLeaf() && n.Physical == meta.TypeInt64 && n.Logical.Kind == Timestamp && n.Logical.Unit == Millis
+func isTimestampIn(n *Node, u TimeUnit) bool {
+	return n.IsLeaf() && n.Physical == meta.TypeInt64 && n.Logical.Kind == Timestamp && n.Logical.Unit == u
 }
 
-func hasMillis(fields []*Node) bool {
+func hasTimestamps(fields []*Node, u TimeUnit) bool {
 	for _, f := range fields {
-		if isMillisTimestamp(f) || hasMillis(f.Fields) {
+		if isTimestampIn(f, u) || hasTimestamps(f.Fields, u) {
 			return true
 		}
 	}
 	return false
 }
 
-// widenFields copies the nodes New needs (it copies them again) with the
-// millisecond timestamps in microseconds.
-func widenFields(fields []*Node) []*Node {
+// retimeFields copies the nodes New needs (it copies them again) with
+// the timestamps in unit from in microseconds.
+func retimeFields(fields []*Node, from TimeUnit) []*Node {
 	out := make([]*Node, len(fields))
 	for i, f := range fields {
 		c := *f
 		switch {
-		case isMillisTimestamp(f):
+		case isTimestampIn(f, from):
 			c.Logical.Unit = Micros
 		case len(f.Fields) > 0:
-			c.Fields = widenFields(f.Fields)
+			c.Fields = retimeFields(f.Fields, from)
 		}
 		out[i] = &c
 	}
