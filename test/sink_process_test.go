@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +17,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
@@ -26,8 +26,45 @@ import (
 type sinkProcess struct {
 	name string
 	cmd  *exec.Cmd
-	log  *testutil.Tail
+	log  *processLog
 	done chan error
+}
+
+// processLog keeps all that a child process writes: a test looks for a
+// line (a generation started, a spec changed) however many followed it,
+// which a bounded tail loses once a process logs a few thousand uploads.
+type processLog struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write keeps p. It never fails.
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// String returns all that was written, without surrounding white space.
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(string(l.buf))
+}
+
+// Contains says whether s was written, without copying the log.
+func (l *processLog) Contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Contains(l.buf, []byte(s))
+}
+
+// tail returns the last n bytes written, for a failure's output.
+func (l *processLog) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(string(l.buf[max(0, len(l.buf)-n):]))
 }
 
 // startSinkProcess runs the pqsink binary with the configuration text.
@@ -43,7 +80,7 @@ func startSinkProcess(t *testing.T, name, cfgText string) *sinkProcess {
 // runSinkProcess runs `pqsink run --config cfgPath`.
 func runSinkProcess(t *testing.T, name, cfgPath string) *sinkProcess {
 	t.Helper()
-	p := &sinkProcess{name: name, log: &testutil.Tail{Max: 512 << 10}, done: make(chan error, 1)}
+	p := &sinkProcess{name: name, log: &processLog{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(pqsinkBinary(t), "run", "--config", cfgPath)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -54,7 +91,7 @@ func runSinkProcess(t *testing.T, name, cfgPath string) *sinkProcess {
 		p.cmd.Process.Kill()
 		<-p.done
 		if t.Failed() {
-			t.Logf("--- %s log (tail) ---\n%s", name, p.log.String())
+			t.Logf("--- %s log (tail) ---\n%s", name, p.log.tail(512<<10))
 		}
 	})
 	return p
@@ -64,7 +101,7 @@ func runSinkProcess(t *testing.T, name, cfgPath string) *sinkProcess {
 func (p *sinkProcess) waitLog(t *testing.T, s string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for !strings.Contains(p.log.String(), s) {
+	for !p.log.Contains(s) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not log %q within %v", p.name, s, within)
 		}
