@@ -243,8 +243,7 @@ func fieldPath(path string) string {
 // file holds in microseconds (schema.WidenMillis), whose values the sink
 // multiplied by 1000, and 1 otherwise.
 func millisDivisor(t *avro.Type, n *schema.Node) int64 {
-	millis := t.Logical == avro.TimestampMillis || t.Logical == avro.LocalTimestampMillis
-	if millis && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros {
+	if avro.MillisInMicros(t, n) {
 		return 1000
 	}
 	return 1

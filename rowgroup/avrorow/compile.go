@@ -365,6 +365,5 @@ func millisInMicros(res *avro.Resolution, n *schema.Node) bool {
 	if t == nil {
 		t = res.Writer
 	}
-	millis := t.Logical == avro.TimestampMillis || t.Logical == avro.LocalTimestampMillis
-	return millis && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
+	return avro.MillisInMicros(t, n)
 }

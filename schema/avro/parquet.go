@@ -202,3 +202,12 @@ func leafType(t *Type) (meta.Type, int, schema.Logical) {
 	}
 	return meta.TypeByteArray, 0, schema.Logical{} // Bytes
 }
+
+// MillisInMicros reports whether leaf n holds the values of t, a
+// millisecond timestamp (timestamp-millis or local-timestamp-millis), in
+// microseconds: a leaf schema.WidenMillis made for a table's files, whose
+// values are t's times 1000.
+func MillisInMicros(t *Type, n *schema.Node) bool {
+	millis := t.Logical == TimestampMillis || t.Logical == LocalTimestampMillis
+	return millis && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
+}
