@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -362,7 +363,7 @@ const tempMarker = ".pqsink-tmp-"
 // write is doing, and the process exits.
 func writeOutput(ctx context.Context, output string, stdout io.Writer, write func(io.Writer) (convert.Stats, error)) (convert.Stats, error) {
 	if output == "-" {
-		return runWatched(ctx, func() (convert.Stats, error) { return write(stdout) })
+		return runWatched(ctx, func() (convert.Stats, error) { return writeBuffered(stdout, write) })
 	}
 	dir, base := filepath.Dir(output), filepath.Base(output)
 	removeStaleTemps(dir, base)
@@ -376,7 +377,7 @@ func writeOutput(ctx context.Context, output string, stdout io.Writer, write fun
 		return convert.Stats{}, err
 	}
 	st, err := runWatched(ctx, func() (convert.Stats, error) {
-		st, err := write(tmp)
+		st, err := writeBuffered(tmp, write)
 		if err == nil {
 			err = tmp.Sync()
 		}
@@ -392,6 +393,19 @@ func writeOutput(ctx context.Context, output string, stdout io.Writer, write fun
 		return st, err
 	}
 	return st, os.Rename(tmp.Name(), output)
+}
+
+// writeBuffered runs write into w through a buffer of a megabyte, and
+// flushes it when write succeeds. The writer hands over each page (and
+// each page header) on its own, about 16 KiB at a time: a write system
+// call for each cost 4% of a convert's CPU.
+func writeBuffered(w io.Writer, write func(io.Writer) (convert.Stats, error)) (convert.Stats, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	st, err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	return st, err
 }
 
 // runWatched runs fn, returning early with ctx's error when ctx is done
