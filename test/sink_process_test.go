@@ -120,11 +120,12 @@ func (p *sinkProcess) kill(t *testing.T) {
 // terminate sends SIGTERM and waits for a clean exit.
 func (p *sinkProcess) terminate(t *testing.T, within time.Duration) {
 	t.Helper()
-	// A SIGTERM before main installs its handler (while the packages
-	// initialize, tens of milliseconds after the start) ends the process
-	// as the default action does, before it has done anything: that is a
-	// SIGKILL, which the tests exercise on their own. Wait for its first
-	// line, which main logs after the handler.
+	// A SIGTERM in the first two milliseconds, before package
+	// earlysignal asks for it, ends the process as the default action
+	// does, before it has done anything: that is a SIGKILL, which the
+	// tests exercise on their own (TestSignalDuringInit sends one later
+	// in the start-up). Wait for its first line, which main logs after
+	// its handler.
 	for deadline := time.Now().Add(10 * time.Second); !p.log.Contains("pqsink starting") && time.Now().Before(deadline); {
 		select {
 		case err := <-p.done:

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // timezone: works in minimal containers without zoneinfo
 
+	"github.com/pqsink/pqsink/internal/earlysignal"
 	"github.com/pqsink/pqsink/internal/initgc"
 	"github.com/pqsink/pqsink/internal/version"
 )
@@ -53,6 +54,13 @@ func main() {
 	// The collector was held off while the packages initialized.
 	initgc.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A signal that came while the packages initialized stops the
+	// command as if it came now.
+	if early := earlysignal.Handover(); early != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
 	// PQSINK_CPUPROFILE=FILE profiles any command, for performance reports.
 	if path := os.Getenv("PQSINK_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
