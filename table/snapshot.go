@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
 	itable "github.com/apache/iceberg-go/table"
 )
 
@@ -44,7 +45,20 @@ type Snapshot struct {
 	MetadataLocation string
 	// Files are the snapshot's data files, by location.
 	Files []DataFile
+	// Earlier are data files of the snapshot's ancestors that it no longer
+	// holds (rewritten by a compaction or another engine's copy-on-write
+	// delete), newest first, at most maxEarlier of them: the files a
+	// rewrite replaced, whose footers may hold what the rewritten files
+	// lost (the records' schema). They may have been deleted from the
+	// store since.
+	Earlier []DataFile
 }
+
+// How far Catalog.Snapshot looks back for Snapshot.Earlier.
+const (
+	maxEarlier          = 16
+	maxEarlierSnapshots = 20
+)
 
 // DataFile is a data file of a snapshot.
 type DataFile struct {
@@ -124,6 +138,56 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 		out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count(), Deleted: deleted[df.FilePath()]})
 	}
 	slices.SortFunc(out.Files, func(a, b DataFile) int { return strings.Compare(a.Location, b.Location) })
+	seenManifests := map[string]bool{}
+	for _, m := range manifests {
+		seenManifests[m.FilePath()] = true
+	}
+	if out.Earlier, err = earlierFiles(tbl, fsys, snap, data, seenManifests); err != nil {
+		return nil, fmt.Errorf("table %s, snapshot %d: %w", what, snap.SnapshotID, err)
+	}
+	return out, nil
+}
+
+// earlierFiles returns Snapshot.Earlier: the data files of snap's nearest
+// ancestors that snap does not hold, reading only the manifests that snap
+// does not list (an append's ancestors share theirs, so a table the sink
+// only appended to costs a manifest list a snapshot).
+func earlierFiles(tbl *itable.Table, fsys icebergio.IO, snap *itable.Snapshot, data []snapFile, seen map[string]bool) ([]DataFile, error) {
+	live := make(map[string]bool, len(data))
+	for _, f := range data {
+		live[f.df.FilePath()] = true
+	}
+	var out []DataFile
+	md := tbl.Metadata()
+	for i, cur := 0, snap; i < maxEarlierSnapshots && len(out) < maxEarlier && cur.ParentSnapshotID != nil; i++ {
+		if cur = md.SnapshotByID(*cur.ParentSnapshotID); cur == nil {
+			break // expired
+		}
+		manifests, err := cur.Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("reading the manifest list of snapshot %d: %w", cur.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if seen[m.FilePath()] || m.ManifestContent() != iceberg.ManifestContentData {
+				continue
+			}
+			seen[m.FilePath()] = true
+			for e, err := range m.Entries(fsys, true) {
+				if err != nil {
+					return nil, fmt.Errorf("reading manifest %s of snapshot %d: %w", m.FilePath(), cur.SnapshotID, err)
+				}
+				df := e.DataFile()
+				if df.ContentType() != iceberg.EntryContentData || df.FileFormat() != iceberg.ParquetFile || live[df.FilePath()] {
+					continue
+				}
+				live[df.FilePath()] = true
+				out = append(out, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()})
+				if len(out) == maxEarlier {
+					return out, nil
+				}
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,5 +102,51 @@ func TestSnapshotFiles(t *testing.T) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSnapshotEarlier: a snapshot names, besides its data files, the files
+// its ancestors held that a rewrite replaced (Snapshot.Earlier), newest
+// first; a table only appended to has none.
+func TestSnapshotEarlier(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := e.warehouse + "/kafka/events"
+	a := writeFile(t, h, loc, "events", 0, 0, 9, sameDay)
+	b := writeFile(t, h, loc, "events", 0, 10, 19, sameDay)
+	if _, err := h.Commit(ctx, "g", []File{a}, State{{"g", "events", 0}: {Committed: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Commit(ctx, "g", []File{b}, State{{"g", "events", 0}: {Committed: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	ident := []string{"kafka", "events"}
+	s, err := c.Snapshot(ctx, ident, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Files) != 2 || len(s.Earlier) != 0 {
+		t.Fatalf("after two appends: %d files, earlier %+v; want 2 and none", len(s.Files), s.Earlier)
+	}
+	merged := writeFile(t, h, loc+"/m", "events", 0, 0, 19, sameDay)
+	if _, err := h.Rewrite(ctx, []string{a.Location, b.Location}, []File{merged}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = c.Snapshot(ctx, ident, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var earlier []string
+	for _, f := range s.Earlier {
+		earlier = append(earlier, f.Location)
+	}
+	slices.Sort(earlier)
+	if want := []string{a.Location, b.Location}; len(s.Files) != 1 || s.Files[0].Location != merged.Location || !slices.Equal(earlier, want) {
+		t.Errorf("after the rewrite: files %+v, earlier %v; want %s and %v", s.Files, earlier, merged.Location, want)
 	}
 }

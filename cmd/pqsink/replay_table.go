@@ -64,25 +64,25 @@ func parseTableRef(from, namespace string) (tableRef, error) {
 // of the config's table section. It returns the snapshot as it names the
 // replay, iceberg:NAMESPACE.TABLE@SNAPSHOT_ID, so that a checkpoint
 // resumes the same snapshot.
-func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, []source.Object, error) {
+func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, tableObjects, error) {
 	if cfg.Table == nil {
-		return "", nil, errors.New("--from iceberg: needs the config's table section: its catalog says where the table is (table.catalog)")
+		return "", tableObjects{}, errors.New("--from iceberg: needs the config's table section: its catalog says where the table is (table.catalog)")
 	}
 	cat, err := table.Open(ctx, cfg)
 	if err != nil {
-		return "", nil, err
+		return "", tableObjects{}, err
 	}
 	defer cat.Close()
 	snap, err := cat.Snapshot(ctx, ref.ident, ref.snapshot)
 	if err != nil {
-		return "", nil, err
+		return "", tableObjects{}, err
 	}
 	url := strings.TrimSuffix(cfg.Store.URL, "/")
 	files := make([]source.Object, 0, len(snap.Files))
 	for _, f := range snap.Files {
 		key, ok := strings.CutPrefix(f.Location, url+"/")
 		if !ok || key == "" {
-			return "", nil, fmt.Errorf("table %s, snapshot %d: data file %s is not under store.url %s: replay reads a table's files from the config's store", snap.Table, snap.ID, f.Location, url)
+			return "", tableObjects{}, fmt.Errorf("table %s, snapshot %d: data file %s is not under store.url %s: replay reads a table's files from the config's store", snap.Table, snap.ID, f.Location, url)
 		}
 		obj := source.Object{Key: key, Size: f.Size}
 		if f.Deleted != nil {
@@ -90,7 +90,23 @@ func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, 
 		}
 		files = append(files, obj)
 	}
-	return fmt.Sprintf("%s%s@%d", tableScheme, snap.Table, snap.ID), files, nil
+	// The files the table's rewrites replaced, for a file another engine
+	// rewrote to borrow the records' schema from (those outside the store
+	// are not the sink's).
+	var earlier []source.Object
+	for _, f := range snap.Earlier {
+		if key, ok := strings.CutPrefix(f.Location, url+"/"); ok && key != "" {
+			earlier = append(earlier, source.Object{Key: key, Size: f.Size})
+		}
+	}
+	return fmt.Sprintf("%s%s@%d", tableScheme, snap.Table, snap.ID), tableObjects{files: files, earlier: earlier}, nil
+}
+
+// tableObjects are the objects of a table's snapshot that a replay reads:
+// its data files, and the earlier files that may lend them a schema
+// (source.Options.Earlier).
+type tableObjects struct {
+	files, earlier []source.Object
 }
 
 // replayFromTable points opts at the data files of the snapshot that
@@ -106,10 +122,11 @@ func replayFromTable(ctx context.Context, cfg *config.Config, opts *source.Optio
 	if err != nil {
 		return err
 	}
-	name, files, err := tableFiles(ctx, cfg, ref)
+	name, objs, err := tableFiles(ctx, cfg, ref)
 	if err != nil {
 		return err
 	}
+	files := objs.files
 	var withDeletes, deleted int64
 	for _, f := range files {
 		if f.Deleted != nil {
@@ -119,7 +136,7 @@ func replayFromTable(ctx context.Context, cfg *config.Config, opts *source.Optio
 	}
 	log.Info("replaying a table's snapshot", "table", strings.Join(ref.ident, "."), "snapshot", name, "files", len(files),
 		"files_with_deletes", withDeletes, "deleted_rows", deleted, "store", cfg.Store.URL)
-	opts.From, opts.StoreURL, opts.Files = name, cfg.Store.URL, files
+	opts.From, opts.StoreURL, opts.Files, opts.Earlier = name, cfg.Store.URL, files, objs.earlier
 	opts.PathTemplate, opts.PathTimezone = tablePathTemplate, nil
 	return nil
 }

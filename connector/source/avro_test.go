@@ -4,19 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/reader"
-	"github.com/pqsink/pqsink/rowgroup"
-	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/writer"
 )
 
 // avroAll has every Avro type the sink maps, logical types included.
@@ -100,55 +93,9 @@ func TestReplayAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := s.Parquet(rowgroup.EnvelopeNode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := rowgroup.New(ps)
-	dec, err := avrorow.NewDecoder(g, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rowgroup.NewBuilder(g, dec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := writer.New(&out, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 60
-	var bodies [][]byte
-	for i := range n {
-		body, err := s.Codec().BinaryFromNative(nil, avroNative(i))
-		if err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
-		bodies = append(bodies, body)
-		env := &rowgroup.Envelope{Topic: "avro", Partition: 0, Offset: int64(i), Timestamp: time.UnixMilli(int64(i)), Key: []byte{byte(i)}}
-		if err := b.Append(body, env); err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
-	}
-	if err := w.WriteRowGroup(g); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{archive.FooterTopic: "avro", archive.FooterPartition: "0", archive.FooterFirstOffset: "0", archive.FooterLastOffset: strconv.Itoa(n - 1),
-		archive.FooterRecords: strconv.Itoa(n), avro.MetadataKey: s.String()} {
-		w.SetKeyValue(k, v)
-	}
-	if _, err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, filepath.FromSlash(sinkKey("avro", 0, 0)))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, bodies := writeAvroTableFile(t, dir, sinkKey("avro", 0, 0), s, 0, n, avroNative, true)
 
 	reg := &memRegistry{ids: map[string]uint32{}}
 	c := &collector{}
@@ -174,7 +121,7 @@ func TestReplayAvro(t *testing.T) {
 		}
 	}
 	// The fallback through reader.Rows encodes the same bytes.
-	f, err := reader.Open(bytes.NewReader(out.Bytes()), int64(out.Len()))
+	f, err := reader.Open(bytes.NewReader(file), int64(len(file)))
 	if err != nil {
 		t.Fatal(err)
 	}

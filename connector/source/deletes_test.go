@@ -15,9 +15,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/internal/events"
-	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
-	"github.com/pqsink/pqsink/writer"
 )
 
 // rowSet is a Deletions of a few rows.
@@ -33,7 +30,6 @@ type tableFile struct {
 	recs    []srcRecord
 	footer  bool
 	deleted rowSet
-	kv      []string // more footer metadata: key, value, …
 }
 
 // TestReplayTableDeletes replays the data files of a table (Options.Files)
@@ -113,14 +109,8 @@ func TestReplayTableDeletes(t *testing.T) {
 		{name: "a repeated offset", files: []tableFile{
 			rewritten("00000-0-bad.parquet", records("events", 0, 1, 2, 2)),
 		}, err: "row 2 holds offset 2 after offset 2"},
-		{name: "a rewritten file beside Avro files", files: []tableFile{
-			withKV(own(0, 0, 50), avro.MetadataKey, `"string"`),
-			rewritten("00000-0-a.parquet", records("events", 0, 50, 51)),
-		}, err: "t/data/00000-0-a.parquet: not a pqsink file with a Kafka envelope: another engine rewrote it without the sink's footer metadata, so its records would be produced as JSON, while the sink's files of the table hold Avro records (avro.schema in the footer of t/data/events+0+00000000000000000000.parquet)"},
-		{name: "a rewritten file beside JSON Schema files", files: []tableFile{
-			rewritten("00000-0-a.parquet", records("events", 1, 50, 51)),
-			withKV(own(0, 0, 50), jsonschema.MetadataKey, `{}`),
-		}, err: "hold JSON Schema records (json.schema in the footer of"},
+		// A rewritten file beside the sink's files of Avro, Protobuf or
+		// JSON Schema records: TestReplayLendsFooter.
 		{name: "a rewritten file under a prefix", prefix: true, files: []tableFile{
 			rewritten("00000-0-a.parquet", records("events", 0, 1, 2)),
 		}, err: "t/data/00000-0-a.parquet: not a pqsink file with a Kafka envelope: the footer has no pqsink.kafka.topic"},
@@ -131,11 +121,7 @@ func TestReplayTableDeletes(t *testing.T) {
 			var opts Options
 			var want []srcRecord
 			for _, f := range tc.files {
-				var wopts []writer.Option
-				for i := 0; i+1 < len(f.kv); i += 2 {
-					wopts = append(wopts, writer.KeyValue(f.kv[i], f.kv[i+1]))
-				}
-				writeRecords(t, dir, f.key, events.Schema, f.recs, 20, f.footer, wopts...)
+				writeRecords(t, dir, f.key, events.Schema, f.recs, 20, f.footer)
 				obj := Object{Key: f.key}
 				if len(f.deleted) > 0 {
 					obj.Deleted = f.deleted
@@ -176,12 +162,6 @@ func TestReplayTableDeletes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withKV is f with footer metadata key = value.
-func withKV(f tableFile, key, value string) tableFile {
-	f.kv = append(f.kv, key, value)
-	return f
 }
 
 // compareRecords checks that msgs are want, partition by partition in

@@ -2,10 +2,13 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
 	"github.com/pqsink/pqsink/schema/protobuf"
@@ -108,49 +111,200 @@ func scanEnvelope(cur []*reader.ColumnCursor, out []filePartition, seen map[file
 	return out, row, nil
 }
 
-// checkRewritten refuses the planned files that were placed by their
-// envelope columns when the sink's own files of the replay keep their
-// records' schema in the footer (Avro, Protobuf, JSON Schema): those are
-// produced in the registry's wire format, and a rewritten file, which has
-// lost that footer, would be produced as JSON beside them. One of the
-// sink's files is opened to tell.
-func (r *Replayer) checkRewritten(ctx context.Context, parts []*partitionPlan) error {
-	var rewritten, own *fileRef
+// lendFooters gives each planned file that was placed by its envelope
+// columns (rewritten by another engine, which kept the columns but not the
+// sink's footer) the footer metadata of one of the sink's own files of the
+// replay whose payload columns have the same shape: the records' schema
+// (Avro, Protobuf, JSON Schema), so that its records are produced in the
+// registry's wire format like the others, not as JSON beside them. The
+// sink's files are opened in plan order until one fits (their schemas
+// change only with the records' schema). A table whose own files carry no
+// schema (JSON, VARIANT, raw bytes) lends nothing: its rewritten files are
+// produced from their columns as its own are. A rewritten file that no
+// own file fits is refused, naming both kinds.
+func (r *Replayer) lendFooters(ctx context.Context, parts []*partitionPlan) error {
+	var rewritten, own []*fileRef
+	seen := map[string]bool{}
 	for _, p := range parts {
 		for _, f := range p.files {
-			switch {
-			case f.scanned && rewritten == nil:
-				rewritten = f
-			case !f.scanned && own == nil:
-				own = f
+			if seen[f.key] {
+				continue
+			}
+			seen[f.key] = true
+			if f.scanned {
+				rewritten = append(rewritten, f)
+			} else {
+				own = append(own, f)
 			}
 		}
 	}
-	if rewritten == nil || own == nil {
+	if len(rewritten) == 0 {
 		return nil
 	}
-	file, closeFile, err := r.open(ctx, own.key)
+	// The candidates: the sink's files of the replay, then those the
+	// table's rewrites replaced (Options.Earlier), which may be gone.
+	keys := make([]string, 0, len(own)+len(r.opts.Earlier))
+	for _, f := range own {
+		keys = append(keys, f.key)
+	}
+	for _, o := range r.opts.Earlier {
+		if !seen[o.Key] {
+			keys = append(keys, o.Key)
+		}
+	}
+	var donors []footerDonor
+	next := 0 // the next candidate to open
+	nextDonor := func() (*footerDonor, error) {
+		for ; next < len(keys); next++ {
+			d, err := r.readDonor(ctx, keys[next])
+			if errors.Is(err, objstore.ErrNotExist) && next >= len(own) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			next++
+			donors = append(donors, d)
+			return &donors[len(donors)-1], nil
+		}
+		return nil, nil
+	}
+	donorFor := func(sch *schema.Schema) (*footerDonor, error) {
+		for i := 0; ; i++ {
+			if i == len(donors) {
+				if d, err := nextDonor(); d == nil || err != nil {
+					return nil, err
+				}
+			}
+			if samePayload(donors[i].schema, sch) {
+				return &donors[i], nil
+			}
+		}
+	}
+	first, err := nextDonor()
 	if err != nil {
 		return err
 	}
+	// The sink's files of a table all come from one format: one without
+	// a records' schema (JSON, VARIANT, raw bytes) lends nothing, and the
+	// rewritten files are produced from their columns as its own are.
+	if first == nil || first.kind == "" {
+		return nil
+	}
+	lent := map[string][]meta.KeyValue{}
+	for _, f := range rewritten {
+		file, closeFile, err := r.open(ctx, f.key)
+		if err != nil {
+			return err
+		}
+		sch := file.Schema()
+		closeFile()
+		d, err := donorFor(sch)
+		if err != nil {
+			return err
+		}
+		if d == nil || d.kind == "" {
+			return fmt.Errorf("%s: %w: another engine rewrote it without the sink's footer metadata, and none of the sink's files of the replay has its payload columns, to lend it the records' schema: the sink's files hold %s records (%s in the footer of %s), produced in the registry's wire format, and replay refuses to produce this file's as JSON beside them",
+				f.key, ErrNotPqsink, first.kind, first.metaKey, first.key)
+		}
+		lent[f.key] = d.kv
+		r.stats.FootersLent.Add(1)
+	}
+	for _, p := range parts {
+		for _, f := range p.files {
+			if kv, ok := lent[f.key]; ok {
+				f.lentKV = kv
+			}
+		}
+	}
+	return nil
+}
+
+// footerDonor is what one of the sink's own files can lend a rewritten
+// one: its footer's key-value metadata, and the kind of records schema it
+// names ("" for none).
+type footerDonor struct {
+	key, kind, metaKey string
+	schema             *schema.Schema
+	kv                 []meta.KeyValue
+}
+
+func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, error) {
+	file, closeFile, err := r.open(ctx, key)
+	if err != nil {
+		return footerDonor{}, err
+	}
 	defer closeFile()
 	md := file.Metadata()
-	var kind, key string
+	d := footerDonor{key: key, schema: file.Schema(), kv: md.KeyValueMetadata}
 	for _, e := range md.KeyValueMetadata {
 		switch {
 		case e.Value == nil:
 		case e.Key == avro.MetadataKey:
-			kind, key = "Avro", e.Key
-		case e.Key == jsonschema.MetadataKey && kind == "":
-			kind, key = "JSON Schema", e.Key
+			d.kind, d.metaKey = "Avro", e.Key
+		case e.Key == jsonschema.MetadataKey && d.kind == "":
+			d.kind, d.metaKey = "JSON Schema", e.Key
 		}
 	}
-	if protoFooter(md) != nil {
-		kind, key = "Protobuf", protobuf.MessageKey
+	if protoFooter(md.KeyValueMetadata) != nil {
+		d.kind, d.metaKey = "Protobuf", protobuf.MessageKey
 	}
-	if kind == "" {
-		return nil
+	return d, nil
+}
+
+// samePayload reports whether a and b have the same payload fields (all
+// but the envelope) in the same order and shape: names, repetition,
+// physical and logical types, field ids aside (a table assigns them). A
+// signed integer annotation of the column's own width is no annotation:
+// Arrow-based writers (iceberg-go's, Spark's) put INTEGER(64,true) on
+// every long, which the sink leaves bare, as the two mean the same.
+func samePayload(a, b *schema.Schema) bool {
+	payload := func(s *schema.Schema) []*schema.Node {
+		var out []*schema.Node
+		for _, f := range s.Fields() {
+			if f.Name != envField {
+				out = append(out, f)
+			}
+		}
+		return out
 	}
-	return fmt.Errorf("%s: %w: another engine rewrote it without the sink's footer metadata, so its records would be produced as JSON, while the sink's files of the table hold %s records (%s in the footer of %s), produced in the registry's wire format; replay refuses to mix the two in the target topic",
-		rewritten.key, ErrNotPqsink, kind, key, own.key)
+	pa, pb := payload(a), payload(b)
+	if len(pa) != len(pb) {
+		return false
+	}
+	for i := range pa {
+		if !sameShape(pa[i], pb[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameShape is schema.Node.SameShape, with plainLogical's leniency.
+func sameShape(a, b *schema.Node) bool {
+	if a.Name != b.Name || a.Repetition != b.Repetition || a.IsLeaf() != b.IsLeaf() || len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	if a.IsLeaf() {
+		return a.Physical == b.Physical && a.Length == b.Length && plainLogical(a) == plainLogical(b)
+	}
+	if a.Logical != b.Logical {
+		return false
+	}
+	for i := range a.Fields {
+		if !sameShape(a.Fields[i], b.Fields[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainLogical is n's logical type, none for a signed integer of the
+// physical type's width.
+func plainLogical(n *schema.Node) schema.Logical {
+	l := n.Logical
+	if l.Kind == schema.Int && l.Signed && (n.Physical == meta.TypeInt32 && l.BitWidth == 32 || n.Physical == meta.TypeInt64 && l.BitWidth == 64) {
+		return schema.Logical{}
+	}
+	return l
 }

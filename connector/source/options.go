@@ -37,6 +37,12 @@ type Options struct {
 	// instead of every object listed under From: the data files of a
 	// table's snapshot. Defaults to listing From.
 	Files []Object
+	// Earlier, with Files, are objects that are not replayed but may lend
+	// a file of Files that another engine rewrote (no pqsink footer) the
+	// records' schema its rewrite dropped: the files the rewrite replaced,
+	// from the table's earlier snapshots. Those no longer in the store are
+	// passed over. Defaults to none: only the files of Files lend.
+	Earlier []Object
 
 	// SourceTopics keeps only the files of these topics. Defaults to all.
 	SourceTopics []string

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 )
 
@@ -34,6 +35,10 @@ type fileRef struct {
 	// placed by its envelope columns (envelopeRanges), and rowLo and
 	// rowHi bound its rows of the partition even when it holds one.
 	scanned bool
+	// lentKV is, for a scanned file, the footer metadata of one of the
+	// sink's files with the same payload columns (lendFooters): the
+	// records' schema its values are produced with.
+	lentKV []meta.KeyValue
 }
 
 // partitionPlan is the files of one source partition, by first offset.
@@ -148,7 +153,7 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		return out[i].partition < out[j].partition
 	})
-	if err := r.checkRewritten(ctx, out); err != nil {
+	if err := r.lendFooters(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil

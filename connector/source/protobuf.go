@@ -351,9 +351,9 @@ func fromVariantJSON(m *dynamicpb.Message, js []byte) error {
 
 // protoFooter returns the footer entries that say a file came from
 // Protobuf, or nil.
-func protoFooter(md *meta.FileMetaData) map[string]string {
+func protoFooter(kv []meta.KeyValue) map[string]string {
 	var out map[string]string
-	for _, e := range md.KeyValueMetadata {
+	for _, e := range kv {
 		if e.Value != nil && strings.HasPrefix(e.Key, "pqsink.protobuf.") {
 			if out == nil {
 				out = map[string]string{}

@@ -54,6 +54,10 @@ type Stats struct {
 	// EnvelopesRead counts the files of a table without the sink's footer
 	// metadata, placed by reading their _kafka columns while planning.
 	EnvelopesRead atomic.Int64
+	// FootersLent counts those of them whose records are produced with the
+	// schema in the footer of one of the sink's files with the same
+	// columns (Avro, Protobuf, JSON Schema).
+	FootersLent atomic.Int64
 	// BytesDone is the size of the planned files read to the end.
 	BytesDone atomic.Int64
 	// RecordsDeleted counts the records passed over because their table
@@ -437,7 +441,8 @@ func (r *Replayer) Run(ctx context.Context) error {
 	elapsed := prog.now().Sub(prog.start)
 	o.Log.Info("replay finished", "records", r.stats.Records.Load(), "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
 		"records_per_s", int64(float64(r.stats.Records.Load())/max(elapsed.Seconds(), 1e-9)), "files_opened", r.stats.FilesOpened.Load(),
-		"files_skipped", r.stats.FilesSkipped.Load(), "row_groups_skipped", r.stats.RowGroupsSkipped.Load())
+		"files_skipped", r.stats.FilesSkipped.Load(), "row_groups_skipped", r.stats.RowGroupsSkipped.Load(),
+		"rewritten_files", r.stats.EnvelopesRead.Load(), "schemas_lent", r.stats.FootersLent.Load())
 	return nil
 }
 

@@ -170,13 +170,17 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	}
 	var avroText string
 	jsonSchema := false
-	for _, e := range f.Metadata().KeyValueMetadata {
+	kv := f.Metadata().KeyValueMetadata
+	if ref.lentKV != nil {
+		kv = ref.lentKV
+	}
+	for _, e := range kv {
 		if e.Key == avro.MetadataKey && e.Value != nil {
 			avroText = *e.Value
 		}
 		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
 	}
-	protoKV := protoFooter(f.Metadata())
+	protoKV := protoFooter(kv)
 	switch {
 	case protoKV != nil:
 		s.kind = valueProto
@@ -185,7 +189,7 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		}
 	case jsonSchema && avroText == "":
 		s.kind = valueJSONSchema
-		if s.js, err = r.jsonSchemaValue(ctx, f.Metadata().KeyValueMetadata); err != nil {
+		if s.js, err = r.jsonSchemaValue(ctx, kv); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.key, err)
 		}
 	case avroText != "":
