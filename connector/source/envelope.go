@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
@@ -236,8 +237,15 @@ func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, erro
 	}
 	defer closeFile()
 	md := file.Metadata()
-	d := footerDonor{key: key, schema: file.Schema(), kv: md.KeyValueMetadata}
+	d := footerDonor{key: key, schema: file.Schema()}
+	// Only the records' schema is lent: the rest of the footer (the Kafka
+	// ranges above all) is the donor's own.
 	for _, e := range md.KeyValueMetadata {
+		if e.Key == avro.MetadataKey || strings.HasPrefix(e.Key, jsonschema.MetadataKey) || strings.HasPrefix(e.Key, "pqsink.protobuf.") {
+			d.kv = append(d.kv, e)
+		}
+	}
+	for _, e := range d.kv {
 		switch {
 		case e.Value == nil:
 		case e.Key == avro.MetadataKey:
@@ -246,7 +254,7 @@ func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, erro
 			d.kind, d.metaKey = "JSON Schema", e.Key
 		}
 	}
-	if protoFooter(md.KeyValueMetadata) != nil {
+	if protoFooter(d.kv) != nil {
 		d.kind, d.metaKey = "Protobuf", protobuf.MessageKey
 	}
 	return d, nil
