@@ -57,7 +57,7 @@ type Snapshot struct {
 // How far Catalog.Snapshot looks back for Snapshot.Earlier.
 const (
 	maxEarlier          = 16
-	maxEarlierSnapshots = 20
+	maxEarlierSnapshots = 20 // of those older than the newest rewrite or delete
 )
 
 // DataFile is a data file of a snapshot.
@@ -149,9 +149,10 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 }
 
 // earlierFiles returns Snapshot.Earlier: the data files of snap's nearest
-// ancestors that snap does not hold, reading only the manifests that snap
-// does not list (an append's ancestors share theirs, so a table the sink
-// only appended to costs a manifest list a snapshot).
+// ancestors that snap does not hold. Only an ancestor older than a
+// snapshot that may have removed files (any but an append) can hold such
+// files, so a table the sink only appended to costs nothing; and of those
+// ancestors, only the manifests snap does not list are read.
 func earlierFiles(tbl *itable.Table, fsys icebergio.IO, snap *itable.Snapshot, data []snapFile, seen map[string]bool) ([]DataFile, error) {
 	live := make(map[string]bool, len(data))
 	for _, f := range data {
@@ -159,10 +160,16 @@ func earlierFiles(tbl *itable.Table, fsys icebergio.IO, snap *itable.Snapshot, d
 	}
 	var out []DataFile
 	md := tbl.Metadata()
-	for i, cur := 0, snap; i < maxEarlierSnapshots && len(out) < maxEarlier && cur.ParentSnapshotID != nil; i++ {
+	removed := false // whether a snapshot from snap down to cur's child may have removed files
+	for read, cur := 0, snap; read < maxEarlierSnapshots && len(out) < maxEarlier && cur.ParentSnapshotID != nil; {
+		removed = removed || cur.Summary == nil || cur.Summary.Operation != itable.OpAppend
 		if cur = md.SnapshotByID(*cur.ParentSnapshotID); cur == nil {
 			break // expired
 		}
+		if !removed {
+			continue
+		}
+		read++
 		manifests, err := cur.Manifests(fsys)
 		if err != nil {
 			return nil, fmt.Errorf("reading the manifest list of snapshot %d: %w", cur.SnapshotID, err)
