@@ -269,9 +269,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	}
 	for k, p := range state {
 		if c, ok := merged[k]; ok {
-			p = c.merge(p)
+			p = c.Merge(p)
 		} else {
-			p = Progress{}.merge(p)
+			p = Progress{}.Merge(p)
 		}
 		merged[k] = p
 	}

@@ -111,7 +111,7 @@ func TestProgressMergeSpec(t *testing.T) {
 		{"no paths kept", Progress{Committed: 5, Paths: map[string]int64{"x": 9}, SpecID: specPtr(0)}, Progress{Committed: 12, SpecID: specPtr(1)}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, got := range []Progress{c.a.merge(c.b), c.b.merge(c.a)} {
+			for _, got := range []Progress{c.a.Merge(c.b), c.b.Merge(c.a)} {
 				s := got.specOfPaths()
 				if (s == nil) != (c.want == nil) || (s != nil && *s != *c.want) {
 					t.Errorf("merge %+v: spec %v, want %v", got, deref(s), deref(c.want))

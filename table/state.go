@@ -63,14 +63,14 @@ func (p Progress) covered(id string) int64 {
 	return c
 }
 
-// merge returns the union of what p and q say is in the table: the later
+// Merge returns the union of what p and q say is in the table: the later
 // committed offset, the later offset of each path, and no path at or below
 // the committed offset. Every claim of either is true once both commits
 // landed, so the union is too. The union's paths follow the spec of the
 // paths it keeps when those of p and q that it keeps agree on it, and an
 // unknown one otherwise (Commit refuses to merge paths of two specs
 // beyond the committed offset: specConflicts).
-func (p Progress) merge(q Progress) Progress {
+func (p Progress) Merge(q Progress) Progress {
 	out := Progress{Committed: max(p.Committed, q.Committed), Paths: map[string]int64{}}
 	var specs []*int
 	for _, src := range []Progress{p, q} {
