@@ -692,7 +692,11 @@ func (p *partition) commitNow(ctx context.Context) error {
 		for id, last := range p.skip {
 			paths[id] = last
 		}
-		p.table.add(p.genCtx, p.id, p.tableFiles, table.Progress{Committed: offset, Paths: paths}, p.commit)
+		// The paths follow the spec of the partition's view: the state
+		// records it, for a partition resuming from them (viewFor) and
+		// against a late commit of another spec (table.SpecConflictError).
+		spec := p.table.specID
+		p.table.add(p.genCtx, p.id, p.tableFiles, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.commit)
 		p.tableFiles = nil
 		p.committed = offset
 		p.noteCommit(committed{offset: offset})
@@ -926,14 +930,14 @@ func (p *partition) noteCommit(c committed) {
 // in which the table's state is read once.
 func (p *partition) leftAt(ctx context.Context, c committed) bool {
 	if p.table != nil {
-		off, _, ok, err := p.table.tableState(ctx, p.s.cfg.Kafka.Group, p.topic, p.id)
+		tp, ok, err := p.table.tableState(ctx, p.s.cfg.Kafka.Group, p.topic, p.id)
 		if err != nil {
 			return false
 		}
 		if !ok {
 			return len(p.left) == 0 || p.left[0].offset == c.offset
 		}
-		c = committed{offset: off}
+		c = committed{offset: tp.Committed}
 	}
 	for _, l := range p.left {
 		if l.offset == c.offset && (p.table != nil || l.metadata == c.metadata) {

@@ -555,8 +555,17 @@ func (r *partRun) step() bool {
 					r.held = true
 					return false
 				}
+				// With a table, its state is the authority, as at
+				// assignment: the Kafka commit may lag it, and does not
+				// say the spec of its paths.
+				var spec *int
+				if p.table != nil {
+					if tp, ok, err := p.table.tableState(rc.ctx, s.cfg.Kafka.Group, p.topic, p.id); err == nil && ok {
+						c, skip, spec = committed{offset: tp.Committed}, skipSet(tp.Paths), tp.SpecID
+					}
+				}
 				p.restartAt(c.offset, c.metadata, skip)
-				if err := p.resumeView(r.own); err != nil {
+				if err := p.resumeView(r.own, spec); err != nil {
 					r.log.Error("reading the table's partition specs; partition stopped", "error", err)
 					s.setFailed(r.key, err)
 					r.held = true
@@ -709,24 +718,25 @@ func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string,
 		// The table, not the Kafka commit, says what is archived: its
 		// state wins; a partition it has no state of starts where Kafka
 		// says (a group that ran without the table, or a new one).
-		off, tskip, ok, err := tc.tableState(ctx, s.cfg.Kafka.Group, topic, id)
+		tp, ok, err := tc.tableState(ctx, s.cfg.Kafka.Group, topic, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 		}
 		if ok {
-			if off != c.offset {
-				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.h.Name(), "table_offset", off, "kafka_offset", c.offset)
+			if tp.Committed != c.offset {
+				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.h.Name(), "table_offset", tp.Committed, "kafka_offset", c.offset)
 			}
-			c.offset, skip = off, tskip
+			c.offset, skip = tp.Committed, skipSet(tp.Paths)
 			// The paths it holds beyond the offset follow the spec
-			// they were written by: so do the partition's files until
-			// it can move to the table's (moveToSpec).
+			// they were written by, which the state names: so do the
+			// partition's files until it can move to the table's
+			// (moveToSpec).
 			cur := tc
-			if tc, err = tc.viewFor(ctx, skip); err != nil {
+			if tc, err = tc.viewFor(ctx, skip, tp.SpecID); err != nil {
 				return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 			}
 			if tc != cur {
-				s.log.Info("partition resumes by the partition spec of its uploaded files", "topic", topic, "partition", id, "table", tc.h.Name(), "spec", tc.specID, "table_spec", cur.specID)
+				s.log.Info("partition resumes by the partition spec of its uploaded files", "topic", topic, "partition", id, "table", tc.h.Name(), "spec", tc.specID, "table_spec", cur.specID, "by", resumedBy(tp.SpecID))
 			}
 		}
 	}

@@ -30,6 +30,7 @@ type Stats struct {
 	tableFilesAppended, tableFilesDropped           atomic.Int64
 	tablePendingFiles, tablePendingRecords          atomic.Int64
 	tableSchemaUpdates, tableRollbacks              atomic.Int64
+	tableSpecConflicts                              atomic.Int64
 	timestampsTruncated                             atomic.Int64 // Protobuf Timestamps cut to microseconds (table.timestamp_precision: micros)
 	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
@@ -137,6 +138,7 @@ type Snapshot struct {
 	TableCommits        int64 // table commits that succeeded (one snapshot each, or none when the table held every file)
 	TableConflicts      int64 // table commits that lost the compare-and-swap and were tried again
 	TableRollbacks      int64 // table commits that found the table rolled back behind the sink
+	TableSpecConflicts  int64 // table commits that found paths of another partition spec beyond a partition's committed offset
 	TableCommitErrors   int64 // table commits that failed (their files wait for the next one)
 	TableFilesAppended  int64 // files appended to a table
 	TableFilesDropped   int64 // files left out of a commit because the table already held their records
@@ -201,6 +203,7 @@ func (s *Stats) Snapshot() Snapshot {
 		TableCommits:        s.tableCommits.Load(),
 		TableConflicts:      s.tableConflicts.Load(),
 		TableRollbacks:      s.tableRollbacks.Load(),
+		TableSpecConflicts:  s.tableSpecConflicts.Load(),
 		TableCommitErrors:   s.tableCommitErrors.Load(),
 		TableFilesAppended:  s.tableFilesAppended.Load(),
 		TableFilesDropped:   s.tableFilesDropped.Load(),

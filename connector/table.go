@@ -473,18 +473,9 @@ func (tc *tableCommitter) add(ctx context.Context, partition int32, files []tabl
 }
 
 // mergeProgress is the union of what p and q say is uploaded: both were
-// true of files the committer holds or the table has.
-func mergeProgress(p, q table.Progress) table.Progress {
-	out := table.Progress{Committed: max(p.Committed, q.Committed), Paths: map[string]int64{}}
-	for _, src := range []map[string]int64{p.Paths, q.Paths} {
-		for id, o := range src {
-			if cur, ok := out.Paths[id]; o >= out.Committed && (!ok || o > cur) {
-				out.Paths[id] = o
-			}
-		}
-	}
-	return out
-}
+// true of files the committer holds or the table has (table.Progress's
+// Merge, which keeps the spec of the paths it keeps).
+func mergeProgress(p, q table.Progress) table.Progress { return p.Merge(q) }
 
 // commit appends the files held to the table with the progress of their
 // partitions, then commits the partitions' Kafka offsets with the same
@@ -511,9 +502,14 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
 	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
 	var rb *table.RolledBackError
-	if errors.As(err, &rb) {
-		files, parts = tc.rolledBack(rb, files, parts)
-	} else if err != nil {
+	var sc *table.SpecConflictError
+	readAgain := errors.As(err, &rb) || errors.As(err, &sc)
+	switch {
+	case rb != nil:
+		files, parts = tc.rolledBack(rb.Held, false, files, parts)
+	case sc != nil:
+		files, parts = tc.rolledBack(sc.Held, true, files, parts)
+	case err != nil:
 		st.tableCommitErrors.Add(1)
 		tc.failErr.Store(&err)
 		tc.failingSince.CompareAndSwap(0, time.Now().UnixNano())
@@ -542,7 +538,7 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		}
 		tc.parts = parts
 		tc.mu.Unlock()
-		if rb != nil {
+		if readAgain {
 			return nil // handled: the others commit with the next one
 		}
 		return err
@@ -598,28 +594,30 @@ func (tc *tableCommitter) pending(f table.File, n int64) {
 }
 
 // tableState reads the partition's exactly-once state from its table:
-// its committed offset and skip set, and whether the table has any.
+// its committed offset, the paths of its skip set (a copy) and their
+// spec, and whether the table has any.
 //
 // ctx is the generation's: the partitions assigned in one generation share
 // one read of the table, made after the previous generation's last commit.
-func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, id int32) (int64, skipSet, bool, error) {
+func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, id int32) (table.Progress, bool, error) {
 	tc.stateMu.Lock()
 	defer tc.stateMu.Unlock()
 	if tc.stateCtx != ctx {
 		st, err := tc.h.State(ctx)
 		if err != nil {
-			return 0, nil, false, err
+			return table.Progress{}, false, err
 		}
 		tc.stateCtx, tc.state = ctx, st
 	}
 	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
 	tc.rb.took(id, p)
 	if !ok {
-		return 0, nil, false, nil
+		return table.Progress{}, false, nil
 	}
-	skip := skipSet{}
-	maps.Copy(skip, p.Paths)
-	return p.Committed, skip, true, nil
+	paths := map[string]int64{}
+	maps.Copy(paths, p.Paths)
+	p.Paths = paths
+	return p, true, nil
 }
 
 // tableFile is the table's view of an object the partition uploaded or

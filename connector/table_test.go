@@ -215,9 +215,9 @@ func TestTableCommitOrder(t *testing.T) {
 	if len(c.offsets) != 1 || c.offsets[0] != 12 {
 		t.Errorf("Kafka commits %v, want one at 12", c.offsets)
 	}
-	off, skip, ok, err := tc.tableState(ctx, "g", "t", 0)
-	if err != nil || !ok || off != 12 || len(skip) != 0 {
-		t.Errorf("table state: offset %d skip %v (%v, %v), want 12 and none", off, skip, ok, err)
+	tp, ok, err := tc.tableState(ctx, "g", "t", 0)
+	if err != nil || !ok || tp.Committed != 12 || len(tp.Paths) != 0 {
+		t.Errorf("table state: offset %d skip %v (%v, %v), want 12 and none", tp.Committed, tp.Paths, ok, err)
 	}
 	// Nothing new: a commit does nothing, and commits no offset again.
 	if err := tc.commit(ctx); err != nil || len(c.offsets) != 1 {

@@ -95,15 +95,31 @@ func (r *rollbacks) take(id int32) (table.Progress, bool) {
 	return p, ok
 }
 
-// rolledBack handles a commit the table refused as rolled back: the
-// partitions it lost read again from what it holds, and their files and
-// progress are dropped (the files stay in the store, to be adopted when
-// the records are read again); the others' wait for the next commit.
-func (tc *tableCommitter) rolledBack(rb *table.RolledBackError, files []table.File, parts map[int32]*pendingProgress) ([]table.File, map[int32]*pendingProgress) {
+// rolledBack handles a commit the table refused as rolled back, or, with
+// spec, as holding beyond the committed offset of some partitions paths of
+// another partition spec than the commit's (table.SpecConflictError): the
+// partitions of held read again from what the table holds of them, and
+// their files and progress are dropped (the files stay in the store, to
+// be adopted when the records are read again by the same spec, or left
+// to orphan removal); the others' wait for the next commit.
+func (tc *tableCommitter) rolledBack(held table.State, spec bool, files []table.File, parts map[int32]*pendingProgress) ([]table.File, map[int32]*pendingProgress) {
 	s := tc.t.s
-	tc.rb.lost(rb.Held)
-	s.stats.tableRollbacks.Add(1)
-	for k, p := range rb.Held {
+	tc.rb.lost(held)
+	if spec {
+		s.stats.tableSpecConflicts.Add(1)
+	} else {
+		s.stats.tableRollbacks.Add(1)
+	}
+	for k, p := range held {
+		if spec {
+			heldSpec := -1
+			if p.SpecID != nil {
+				heldSpec = *p.SpecID
+			}
+			s.log.Warn("the table holds, beyond the partition's committed offset, files of another partition spec than this sink's (a member fenced off, or its successor); reading it again from the table's state, by that spec",
+				"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed, "table_paths_spec", heldSpec, "spec", tc.specID)
+			continue
+		}
 		s.log.Warn("the table holds less of the partition than this sink committed (rolled back to an older snapshot?); reading it again from the table's state",
 			"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed)
 	}
@@ -141,7 +157,7 @@ func (p *partition) restartFromTable(ctx context.Context, held table.Progress) e
 	p.restartAt(held.Committed, "", skip)
 	// The state may hold paths of another spec than the one the
 	// partition writes by now: it resumes by theirs.
-	if err := p.resumeView(ctx); err != nil {
+	if err := p.resumeView(ctx, held.SpecID); err != nil {
 		return err
 	}
 	return errRestart

@@ -116,11 +116,32 @@ func (tc *tableCommitter) view(ctx context.Context, id int) (*tableCommitter, er
 }
 
 // viewFor returns the view whose paths are those of skip, the skip set a
-// partition resumes from: the current view when they are its (or there
-// are none), else the view of the first of the table's specs whose they
-// are. The partition moves to the current view at its next clean point.
-func (tc *tableCommitter) viewFor(ctx context.Context, skip skipSet) (*tableCommitter, error) {
+// partition resumes from, and spec the id of their spec as the table's
+// state records it (nil in a state that does not say it). Without paths,
+// the current view. With spec, that spec's view: two specs may name
+// their folders alike (a field replaced under its name by another
+// transform), and only the id tells their paths apart; a spec whose view
+// cannot be made, or whose paths skip's are not, is an error (resuming
+// by another spec would skip records it has not written, and write
+// again those it has). Without spec, by the folders of the paths: the
+// current view when they are its, else the view of the first of the
+// table's specs whose they are. The partition moves to the current view
+// at its next clean point.
+func (tc *tableCommitter) viewFor(ctx context.Context, skip skipSet, spec *int) (*tableCommitter, error) {
 	cur := tc.cur.Load()
+	if spec != nil && hasPaths(skip) {
+		v := cur
+		if *spec != cur.specID {
+			var err error
+			if v, err = tc.view(ctx, *spec); err != nil {
+				return nil, fmt.Errorf("table %s: the state's paths beyond the committed offset follow its partition spec %d, and the sink cannot write by it: %w", tc.h.Name(), *spec, err)
+			}
+		}
+		if !v.follows(skip) {
+			return nil, fmt.Errorf("table %s: the state's paths beyond the committed offset are said to follow its partition spec %d, and are not paths of it (%s)", tc.h.Name(), *spec, v.tmpl)
+		}
+		return v, nil
+	}
 	if cur.follows(skip) {
 		return cur, nil
 	}
@@ -141,6 +162,26 @@ func (tc *tableCommitter) viewFor(ctx context.Context, skip skipSet) (*tableComm
 		}
 	}
 	return cur, nil
+}
+
+// hasPaths reports whether skip holds a path, dead letters aside.
+func hasPaths(skip skipSet) bool {
+	for id := range skip {
+		if id != deadLetterID {
+			return true
+		}
+	}
+	return false
+}
+
+// resumedBy says, for the log, how a partition found the spec it resumes
+// by: the spec id its table's state records, or the folders of its paths
+// (a state written before spec ids were kept).
+func resumedBy(spec *int) string {
+	if spec != nil {
+		return "spec_id"
+	}
+	return "folders"
 }
 
 // follows reports whether every path of skip is one of the view's: the
@@ -191,16 +232,22 @@ func (p *partition) moveToSpec(ctx context.Context) error {
 
 // resumeView makes a partition that consumes again from a committed state
 // someone else left (restartAt) write by the view of the paths of its skip
-// set (viewFor).
-func (p *partition) resumeView(ctx context.Context) error {
+// set, spec being their spec's id when the table's state records it
+// (viewFor).
+func (p *partition) resumeView(ctx context.Context, spec *int) error {
 	if p.table == nil {
 		return nil
 	}
-	v, err := p.table.viewFor(ctx, p.skip)
+	v, err := p.table.viewFor(ctx, p.skip, spec)
 	if err != nil || v == p.table {
 		return err
 	}
-	return p.useTable(v)
+	old := p.table
+	if err := p.useTable(v); err != nil {
+		return err
+	}
+	p.log.Info("partition resumes by the partition spec of its uploaded files", "table", v.h.Name(), "spec", v.specID, "table_spec", old.cur.Load().specID, "by", resumedBy(spec))
+	return nil
 }
 
 // skipsBeyond reports whether the skip set holds a path that reaches the

@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,6 +50,52 @@ func TestViewFollows(t *testing.T) {
 				if got := v.tc.follows(c.skip); got != v.want {
 					t.Errorf("the %s view follows %v: %v, want %v", v.name, c.skip, got, v.want)
 				}
+			}
+		})
+	}
+}
+
+// TestViewForSpecID: a partition resumes by the view of the spec id its
+// table's state records for its paths, even when another spec names its
+// folders alike (bucket[16](id) replaced by bucket[8](id), both as
+// id_bucket), whose paths the skip set's are too; without a spec id it
+// resumes, as before spec ids were kept, by the folders: the current
+// view, when they are its. Without paths (dead letters aside), the
+// current view whatever the spec id.
+func TestViewForSpecID(t *testing.T) {
+	commits := &tableCommits{views: map[int]*tableCommitter{}}
+	view := func(id int) *tableCommitter {
+		tmpl, err := archive.Parse("kafka/t/data/id_bucket={field:id}/{topic}+{partition}+{first_offset}.parquet", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := &tableCommitter{tmpl: tmpl, specID: id, tableCommits: commits}
+		commits.views[id] = v
+		return v
+	}
+	old, cur := view(0), view(1)
+	commits.cur.Store(cur)
+	path := string(old.tmpl.AppendIdentity(nil, "t", 0, time.Time{}, []string{"12"}))
+	spec := func(id int) *int { return &id }
+	for _, c := range []struct {
+		name string
+		skip skipSet
+		spec *int
+		want *tableCommitter
+	}{
+		{"the old spec's id", skipSet{path: 40}, spec(0), old},
+		{"the current spec's id", skipSet{path: 40}, spec(1), cur},
+		{"no spec id: by the folders", skipSet{path: 40}, nil, cur},
+		{"no paths", skipSet{}, spec(0), cur},
+		{"dead letters only", skipSet{deadLetterID: 40}, spec(0), cur},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := cur.viewFor(context.Background(), c.skip, c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("resumes by the view of spec %d, want %d", got.specID, c.want.specID)
 			}
 		})
 	}

@@ -148,7 +148,10 @@ var ErrOverlap = errors.New("file overlaps records already in the table")
 // up to commitAttempts times. With no file left to append it commits a
 // snapshot without files when the state moves (commitState), and nothing
 // when it does not. With Seen, a table that holds less of a partition than
-// the committer saw is not committed to (*RolledBackError).
+// the committer saw is not committed to (*RolledBackError); nor is one
+// that holds, beyond a partition's committed offset, paths of another
+// partition spec than the commit's files or progress of it
+// (*SpecConflictError).
 func (h *Handle) Commit(ctx context.Context, group string, files []File, state State, opts ...CommitOption) (Result, error) {
 	var o commitOptions
 	for _, opt := range opts {
@@ -229,6 +232,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	if held := rolledBack(cur, seen); held != nil {
 		return 0, 0, 0, &RolledBackError{Held: held}
 	}
+	if held := specConflicts(cur, group, files, ranges, state); held != nil {
+		return 0, 0, 0, &SpecConflictError{Held: held}
+	}
 	var add []iceberg.DataFile
 	// Format version 3 numbers rows (row lineage): the files take
 	// consecutive ranges from the table's next row id.
@@ -263,9 +269,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	}
 	for k, p := range state {
 		if c, ok := merged[k]; ok {
-			p = c.merge(p)
+			p = c.Merge(p)
 		} else {
-			p = Progress{}.merge(p)
+			p = Progress{}.Merge(p)
 		}
 		merged[k] = p
 	}

@@ -33,7 +33,26 @@ func comparePartitions(a, b Partition) int {
 type Progress struct {
 	Committed int64
 	Paths     map[string]int64
+	// SpecID is the id of the table's partition spec that the paths of
+	// Paths follow: the one they were written by. Two specs may name
+	// their folders alike (a field replaced under its name by another
+	// transform), so a partition resuming from paths beyond Committed
+	// needs it to write them by the same spec. nil when not known (a
+	// state written by a pqsink that kept none, or paths whose specs
+	// disagree), and always without paths: it is said of the paths only.
+	SpecID *int
 }
+
+// specOfPaths is p.SpecID when p has paths, nil otherwise.
+func (p Progress) specOfPaths() *int {
+	if len(p.Paths) == 0 {
+		return nil
+	}
+	return p.SpecID
+}
+
+// sameSpec reports whether a and b are the same known spec id.
+func sameSpec(a, b *int) bool { return a != nil && b != nil && *a == *b }
 
 // covered is the last offset of path id that the table holds.
 func (p Progress) covered(id string) int64 {
@@ -44,24 +63,49 @@ func (p Progress) covered(id string) int64 {
 	return c
 }
 
-// merge returns the union of what p and q say is in the table: the later
+// Merge returns the union of what p and q say is in the table: the later
 // committed offset, the later offset of each path, and no path at or below
 // the committed offset. Every claim of either is true once both commits
-// landed, so the union is too.
-func (p Progress) merge(q Progress) Progress {
+// landed, so the union is too. The union's paths follow the spec of the
+// paths it keeps when those of p and q that it keeps agree on it, and an
+// unknown one otherwise (Commit refuses to merge paths of two specs
+// beyond the committed offset: specConflicts).
+func (p Progress) Merge(q Progress) Progress {
 	out := Progress{Committed: max(p.Committed, q.Committed), Paths: map[string]int64{}}
-	for _, src := range []map[string]int64{p.Paths, q.Paths} {
-		for id, o := range src {
+	var specs []*int
+	for _, src := range []Progress{p, q} {
+		kept := false
+		for id, o := range src.Paths {
 			if cur, ok := out.Paths[id]; o >= out.Committed && (!ok || o > cur) {
 				out.Paths[id] = o
 			}
+			kept = kept || o >= out.Committed
 		}
+		if kept {
+			specs = append(specs, src.SpecID)
+		}
+	}
+	if len(specs) > 0 && (len(specs) == 1 || sameSpec(specs[0], specs[1])) {
+		out.SpecID = specs[0]
 	}
 	return out
 }
 
+// beyond is the last offset of p's paths that lie beyond its committed
+// offset, and whether there is one.
+func (p Progress) beyond() (int64, bool) {
+	last, ok := int64(-1), false
+	for _, o := range p.Paths {
+		if o >= p.Committed {
+			last, ok = max(last, o), true
+		}
+	}
+	return last, ok
+}
+
 func (p Progress) equal(q Progress) bool {
-	return p.Committed == q.Committed && maps.Equal(p.Paths, q.Paths)
+	a, b := p.specOfPaths(), q.specOfPaths()
+	return p.Committed == q.Committed && maps.Equal(p.Paths, q.Paths) && (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // State is the exactly-once state a table holds: the Progress of every
@@ -83,12 +127,19 @@ type stateDoc struct {
 	Partitions []partitionDoc `json:"partitions"`
 }
 
+// partitionDoc is one partition's Progress. spec_id was added after the
+// rest, and is left out when not known: a pqsink that does not know it
+// reads the document as before (encoding/json passes over a field its
+// struct lacks) and resumes by the folder names of the paths, as it
+// always did; a pqsink that knows it reads a document without it as a
+// state whose spec is not known, and resumes the same way.
 type partitionDoc struct {
 	Group     string           `json:"group"`
 	Topic     string           `json:"topic"`
 	Partition int32            `json:"partition"`
 	Committed int64            `json:"committed"`
 	Paths     map[string]int64 `json:"paths"`
+	SpecID    *int             `json:"spec_id,omitempty"`
 }
 
 // encode renders s as its JSON document.
@@ -101,7 +152,7 @@ func (s State) encode() ([]byte, error) {
 		if paths == nil {
 			paths = map[string]int64{}
 		}
-		doc.Partitions = append(doc.Partitions, partitionDoc{Group: k.Group, Topic: k.Topic, Partition: k.Partition, Committed: p.Committed, Paths: paths})
+		doc.Partitions = append(doc.Partitions, partitionDoc{Group: k.Group, Topic: k.Topic, Partition: k.Partition, Committed: p.Committed, Paths: paths, SpecID: p.specOfPaths()})
 	}
 	return json.Marshal(doc)
 }
@@ -118,7 +169,7 @@ func decodeState(b []byte) (State, error) {
 		if paths == nil {
 			paths = map[string]int64{}
 		}
-		s[Partition{p.Group, p.Topic, p.Partition}] = Progress{Committed: p.Committed, Paths: paths}
+		s[Partition{p.Group, p.Topic, p.Partition}] = Progress{Committed: p.Committed, Paths: paths, SpecID: p.SpecID}
 	}
 	return s, nil
 }

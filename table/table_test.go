@@ -727,11 +727,11 @@ func TestProgressMerge(t *testing.T) {
 		{"empty", Progress{}, Progress{}, Progress{Paths: map[string]int64{}}, map[string]int64{"x": -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.a.merge(tc.b)
+			got := tc.a.Merge(tc.b)
 			if !got.equal(tc.want) {
 				t.Errorf("merge = %+v, want %+v", got, tc.want)
 			}
-			if back := tc.b.merge(tc.a); !back.equal(got) {
+			if back := tc.b.Merge(tc.a); !back.equal(got) {
 				t.Errorf("merge is not symmetric: %+v", back)
 			}
 			for id, c := range tc.covered {

@@ -1,0 +1,106 @@
+package table
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pqsink/pqsink/archive"
+)
+
+// The paths a partition's state holds beyond its committed offset follow
+// one partition spec, which the state records (Progress.SpecID): a
+// partition moves to a new spec only at a clean point, with no path
+// beyond its next offset. Two members can write one partition by two
+// specs only when one of them is fenced off without knowing it (it lost
+// the partition, and its successor writes by the table's new spec) or
+// resumed from a state that did not say its spec. Their files then take
+// keys that differ, so the create-if-absent upload does not stop the
+// second, and their paths differ, so the per-path state does not either:
+// both would put the same records in the table. Commit refuses that
+// (specConflicts): the commit of a partition whose files or paths are of
+// another spec than the paths the table holds beyond its committed offset
+// fails with a *SpecConflictError, and the committer reads the partition
+// again from the table's state, by the spec that state names.
+
+// SpecConflictError is the error of a commit that found, beyond the
+// committed offset of some of its partitions, paths of another partition
+// spec than the files or progress it brought for them. Nothing was
+// committed. Those partitions must be read again from Held, what the
+// table holds of them now, by the spec Held names: the files the
+// committer holds of them would put records in the table a second time.
+type SpecConflictError struct {
+	Held State
+}
+
+func (e *SpecConflictError) Error() string {
+	keys := slices.SortedFunc(maps.Keys(e.Held), comparePartitions)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == 5 {
+			fmt.Fprintf(&b, "and %d more", len(keys)-i)
+			break
+		}
+		p := e.Held[k]
+		spec := "?"
+		if s := p.specOfPaths(); s != nil {
+			spec = fmt.Sprint(*s)
+		}
+		last, _ := p.beyond()
+		fmt.Fprintf(&b, "%s[%d] of group %s from offset %d, paths of spec %s to offset %d", k.Topic, k.Partition, k.Group, p.Committed, spec, last)
+	}
+	return "the table holds, beyond the committed offset, paths of another partition spec than this commit's (a member fenced off, or its successor, writing by the other spec): it holds " + b.String()
+}
+
+// specConflicts returns, with what cur (the table's state) holds of them,
+// the partitions of group for which a commit of files (their Kafka
+// ranges in ranges) and state would put paths of two partition specs
+// beyond the committed offset, or a record in the table twice: a file
+// that cur does not cover, of another spec than the paths cur holds
+// beyond its committed offset, and beginning at or before the last of
+// them (its records may be in theirs); or paths of state of another spec
+// than cur's that would both stay beyond the merged committed offset. A
+// file beginning after every such path, or paths the merged committed
+// offset passes, are a partition that moved to a new spec at a clean
+// point, and pass. A partition whose spec cur does not know (a state of
+// a pqsink that kept none), or a file or progress without one, is not
+// compared: it is committed as before spec ids were kept.
+func specConflicts(cur State, group string, files []File, ranges []archive.Range, state State) State {
+	var out State
+	conflict := func(k Partition) {
+		if out == nil {
+			out = State{}
+		}
+		out[k] = cur[k]
+	}
+	for i, f := range files {
+		r := ranges[i]
+		k := Partition{group, r.Topic, r.Partition}
+		t, ok := cur[k]
+		spec := t.specOfPaths()
+		if !ok || spec == nil || f.SpecID == nil || *f.SpecID == *spec {
+			continue
+		}
+		if last, ok := t.beyond(); ok && r.Last > t.covered(f.PathID) && r.First <= last {
+			conflict(k)
+		}
+	}
+	for k, q := range state {
+		t, ok := cur[k]
+		ts, qs := t.specOfPaths(), q.specOfPaths()
+		if !ok || ts == nil || qs == nil || *ts == *qs {
+			continue
+		}
+		c := max(t.Committed, q.Committed)
+		tl, tok := t.beyond()
+		ql, qok := q.beyond()
+		if tok && qok && tl >= c && ql >= c {
+			conflict(k)
+		}
+	}
+	return out
+}
