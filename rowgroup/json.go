@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
+	"github.com/pqsink/pqsink/schema"
 )
 
 // RecordError is a record that does not fit the schema, or is not valid
@@ -46,6 +47,7 @@ type jsonOptions struct {
 	ignoreUnknown    bool
 	envelopeFromJSON bool
 	lossyNumbers     bool
+	units            map[string]schema.TimeUnit // JSONTimestampUnits
 }
 
 // LossyNumbers makes a number that underflows a FLOAT or DOUBLE column
@@ -196,6 +198,9 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
+	if _, err := retimePlans(root, s.opts.units); err != nil {
+		return nil, fmt.Errorf("json shredder: %w", err)
+	}
 	root.prepareMembers()
 	s.root = root
 	s.fast = root.fastDepth() <= maxFastDepth
@@ -668,6 +673,8 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 			end++ // the closing quote
 		}
 		return end, true
+	case fastTimestampMillis:
+		return readTimestampMillis(p, rep, d, i)
 	case fastBool:
 		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {
 			c.AppendBool(rep, true)
@@ -1012,7 +1019,7 @@ func (s *JSONShredder) mapKey(p *jsonPlan, rep uint8, name []byte) error {
 		case "false":
 			k = jsonscan.False
 		}
-	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp:
+	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis:
 		if _, special := specialFloat(name); !special {
 			if _, ok := parseDecimalLiteral(name); ok {
 				k = jsonscan.Number
