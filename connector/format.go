@@ -33,6 +33,9 @@ type format struct {
 	// json
 	message  *schema.Schema
 	jsonOpts []rowgroup.JSONOption
+	// jsonUnits is the footer entry of a table's files whose millisecond
+	// columns are in microseconds (jsonmillis.go); nil otherwise.
+	jsonUnits [][2]string
 
 	// variant
 	column      string
@@ -86,6 +89,11 @@ func newFormat(cfg *config.Config) (*format, error) {
 		}
 		if cfg.Format.LossyNumbers {
 			f.jsonOpts = append(f.jsonOpts, rowgroup.LossyNumbers())
+		}
+		if cfg.Table != nil {
+			if err := f.widenJSONMillis(); err != nil {
+				return nil, fmt.Errorf("format.schema_file %s: %w", path, err)
+			}
 		}
 	case "variant":
 		f.column, f.sample, f.sampleBytes = cfg.Format.Column, cfg.Format.ShredSample, cfg.Parquet.RowGroupBytes

@@ -1,0 +1,135 @@
+package source
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
+)
+
+// jsonTimestampUnitsKey is the footer entry of a table's file of a JSON
+// schema file whose millisecond timestamps the file holds in
+// microseconds (the sink's connector/jsonmillis.go): a JSON object from
+// each such column's path to "MILLIS".
+const jsonTimestampUnitsKey = "pqsink.json.timestamp_units"
+
+// jsonUnits reads the jsonTimestampUnitsKey entry of a file of schema
+// sch: the leaf columns whose microseconds render as the milliseconds of
+// the schema file's TIMESTAMP(MILLIS) columns. It returns nil when the
+// file has none.
+func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]bool, error) {
+	var text string
+	for _, e := range kv {
+		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
+			text = *e.Value
+		}
+	}
+	if text == "" {
+		return nil, nil
+	}
+	var units map[string]string
+	if err := json.Unmarshal([]byte(text), &units); err != nil {
+		return nil, fmt.Errorf("footer entry %s: %w", jsonTimestampUnitsKey, err)
+	}
+	cols := map[int]bool{}
+	for path, u := range units {
+		l := sch.Leaf(path)
+		switch {
+		case u != schema.Millis.String():
+			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS is known", jsonTimestampUnitsKey, path, u)
+		case l == nil || l.Physical != meta.TypeInt64 || l.Logical.Kind != schema.Timestamp || l.Logical.Unit != schema.Micros:
+			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) column of the file", jsonTimestampUnitsKey, path)
+		}
+		cols[l.Column] = true
+	}
+	return cols, nil
+}
+
+// appendUnitsJSON is appendCompactJSON for a file with jsonUnits: the
+// values of millis columns, microseconds the sink multiplied by 1000,
+// render as a TIMESTAMP(MILLIS) column's do, as the files without a
+// table hold them.
+func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
+	switch v.Kind() {
+	case reader.KindInt64:
+		if n := v.Node(); n != nil && millis[n.Column] {
+			layout := "2006-01-02T15:04:05.000"
+			if n.Logical.UTC {
+				layout += "Z"
+			}
+			dst = append(dst, '"')
+			dst = time.UnixMilli(floorDiv(v.Int64(), 1000)).UTC().AppendFormat(dst, layout)
+			return append(dst, '"')
+		}
+	case reader.KindGroup:
+		dst = append(dst, '{')
+		comma := false
+		for name, f := range v.Fields() {
+			if f.IsNull() {
+				continue
+			}
+			if comma {
+				dst = append(dst, ',')
+			}
+			comma = true
+			dst = appendKey(dst, name)
+			dst = appendUnitsJSON(dst, f, millis)
+		}
+		return append(dst, '}')
+	case reader.KindList:
+		dst = append(dst, '[')
+		for i, e := range v.List() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendUnitsJSON(dst, e, millis)
+		}
+		return append(dst, ']')
+	case reader.KindMap:
+		k, _ := v.Node().MapKeyValue()
+		if k == nil {
+			break
+		}
+		if lk := k.Logical.Kind; lk == schema.String || lk == schema.Enum || lk == schema.JSON {
+			dst = append(dst, '{')
+			i := 0
+			for key, val := range v.Entries() {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				i++
+				dst = appendKey(dst, string(key.Bytes()))
+				dst = appendUnitsJSON(dst, val, millis)
+			}
+			return append(dst, '}')
+		}
+		// As reader.Value.AppendJSON renders a map of other keys.
+		dst = append(dst, '[')
+		i := 0
+		for key, val := range v.Entries() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			i++
+			dst = append(dst, `{"key":`...)
+			dst = appendUnitsJSON(dst, key, millis)
+			dst = append(dst, `,"value":`...)
+			dst = appendUnitsJSON(dst, val, millis)
+			dst = append(dst, '}')
+		}
+		return append(dst, ']')
+	}
+	return appendCompactJSON(dst, v)
+}
+
+// floorDiv is x/d rounded down.
+func floorDiv(x, d int64) int64 {
+	q := x / d
+	if x%d != 0 && x < 0 {
+		q--
+	}
+	return q
+}
