@@ -54,7 +54,9 @@ type Table struct {
 	// microsecond timestamptz of the table (Parquet TIMESTAMP(MICROS)),
 	// which format version 2 has, its nanoseconds below the microsecond
 	// cut (and counted); with nanos it is a timestamptz_ns, which needs
-	// format version 3. Only format.type protobuf takes micros.
+	// format version 3. With format.type avro, a timestamp-nanos or
+	// local-timestamp-nanos is cut alike. Only format.type protobuf and
+	// avro take micros.
 	// Defaults to false: nanos.
 	TimestampMicros bool
 	// Maintenance is the upkeep of the tables inside the daemon
@@ -223,8 +225,8 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	var precision string
 	if s.oneOf("timestamp_precision", &precision, precisionValues, nil) && precision == "micros" {
 		t.TimestampMicros = true
-		if c.Format.Type != "protobuf" {
-			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields); format.type is %s", c.Format.Type)
+		if c.Format.Type != "protobuf" && c.Format.Type != "avro" {
+			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields) and avro (its timestamp-nanos and local-timestamp-nanos); format.type is %s", c.Format.Type)
 		}
 	}
 	if ms := s.optional("maintenance", maintenanceKeys); ms != nil {

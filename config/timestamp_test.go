@@ -6,8 +6,8 @@ import (
 )
 
 // TestTimestampPrecision: table.timestamp_precision is nanos (the
-// default) or micros, which only format.type protobuf takes, and which the
-// rendered config keeps.
+// default) or micros, which only format.type protobuf and avro take, and
+// which the rendered config keeps.
 func TestTimestampPrecision(t *testing.T) {
 	const (
 		proto = kafkaOK + storeOK + "format: {type: protobuf, registry: {url: 'http://r:8081'}}\n"
@@ -23,8 +23,11 @@ func TestTimestampPrecision(t *testing.T) {
 		{"micros", proto + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), true, ""},
 		{"MICROS", proto + strings.Replace(tbl, "%s", ", timestamp_precision: MICROS", 1), true, ""},
 		{"millis", proto + strings.Replace(tbl, "%s", ", timestamp_precision: millis", 1), false, `table.timestamp_precision: "millis" is not one of nanos, micros`},
-		{"micros with avro", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), false,
-			"table.timestamp_precision: micros is for format.type protobuf"},
+		{"micros with avro", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), true, ""},
+		{"micros with variant", kafkaOK + storeOK + "format: {type: variant}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), false,
+			"table.timestamp_precision: micros is for format.type protobuf (its google.protobuf.Timestamp fields) and avro"},
+		{"micros with json", base + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), false,
+			"table.timestamp_precision: micros is for format.type protobuf (its google.protobuf.Timestamp fields) and avro"},
 		{"nanos with json", base + strings.Replace(tbl, "%s", ", timestamp_precision: nanos", 1), false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
