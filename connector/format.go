@@ -53,8 +53,9 @@ type format struct {
 	// with format.registry, the schemas by id (protobuf_registry.go)
 	protoMessage  protoreflect.MessageDescriptor
 	protoRegistry *protobuf.Registry
-	// protoMicros is table.timestamp_precision: micros: the Timestamps of
-	// a table's files in microseconds (protobuf.go); truncated counts
+	// protoMicros is table.timestamp_precision: micros: the Protobuf
+	// Timestamps (protobuf.go) and Avro nanosecond timestamps
+	// (avronanos.go) of a table's files in microseconds; truncated counts
 	// those whose nanoseconds were cut.
 	protoMicros bool
 	truncated   *atomic.Int64
