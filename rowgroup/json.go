@@ -287,7 +287,8 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 //   - TIME from "HH:MM:SS[.fraction]" or an integer in the column's unit;
 //   - TIMESTAMP from RFC 3339 strings (adjusted-to-UTC columns need an
 //     offset or Z and are normalized to UTC; local columns take the time as
-//     written, without an offset or with Z) or an integer in the unit;
+//     written, without an offset or with Z) or an integer in the unit
+//     (JSONTimestampUnits's, when it names the column);
 //   - INT96 from RFC 3339 strings (legacy Impala layout);
 //   - DECIMAL(p,s) from numbers or numeric strings, exactly, without
 //     floating point;
