@@ -209,3 +209,47 @@ func TestScalarConverterMillisWidened(t *testing.T) {
 		t.Error("Plain of a value out of range: no error")
 	}
 }
+
+// FuzzJSONMillisWidened shreds any record into fastSchema and into its
+// widened copy: the widened fast path agrees with its walk (shredBoth),
+// a record either takes both or neither (but for a number of
+// milliseconds microseconds cannot hold, which only the widened one
+// refuses), and the widened columns hold the millisecond ones times 1000.
+func FuzzJSONMillisWidened(f *testing.F) {
+	for _, s := range append(append([]string(nil), fastGood...), fastOther...) {
+		f.Add(s)
+	}
+	f.Add(`{"id":1,"ts":"2026-11-23T10:00:00Z","ms":9223372036854776,"r":{}}`)
+	f.Add(`{"id":1,"ts":"2026-11-23T10:00:00Z","times":[-9223372036854775,"0001-01-01T00:00:00Z"],"r":{}}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		gm, m := newShredder(t, fastSchema)
+		gw, w := widenedShredder(t, fastSchema)
+		gb, b := widenedShredder(t, fastSchema)
+		errW := shredBoth(t, gw, w, gb, b, []byte(line))
+		errM := m.Shred([]byte(line))
+		switch {
+		case errM != nil && errW == nil:
+			t.Fatalf("Shred(%q): millis %v, widened took it", line, errM)
+		case errM == nil && errW != nil:
+			if !strings.Contains(errW.Error(), "out of the range of the table's microsecond column") {
+				t.Fatalf("Shred(%q): widened %v, millis took it", line, errW)
+			}
+			return
+		case errM != nil:
+			return
+		}
+		for i, cw := range gw.Columns() {
+			cm := gm.Columns()[i]
+			want := cm.Int64
+			if l := cm.Leaf.Logical; l.Kind == schema.Timestamp && l.Unit == schema.Millis {
+				want = make([]int64, len(cm.Int64))
+				for j, v := range cm.Int64 {
+					want[j] = v * 1000
+				}
+			}
+			if !slices.Equal(cw.Int64, want) || !slices.Equal(cw.Def, cm.Def) || !slices.Equal(cw.Rep, cm.Rep) {
+				t.Fatalf("Shred(%q): %s widened %v, want %v", line, cw.Leaf.PathString(), cw.Int64, want)
+			}
+		}
+	})
+}
