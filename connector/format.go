@@ -92,7 +92,7 @@ func newFormat(cfg *config.Config) (*format, error) {
 			f.jsonOpts = append(f.jsonOpts, rowgroup.LossyNumbers())
 		}
 		if cfg.Table != nil {
-			if err := f.widenJSONMillis(); err != nil {
+			if err := f.retimeJSON(cfg.Table.TimestampMicros); err != nil {
 				return nil, fmt.Errorf("format.schema_file %s: %w", path, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/bits"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/schema"
@@ -48,6 +49,7 @@ type jsonOptions struct {
 	envelopeFromJSON bool
 	lossyNumbers     bool
 	units            map[string]schema.TimeUnit // JSONTimestampUnits
+	counter          *atomic.Int64              // JSONCountTruncated
 }
 
 // LossyNumbers makes a number that underflows a FLOAT or DOUBLE column
@@ -137,6 +139,7 @@ type JSONShredder struct {
 	fastSkip, fastBackoff int
 
 	buf  []byte // a converted value before it is appended
+	cut  int64  // the record's nanosecond timestamps cut to microseconds (JSONCountTruncated)
 	dec  decimalScratch
 	vars variantEncoder
 }
@@ -249,6 +252,7 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 			s.fastSkip--
 		}
 	}
+	s.cut = 0
 	s.scan.Reset(line)
 	s.line = line
 	if err := s.record(); err != nil {
@@ -258,6 +262,7 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 		s.path = s.path[:0]
 		return err
 	}
+	s.countCut()
 	return nil
 }
 
@@ -1020,7 +1025,7 @@ func (s *JSONShredder) mapKey(p *jsonPlan, rep uint8, name []byte) error {
 		case "false":
 			k = jsonscan.False
 		}
-	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis:
+	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis, convTimestampNanos:
 		if _, special := specialFloat(name); !special {
 			if _, ok := parseDecimalLiteral(name); ok {
 				k = jsonscan.Number

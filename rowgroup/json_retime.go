@@ -3,6 +3,7 @@ package rowgroup
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/meta"
@@ -11,21 +12,23 @@ import (
 
 // JSONTimestampUnits says that the JSON of some TIMESTAMP columns is in
 // another unit than the row group's column: units maps a leaf's path (as
-// schema.Node.PathString gives it) to the unit of its JSON. Only
-// schema.Millis into an INT64 TIMESTAMP(MICROS) column is taken: the
-// columns schema.WidenMillis made of a schema file's millisecond ones,
-// for a table's files, since Iceberg's timestamps are microseconds in
-// Parquet. Such a column reads a number as milliseconds and a string at
-// a millisecond's precision, exactly as a TIMESTAMP(MILLIS) column of
-// the same JSON does, and writes the value times 1000; a value that
-// microseconds cannot hold fails the record. NewJSONShredder and
+// schema.Node.PathString gives it) to the unit of its JSON, schema.Millis
+// or schema.Nanos, and the column must be an INT64 TIMESTAMP(MICROS): the
+// columns schema.WidenMillis and schema.NarrowNanos make of a schema
+// file's, for a table's files, since Iceberg's timestamps are
+// microseconds in Parquet (nanoseconds only in format version 3). Such a
+// column reads a number in the JSON's unit and a string at that unit's
+// precision, exactly as a column of that unit reads the same JSON, and
+// writes microseconds: milliseconds times 1000, where a value that
+// microseconds cannot hold fails the record; nanoseconds floored, the
+// cut ones counted (JSONCountTruncated). NewJSONShredder and
 // NewScalarConverter refuse a path that names no such column.
 // Defaults to none: every column's JSON is in its own unit.
 func JSONTimestampUnits(units map[string]schema.TimeUnit) JSONOption {
 	return func(o *jsonOptions) error {
 		for path, u := range units {
-			if u != schema.Millis {
-				return fmt.Errorf("rowgroup: JSON timestamps of %s in %s: only MILLIS into MICROS columns is supported", path, u)
+			if u != schema.Millis && u != schema.Nanos {
+				return fmt.Errorf("rowgroup: JSON timestamps of %s in %s: only MILLIS and NANOS into MICROS columns are supported", path, u)
 			}
 		}
 		o.units = units
@@ -38,22 +41,47 @@ func JSONTimestampUnits(units map[string]schema.TimeUnit) JSONOption {
 // case in the switches over them, which the compiler refuses).
 const (
 	convTimestampMillis = convInterval + 1 // TIMESTAMP(MICROS) from JSON in milliseconds
+	convTimestampNanos  = convInterval + 2 // TIMESTAMP(MICROS) from JSON in nanoseconds, floored; the walk only
 	fastTimestampMillis = fastDecimal + 1  // convTimestampMillis, from a number or an RFC 3339 string
 )
 
+// JSONCountTruncated makes a JSONShredder add to c, once per record it
+// appends whole, the values of the record's JSONTimestampUnits NANOS
+// columns whose digits below the microsecond it cut. Defaults to counting
+// none.
+func JSONCountTruncated(c *atomic.Int64) JSONOption {
+	return func(o *jsonOptions) error {
+		o.counter = c
+		return nil
+	}
+}
+
+// countCut adds the record's cut timestamps to the JSONCountTruncated
+// counter. Records with a NANOS column take the walk only, so a record
+// is counted once.
+func (s *JSONShredder) countCut() {
+	if s.cut > 0 && s.opts.counter != nil {
+		s.opts.counter.Add(s.cut)
+	}
+}
+
 // retimeLeaf makes leaf plan p, when units names it, read its JSON in
-// milliseconds (convTimestampMillis).
+// milliseconds (convTimestampMillis) or nanoseconds (convTimestampNanos).
 func retimeLeaf(p *jsonPlan, units map[string]schema.TimeUnit) error {
 	path := p.node.PathString()
-	if _, ok := units[path]; !ok {
+	u, ok := units[path]
+	if !ok {
 		return nil
 	}
 	l := p.node.Logical
 	if p.conv != convTimestamp || p.node.Physical != meta.TypeInt64 || l.Unit != schema.Micros {
-		return fmt.Errorf("field %s: JSON timestamps in MILLIS need an INT64 TIMESTAMP(MICROS) column, not %s", path, p.typeName)
+		return fmt.Errorf("field %s: JSON timestamps in %s need an INT64 TIMESTAMP(MICROS) column, not %s", path, u, p.typeName)
 	}
 	p.conv = convTimestampMillis
-	l.Unit = schema.Millis
+	if u == schema.Nanos {
+		p.conv = convTimestampNanos
+	}
+	l.Unit = u
 	p.typeName = l.String() // messages speak of the type the JSON was written for
 	return nil
 }
@@ -70,7 +98,7 @@ func retimePlans(p *jsonPlan, units map[string]schema.TimeUnit) (bool, error) {
 		if err := retimeLeaf(p, units); err != nil {
 			return false, err
 		}
-		return p.conv == convTimestampMillis, nil
+		return p.conv == convTimestampMillis || p.conv == convTimestampNanos, nil
 	case planList, planMap:
 		changed := false
 		for _, c := range []*jsonPlan{p.elem, p.value} {
@@ -177,4 +205,36 @@ func readTimestampMillis(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
 	}
 	p.col.AppendInt64(rep, us)
 	return end, true
+}
+
+// timestampNanos is leaf's conversion for convTimestampNanos: the value
+// a TIMESTAMP(NANOS) column takes from the JSON, floored to the
+// microsecond, the cut ones counted in s.cut.
+func (s *JSONShredder) timestampNanos(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, key bool) error {
+	var v int64
+	var err error
+	switch k {
+	case jsonscan.Number:
+		v, err = parseInteger(b, int64Range)
+	case jsonscan.String:
+		if t, n, ok := parseTimestampText(b, schema.Nanos, &p.dates); ok && n == len(b) {
+			v = t
+			break
+		}
+		v, err = parseTimestamp(b, schema.Nanos, p.node.Logical.UTC, &p.dates)
+	default:
+		return s.mismatch(p, k, key, "RFC 3339 string or number of nanoseconds")
+	}
+	if err != nil {
+		return s.convErr(p, b, k, key, err)
+	}
+	us := v / 1000
+	if rem := v % 1000; rem != 0 {
+		s.cut++
+		if rem < 0 {
+			us--
+		}
+	}
+	p.col.AppendInt64(rep, us)
+	return nil
 }

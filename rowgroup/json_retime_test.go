@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
@@ -155,7 +156,8 @@ func TestJSONMillisWidenedValues(t *testing.T) {
 }
 
 // TestJSONTimestampUnitsRefused: a path that names no INT64
-// TIMESTAMP(MICROS) column, or another unit than MILLIS, is refused.
+// TIMESTAMP(MICROS) column, or another unit than MILLIS or NANOS, is
+// refused.
 func TestJSONTimestampUnitsRefused(t *testing.T) {
 	s, err := schema.Parse(`message m { required int64 ts (TIMESTAMP(MILLIS,true)); required int64 n; required int64 us (TIMESTAMP(MICROS,true)); }`)
 	if err != nil {
@@ -164,7 +166,8 @@ func TestJSONTimestampUnitsRefused(t *testing.T) {
 	for _, units := range []map[string]schema.TimeUnit{
 		{"ts": schema.Millis},
 		{"n": schema.Millis},
-		{"us": schema.Nanos},
+		{"us": schema.Micros},
+		{"n": schema.Nanos},
 	} {
 		if _, err := NewJSONShredder(New(s), JSONTimestampUnits(units)); err == nil {
 			t.Errorf("NewJSONShredder with units %v: no error", units)
@@ -252,4 +255,77 @@ func FuzzJSONMillisWidened(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJSONNanosNarrowed shreds every record of the fast path's tests into
+// fastSchema and into fastSchema with its nanosecond column narrowed
+// (schema.NarrowNanos) and JSONTimestampUnits NANOS: each record is taken
+// or refused alike, the narrowed column holds the nanoseconds floored to
+// the microsecond, the other columns the same, and the values cut are
+// counted once per record taken, none for a record refused.
+func TestJSONNanosNarrowed(t *testing.T) {
+	s, err := schema.Parse(fastSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow, changed, err := schema.NarrowNanos(s)
+	if err != nil || !changed {
+		t.Fatalf("NarrowNanos: changed %v, %v", changed, err)
+	}
+	units := map[string]schema.TimeUnit{"local": schema.Nanos}
+	var cut atomic.Int64
+	gn := New(narrow)
+	n, err := NewJSONShredder(gn, JSONTimestampUnits(units), JSONCountTruncated(&cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, plain := newShredder(t, fastSchema)
+	records := append(append([]string{
+		`{"id":1,"ts":"2026-11-23T10:00:00Z","local":-1,"r":{}}`,
+		`{"id":2,"ts":"2026-11-23T10:00:00Z","local":1999,"r":{}}`,
+		`{"id":3,"ts":"2026-11-23T10:00:00Z","local":"1969-12-31T23:59:59.999999999","r":{}}`,
+		`{"id":4,"ts":"2026-11-23T10:00:00Z","local":-9223372036854775808,"r":{}}`,
+		`{"id":5,"ts":"2026-11-23T10:00:00Z","local":12345,"r":{"a":"not a number"}}`, // cut, then refused
+	}, fastGood...), fastOther...)
+	var wantCut int64
+	for _, line := range records {
+		errN, errS := n.Shred([]byte(line)), plain.Shred([]byte(line))
+		if (errN == nil) != (errS == nil) {
+			t.Errorf("Shred(%s): narrowed %v, nanos %v", line, errN, errS)
+		}
+		if errS == nil {
+			c := gs.Column(s.Leaf("local").Column)
+			if c.NumValues() > 0 && len(c.Def) > 0 && c.Def[len(c.Def)-1] == 1 && c.Int64[len(c.Int64)-1]%1000 != 0 {
+				wantCut++
+			}
+		}
+	}
+	if gn.NumRows() != gs.NumRows() || gn.NumRows() < len(fastGood)+4 {
+		t.Fatalf("rows: narrowed %d, nanos %d", gn.NumRows(), gs.NumRows())
+	}
+	if err := gn.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for i, cn := range gn.Columns() {
+		cs := gs.Columns()[i]
+		want := cs.Int64
+		if cs.Leaf.PathString() == "local" {
+			want = make([]int64, len(cs.Int64))
+			for j, v := range cs.Int64 {
+				want[j] = v / 1000
+				if v%1000 < 0 {
+					want[j]--
+				}
+			}
+		}
+		if !slices.Equal(cn.Int64, want) || !slices.Equal(cn.Def, cs.Def) {
+			t.Errorf("%s: narrowed %v def %v, want %v def %v", cn.Leaf.PathString(), cn.Int64, cn.Def, want, cs.Def)
+		}
+	}
+	if got := gn.Column(narrow.Leaf("local").Column).Int64[:4]; !slices.Equal(got, []int64{-1, 1, -1, math.MinInt64/1000 - 1}) {
+		t.Errorf("local = %v, want [-1 1 -1 %d]", got, math.MinInt64/1000-1)
+	}
+	if got := cut.Load(); got != wantCut || wantCut < 4 {
+		t.Errorf("%d values counted as cut, want %d (at least 4)", got, wantCut)
+	}
 }

@@ -11,16 +11,16 @@ import (
 )
 
 // jsonTimestampUnitsKey is the footer entry of a table's file of a JSON
-// schema file whose millisecond timestamps the file holds in
-// microseconds (the sink's connector/jsonmillis.go): a JSON object from
-// each such column's path to "MILLIS".
+// schema file whose millisecond (or nanosecond) timestamps the file holds
+// in microseconds (the sink's connector/jsonmillis.go): a JSON object
+// from each such column's path to "MILLIS" or "NANOS".
 const jsonTimestampUnitsKey = "pqsink.json.timestamp_units"
 
 // jsonUnits reads the jsonTimestampUnitsKey entry of a file of schema
-// sch: the leaf columns whose microseconds render as the milliseconds of
-// the schema file's TIMESTAMP(MILLIS) columns. It returns nil when the
-// file has none.
-func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]bool, error) {
+// sch: the leaf columns whose microseconds render as the schema file's
+// TIMESTAMP(MILLIS) or TIMESTAMP(NANOS) columns, and that unit. It
+// returns nil when the file has none.
+func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit, error) {
 	var text string
 	for _, e := range kv {
 		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
@@ -34,34 +34,44 @@ func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]bool, error) {
 	if err := json.Unmarshal([]byte(text), &units); err != nil {
 		return nil, fmt.Errorf("footer entry %s: %w", jsonTimestampUnitsKey, err)
 	}
-	cols := map[int]bool{}
+	cols := map[int]schema.TimeUnit{}
 	for path, u := range units {
 		l := sch.Leaf(path)
+		unit := schema.Millis
+		if u == schema.Nanos.String() {
+			unit = schema.Nanos
+		}
 		switch {
-		case u != schema.Millis.String():
-			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS is known", jsonTimestampUnitsKey, path, u)
+		case u != schema.Millis.String() && u != schema.Nanos.String():
+			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS and NANOS are known", jsonTimestampUnitsKey, path, u)
 		case l == nil || l.Physical != meta.TypeInt64 || l.Logical.Kind != schema.Timestamp || l.Logical.Unit != schema.Micros:
 			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) column of the file", jsonTimestampUnitsKey, path)
 		}
-		cols[l.Column] = true
+		cols[l.Column] = unit
 	}
 	return cols, nil
 }
 
 // appendUnitsJSON is appendCompactJSON for a file with jsonUnits: the
-// values of millis columns, microseconds the sink multiplied by 1000,
-// render as a TIMESTAMP(MILLIS) column's do, as the files without a
-// table hold them.
-func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
+// values of its columns, microseconds, render as a column of the schema
+// file's unit does, as the files without a table hold them: for
+// MILLIS, the sink's value divided by 1000; for NANOS, the floored value
+// times 1000, its digits below the microsecond zeros.
+func appendUnitsJSON(dst []byte, v reader.Value, units map[int]schema.TimeUnit) []byte {
 	switch v.Kind() {
 	case reader.KindInt64:
-		if n := v.Node(); n != nil && millis[n.Column] {
+		if n := v.Node(); n != nil && units[n.Column] != 0 {
 			layout := "2006-01-02T15:04:05.000"
+			at := time.UnixMilli(floorDiv(v.Int64(), 1000)).UTC()
+			if units[n.Column] == schema.Nanos {
+				layout = "2006-01-02T15:04:05.000000000"
+				at = time.Unix(0, nanosBack(v.Int64(), 1000)).UTC()
+			}
 			if n.Logical.UTC {
 				layout += "Z"
 			}
 			dst = append(dst, '"')
-			dst = time.UnixMilli(floorDiv(v.Int64(), 1000)).UTC().AppendFormat(dst, layout)
+			dst = at.AppendFormat(dst, layout)
 			return append(dst, '"')
 		}
 	case reader.KindGroup:
@@ -76,7 +86,7 @@ func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
 			}
 			comma = true
 			dst = appendKey(dst, name)
-			dst = appendUnitsJSON(dst, f, millis)
+			dst = appendUnitsJSON(dst, f, units)
 		}
 		return append(dst, '}')
 	case reader.KindList:
@@ -85,7 +95,7 @@ func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendUnitsJSON(dst, e, millis)
+			dst = appendUnitsJSON(dst, e, units)
 		}
 		return append(dst, ']')
 	case reader.KindMap:
@@ -102,7 +112,7 @@ func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
 				}
 				i++
 				dst = appendKey(dst, string(key.Bytes()))
-				dst = appendUnitsJSON(dst, val, millis)
+				dst = appendUnitsJSON(dst, val, units)
 			}
 			return append(dst, '}')
 		}
@@ -115,9 +125,9 @@ func appendUnitsJSON(dst []byte, v reader.Value, millis map[int]bool) []byte {
 			}
 			i++
 			dst = append(dst, `{"key":`...)
-			dst = appendUnitsJSON(dst, key, millis)
+			dst = appendUnitsJSON(dst, key, units)
 			dst = append(dst, `,"value":`...)
-			dst = appendUnitsJSON(dst, val, millis)
+			dst = appendUnitsJSON(dst, val, units)
 			dst = append(dst, '}')
 		}
 		return append(dst, ']')

@@ -98,9 +98,9 @@ type fileStream struct {
 	// files of a table), 1 in milliseconds: Kafka's unit is the latter.
 	tsPerMilli int64
 	// millis are the columns of a table's file of a JSON schema file
-	// that hold its millisecond timestamps in microseconds (jsonUnits);
-	// nil for other files.
-	millis map[int]bool
+	// that hold its millisecond (or nanosecond) timestamps in
+	// microseconds, and that unit (jsonUnits); nil for other files.
+	millis map[int]schema.TimeUnit
 
 	// rowLo and rowHi bound the rows of the file that are of the
 	// partition: all of them, unless the file holds several.
