@@ -1025,7 +1025,7 @@ func (s *JSONShredder) mapKey(p *jsonPlan, rep uint8, name []byte) error {
 		case "false":
 			k = jsonscan.False
 		}
-	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis, convTimestampNanos:
+	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis, convTimestampNanos, convTimeMillis:
 		if _, special := specialFloat(name); !special {
 			if _, ok := parseDecimalLiteral(name); ok {
 				k = jsonscan.Number

@@ -21,8 +21,12 @@ import (
 // precision, exactly as a column of that unit reads the same JSON, and
 // writes microseconds: milliseconds times 1000, where a value that
 // microseconds cannot hold fails the record; nanoseconds floored, the
-// cut ones counted (JSONCountTruncated). NewJSONShredder and
-// NewScalarConverter refuse a path that names no such column.
+// cut ones counted (JSONCountTruncated). A path may also name an INT64
+// TIME(MICROS) column with schema.Millis, one schema.WidenTimeMillis made
+// of a TIME(MILLIS): a number is milliseconds of the day and a string
+// has at most three fraction digits, and the column takes the value
+// times 1000. NewJSONShredder and NewScalarConverter refuse a path that
+// names no such column.
 // Defaults to none: every column's JSON is in its own unit.
 func JSONTimestampUnits(units map[string]schema.TimeUnit) JSONOption {
 	return func(o *jsonOptions) error {
@@ -42,6 +46,7 @@ func JSONTimestampUnits(units map[string]schema.TimeUnit) JSONOption {
 const (
 	convTimestampMillis = convInterval + 1 // TIMESTAMP(MICROS) from JSON in milliseconds
 	convTimestampNanos  = convInterval + 2 // TIMESTAMP(MICROS) from JSON in nanoseconds, floored; the walk only
+	convTimeMillis      = convInterval + 3 // TIME(MICROS) from JSON in milliseconds; the walk only
 	fastTimestampMillis = fastDecimal + 1  // convTimestampMillis, from a number or an RFC 3339 string
 )
 
@@ -74,6 +79,12 @@ func retimeLeaf(p *jsonPlan, units map[string]schema.TimeUnit) error {
 		return nil
 	}
 	l := p.node.Logical
+	if p.conv == convTime && u == schema.Millis && p.node.Physical == meta.TypeInt64 && l.Unit == schema.Micros {
+		p.conv = convTimeMillis
+		l.Unit = u
+		p.typeName = l.String()
+		return nil
+	}
 	if p.conv != convTimestamp || p.node.Physical != meta.TypeInt64 || l.Unit != schema.Micros {
 		return fmt.Errorf("field %s: JSON timestamps in %s need an INT64 TIMESTAMP(MICROS) column, not %s", path, u, p.typeName)
 	}
@@ -98,7 +109,7 @@ func retimePlans(p *jsonPlan, units map[string]schema.TimeUnit) (bool, error) {
 		if err := retimeLeaf(p, units); err != nil {
 			return false, err
 		}
-		return p.conv == convTimestampMillis || p.conv == convTimestampNanos, nil
+		return p.conv == convTimestampMillis || p.conv == convTimestampNanos || p.conv == convTimeMillis, nil
 	case planList, planMap:
 		changed := false
 		for _, c := range []*jsonPlan{p.elem, p.value} {
@@ -236,5 +247,25 @@ func (s *JSONShredder) timestampNanos(p *jsonPlan, rep uint8, k jsonscan.Kind, b
 		}
 	}
 	p.col.AppendInt64(rep, us)
+	return nil
+}
+
+// timeMillis is leaf's conversion for convTimeMillis: the value a
+// TIME(MILLIS) column takes from the JSON, times 1000.
+func (s *JSONShredder) timeMillis(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, key bool) error {
+	var v int64
+	var err error
+	switch k {
+	case jsonscan.Number:
+		v, err = parseInteger(b, intRange{pos: secondsPerDay*1000 - 1})
+	case jsonscan.String:
+		v, err = parseTimeOfDay(b, schema.Millis, p.node.Logical.UTC)
+	default:
+		return s.mismatch(p, k, key, `"HH:MM:SS[.fraction]" string or number of milliseconds`)
+	}
+	if err != nil {
+		return s.convErr(p, b, k, key, err)
+	}
+	p.col.AppendInt64(rep, v*1000)
 	return nil
 }

@@ -329,3 +329,66 @@ func TestJSONNanosNarrowed(t *testing.T) {
 		t.Errorf("%d values counted as cut, want %d (at least 4)", got, wantCut)
 	}
 }
+
+// TestJSONTimeMillisWidened shreds records into a schema with TIME(MILLIS)
+// columns and into its copy widened by schema.WidenTimeMillis, with
+// JSONTimestampUnits MILLIS: each record is taken or refused alike (out
+// of the day's range, more than three fraction digits, an offset where
+// the column is local), and the widened columns hold the values times
+// 1000 in INT64.
+func TestJSONTimeMillisWidened(t *testing.T) {
+	const text = `message m {
+  optional int32 at (TIME(MILLIS,true));
+  optional group many (LIST) { repeated group list { required int32 element (TIME(MILLIS,false)); } }
+  optional int32 n;
+}`
+	s, err := schema.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, changed, err := schema.WidenTimeMillis(s)
+	if err != nil || !changed {
+		t.Fatalf("WidenTimeMillis: changed %v, %v", changed, err)
+	}
+	gw := New(wide)
+	w, err := NewJSONShredder(gw, JSONTimestampUnits(map[string]schema.TimeUnit{"at": schema.Millis, "many.list.element": schema.Millis}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, m := newShredder(t, text)
+	for _, line := range []string{
+		`{"at":0,"many":[86399999,"23:59:59.999"],"n":1}`,
+		`{"at":"12:34:56.789+02:00","many":["00:00:00.5"]}`,
+		`{"at":"12:34:56Z","many":[]}`,
+		`{"at":null,"many":null}`,
+		`{"at":86400000}`,
+		`{"at":-1}`,
+		`{"at":"12:34:56.7891Z"}`,
+		`{"many":["12:00:00+01:00"]}`,
+		`{"at":true}`,
+	} {
+		errW, errM := w.Shred([]byte(line)), m.Shred([]byte(line))
+		if (errW == nil) != (errM == nil) {
+			t.Errorf("Shred(%s): widened %v, millis %v", line, errW, errM)
+		}
+	}
+	if gw.NumRows() != 4 || gm.NumRows() != 4 {
+		t.Fatalf("rows: widened %d, millis %d, want 4", gw.NumRows(), gm.NumRows())
+	}
+	if err := gw.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"at", "many.list.element"} {
+		cm, cw := gm.Column(s.Leaf(path).Column), gw.Column(wide.Leaf(path).Column)
+		var want []int64
+		for _, v := range cm.Int32 {
+			want = append(want, int64(v)*1000)
+		}
+		if !slices.Equal(cw.Int64, want) || !slices.Equal(cw.Def, cm.Def) || !slices.Equal(cw.Rep, cm.Rep) {
+			t.Errorf("%s: widened %v def %v, want %v def %v", path, cw.Int64, cw.Def, want, cm.Def)
+		}
+	}
+	if got := gw.Column(wide.Leaf("at").Column).Int64; !slices.Equal(got, []int64{0, 38_096_789_000, 45_296_000_000}) {
+		t.Errorf("at = %v", got)
+	}
+}
