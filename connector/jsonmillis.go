@@ -11,16 +11,19 @@ import (
 
 // jsonTimestampUnitsKey is the footer entry of a table's file of
 // format.schema_file whose millisecond (or, with
-// table.timestamp_precision micros, nanosecond) timestamps it holds in
-// microseconds: a JSON object from each such column's path to the unit
-// of the schema file, "MILLIS" or "NANOS", so that replay renders them
-// as the schema file's columns (connector/source reads it).
+// table.timestamp_precision micros, nanosecond) timestamps and
+// millisecond times of day it holds in microseconds: a JSON object from
+// each such column's path to the unit of the schema file, "MILLIS" or
+// "NANOS", so that replay renders them as the schema file's columns
+// (connector/source reads it).
 const jsonTimestampUnitsKey = "pqsink.json.timestamp_units"
 
 // retimeJSON makes the TIMESTAMP(MILLIS) columns of a table's schema
 // file TIMESTAMP(MICROS) in its files (schema.WidenMillis): Iceberg's
 // timestamps are microseconds in Parquet, and engines misread or refuse
-// a millisecond column of a table. With nanos
+// a millisecond column of a table. Its TIME(MILLIS) columns, which
+// Iceberg's time (microseconds) cannot take, become TIME(MICROS)
+// (schema.WidenTimeMillis). With nanos
 // (table.timestamp_precision micros) its TIMESTAMP(NANOS) columns too
 // (schema.NarrowNanos): Iceberg's nanosecond types are format version
 // 3's. The shredder reads their JSON in the schema file's unit and
@@ -29,7 +32,9 @@ func (f *format) retimeJSON(nanos bool) error {
 	units := map[string]schema.TimeUnit{}
 	names := map[string]string{}
 	for _, l := range f.message.Leaves() {
-		if l.Logical.Kind == schema.Timestamp && (l.Logical.Unit == schema.Millis || nanos && l.Logical.Unit == schema.Nanos) {
+		ts := l.Logical.Kind == schema.Timestamp && (l.Logical.Unit == schema.Millis || nanos && l.Logical.Unit == schema.Nanos)
+		tm := l.Logical.Kind == schema.Time && l.Logical.Unit == schema.Millis
+		if ts || tm {
 			units[l.PathString()] = l.Logical.Unit
 			names[l.PathString()] = l.Logical.Unit.String()
 		}
@@ -39,6 +44,9 @@ func (f *format) retimeJSON(nanos bool) error {
 	}
 	s, _, err := schema.WidenMillis(f.message)
 	if err != nil {
+		return err
+	}
+	if s, _, err = schema.WidenTimeMillis(s); err != nil {
 		return err
 	}
 	if nanos {

@@ -16,23 +16,29 @@ import (
 
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 )
 
-// jsonMillisSchema is a schema file with millisecond timestamps.
+// jsonMillisSchema is a schema file with millisecond timestamps and a
+// millisecond time of day.
 const jsonMillisSchema = `message ev {
   required int64 id;
   required int64 ts (TIMESTAMP(MILLIS,true));
   optional int64 local (TIMESTAMP(MILLIS,false));
+  optional int32 tod (TIME(MILLIS,true));
 }`
 
 // TestTableSinkJSONMillis archives JSON records of a schema file with
 // TIMESTAMP(MILLIS) columns into a table partitioned by day(ts), their
-// timestamps given as numbers of milliseconds and as RFC 3339 strings.
+// timestamps given as numbers of milliseconds and as RFC 3339 strings,
+// and a TIME(MILLIS) column, which Iceberg's time (microseconds) cannot
+// take as it is.
 // Iceberg's timestamps are microseconds in Parquet, and engines misread a
 // millisecond column (table.TestMillisTimestampColumn), so the table's
-// files hold those columns as TIMESTAMP(MICROS): every file's schema says
-// so, DuckDB reads each value at its instant in the folder of its day,
+// files hold those columns as TIMESTAMP(MICROS) (and the time of day as
+// TIME(MICROS)): every file's schema says so, DuckDB reads each value at
+// its instant in the folder of its day,
 // iceberg-go's scans filtered on ts prune files and return exactly the
 // matching rows, a number of milliseconds microseconds cannot hold is a
 // dead letter, and a replay of the table gives each record's JSON with
@@ -75,6 +81,15 @@ func TestTableSinkJSONMillis(t *testing.T) {
 				value += fmt.Sprintf(`,"local":%d`, local.UnixMilli())
 			} else {
 				value += `,"local":` + localText
+			}
+		}
+		if i%5 != 4 {
+			tod := time.Duration(e.ts.UnixMilli()%86_400_000) * time.Millisecond
+			want += `,"tod":` + time.Unix(0, 0).UTC().Add(tod).Format(`"15:04:05.000"`)
+			if i%2 == 1 {
+				value += fmt.Sprintf(`,"tod":%d`, tod.Milliseconds())
+			} else {
+				value += `,"tod":` + time.Unix(0, 0).UTC().Add(tod).Format(`"15:04:05.000Z"`)
 			}
 		}
 		key := fmt.Sprintf("k%04d", i)
@@ -123,11 +138,14 @@ func TestTableSinkJSONMillis(t *testing.T) {
 				t.Errorf("%s: column %s is %s, want TIMESTAMP(MICROS)", filepath.Base(f), col, l)
 			}
 		}
+		if l := s.Leaf("tod"); l.Logical.Kind != schema.Time || l.Logical.Unit != schema.Micros || l.Physical != meta.TypeInt64 {
+			t.Errorf("%s: column tod is %s %s, want INT64 TIME(MICROS)", filepath.Base(f), l.Physical, l.Logical)
+		}
 	}
 
 	// DuckDB reads each value at its instant, in the folder of its day.
 	db := duckdb.Start(t)
-	res := db.Query(t, `SELECT "_kafka"."partition" AS p, "_kafka"."offset" AS o, epoch_ms(ts) AS ts, epoch_ms(local) AS local, filename
+	res := db.Query(t, `SELECT "_kafka"."partition" AS p, "_kafka"."offset" AS o, epoch_ms(ts) AS ts, epoch_ms(local) AS local, epoch_ms(DATE '1970-01-01' + tod) AS tod, filename
 		FROM read_parquet(`+duckdb.Quote(filepath.Join(dir, "kafka", env.topic, "data", "**", "*.parquet"))+`, filename = true, hive_partitioning = false)`)
 	if len(res.Rows) != n {
 		t.Errorf("DuckDB reads %d rows, want %d", len(res.Rows), n)
@@ -149,13 +167,24 @@ func TestTableSinkJSONMillis(t *testing.T) {
 		if got := fmt.Sprint(res.Value(i, "local")); got != wantLocal {
 			t.Errorf("%s: local %s ms, want %s", key, got, wantLocal)
 		}
+		wantTod := fmt.Sprint(e.ts.UnixMilli() % 86_400_000)
+		if e.id%5 == 4 {
+			wantTod = "<nil>"
+		}
+		if got := fmt.Sprint(res.Value(i, "tod")); got != wantTod {
+			t.Errorf("%s: tod %s ms, want %s", key, got, wantTod)
+		}
 		if day := e.ts.Format("2006-01-02"); !strings.Contains(fmt.Sprint(res.Value(i, "filename")), "/ts_day="+day+"/") {
 			t.Errorf("%s: in %s, want the folder of %s", key, res.Value(i, "filename"), day)
 		}
 	}
 
-	// iceberg-go: the filtered scans prune and keep exactly the rows.
+	// iceberg-go: the table's time field; the filtered scans prune and
+	// keep exactly the rows.
 	tbl := env.load(t)
+	if f, ok := tbl.Schema().FindFieldByName("tod"); !ok || f.Type.String() != "time" {
+		t.Errorf("table field tod: %v (found %v), want time", f.Type, ok)
+	}
 	all, err := tbl.Scan().PlanFiles(context.Background())
 	if err != nil {
 		t.Fatal(err)

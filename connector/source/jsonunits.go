@@ -44,8 +44,9 @@ func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit,
 		switch {
 		case u != schema.Millis.String() && u != schema.Nanos.String():
 			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS and NANOS are known", jsonTimestampUnitsKey, path, u)
-		case l == nil || l.Physical != meta.TypeInt64 || l.Logical.Kind != schema.Timestamp || l.Logical.Unit != schema.Micros:
-			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) column of the file", jsonTimestampUnitsKey, path)
+		case l == nil || l.Physical != meta.TypeInt64 || l.Logical.Unit != schema.Micros ||
+			l.Logical.Kind != schema.Timestamp && (l.Logical.Kind != schema.Time || unit != schema.Millis):
+			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) or TIME(MICROS) column of the file", jsonTimestampUnitsKey, path)
 		}
 		cols[l.Column] = unit
 	}
@@ -60,6 +61,14 @@ func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit,
 func appendUnitsJSON(dst []byte, v reader.Value, units map[int]schema.TimeUnit) []byte {
 	switch v.Kind() {
 	case reader.KindInt64:
+		if n := v.Node(); n != nil && units[n.Column] != 0 && n.Logical.Kind == schema.Time {
+			// As reader renders a TIME(MILLIS): the time of day, modulo a
+			// day should a value be out of range.
+			at := time.Unix(0, 0).UTC().Add(time.Duration(floorDiv(v.Int64(), 1000)) * time.Millisecond)
+			dst = append(dst, '"')
+			dst = at.AppendFormat(dst, "15:04:05.000")
+			return append(dst, '"')
+		}
 		if n := v.Node(); n != nil && units[n.Column] != 0 {
 			layout := "2006-01-02T15:04:05.000"
 			at := time.UnixMilli(floorDiv(v.Int64(), 1000)).UTC()

@@ -33,9 +33,11 @@ func TestReplayJSONMillisWidened(t *testing.T) {
   optional group named (MAP) { repeated group key_value { required binary key (STRING); optional int64 value (TIMESTAMP(MILLIS,true)); } }
   optional group byTime (MAP) { repeated group key_value { required int64 key (TIMESTAMP(MILLIS,true)); optional binary value (STRING); } }
   optional group g { optional int64 at (TIMESTAMP(MILLIS,true)); }
+  optional int32 tod (TIME(MILLIS,true));
+  optional group times (LIST) { repeated group list { optional int32 element (TIME(MILLIS,false)); } }
 }`
 	values := []string{
-		`{"ts":1700000000123,"local":"2026-11-23T10:00:00.5","us":7,"many":[1,null,"1969-12-31T23:59:59.999Z"],"named":{"a":-1},"byTime":{"3":"x"},"g":{"at":0}}`,
+		`{"ts":1700000000123,"local":"2026-11-23T10:00:00.5","us":7,"many":[1,null,"1969-12-31T23:59:59.999Z"],"named":{"a":-1},"byTime":{"3":"x"},"g":{"at":0},"tod":86399999,"times":["00:00:00.001",0,null]}`,
 		`{"ts":"0001-01-01T00:00:00Z","local":"9999-12-31T23:59:59.999","many":[]}`,
 		`{"ts":"9999-12-31T23:59:59.999Z","g":{}}`,
 		`{"ts":-1}`,
@@ -48,19 +50,22 @@ func TestReplayJSONMillisWidened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if wide, _, err = schema.WidenTimeMillis(wide); err != nil {
+		t.Fatal(err)
+	}
 	units := map[string]schema.TimeUnit{}
 	for _, l := range msg.Leaves() {
-		if l.Logical.Unit == schema.Millis && l.Logical.Kind == schema.Timestamp {
+		if l.Logical.Unit == schema.Millis && (l.Logical.Kind == schema.Timestamp || l.Logical.Kind == schema.Time) {
 			units[l.PathString()] = schema.Millis
 		}
 	}
 	plain := replayJSON(t, msg, values, "")
-	widened := replayJSON(t, wide, values, `{"byTime.key_value.key":"MILLIS","g.at":"MILLIS","local":"MILLIS","many.list.element":"MILLIS","named.key_value.value":"MILLIS","ts":"MILLIS"}`,
+	widened := replayJSON(t, wide, values, `{"byTime.key_value.key":"MILLIS","g.at":"MILLIS","local":"MILLIS","many.list.element":"MILLIS","named.key_value.value":"MILLIS","times.list.element":"MILLIS","tod":"MILLIS","ts":"MILLIS"}`,
 		rowgroup.JSONTimestampUnits(units))
 	if !bytes.Equal(plain, widened) {
 		t.Errorf("replayed from the table's file:\n%s\nwithout a table:\n%s", widened, plain)
 	}
-	for _, want := range []string{`"ts":"2023-11-14T22:13:20.123Z"`, `"us":"1970-01-01T00:00:00.000007Z"`, `"0001-01-01T00:00:00.000Z"`, `"9999-12-31T23:59:59.999"`, `"1969-12-31T23:59:59.999Z"`} {
+	for _, want := range []string{`"tod":"23:59:59.999"`, `"times":["00:00:00.001","00:00:00.000",null]`, `"ts":"2023-11-14T22:13:20.123Z"`, `"us":"1970-01-01T00:00:00.000007Z"`, `"0001-01-01T00:00:00.000Z"`, `"9999-12-31T23:59:59.999"`, `"1969-12-31T23:59:59.999Z"`} {
 		if !bytes.Contains(plain, []byte(want)) {
 			t.Errorf("replayed records lack %s:\n%s", want, plain)
 		}
