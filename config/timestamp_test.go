@@ -32,7 +32,7 @@ func TestTimestampPrecision(t *testing.T) {
 		{"micros with avro", kafkaOK + storeOK + "format: {type: avro, registry: {url: 'http://r:8081'}}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), true, ""},
 		{"micros with variant", kafkaOK + storeOK + "format: {type: variant}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), false,
 			"table.timestamp_precision: micros is for format.type protobuf (its google.protobuf.Timestamp fields), avro"},
-		{"micros with json", kafkaOK + storeOK + "format: {type: json, schema_file: '"+schemaFile+"'}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), true, ""},
+		{"micros with json", kafkaOK + storeOK + "format: {type: json, schema_file: '" + schemaFile + "'}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), true, ""},
 		{"micros with json_schema", kafkaOK + storeOK + "format: {type: json_schema, registry: {url: 'http://r:8081'}}\n" + strings.Replace(tbl, "%s", ", timestamp_precision: micros", 1), false,
 			"table.timestamp_precision: micros is for format.type protobuf (its google.protobuf.Timestamp fields), avro"},
 		{"nanos with json", base + strings.Replace(tbl, "%s", ", timestamp_precision: nanos", 1), false, ""},
