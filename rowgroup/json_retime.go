@@ -26,7 +26,7 @@ import (
 // of a TIME(MILLIS): a number is milliseconds of the day and a string
 // has at most three fraction digits, and the column takes the value
 // times 1000. NewJSONShredder and NewScalarConverter refuse a path that
-// names no such column.
+// names a column of another type; a path the schema lacks is ignored.
 // Defaults to none: every column's JSON is in its own unit.
 func JSONTimestampUnits(units map[string]schema.TimeUnit) JSONOption {
 	return func(o *jsonOptions) error {
@@ -71,7 +71,8 @@ func (s *JSONShredder) countCut() {
 }
 
 // retimeLeaf makes leaf plan p, when units names it, read its JSON in
-// milliseconds (convTimestampMillis) or nanoseconds (convTimestampNanos).
+// milliseconds (convTimestampMillis, convTimeMillis) or nanoseconds
+// (convTimestampNanos).
 func retimeLeaf(p *jsonPlan, units map[string]schema.TimeUnit) error {
 	path := p.node.PathString()
 	u, ok := units[path]
