@@ -54,7 +54,10 @@ type Table struct {
 	// microsecond timestamptz of the table (Parquet TIMESTAMP(MICROS)),
 	// which format version 2 has, its nanoseconds below the microsecond
 	// cut (and counted); with nanos it is a timestamptz_ns, which needs
-	// format version 3. Only format.type protobuf takes micros.
+	// format version 3. With format.type avro, a timestamp-nanos or
+	// local-timestamp-nanos is cut alike, and with format.type json a
+	// TIMESTAMP(NANOS) column of format.schema_file. Only format.type
+	// protobuf, avro and json take micros.
 	// Defaults to false: nanos.
 	TimestampMicros bool
 	// Maintenance is the upkeep of the tables inside the daemon
@@ -223,8 +226,10 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	var precision string
 	if s.oneOf("timestamp_precision", &precision, precisionValues, nil) && precision == "micros" {
 		t.TimestampMicros = true
-		if c.Format.Type != "protobuf" {
-			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields); format.type is %s", c.Format.Type)
+		switch c.Format.Type {
+		case "protobuf", "avro", "json":
+		default:
+			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields), avro (its timestamp-nanos and local-timestamp-nanos) and json (format.schema_file's TIMESTAMP(NANOS) columns); format.type is %s", c.Format.Type)
 		}
 	}
 	if ms := s.optional("maintenance", maintenanceKeys); ms != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/pqsink/pqsink/rowgroup"
@@ -103,6 +104,7 @@ func (a *avroFormat) resolves(w, r *avroSchema) error {
 type avroBuffers struct {
 	reader   *avroSchema
 	builders map[uint32]*rowgroup.Builder
+	cut      *atomic.Int64 // the format's count of timestamps cut to microseconds
 }
 
 // builder returns the builder of records written with w, compiling its
@@ -115,6 +117,9 @@ func (fb *fileBuffers) builder(w *avroSchema) (*rowgroup.Builder, error) {
 	var opts []avrorow.Option
 	if w.id != fb.av.reader.id {
 		opts = append(opts, avrorow.ReaderSchema(fb.av.reader.avro))
+	}
+	if fb.av.cut != nil {
+		opts = append(opts, avrorow.CountTruncated(fb.av.cut))
 	}
 	dec, err := avrorow.NewDecoder(fb.g, w.avro, opts...)
 	if err != nil {
@@ -129,8 +134,8 @@ func (fb *fileBuffers) builder(w *avroSchema) (*rowgroup.Builder, error) {
 }
 
 // newAvroBuffers builds the buffers of files whose reader schema is r.
-func newAvroBuffers(r *avroSchema) (*fileBuffers, error) {
-	fb := &fileBuffers{schema: r.parquet, g: rowgroup.New(r.parquet), av: &avroBuffers{reader: r, builders: map[uint32]*rowgroup.Builder{}}}
+func newAvroBuffers(r *avroSchema, cut *atomic.Int64) (*fileBuffers, error) {
+	fb := &fileBuffers{schema: r.parquet, g: rowgroup.New(r.parquet), av: &avroBuffers{reader: r, builders: map[uint32]*rowgroup.Builder{}, cut: cut}}
 	b, err := fb.builder(r)
 	if err != nil {
 		return nil, err
@@ -186,6 +191,11 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 		// Parquet, and engines that read a millisecond column of one
 		// misread or refuse it. The decoder multiplies.
 		if s.parquet, _, err = schema.WidenMillis(s.parquet); err != nil {
+			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+		}
+	}
+	if s.err == nil && a.f.protoMicros {
+		if s.parquet, err = a.narrowNanos(id, s.parquet); err != nil {
 			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
 		}
 	}
@@ -307,5 +317,5 @@ func (a *avroFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, er
 		// Buffers of other schemas: let the oldest go.
 		*spare = append(sp[:0], sp[n-maxAvroSpares+1:]...)
 	}
-	return newAvroBuffers(r)
+	return newAvroBuffers(r, a.f.truncated)
 }

@@ -75,7 +75,7 @@ const maxSpecSchemas = 256
 // reach the catalog.
 func (tc *tableCommitter) newAvroPart(ctx context.Context, w *avro.Schema, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
 	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
-		return avrorow.NewLookup(w, paths)
+		return avrorow.NewLookup(w, paths, tc.t.s.format.avroLookupOptions()...)
 	})
 }
 

@@ -64,7 +64,7 @@ func newFileBuffers(f *format, s *schema.Schema) (*fileBuffers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileBuffers{schema: s, g: g, b: b}, nil
+	return &fileBuffers{schema: s, g: g, b: b, keyValues: f.jsonUnits}, nil
 }
 
 // flush encodes the buffered rows as the file's next row group, which

@@ -33,6 +33,9 @@ type format struct {
 	// json
 	message  *schema.Schema
 	jsonOpts []rowgroup.JSONOption
+	// jsonUnits is the footer entry of a table's files whose millisecond
+	// columns are in microseconds (jsonmillis.go); nil otherwise.
+	jsonUnits [][2]string
 
 	// variant
 	column      string
@@ -50,8 +53,9 @@ type format struct {
 	// with format.registry, the schemas by id (protobuf_registry.go)
 	protoMessage  protoreflect.MessageDescriptor
 	protoRegistry *protobuf.Registry
-	// protoMicros is table.timestamp_precision: micros: the Timestamps of
-	// a table's files in microseconds (protobuf.go); truncated counts
+	// protoMicros is table.timestamp_precision: micros: the Protobuf
+	// Timestamps (protobuf.go) and Avro nanosecond timestamps
+	// (avronanos.go) of a table's files in microseconds; truncated counts
 	// those whose nanoseconds were cut.
 	protoMicros bool
 	truncated   *atomic.Int64
@@ -86,6 +90,11 @@ func newFormat(cfg *config.Config) (*format, error) {
 		}
 		if cfg.Format.LossyNumbers {
 			f.jsonOpts = append(f.jsonOpts, rowgroup.LossyNumbers())
+		}
+		if cfg.Table != nil {
+			if err := f.retimeJSON(cfg.Table.TimestampMicros); err != nil {
+				return nil, fmt.Errorf("format.schema_file %s: %w", path, err)
+			}
 		}
 	case "variant":
 		f.column, f.sample, f.sampleBytes = cfg.Format.Column, cfg.Format.ShredSample, cfg.Parquet.RowGroupBytes

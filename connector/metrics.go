@@ -201,7 +201,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
 		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
 		"tschema":    d("table_schema_updates_total", "Table schema updates made for new record schemas (columns added, types widened)."),
-		"ttrunc":     d("table_timestamps_truncated_total", "Protobuf Timestamps written to a table's files in microseconds (table.timestamp_precision: micros) whose digits below the microsecond were cut."),
+		"ttrunc":     d("table_timestamps_truncated_total", "Protobuf Timestamps, Avro timestamp-nanos and schema files' TIMESTAMP(NANOS) values written to a table's files in microseconds (table.timestamp_precision: micros) whose digits below the microsecond were cut."),
 	}}
 }
 

@@ -77,6 +77,15 @@ func (f *format) countTruncated(c *atomic.Int64, log *slog.Logger) {
 	if !f.protoMicros {
 		return
 	}
+	if f.kind == "json" {
+		f.countJSONTruncated(log)
+		return
+	}
+	if f.registry != nil {
+		log.Info("table.timestamp_precision is micros: Avro timestamp-nanos and local-timestamp-nanos fields are written as TIMESTAMP(MICROS), "+
+			"their digits below the microsecond cut and counted (each schema's log line names them)", "metric", "pqsink_table_timestamps_truncated_total")
+		return
+	}
 	attrs := []any{"metric", "pqsink_table_timestamps_truncated_total"}
 	if f.protoMessage != nil {
 		attrs = append(attrs, "message", f.protoMessage.FullName(), "fields", timestampFields(f.protoMessage))

@@ -31,7 +31,7 @@ type Stats struct {
 	tablePendingFiles, tablePendingRecords          atomic.Int64
 	tableSchemaUpdates, tableRollbacks              atomic.Int64
 	tableSpecConflicts                              atomic.Int64
-	timestampsTruncated                             atomic.Int64 // Protobuf Timestamps cut to microseconds (table.timestamp_precision: micros)
+	timestampsTruncated                             atomic.Int64 // nanosecond timestamps cut to microseconds (table.timestamp_precision: micros)
 	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
@@ -145,9 +145,11 @@ type Snapshot struct {
 	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
 	TablePendingRecords int64 // records of those files
 	TableSchemaUpdates  int64 // table schema updates this sink made (columns added or widened for new record schemas)
-	// TimestampsTruncated counts the google.protobuf.Timestamp values
-	// written in microseconds (table.timestamp_precision: micros) whose
-	// nanoseconds below the microsecond were not zero, and were cut.
+	// TimestampsTruncated counts the google.protobuf.Timestamp values,
+	// Avro timestamp-nanos and local-timestamp-nanos values and values of
+	// a schema file's TIMESTAMP(NANOS) columns written in microseconds
+	// (table.timestamp_precision: micros) whose nanoseconds below the
+	// microsecond were not zero, and were cut.
 	TimestampsTruncated int64
 	// TableCommitTime and TableCommitMax are the total and the longest
 	// time of the table commits that succeeded, their retries included.

@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/bits"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
+	"github.com/pqsink/pqsink/schema"
 )
 
 // RecordError is a record that does not fit the schema, or is not valid
@@ -46,6 +48,8 @@ type jsonOptions struct {
 	ignoreUnknown    bool
 	envelopeFromJSON bool
 	lossyNumbers     bool
+	units            map[string]schema.TimeUnit // JSONTimestampUnits
+	counter          *atomic.Int64              // JSONCountTruncated
 }
 
 // LossyNumbers makes a number that underflows a FLOAT or DOUBLE column
@@ -135,6 +139,7 @@ type JSONShredder struct {
 	fastSkip, fastBackoff int
 
 	buf  []byte // a converted value before it is appended
+	cut  int64  // the record's nanosecond timestamps cut to microseconds (JSONCountTruncated)
 	dec  decimalScratch
 	vars variantEncoder
 }
@@ -196,6 +201,9 @@ func NewJSONShredder(g *RowGroup, opts ...JSONOption) (*JSONShredder, error) {
 		root.cols = append(root.cols, p.cols...)
 	}
 	root.seen = make([]bool, len(root.fields))
+	if _, err := retimePlans(root, s.opts.units); err != nil {
+		return nil, fmt.Errorf("json shredder: %w", err)
+	}
 	root.prepareMembers()
 	s.root = root
 	s.fast = root.fastDepth() <= maxFastDepth
@@ -244,6 +252,7 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 			s.fastSkip--
 		}
 	}
+	s.cut = 0
 	s.scan.Reset(line)
 	s.line = line
 	if err := s.record(); err != nil {
@@ -253,6 +262,7 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 		s.path = s.path[:0]
 		return err
 	}
+	s.countCut()
 	return nil
 }
 
@@ -282,7 +292,8 @@ func (s *JSONShredder) fill(line []byte, u *recordUndo) error {
 //   - TIME from "HH:MM:SS[.fraction]" or an integer in the column's unit;
 //   - TIMESTAMP from RFC 3339 strings (adjusted-to-UTC columns need an
 //     offset or Z and are normalized to UTC; local columns take the time as
-//     written, without an offset or with Z) or an integer in the unit;
+//     written, without an offset or with Z) or an integer in the unit
+//     (JSONTimestampUnits's, when it names the column);
 //   - INT96 from RFC 3339 strings (legacy Impala layout);
 //   - DECIMAL(p,s) from numbers or numeric strings, exactly, without
 //     floating point;
@@ -668,6 +679,8 @@ func readScalar(p *jsonPlan, kind fastKind, rep uint8, d []byte, i int) (int, bo
 			end++ // the closing quote
 		}
 		return end, true
+	case fastTimestampMillis:
+		return readTimestampMillis(p, rep, d, i)
 	case fastBool:
 		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {
 			c.AppendBool(rep, true)
@@ -1012,7 +1025,7 @@ func (s *JSONShredder) mapKey(p *jsonPlan, rep uint8, name []byte) error {
 		case "false":
 			k = jsonscan.False
 		}
-	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp:
+	case convInt, convFloat, convDouble, convFloat16, convDate, convTime, convTimestamp, convTimestampMillis, convTimestampNanos, convTimeMillis:
 		if _, special := specialFloat(name); !special {
 			if _, ok := parseDecimalLiteral(name); ok {
 				k = jsonscan.Number

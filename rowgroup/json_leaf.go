@@ -108,6 +108,15 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		c.AppendInt64(rep, v)
 		return nil
 
+	case convTimestampMillis:
+		return s.timestampMillis(p, rep, k, b, key)
+
+	case convTimestampNanos:
+		return s.timestampNanos(p, rep, k, b, key)
+
+	case convTimeMillis:
+		return s.timeMillis(p, rep, k, b, key)
+
 	case convInt96:
 		if k != jsonscan.String {
 			return s.mismatch(p, k, key, "RFC 3339 string")

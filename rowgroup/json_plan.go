@@ -250,6 +250,8 @@ func (p *jsonPlan) leafFastKind() fastKind {
 		return fastBool
 	case convTimestamp:
 		return fastTimestamp
+	case convTimestampMillis:
+		return fastTimestampMillis
 	case convUUID:
 		return fastUUID
 	case convDecimal:

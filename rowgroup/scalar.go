@@ -42,6 +42,9 @@ func NewScalarConverter(leaf *schema.Node, opts ...JSONOption) (*ScalarConverter
 	if err := p.compileLeaf(); err != nil {
 		return nil, err
 	}
+	if err := retimeLeaf(p, c.s.opts.units); err != nil {
+		return nil, err
+	}
 	switch p.conv {
 	case convJSON, convInterval, convNull:
 		return nil, fmt.Errorf("field %s: %s values are not scalars", leaf.PathString(), p.typeName)

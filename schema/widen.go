@@ -58,3 +58,47 @@ func retimeFields(fields []*Node, from TimeUnit) []*Node {
 	}
 	return out
 }
+
+// WidenTimeMillis returns s with every INT32 TIME(MILLIS) leaf made INT64
+// TIME(MICROS), the unit of Iceberg's time type in Parquet, and reports
+// whether any leaf changed; s itself comes back when none did. Whoever
+// fills a widened column writes microseconds.
+func WidenTimeMillis(s *Schema) (*Schema, bool, error) {
+	if !hasTimeMillis(s.fields) {
+		return s, false, nil
+	}
+	r, err := New(s.name, widenTimeFields(s.fields)...)
+	if err != nil {
+		return nil, false, err
+	}
+	return r, true, nil
+}
+
+func isTimeMillis(n *Node) bool {
+	return n.IsLeaf() && n.Physical == meta.TypeInt32 && n.Logical.Kind == Time && n.Logical.Unit == Millis
+}
+
+func hasTimeMillis(fields []*Node) bool {
+	for _, f := range fields {
+		if isTimeMillis(f) || hasTimeMillis(f.Fields) {
+			return true
+		}
+	}
+	return false
+}
+
+// widenTimeFields is retimeFields for WidenTimeMillis.
+func widenTimeFields(fields []*Node) []*Node {
+	out := make([]*Node, len(fields))
+	for i, f := range fields {
+		c := *f
+		switch {
+		case isTimeMillis(f):
+			c.Physical, c.Logical.Unit = meta.TypeInt64, Micros
+		case len(f.Fields) > 0:
+			c.Fields = widenTimeFields(f.Fields)
+		}
+		out[i] = &c
+	}
+	return out
+}

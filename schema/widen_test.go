@@ -55,3 +55,46 @@ func TestNarrowNanos(t *testing.T) {
 		t.Errorf("a schema without nanoseconds: changed %v, same %v, %v", changed, same == n, err)
 	}
 }
+
+// TestWidenTimeMillis makes the INT32 TIME(MILLIS) leaves INT64
+// TIME(MICROS), at the top and in a list, and leaves the others; a schema
+// without any comes back itself.
+func TestWidenTimeMillis(t *testing.T) {
+	tm := func(name string, utc bool) *Node {
+		return Leaf(name, Optional, meta.TypeInt32, Logical{Kind: Time, Unit: Millis, UTC: utc})
+	}
+	s, err := New("m",
+		tm("at", true).WithFieldID(1),
+		Group("many", Required, Logical{Kind: List}, Group("list", Repeated, Logical{}, tm("element", false))).WithFieldID(2),
+		Leaf("us", Optional, meta.TypeInt64, Logical{Kind: Time, Unit: Micros, UTC: true}).WithFieldID(3),
+		Leaf("ms", Optional, meta.TypeInt64, Logical{Kind: Timestamp, Unit: Millis, UTC: true}).WithFieldID(4),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, changed, err := WidenTimeMillis(s)
+	if err != nil || !changed {
+		t.Fatalf("WidenTimeMillis: changed %v, %v", changed, err)
+	}
+	for _, c := range []struct {
+		path string
+		phys meta.Type
+		l    Logical
+	}{
+		{"at", meta.TypeInt64, Logical{Kind: Time, Unit: Micros, UTC: true}},
+		{"many.list.element", meta.TypeInt64, Logical{Kind: Time, Unit: Micros}},
+		{"us", meta.TypeInt64, Logical{Kind: Time, Unit: Micros, UTC: true}},
+		{"ms", meta.TypeInt64, Logical{Kind: Timestamp, Unit: Millis, UTC: true}},
+	} {
+		l := w.Leaf(c.path)
+		if l.Physical != c.phys || l.Logical != c.l || l.FieldID != s.Leaf(c.path).FieldID {
+			t.Errorf("%s: %s %s id %d, want %s %s id %d", c.path, l.Physical, l.Logical, l.FieldID, c.phys, c.l, s.Leaf(c.path).FieldID)
+		}
+	}
+	if s.Leaf("at").Physical != meta.TypeInt32 {
+		t.Error("WidenTimeMillis changed the schema it was given")
+	}
+	if same, changed, err := WidenTimeMillis(w); err != nil || changed || same != w {
+		t.Errorf("a schema without TIME(MILLIS): changed %v, same %v, %v", changed, same == w, err)
+	}
+}

@@ -20,16 +20,16 @@ import (
 )
 
 // TestMillisTimestampColumn commits files whose payload timestamp is
-// TIMESTAMP(MILLIS), as a format.schema_file can have it (and as tables
-// written before Avro's were widened hold them), under the table's
+// TIMESTAMP(MILLIS), as tables written before Avro's and schema files'
+// millisecond columns were widened hold them, under the table's
 // microsecond timestamptz: iceberg-go reads every value at its instant, and
 // scans filtered on the column plan the files the bounds the commit
 // converted to microseconds say (a bound left in milliseconds would prune
 // the wrong files). The rows a filtered scan returns are not checked:
 // iceberg-go compares the file's milliseconds with the filter's
-// microseconds and returns none, which is why the sink writes Avro's
-// millisecond timestamps in microseconds (test.TestTableSinkAvroMillis)
-// and docs/tables.md says so of schema files.
+// microseconds and returns none, which is why the sink writes millisecond
+// timestamps in microseconds (test.TestTableSinkAvroMillis,
+// test.TestTableSinkJSONMillis).
 func TestMillisTimestampColumn(t *testing.T) {
 	ctx := context.Background()
 	s, err := schema.New("event",

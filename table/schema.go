@@ -78,7 +78,7 @@ func (c *converter) typ(n *schema.Node) (iceberg.Type, error) {
 			// the records' schema (ErrIncompatible) rather than the
 			// catalog of its metadata.
 			return nil, fmt.Errorf("field %s: TIMESTAMP(NANOS) is Iceberg's %s, which needs table.format_version 3 "+
-				"(table.timestamp_precision: micros writes Protobuf Timestamps in microseconds, a version 2 type)", n.PathString(), t)
+				"(table.timestamp_precision: micros writes Protobuf Timestamps, Avro timestamp-nanos and a schema file's TIMESTAMP(NANOS) in microseconds, a version 2 type)", n.PathString(), t)
 		}
 		return t, nil
 	}

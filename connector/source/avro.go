@@ -88,7 +88,7 @@ func appendAvro(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, 
 		if v.Kind() != reader.KindInt64 {
 			return mismatch()
 		}
-		return avro.AppendLong(dst, v.Int64()/millisDivisor(t, v.Node())), nil
+		return avro.AppendLong(dst, nanosBack(v.Int64()/millisDivisor(t, v.Node()), nanosMultiplier(t, v.Node()))), nil
 	case avro.Float:
 		if v.Kind() != reader.KindFloat {
 			return mismatch()

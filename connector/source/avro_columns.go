@@ -37,6 +37,7 @@ type anode struct {
 	null    int      // union: the null branch, or -1
 	symbols map[string]int
 	div     int64 // long: what values are divided by (millisDivisor)
+	mul     int64 // long: what values are multiplied by (nanosMultiplier)
 }
 
 // avroColumns encodes the records of a row group.
@@ -156,7 +157,7 @@ func bindAvro(t *avro.Type, n *schema.Node, byCol map[int]*reader.ColumnCursor, 
 	case avro.Int:
 		return leaf(meta.TypeInt32)
 	case avro.Long:
-		a.div = millisDivisor(t, n)
+		a.div, a.mul = millisDivisor(t, n), nanosMultiplier(t, n)
 		return leaf(meta.TypeInt64)
 	case avro.Float:
 		return leaf(meta.TypeFloat)
@@ -330,6 +331,9 @@ func encodeAvro(dst []byte, a *anode) ([]byte, error) {
 		v := c.Int64()
 		if a.div > 1 {
 			v /= a.div
+		}
+		if a.mul > 1 {
+			v = nanosBack(v, a.mul)
 		}
 		dst = avro.AppendLong(dst, v)
 	case avro.Float:

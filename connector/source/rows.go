@@ -109,6 +109,10 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 				}
 				comma = true
 				b.arena = appendKey(b.arena, n.Name)
+				if r.s.millis != nil {
+					b.arena = appendUnitsJSON(b.arena, v, r.s.millis)
+					continue
+				}
 				b.arena = appendCompactJSON(b.arena, v)
 			}
 			b.arena = append(b.arena, '}')

@@ -97,6 +97,10 @@ type fileStream struct {
 	// tsPerMilli is 1000 when _kafka.timestamp is in microseconds (the
 	// files of a table), 1 in milliseconds: Kafka's unit is the latter.
 	tsPerMilli int64
+	// millis are the columns of a table's file of a JSON schema file
+	// that hold its millisecond (or nanosecond) timestamps in
+	// microseconds, and that unit (jsonUnits); nil for other files.
+	millis map[int]schema.TimeUnit
 
 	// rowLo and rowHi bound the rows of the file that are of the
 	// partition: all of them, unless the file holds several.
@@ -203,6 +207,9 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	default:
 		s.kind = valueJSON
 		s.unwrap = len(s.payload) == 1 && s.payload[0].Logical.Kind == schema.Variant
+		if s.millis, err = jsonUnits(f.Metadata().KeyValueMetadata, sch); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", ref.key, ErrNotPqsink, err)
+		}
 	}
 	// Row groups that statistics rule out are never read.
 	offLeaf, tsLeaf := sch.Leaf(envOffset), sch.Leaf(envTimestamp)
@@ -386,8 +393,9 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
-	if s.kind == valueJSONSchema {
-		// Rendered from reader.Rows, as the JSON Schema asks for it.
+	if s.kind == valueJSONSchema || s.millis != nil {
+		// Rendered from reader.Rows, as the JSON Schema asks for it, or
+		// with the schema file's milliseconds (jsonUnits).
 		return newRowsSource(s, g)
 	}
 	src, err := newColumnSource(s, g)

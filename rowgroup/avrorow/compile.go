@@ -24,6 +24,7 @@ const (
 	avroLongF32
 	avroLongF64
 	avroMillisMicros // a millisecond timestamp long into a TIMESTAMP(MICROS) INT64
+	avroNanosMicros  // a nanosecond timestamp long into a TIMESTAMP(MICROS) INT64, floored
 	avroFloatF32
 	avroFloatF64
 	avroDoubleF64
@@ -93,13 +94,19 @@ func (c *avroCompiler) compileRoot(res *avro.Resolution) (*avroOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	// And the nanosecond ones too (schema.NarrowNanos, with
+	// table.timestamp_precision micros): the decoder floors.
+	both, _, err := schema.NarrowNanos(wide)
+	if err != nil {
+		return nil, err
+	}
 	top := c.g.Schema()
 	for i, f := range want.Fields() {
 		got := top.Lookup(f.Name)
 		if got == nil {
 			return nil, fmt.Errorf("the row group's schema has no field %s of the Avro schema", f.Name)
 		}
-		if !f.SameShape(got) && !wide.Fields()[i].SameShape(got) {
+		if !f.SameShape(got) && !wide.Fields()[i].SameShape(got) && !both.Fields()[i].SameShape(got) {
 			return nil, fmt.Errorf("field %s of the row group's schema is not the Avro schema's Parquet field", f.Name)
 		}
 	}
@@ -272,6 +279,9 @@ func (c *avroCompiler) leaf(res *avro.Resolution, n *schema.Node, path string) (
 		op.code = code
 		if code == avroLongI64 && millisInMicros(res, n) {
 			op.code = avroMillisMicros
+		}
+		if code == avroLongI64 && nanosInMicros(res, n) {
+			op.code = avroNanosMicros
 		}
 	case avro.Float:
 		switch phys {

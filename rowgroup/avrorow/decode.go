@@ -24,6 +24,7 @@ type avroReader struct {
 	buf  []byte
 	pos  int
 	uuid [16]byte
+	cut  int64 // nanosecond timestamps cut to microseconds (nanosMicros)
 }
 
 func (r *avroReader) fail(op *avroOp, err error) error {
@@ -155,6 +156,10 @@ func (r *avroReader) decode(op *avroOp, rep uint8) error {
 			return r.fail(op, fmt.Errorf("timestamp of %d milliseconds is out of the range of microseconds", v))
 		}
 		op.col.AppendInt64(rep, v*1000)
+	case avroNanosMicros:
+		if err := r.nanosMicros(op, rep); err != nil {
+			return err
+		}
 	case avroString:
 		b, err := r.bytes(op)
 		if err != nil {

@@ -9,6 +9,7 @@ package avrorow
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -20,6 +21,8 @@ type Option func(*options) error
 type options struct {
 	reader  *avro.Schema
 	partial bool
+	counter *atomic.Int64 // CountTruncated
+	micros  bool          // MicrosTimestamps
 }
 
 // AvroReaderSchema makes the decoder read records written with the writer
@@ -136,6 +139,9 @@ func (d *Decoder) Fill(value []byte) error {
 		return avroError("", d.r.pos, fmt.Errorf("%d bytes after the end of the record", len(value)-d.r.pos))
 	}
 	d.n = d.r.pos
+	if d.r.cut > 0 && d.opts.counter != nil {
+		d.opts.counter.Add(d.r.cut)
+	}
 	return nil
 }
 

@@ -35,8 +35,15 @@ type Lookup struct {
 // field absent from its record, or from a record on the way) is always
 // null. A path to a field that is not a scalar column of the writer's
 // Parquet schema (a record, an array, a map, a union of several types),
-// or through one that is not a record, is an error.
-func NewLookup(writer *avro.Schema, paths [][]string) (*Lookup, error) {
+// or through one that is not a record, is an error. Of the options, only
+// MicrosTimestamps applies.
+func NewLookup(writer *avro.Schema, paths [][]string, opts ...Option) (*Lookup, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
 	l := &Lookup{paths: paths, leaves: make([]*schema.Node, len(paths)), cols: make([]*rowgroup.Column, len(paths)),
 		vals: make([][]byte, len(paths)), buf: make([][8]byte, len(paths))}
 	root, err := project(writer.Root, paths, "", 0)
@@ -50,6 +57,11 @@ func NewLookup(writer *avro.Schema, paths [][]string) (*Lookup, error) {
 	ps, err := proj.Parquet()
 	if err != nil {
 		return nil, fmt.Errorf("avro lookup: %w", err)
+	}
+	if o.micros {
+		if ps, _, err = schema.NarrowNanos(ps); err != nil {
+			return nil, fmt.Errorf("avro lookup: %w", err)
+		}
 	}
 	for i, p := range paths {
 		n := ps.Lookup(p...)

@@ -211,3 +211,13 @@ func MillisInMicros(t *Type, n *schema.Node) bool {
 	millis := t.Logical == TimestampMillis || t.Logical == LocalTimestampMillis
 	return millis && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
 }
+
+// NanosInMicros reports whether leaf n holds the values of t, a
+// nanosecond timestamp (timestamp-nanos or local-timestamp-nanos), in
+// microseconds: a leaf schema.NarrowNanos made for a table's files
+// (table.timestamp_precision micros), whose values are t's floored to the
+// microsecond.
+func NanosInMicros(t *Type, n *schema.Node) bool {
+	nanos := t.Logical == TimestampNanos || t.Logical == LocalTimestampNanos
+	return nanos && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
+}
