@@ -30,6 +30,14 @@
 // dictionary aside), nor those after the page that follows it. Other
 // files are merged whole, in the order given.
 //
+// The rows of Input.Deleted are left out: they split the runs of their
+// input, and the range of each piece is that of the records it holds, its
+// first and last offsets read from the input's _kafka.offset column (or,
+// without one, known from a range that holds every offset from its first
+// to its last; a range with gaps of an input without the column is
+// refused with an error wrapping ErrUnplaced). A deleted record is so a
+// gap in the output's ranges, as a record the sink never received.
+//
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
 // differs is named in the error. (Schema evolution, which would widen a
@@ -80,6 +88,11 @@ type Input struct {
 	// R reads the file, of Size bytes.
 	R    io.ReaderAt
 	Size int64
+	// Deleted are the positions of the file's rows (from 0) to leave out,
+	// in increasing order: the rows that a table's delete files delete
+	// (compaction applying another engine's deletes). A deleted row is a
+	// gap in the output's Kafka ranges (see Exactness).
+	Deleted []int64
 }
 
 // Output describes one file the merge wrote.
@@ -233,7 +246,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	}()
 	m.rowGroup = min(o.rowGroup, o.memory/2)
 	for _, x := range in {
-		m.progress.TotalRows += x.f.NumRows()
+		m.progress.TotalRows += x.f.NumRows() - int64(len(x.Deleted))
 		m.progress.TotalBytes += chunkBytes(x.f)
 	}
 	for _, r := range runs {
@@ -322,8 +335,13 @@ func order(in []*input) ([]run, error) {
 	switch archived {
 	case 0:
 		for _, x := range in {
-			runs = append(runs, run{in: x, hi: x.f.NumRows()})
-			x.runs = 1
+			if err := checkDeleted(x); err != nil {
+				return nil, err
+			}
+			for _, k := range kept(x.Deleted, 0, x.f.NumRows()) {
+				runs = append(runs, run{in: x, lo: k[0], hi: k[1]})
+				x.runs++
+			}
 		}
 		return runs, nil
 	case len(in):
@@ -335,6 +353,14 @@ func order(in []*input) ([]run, error) {
 		}
 	}
 	for _, x := range in {
+		if len(x.Deleted) > 0 {
+			rs, err := deletedRuns(x)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, rs...)
+			continue
+		}
 		var row int64
 		for i := range x.ranges {
 			r := x.ranges[i : i+1 : i+1]
