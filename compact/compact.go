@@ -17,18 +17,20 @@
 // (each holds a stretch of every partition of the folder), which the merge
 // copies as runs, so the new file is again in (partition, offset) order.
 // Another engine's row-level deletes (merge-on-read DELETE in Spark,
-// Trino, Flink) are applied: a small file that position delete files or
-// deletion vectors may apply to (table.LiveFile.Deletes, by the Iceberg
-// spec's rules) is taken like any other, the rows they delete are read
-// (table.Handle.Deletes) and left out of the new file (merge.Input.Deleted),
-// and the rewrite removes the delete files that then apply to no live
-// data file (table.Handle.RewriteApplying). A bin that holds such a file
-// is rewritten even with fewer than the minimum of files: applying the
-// deletes is worth a rewrite of its own. Files that an equality delete may
-// apply to are left alone (table.LiveFile.EqualityDeletes): applying them
-// is not done. So are the files the sink did not write (no Kafka ranges
-// in their footers, as another engine's copy-on-write output), which the
-// merge could not put in offset order beside the sink's.
+// Trino, Flink) are applied: a small file that delete files (position
+// deletes, deletion vectors, equality deletes) may apply to
+// (table.LiveFile.Deletes, by the Iceberg spec's rules) is taken like any
+// other, the rows they delete are read (table.Handle.Deletes) and left out
+// of the new file (merge.Input.Deleted), and the rewrite removes the
+// delete files that then apply to no live data file
+// (table.Handle.RewriteApplying). A bin that holds such a file is
+// rewritten even with fewer than the minimum of files: applying the
+// deletes is worth a rewrite of its own. Files whose deletes cannot be
+// applied (delete files of a format pqsink does not read; a deleted row
+// of a file whose records' offsets are unknown, see merge.ErrUnplaced)
+// are left alone, as are the files the sink did not write (no Kafka
+// ranges in their footers, as another engine's copy-on-write output),
+// which the merge could not put in offset order beside the sink's.
 //
 // A run that dies leaves only uncommitted files (orphans), and a run whose
 // inputs another rewrite replaced first gives up without committing
@@ -156,11 +158,10 @@ type Report struct {
 	DeleteFilesApplied, DeleteFilesRemoved int
 	// LiveFiles is how many data files the table had before the run.
 	LiveFiles int
-	// WithDeletes is how many of them were left as they are because
-	// of delete files that may apply to them: equality deletes, which a
-	// compaction does not apply, or deletes it could not apply (delete
-	// files of a format it does not read, or a file whose records'
-	// offsets it cannot tell, see merge.ErrUnplaced).
+	// WithDeletes is how many of them the plan took but left as they
+	// are because it could not apply the delete files that may apply to
+	// them: delete files of a format it does not read, or a file whose
+	// records' offsets it cannot tell (see merge.ErrUnplaced).
 	WithDeletes int
 	// Foreign is how many files the plan would have taken but left as
 	// they are because the sink did not write them: their footers have
@@ -190,8 +191,7 @@ func (o *Options) defaults() {
 
 // Plan groups files into the bins a compaction rewrites (see the package
 // documentation), packing each folder's files in the order of planOrder.
-// Files that equality delete files may apply to are left out; those that
-// position deletes or deletion vectors may apply to are taken, and a bin
+// Files that delete files may apply to are taken like others, and a bin
 // that holds one is kept whatever its number of files.
 // A compacted file that too few files would join within the target (a
 // bin of fewer than MinInputFiles) stays out of the run, and the files
@@ -202,7 +202,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	cutoff := o.Now().Add(-o.OlderThan)
 	byFolder := map[string][]table.LiveFile{}
 	for _, f := range files {
-		if f.Size >= small || f.Added.After(cutoff) || f.EqualityDeletes > 0 {
+		if f.Size >= small || f.Added.After(cutoff) {
 			continue
 		}
 		// Not path.Dir, which would fold a URI's "//".
@@ -286,11 +286,6 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, err
 	}
 	rep.LiveFiles = len(live)
-	for _, f := range live {
-		if f.EqualityDeletes > 0 {
-			rep.WithDeletes++
-		}
-	}
 	prefix := strings.TrimSuffix(storeURL, "/") + "/"
 	keyOf := func(loc string) (string, error) {
 		key, ok := strings.CutPrefix(loc, prefix)

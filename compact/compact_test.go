@@ -52,14 +52,13 @@ func TestPlan(t *testing.T) {
 		{"too few", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old)}, nil},
 		{"one folder", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
 		{"folders apart", []table.LiveFile{file("d=1", 0, mib, old), file("d=2", 1, mib, old), file("d=1", 2, mib, old), file("d=2", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,2,4"}},
-		// Position deletes and deletion vectors are applied: their files
-		// are taken, and a bin with one is rewritten however few its
-		// files. Equality deletes are not: their files are left.
+		// Deletes are applied: their files are taken, and a bin with one
+		// is rewritten however few its files.
 		{"position deletes taken", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), file("d=1", 2, mib, old), file("d=1", 3, mib, old)}, []string{"0,1,2,3"}},
-		{"position deletes alone", []table.LiveFile{withDeletes(file("d=1", 0, mib, old)), file("d=2", 1, mib, old), file("d=2", 2, mib, old)}, []string{"0"}},
+		{"equality deletes taken", []table.LiveFile{file("d=1", 0, mib, old), withEquality(file("d=1", 1, mib, old)), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
+		{"deletes alone", []table.LiveFile{withDeletes(file("d=1", 0, mib, old)), file("d=2", 1, mib, old), file("d=2", 2, mib, old)}, []string{"0"}},
+		{"deletes keep a compacted file", []table.LiveFile{withDeletes(compacted("d=1", "9-ab-000", 7*mib, old)), file("d=1", 1, 7*mib/2, old)}, []string{"c9-ab-000"}},
 		{"large with deletes left", []table.LiveFile{withDeletes(file("d=1", 0, 8*mib, old)), file("d=1", 1, mib, old)}, nil},
-		{"equality deletes left", []table.LiveFile{file("d=1", 0, mib, old), withEquality(file("d=1", 1, mib, old)), file("d=1", 2, mib, old), file("d=1", 3, mib, old)}, []string{"0,2,3"}},
-		{"equality deletes leave too few", []table.LiveFile{file("d=1", 0, mib, old), withEquality(file("d=1", 1, mib, old)), withEquality(compacted("d=1", "9-ab-000", mib, old)), file("d=1", 3, mib, old)}, nil},
 		{"large and new left", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, 8*mib, old), file("d=1", 2, mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,3,4"}},
 		{"compacted taken first", []table.LiveFile{file("d=1", 1, mib, old), file("d=1", 2, mib, old), compacted("d=1", "9-ab-000", mib, old)}, []string{"c9-ab-000,1,2"}},
 		{"compacted oldest first, whatever their names", []table.LiveFile{

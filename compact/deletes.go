@@ -13,27 +13,31 @@ const offsetColumn = "_kafka.offset"
 
 // readDeletes reads the rows that delete files delete from the inputs of
 // rep's bins (as of snapshot, the one planned from), sets each bin's
-// Deleted and the report's counts of delete files, and returns them. When
-// the table has delete files that pqsink does not read
-// (table.ErrDeleteFiles: position deletes in Avro or ORC), the files they
-// may apply to are left out instead, counted in WithDeletes, and bins left
-// with too few files are dropped.
+// Deleted and the report's counts of delete files, and returns them. An
+// input whose delete files pqsink does not read (table.ErrDeleteFiles:
+// position deletes in Avro or ORC, say) is left out instead, counted in
+// WithDeletes, and bins left with too few files are dropped.
 func readDeletes(ctx context.Context, h *table.Handle, snapshot int64, rep *Report, min int) (table.PlanDeletes, error) {
-	var locs []string
-	for _, b := range rep.Bins {
-		for _, f := range b.Files {
-			if f.Deletes > 0 {
-				locs = append(locs, f.Location)
-			}
-		}
-	}
+	locs := withDeletes(rep.Bins)
 	if len(locs) == 0 {
 		return table.PlanDeletes{}, nil
 	}
 	pd, err := h.Deletes(ctx, snapshot, locs)
 	if errors.Is(err, table.ErrDeleteFiles) {
+		// Which inputs they are: each is read alone, and those that fail
+		// so are left out.
+		unread := map[string]bool{}
+		for _, loc := range locs {
+			_, err := h.Deletes(ctx, snapshot, []string{loc})
+			switch {
+			case errors.Is(err, table.ErrDeleteFiles):
+				unread[loc] = true
+			case err != nil:
+				return pd, err
+			}
+		}
 		var left int
-		rep.Bins, left = without(rep.Bins, func(f table.LiveFile) bool { return f.Deletes > 0 })
+		rep.Bins, left = without(rep.Bins, func(f table.LiveFile) bool { return unread[f.Location] })
 		rep.WithDeletes += left
 		kept := rep.Bins[:0]
 		for _, b := range rep.Bins {
@@ -42,7 +46,10 @@ func readDeletes(ctx context.Context, h *table.Handle, snapshot int64, rep *Repo
 			}
 		}
 		rep.Bins = kept
-		return table.PlanDeletes{}, nil
+		pd, err = table.PlanDeletes{}, nil
+		if locs := withDeletes(rep.Bins); len(locs) > 0 {
+			pd, err = h.Deletes(ctx, snapshot, locs)
+		}
 	}
 	if err != nil {
 		return pd, err
@@ -57,6 +64,20 @@ func readDeletes(ctx context.Context, h *table.Handle, snapshot int64, rep *Repo
 	}
 	rep.DeleteFilesApplied, rep.DeleteFilesRemoved = len(pd.Applied), len(pd.Removable)
 	return pd, nil
+}
+
+// withDeletes returns the locations of the files of bins that delete
+// files may apply to.
+func withDeletes(bins []Bin) []string {
+	var locs []string
+	for _, b := range bins {
+		for _, f := range b.Files {
+			if f.Deletes > 0 {
+				locs = append(locs, f.Location)
+			}
+		}
+	}
+	return locs
 }
 
 // without returns bins without the files drop says to leave out, and how

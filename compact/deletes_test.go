@@ -355,10 +355,17 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		{name: "copy-on-write", version: 2, mode: itable.WriteModeCopyOnWrite, deleted: []int64{3},
 			days: []int{0, 0, 0, 0}, foreign: 1},
 		// An equality delete applies to every older file of an
-		// unpartitioned table, and to none committed after it; it is not
-		// applied.
-		{name: "equality delete", version: 2, mode: "equality", deleted: []int64{3},
-			days: []int{0, 0, 0}, after: []int{0, 0, 0}, kept: []int{0, 1, 2}, withDeletes: 3, deletesLeft: 1},
+		// unpartitioned table, and to none committed after it: it goes
+		// when they are all rewritten (the new files, of a later data
+		// sequence number, are not its to delete from).
+		{name: "equality delete", version: 2, mode: "equality", deleted: []int64{3, 15},
+			days: []int{0, 0, 0}, after: []int{0, 0, 0}, deletedRows: 2, removed: 2},
+		// The young file keeps it.
+		{name: "equality delete that may apply to a file left", version: 2, mode: "equality", deleted: []int64{3},
+			days: []int{0, 0, 0, 0}, young: []int{3}, kept: []int{3}, deletedRows: 1, deletesLeft: 1},
+		// In a v3 table, beside deletion vectors.
+		{name: "v3 equality delete and deletion vectors", version: 3, mode: "equality", deleted: []int64{3, 14},
+			days: []int{0, 0, 0}, deletedRows: 2, removed: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newDeleteEnv(t, tc.version, tc.byDay)

@@ -37,12 +37,11 @@ func (p *Positions) Sorted() []int64 {
 
 // Deletes reads the rows that the delete files of snapshot snapshotID
 // delete from its data files at the locations inputs, which a compaction
-// is about to rewrite: the position delete files and deletion vectors that
-// may apply to them (by the scan planning rules of Live), applied as
-// replay applies them (applyDeletes). An input that an equality delete
-// file may apply to is refused (a compaction leaves such files out: see
-// LiveFile.EqualityDeletes), and so is a location the snapshot does not
-// hold.
+// is about to rewrite: the position delete files, deletion vectors and
+// equality delete files that may apply to them (by the scan planning
+// rules of Live), applied as replay applies them (applyDeletes). A
+// location the snapshot does not hold is refused. The error wraps
+// ErrDeleteFiles for delete files pqsink does not read.
 func (h *Handle) Deletes(ctx context.Context, snapshotID int64, inputs []string) (PlanDeletes, error) {
 	var out PlanDeletes
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
@@ -66,11 +65,8 @@ func (h *Handle) Deletes(ctx context.Context, snapshotID int64, inputs []string)
 	applied := map[string]bool{}
 	for _, loc := range inputs {
 		f := byLocation[loc]
-		switch {
-		case f == nil:
+		if f == nil {
 			return out, fmt.Errorf("table %s, snapshot %d: no data file %s", h.name, snapshotID, loc)
-		case f.EqualityDeletes > 0:
-			return out, fmt.Errorf("table %s, snapshot %d: equality delete files may apply to data file %s, which a compaction does not apply", h.name, snapshotID, loc)
 		}
 		isInput[loc] = true
 		data = append(data, snapFile{df: f.df, seq: f.seq})
@@ -101,13 +97,13 @@ func (h *Handle) Deletes(ctx context.Context, snapshotID int64, inputs []string)
 // of inputs (by location) and to no other of live: once a rewrite has
 // replaced the inputs by files that hold their rows but the deleted ones,
 // such a delete file deletes nothing any more, and the rewrite removes it
-// as Spark's rewrite_position_delete_files would. The new files take the
-// rewrite's data sequence number, above every delete file's, so no
-// position delete or deletion vector may apply to them. Equality delete
-// files are never removed: a compaction does not apply them (their inputs
-// have none), and they apply by value to files the scan planning of live
-// cannot see (older snapshots' files aside, any file of a lower sequence
-// number in their partition).
+// as Spark's rewrite_position_delete_files (and, for equality deletes,
+// its removal of dangling deletes) would. The new files take the
+// rewrite's data sequence number, above every delete file's, so no delete
+// file of the snapshot may apply to them: a position delete or deletion
+// vector applies to files of a sequence number up to its own, an equality
+// delete to files of a lower one. Snapshots before the rewrite keep
+// theirs: reading one of them applies its own delete files.
 func removableDeletes(live []liveFile, deleteFiles map[string]snapFile, inputs map[string]bool) []iceberg.DataFile {
 	needed := map[string]bool{}
 	var candidates []string
@@ -127,7 +123,7 @@ func removableDeletes(live []liveFile, deleteFiles map[string]snapFile, inputs m
 	var out []iceberg.DataFile
 	for _, d := range candidates {
 		sf, ok := deleteFiles[d]
-		if needed[d] || !ok || sf.df.ContentType() != iceberg.EntryContentPosDeletes {
+		if needed[d] || !ok {
 			continue
 		}
 		out = append(out, sf.df)

@@ -29,11 +29,10 @@ type LiveFile struct {
 	// Deletes is how many of the snapshot's delete files may apply to
 	// the file (see Live): rows of it may have been deleted, so its
 	// records are not all in the table: a compaction that takes it
-	// applies its position deletes and deletion vectors (Handle.Deletes)
-	// and must leave it as it is when EqualityDeletes are among them.
+	// applies them (Handle.Deletes, RewriteApplying).
 	Deletes int
 	// EqualityDeletes is how many of the Deletes are equality delete
-	// files, which a compaction does not apply.
+	// files.
 	EqualityDeletes int
 }
 
