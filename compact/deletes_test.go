@@ -164,11 +164,12 @@ func (e *deleteEnv) commit(t *testing.T, first, last int64, day int) string {
 	return loc
 }
 
-// delete deletes the rows of id as another engine's DELETE FROM would,
-// with iceberg-go's Transaction.Delete in mode (write.delete.mode), or,
-// for mode "equality", with an equality delete file on the id column
-// (iceberg-go's CommitEqualityDeletes, as Flink's upserts write them).
-func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
+// delete deletes the rows of ids as another engine's DELETE FROM would,
+// in one snapshot, with iceberg-go's Transaction.Delete in mode
+// (write.delete.mode), or, for mode "equality", with an equality delete
+// file on the id column (iceberg-go's CommitEqualityDeletes, as Flink's
+// upserts write them).
+func (e *deleteEnv) delete(t *testing.T, mode string, ids ...int64) {
 	t.Helper()
 	ctx := context.Background()
 	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
@@ -185,7 +186,7 @@ func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(field.ID)})}}, nil)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 		defer b.Release()
-		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
 		rec := b.NewRecordBatch()
 		defer rec.Release()
 		records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
@@ -194,13 +195,13 @@ func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 		if err := tx.SetProperties(iceberg.Properties{itable.WriteDeleteModeKey: mode}); err != nil {
 			t.Fatal(err)
 		}
-		err = tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), id), nil)
+		err = tx.Delete(ctx, iceberg.IsIn(iceberg.Reference("id"), ids...), nil)
 	}
 	if err != nil {
-		t.Fatalf("deleting id %d (%s): %v", id, mode, err)
+		t.Fatalf("deleting ids %v (%s): %v", ids, mode, err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatalf("committing the delete of id %d (%s): %v", id, mode, err)
+		t.Fatalf("committing the delete of ids %v (%s): %v", ids, mode, err)
 	}
 }
 
@@ -316,6 +317,8 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		byDay   bool
 		mode    string
 		deleted []int64
+		// together deletes them in one DELETE, not one each.
+		together bool
 		// days of the files, 10 records each, ids 0-9 the first's.
 		days []int
 		// young are the files (by index) committed too recently to be
@@ -347,6 +350,10 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		// A deletion vector names its data file, and goes with it.
 		{name: "v3 deletion vectors", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45, 46},
 			days: []int{0, 0, 0, 0, 0, 0}, deletedRows: 3, removed: 2},
+		// One DELETE of rows of two files writes their deletion vectors
+		// in one Puffin file: that of the young file stays.
+		{name: "v3 deletion vectors in one Puffin file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45}, together: true,
+			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
 		// The file of the young one's stays with it.
 		{name: "v3 deletion vectors, one of a file left", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45},
 			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
@@ -380,8 +387,12 @@ func TestCompactAppliesDeletes(t *testing.T) {
 				}
 				files = append(files, e.commit(t, 10*int64(i), 10*int64(i)+9, day))
 			}
-			for _, id := range tc.deleted {
-				e.delete(t, tc.mode, id)
+			if tc.together {
+				e.delete(t, tc.mode, tc.deleted...)
+			} else {
+				for _, id := range tc.deleted {
+					e.delete(t, tc.mode, id)
+				}
 			}
 			for i, day := range tc.after {
 				n := int64(len(tc.days) + i)

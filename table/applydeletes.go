@@ -16,12 +16,15 @@ type PlanDeletes struct {
 	// Rows are the deleted positions, by data file location; a file no
 	// delete applies to has no entry.
 	Rows map[string]*Positions
-	// Applied are the locations of the delete files that may apply to the
-	// inputs, all of which were read: RewriteApplying's applied.
+	// Applied identify the delete files that may apply to the inputs, all
+	// of which were read: RewriteApplying's applied. Each is a delete
+	// file's location, and for a deletion vector its offset in the
+	// Puffin file too (location#offset): one Puffin file may hold the
+	// vectors of several data files.
 	Applied []string
-	// Removable are the locations of those of Applied that may apply to
-	// no data file of the snapshot but the inputs: the rewrite would
-	// remove them, were the snapshot still current.
+	// Removable identify those of Applied that may apply to no data file
+	// of the snapshot but the inputs: the rewrite would remove them, were
+	// the snapshot still current.
 	Removable []string
 }
 
@@ -88,7 +91,7 @@ func (h *Handle) Deletes(ctx context.Context, snapshotID int64, inputs []string)
 		return out, err
 	}
 	for _, d := range removableDeletes(live, deleteFiles, isInput) {
-		out.Removable = append(out.Removable, d.FilePath())
+		out.Removable = append(out.Removable, deleteKey(d))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 
@@ -25,6 +26,7 @@ const filePathFieldID = 2147483546
 // deleteFile is a live delete file of a snapshot, with what says which
 // data files it may apply to (the table spec's "Scan Planning").
 type deleteFile struct {
+	// path identifies the delete file (deleteKey).
 	path string
 	// seq is the data sequence number; math.MaxInt64 when unknown, so
 	// that it applies to every data file.
@@ -54,7 +56,7 @@ type deleteScope struct {
 // spec of the table by its id (nil when there is none).
 func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.ManifestEntry) {
 	df := e.DataFile()
-	d := deleteFile{path: df.FilePath(), seq: e.SequenceNum(), partition: df.Partition()}
+	d := deleteFile{path: deleteKey(df), seq: e.SequenceNum(), partition: df.Partition()}
 	if d.seq < 0 {
 		d.seq = math.MaxInt64
 	}
@@ -81,7 +83,18 @@ func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.Man
 	s.positional = append(s.positional, d)
 }
 
-// applying returns the locations of the delete files that may apply to
+// deleteKey identifies a delete file among a snapshot's: its location,
+// and for a deletion vector (a blob of a Puffin file that may hold the
+// vectors of several data files) its blob's offset too.
+func deleteKey(df iceberg.DataFile) string {
+	if off := df.ContentOffset(); off != nil {
+		return fmt.Sprintf("%s#%d", df.FilePath(), *off)
+	}
+	return df.FilePath()
+}
+
+// applying returns the keys (deleteKey: locations, with a deletion
+// vector's offset) of the delete files that may apply to
 // the data file df of data sequence number seq (negative when unknown):
 //   - a position delete or deletion vector whose data sequence number is
 //     seq or more, and that names df (referenced_data_file, or its

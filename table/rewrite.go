@@ -72,13 +72,13 @@ type liveFile struct {
 	df iceberg.DataFile
 	// seq is its data sequence number.
 	seq int64
-	// deletes are the locations of the delete files that may apply.
+	// deletes are the delete files that may apply, by deleteKey.
 	deletes []string
 }
 
 // liveFiles reads the data files of tbl's current snapshot, and which of
 // its delete files may apply to each (deleteScope); it returns the
-// snapshot's delete files too, by location.
+// snapshot's delete files too, by deleteKey.
 func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, map[string]snapFile, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
@@ -108,7 +108,7 @@ func snapshotFiles(ctx context.Context, tbl *itable.Table, snap *itable.Snapshot
 			df := e.DataFile()
 			if m.ManifestContent() != iceberg.ManifestContentData || df.ContentType() != iceberg.EntryContentData {
 				scope.add(tbl.Metadata().PartitionSpecByID, e)
-				deletes[df.FilePath()] = snapFile{df: df, seq: e.SequenceNum()}
+				deletes[deleteKey(df)] = snapFile{df: df, seq: e.SequenceNum()}
 				continue
 			}
 			f := liveFile{LiveFile: LiveFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()}, df: df, seq: e.SequenceNum()}
@@ -151,7 +151,7 @@ func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (Rewr
 
 // RewriteApplying replaces the data files at the locations remove with the
 // files add, which hold exactly their rows but those that the delete files
-// at the locations applied delete (Handle.Deletes), in one replace
+// applied delete (PlanDeletes.Applied of Handle.Deletes), in one replace
 // snapshot: the table reads the same records, in fewer files. The snapshot
 // carries the exactly-once state of the current one unchanged, so that
 // running sinks go on where they were, and removes the delete files that
