@@ -319,6 +319,8 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		deleted []int64
 		// together deletes them in one DELETE, not one each.
 		together bool
+		// noOutput: every row compacted is deleted, and no file written.
+		noOutput bool
 		// days of the files, 10 records each, ids 0-9 the first's.
 		days []int
 		// young are the files (by index) committed too recently to be
@@ -354,6 +356,10 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		// in one Puffin file: that of the young file stays.
 		{name: "v3 deletion vectors in one Puffin file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45}, together: true,
 			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
+		// A file whose every row is deleted goes, with its vector, and
+		// no file takes its place.
+		{name: "v3, every row of a file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: upTo(10), together: true,
+			days: []int{0}, deletedRows: 10, removed: 1, noOutput: true},
 		// The file of the young one's stays with it.
 		{name: "v3 deletion vectors, one of a file left", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45},
 			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
@@ -461,8 +467,8 @@ func TestCompactAppliesDeletes(t *testing.T) {
 					}
 				}
 			}
-			if len(compacted) == 0 {
-				t.Error("no compacted file live")
+			if (len(compacted) == 0) != tc.noOutput {
+				t.Errorf("%d compacted files live", len(compacted))
 			}
 			if got := e.ids(t); !slices.Equal(got, want) {
 				t.Errorf("after the compaction the table reads %v, want %v", got, want)

@@ -9,13 +9,14 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// ErrRewriteDeletes is wrapped by the error of a Rewrite of which an input
-// has a delete file that may apply to it: another engine deleted rows of
-// it (DELETE in Spark or Trino, merge-on-read) after the compaction
-// planned. Committing would bring those rows back, since the new file
-// holds all the input's rows and the delete file names the old file (a
-// position delete or deletion vector) or is older than the new file (an
-// equality delete). Retrying cannot help; a new plan leaves the file out.
+// ErrRewriteDeletes is wrapped by the error of a Rewrite (RewriteApplying)
+// of which an input has a delete file that may apply to it and that the
+// plan did not apply: another engine deleted rows of it (DELETE in Spark
+// or Trino, merge-on-read) after the compaction planned. Committing would
+// bring those rows back, since the new file holds the input's rows but
+// those the plan's deletes delete, and the delete file names the old file
+// (a position delete or deletion vector) or is older than the new file
+// (an equality delete). Retrying cannot help; a new plan applies it.
 var ErrRewriteDeletes = errors.New("another engine's delete files may apply to inputs of the rewrite, which would bring their deleted rows back")
 
 // filePathFieldID is the field id of the file_path column of position
