@@ -28,38 +28,22 @@ func checkDeleted(x *input) error {
 	return nil
 }
 
-// kept returns the spans [lo, hi) of the rows from lo to hi that deleted
-// (increasing) leaves, in order.
-func kept(deleted []int64, lo, hi int64) [][2]int64 {
-	var out [][2]int64
-	for _, d := range deleted {
-		if d < lo {
-			continue
-		}
-		if d >= hi {
-			break
-		}
-		if d > lo {
-			out = append(out, [2]int64{lo, d})
-		}
-		lo = d + 1
-	}
-	if lo < hi {
-		out = append(out, [2]int64{lo, hi})
-	}
-	return out
-}
-
 // deletedRuns returns the runs of archive input x without its deleted
-// rows: each footer range is split at them, and each piece's range says
-// the offsets of its first and last records and how many it holds.
+// rows: each footer range is a run of the rows from its first kept row to
+// its last, which leaves out the deleted rows between them, and its range
+// says the offsets of those two records and how many it keeps.
 func deletedRuns(x *input) ([]run, error) {
 	if err := checkDeleted(x); err != nil {
 		return nil, err
 	}
 	var offsets []int64 // by row, read when a range has gaps
 	offsetOf := func(r archive.Range, start, row int64) (int64, error) {
-		if r.Last-r.First+1 == r.Records {
+		switch {
+		case row == start:
+			return r.First, nil
+		case row == start+r.Records-1:
+			return r.Last, nil
+		case r.Last-r.First+1 == r.Records:
 			return r.First + row - start, nil
 		}
 		if offsets == nil {
@@ -72,24 +56,41 @@ func deletedRuns(x *input) ([]run, error) {
 	}
 	var runs []run
 	var row int64
+	del := x.Deleted
 	for _, r := range x.ranges {
-		for _, k := range kept(x.Deleted, row, row+r.Records) {
-			first, err := offsetOf(r, row, k[0])
-			if err != nil {
-				return nil, err
-			}
-			last, err := offsetOf(r, row, k[1]-1)
-			if err != nil {
-				return nil, err
-			}
-			if first < r.First || last > r.Last || last-first+1 < k[1]-k[0] {
-				return nil, fmt.Errorf("merge: input %s: rows %d to %d have offsets %d to %d, which do not fit their footer range %s/%d offsets %d to %d (%d records)",
-					x.Name, k[0], k[1]-1, first, last, r.Topic, r.Partition, r.First, r.Last, r.Records)
-			}
-			piece := archive.Range{Topic: r.Topic, Partition: r.Partition, First: first, Last: last, Records: k[1] - k[0]}
-			runs = append(runs, run{in: x, lo: k[0], hi: k[1], ranges: []archive.Range{piece}})
+		start := row
+		lo, hi := row, row+r.Records
+		row = hi
+		// The range's deleted rows, and its first and last kept rows.
+		var in []int64
+		for len(del) > 0 && del[0] < hi {
+			in = append(in, del[0])
+			del = del[1:]
 		}
-		row += r.Records
+		for len(in) > 0 && in[0] == lo {
+			in, lo = in[1:], lo+1
+		}
+		for len(in) > 0 && in[len(in)-1] == hi-1 {
+			in, hi = in[:len(in)-1], hi-1
+		}
+		if lo >= hi {
+			continue // every record of the range is deleted
+		}
+		first, err := offsetOf(r, start, lo)
+		if err != nil {
+			return nil, err
+		}
+		last, err := offsetOf(r, start, hi-1)
+		if err != nil {
+			return nil, err
+		}
+		n := hi - lo - int64(len(in))
+		if first < r.First || last > r.Last || last-first+1 < n {
+			return nil, fmt.Errorf("merge: input %s: rows %d to %d have offsets %d to %d, which do not fit their footer range %s/%d offsets %d to %d (%d records)",
+				x.Name, lo, hi-1, first, last, r.Topic, r.Partition, r.First, r.Last, r.Records)
+		}
+		piece := archive.Range{Topic: r.Topic, Partition: r.Partition, First: first, Last: last, Records: n}
+		runs = append(runs, run{in: x, lo: lo, hi: hi, ranges: []archive.Range{piece}, deleted: in})
 	}
 	return runs, nil
 }

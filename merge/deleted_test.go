@@ -45,7 +45,8 @@ func kafkaRows(t *testing.T, db *duckdb.DB, path string) []record {
 // TestMergeDeleted merges inputs with deleted rows (Input.Deleted, a
 // table's delete files applied): the output holds every other row once,
 // in order by partition and offset, and its footer's ranges say exactly
-// the records it holds, a deleted record a gap. The rows read back with
+// the records it holds, from the first kept to the last, a deleted record
+// a gap (fewer records than offsets). The rows read back with
 // DuckDB are those of the inputs without the deleted ones.
 func TestMergeDeleted(t *testing.T) {
 	db := duckdb.Start(t)
@@ -59,15 +60,17 @@ func TestMergeDeleted(t *testing.T) {
 		// earlier, when set, merges these files first into one compacted
 		// input; the others are inputs as they are.
 		earlier []int
-		deleted []record
-		ranges  []archive.Range
+		// earlierOpts write it; smallPagesV1 when nil.
+		earlierOpts []Option
+		deleted     []record
+		ranges      []archive.Range
 	}{
 		{
 			name:    "a range's first, middle and last records",
 			shape:   eventsShape,
 			files:   []spec{{p: 0, first: 0, n: 100, perGroup: 30}, {p: 1, first: 0, n: 50}},
 			deleted: []record{{0, 0}, {0, 45}, {0, 99}, {1, 10}, {1, 11}, {1, 12}},
-			ranges:  []archive.Range{r(0, 1, 44, 44), r(0, 46, 98, 53), r(1, 0, 9, 10), r(1, 13, 49, 37)},
+			ranges:  []archive.Range{r(0, 1, 98, 97), r(1, 0, 49, 47)},
 		},
 		{
 			name:    "runs of a compacted file, inside pages",
@@ -75,21 +78,37 @@ func TestMergeDeleted(t *testing.T) {
 			files:   []spec{{p: 0, first: 0, n: 60}, {p: 1, first: 0, n: 60, perGroup: 25}, {p: 0, first: 60, n: 40}},
 			earlier: []int{0, 1},
 			deleted: []record{{0, 0}, {0, 59}, {1, 0}, {1, 40}, {0, 70}},
-			ranges:  []archive.Range{r(0, 1, 58, 58), r(0, 60, 69, 10), r(0, 71, 99, 29), r(1, 1, 39, 39), r(1, 41, 59, 19)},
+			ranges:  []archive.Range{r(0, 1, 58, 58), r(0, 60, 99, 39), r(1, 1, 59, 58)},
+		},
+		{
+			name:        "runs of a compacted file without page index, v1 pages",
+			shape:       nestedShape,
+			files:       []spec{{p: 0, first: 0, n: 70}, {p: 1, first: 0, n: 70, perGroup: 25}, {p: 0, first: 70, n: 30}},
+			earlier:     []int{0, 1},
+			earlierOpts: []Option{WriterOptions(writer.PageIndex(false), writer.PageSize(400), writer.DataPageVersion(1))},
+			deleted:     append(everyOther(0, 10, 40), record{1, 0}, record{1, 69}, record{1, 33}, record{0, 69}),
+			ranges:      []archive.Range{r(0, 0, 68, 54), r(0, 70, 99, 30), r(1, 1, 68, 67)},
+		},
+		{
+			name:    "every other row, in pages of both versions",
+			shape:   nestedShape,
+			files:   []spec{{p: 0, first: 0, n: 120, perGroup: 50}, {p: 1, first: 0, n: 30, opts: plainPages}},
+			deleted: everyOther(0, 0, 120),
+			ranges:  []archive.Range{r(0, 1, 119, 60), r(1, 0, 29, 30)},
 		},
 		{
 			name:    "every row of an input",
 			shape:   eventsShape,
 			files:   []spec{{p: 0, first: 0, n: 5}, {p: 0, first: 5, n: 10}},
 			deleted: []record{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 6}},
-			ranges:  []archive.Range{r(0, 5, 5, 1), r(0, 7, 14, 8)},
+			ranges:  []archive.Range{r(0, 5, 14, 9)},
 		},
 		{
 			name:    "a range with gaps: offsets from the _kafka.offset column",
 			shape:   eventsShape,
 			files:   []spec{{p: 0, first: 0, n: 40, stride: 3, perGroup: 15}, {p: 1, first: 0, n: 10}},
 			deleted: []record{{0, 0}, {0, 30}, {0, 33}, {0, 117}},
-			ranges:  []archive.Range{r(0, 3, 27, 9), r(0, 36, 114, 27), r(1, 0, 9, 10)},
+			ranges:  []archive.Range{r(0, 3, 114, 36), r(1, 0, 9, 10)},
 		},
 	}
 	for _, tt := range tests {
@@ -109,7 +128,11 @@ func TestMergeDeleted(t *testing.T) {
 				if err := os.Mkdir(sub, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				merged, _, err := mergeFiles(t, sub, paths, smallPagesV1...)
+				opts := tt.earlierOpts
+				if opts == nil {
+					opts = smallPagesV1
+				}
+				merged, _, err := mergeFiles(t, sub, paths, opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -166,15 +189,16 @@ func TestMergeDeleted(t *testing.T) {
 }
 
 // TestMergeDeletedWithoutOffsets: an input without the _kafka.offset
-// column has its deleted rows left out when its range holds every offset
-// from first to last (the offsets are known), and is refused
-// (ErrUnplaced) when the range has gaps.
+// column has its deleted rows left out when the offsets of its first and
+// last kept records are known (its range holds every offset from first to
+// last, or they are the range's first and last), and is refused
+// (ErrUnplaced) otherwise.
 func TestMergeDeletedWithoutOffsets(t *testing.T) {
 	s, err := schema.New("m", schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := func(rg archive.Range) Input {
+	file := func(rg archive.Range, deleted int64) Input {
 		g := rowgroup.New(s)
 		for i := range rg.Records {
 			g.Column(0).AppendInt64(0, i)
@@ -192,21 +216,25 @@ func TestMergeDeletedWithoutOffsets(t *testing.T) {
 		if _, err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return Input{Name: "f", R: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Deleted: []int64{3}}
+		return Input{Name: "f", R: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Deleted: []int64{deleted}}
 	}
 	create := func(int) (io.Writer, error) { return io.Discard, nil }
 	for _, tc := range []struct {
-		name   string
-		in     archive.Range
-		err    error
-		ranges []archive.Range
+		name    string
+		in      archive.Range
+		deleted int64
+		err     error
+		ranges  []archive.Range
 	}{
-		{"dense", archive.Range{Topic: "t", First: 10, Last: 19, Records: 10}, nil,
-			[]archive.Range{{Topic: "t", First: 10, Last: 12, Records: 3}, {Topic: "t", First: 14, Last: 19, Records: 6}}},
-		{"gaps", archive.Range{Topic: "t", First: 10, Last: 29, Records: 10}, ErrUnplaced, nil},
+		{"dense", archive.Range{Topic: "t", First: 10, Last: 19, Records: 10}, 0, nil,
+			[]archive.Range{{Topic: "t", First: 11, Last: 19, Records: 9}}},
+		{"gaps inside", archive.Range{Topic: "t", First: 10, Last: 29, Records: 10}, 3, nil,
+			[]archive.Range{{Topic: "t", First: 10, Last: 29, Records: 9}}},
+		{"gaps, the first deleted", archive.Range{Topic: "t", First: 10, Last: 29, Records: 10}, 0, ErrUnplaced, nil},
+		{"gaps, the last deleted", archive.Range{Topic: "t", First: 10, Last: 29, Records: 10}, 9, ErrUnplaced, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			outs, err := Merge(context.Background(), []Input{file(tc.in)}, create)
+			outs, err := Merge(context.Background(), []Input{file(tc.in, tc.deleted)}, create)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("merge: %v, want %v", err, tc.err)
 			}
@@ -215,4 +243,14 @@ func TestMergeDeletedWithoutOffsets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// everyOther is the records of partition p from offset first to last,
+// every other one from the first.
+func everyOther(p int32, first, last int64) []record {
+	var out []record
+	for o := first; o < last; o += 2 {
+		out = append(out, record{p, o})
+	}
+	return out
 }

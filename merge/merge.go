@@ -30,13 +30,17 @@
 // dictionary aside), nor those after the page that follows it. Other
 // files are merged whole, in the order given.
 //
-// The rows of Input.Deleted are left out: they split the runs of their
-// input, and the range of each piece is that of the records it holds, its
-// first and last offsets read from the input's _kafka.offset column (or,
-// without one, known from a range that holds every offset from its first
-// to its last; a range with gaps of an input without the column is
-// refused with an error wrapping ErrUnplaced). A deleted record is so a
-// gap in the output's ranges, as a record the sink never received.
+// The rows of Input.Deleted are left out: each footer range of their
+// input becomes the range of the records it keeps, from the first kept
+// to the last, with the records kept (their offsets read from the input's
+// _kafka.offset column, or, without one, known from a range that holds
+// every offset from its first to its last; a range with gaps of an input
+// without the column is refused with an error wrapping ErrUnplaced), and
+// a range of which no record is kept is dropped. A deleted record is so a
+// gap in the output's ranges (a range of fewer records than offsets, as a
+// transactional topic's files have), as a record the sink never received;
+// the rows around it are copied as one run, each deleted row left out as
+// the pages are copied.
 //
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
@@ -288,6 +292,9 @@ type run struct {
 	in     *input
 	lo, hi int64
 	ranges []archive.Range
+	// deleted are the input's rows of [lo, hi) left out (Input.Deleted),
+	// in increasing order.
+	deleted []int64
 }
 
 // order reads the inputs' Kafka ranges and returns the runs the output is
@@ -338,8 +345,8 @@ func order(in []*input) ([]run, error) {
 			if err := checkDeleted(x); err != nil {
 				return nil, err
 			}
-			for _, k := range kept(x.Deleted, 0, x.f.NumRows()) {
-				runs = append(runs, run{in: x, lo: k[0], hi: k[1]})
+			if int64(len(x.Deleted)) < x.f.NumRows() {
+				runs = append(runs, run{in: x, hi: x.f.NumRows(), deleted: x.Deleted})
 				x.runs++
 			}
 		}
@@ -386,6 +393,7 @@ func order(in []*input) ([]run, error) {
 			p := &out[n-1]
 			p.hi = r.hi
 			p.ranges = append(p.ranges, r.ranges...)
+			p.deleted = append(p.deleted, r.deleted...)
 			continue
 		}
 		out = append(out, r)
