@@ -9,26 +9,26 @@
 //
 // # Exactness
 //
-// Every row of the inputs is in the output once. When the inputs are
-// pqsink archive files (their footers have the pqsink.kafka.* entries of
-// package archive), the output is made of runs: each Kafka range of an
-// input's footer is a run of its rows (the rows after those of the ranges
-// before it, as many as the range's records), and the runs of all inputs
-// are copied in order by topic, partition and first offset. The output's
-// rows are then in order by partition and offset, even where the inputs'
-// ranges interleave (two earlier compactions of the same partitions, or a
-// compacted file with a gap that another file fills), and its footer
-// lists the runs' ranges in that order, coalesced (archive.WriteRanges:
-// one range as the sink writes it, several in pqsink.kafka.ranges). Runs
-// that hold the same offsets of a partition are refused: their records
-// would be in the output twice. So are inputs of which some are archive
-// files and some are not. Runs of an input that follow one another in its
-// rows are copied as one, and a run copies the input's row groups that it
-// holds whole; a row group it holds in part (the run starts or ends inside
-// it) is copied from the run's first row to its last: where the chunk has
-// an offset index, the pages before the run are not read (the chunk's
-// dictionary aside), nor those after the page that follows it. Other
-// files are merged whole, in the order given.
+// Every row of the inputs (but the deleted ones, see below) is in the
+// output once. When the inputs are pqsink archive files (their footers have
+// the pqsink.kafka.* entries of package archive), the output is made of
+// runs: each Kafka range of an input's footer is a run of its rows (the
+// rows after those of the ranges before it, as many as the range's
+// records), and the runs of all inputs are copied in order by topic,
+// partition and first offset. The output's rows are then in order by
+// partition and offset, even where the inputs' ranges interleave (two
+// earlier compactions of the same partitions, or a compacted file with a
+// gap that another file fills), and its footer lists the runs' ranges in
+// that order, coalesced (archive.WriteRanges: one range as the sink writes
+// it, several in pqsink.kafka.ranges). Runs that hold the same offsets of a
+// partition are refused: their records would be in the output twice. So are
+// inputs of which some are archive files and some are not. Runs of an input
+// that follow one another in its rows are copied as one, and a run copies
+// the input's row groups that it holds whole; a row group it holds in part
+// (the run starts or ends inside it) is copied from the run's first row to
+// its last: where the chunk has an offset index, the pages before the run
+// are not read (the chunk's dictionary aside), nor those after the page
+// that follows it. Other files are merged whole, in the order given.
 //
 // The rows of Input.Deleted are left out: each footer range of their
 // input becomes the range of the records it keeps, from the first kept
