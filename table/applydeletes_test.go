@@ -46,6 +46,7 @@ func TestRewriteApplying(t *testing.T) {
 		{"equality delete, some files", 2, "equality", []int{0, 1}, true, false, 0, 1},
 		{"v2, a delete before the swap", 2, itable.WriteModeMergeOnRead, []int{0, 1}, false, true, 1, 2},
 		{"v3, a delete before the swap", 3, itable.WriteModeMergeOnRead, []int{0, 1}, false, true, 1, 2},
+		{"equality delete, another before the swap", 2, "equality", []int{0, 1, 2, 3}, true, true, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var by []config.PartitionField
