@@ -8,11 +8,12 @@ import (
 	"github.com/pqsink/pqsink/meta"
 )
 
-// ErrUnplaced is wrapped by the error of a merge that would leave out
-// deleted rows (Input.Deleted) of an input whose remaining records' offsets
-// it cannot know: a Kafka range with gaps (offsets that are no record of
-// the file), and no _kafka.offset column to read them from.
-var ErrUnplaced = errors.New("merge: the offsets of the records around deleted rows are unknown")
+// ErrUnplaced is wrapped by the error of a merge that would leave out the
+// first or last record of a Kafka range of an input (Input.Deleted) and
+// cannot know the offset of the record that then begins or ends it: the
+// range has gaps (offsets that are no record of the file), and the input
+// has no _kafka.offset column to read it from.
+var ErrUnplaced = errors.New("merge: the offset of the first or last record kept of a range is unknown")
 
 // offsetColumn is the envelope leaf that holds a record's Kafka offset.
 const offsetColumn = "_kafka.offset"
@@ -99,7 +100,7 @@ func deletedRuns(x *input) ([]run, error) {
 func readOffsets(x *input) ([]int64, error) {
 	leaf := x.f.Schema().Leaf(offsetColumn)
 	if leaf == nil || leaf.Physical != meta.TypeInt64 || leaf.MaxRep != 0 {
-		return nil, fmt.Errorf("%w: input %s has a Kafka range with gaps and no %s column (INT64) to read its offsets from", ErrUnplaced, x.Name, offsetColumn)
+		return nil, fmt.Errorf("%w: input %s has a Kafka range with gaps whose first or last record is deleted, and no %s column (INT64) to read the offsets of the others from", ErrUnplaced, x.Name, offsetColumn)
 	}
 	out := make([]int64, 0, x.f.NumRows())
 	for g := range x.f.Metadata().RowGroups {
