@@ -25,7 +25,9 @@
 // delete files that then apply to no live data file
 // (table.Handle.RewriteApplying). A bin that holds such a file is
 // rewritten even with fewer than the minimum of files: applying the
-// deletes is worth a rewrite of its own. Files whose deletes cannot be
+// deletes is worth a rewrite of its own. A file too large to compact is
+// rewritten alone when deletes that name it delete 30% of its records or
+// more, as Spark's delete-ratio-threshold. Files whose deletes cannot be
 // applied (delete files of a format pqsink does not read; a deleted row
 // of a file whose records' offsets are unknown, see merge.ErrUnplaced)
 // are left alone, as are the files the sink did not write (no Kafka
@@ -192,7 +194,10 @@ func (o *Options) defaults() {
 // Plan groups files into the bins a compaction rewrites (see the package
 // documentation), packing each folder's files in the order of planOrder.
 // Files that delete files may apply to are taken like others, and a bin
-// that holds one is kept whatever its number of files.
+// that holds one is kept whatever its number of files. A file too large
+// to be taken is taken alone, in a bin of its own, when the deletion
+// vectors and position delete files that name it delete deleteRatio of
+// its records or more (table.LiveFile.NamedDeletes).
 // A compacted file that too few files would join within the target (a
 // bin of fewer than MinInputFiles) stays out of the run, and the files
 // after it are packed without it.
@@ -201,8 +206,16 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	small := o.TargetFileSize / 4 * 3
 	cutoff := o.Now().Add(-o.OlderThan)
 	byFolder := map[string][]table.LiveFile{}
+	var alone []Bin
 	for _, f := range files {
-		if f.Size >= small || f.Added.After(cutoff) {
+		if f.Added.After(cutoff) {
+			continue
+		}
+		if f.Size >= small {
+			if f.Records > 0 && float64(f.NamedDeletes) >= deleteRatio*float64(f.Records) {
+				dir := f.Location[:max(strings.LastIndexByte(f.Location, '/'), 0)]
+				alone = append(alone, Bin{Folder: dir, Files: []table.LiveFile{f}, Bytes: f.Size, Records: f.Records})
+			}
 			continue
 		}
 		// Not path.Dir, which would fold a URI's "//".
@@ -245,8 +258,15 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 		}
 		flush()
 	}
-	return bins
+	slices.SortFunc(alone, func(a, b Bin) int { return strings.Compare(a.Files[0].Location, b.Files[0].Location) })
+	return append(bins, alone...)
 }
+
+// deleteRatio is the share of a large file's records that deletes naming
+// it must delete for Plan to rewrite it alone: Spark's
+// rewrite_data_files rewrites a file of which delete-ratio-threshold
+// (0.3 by default) of the rows are deleted.
+const deleteRatio = 0.3
 
 // planOrder is the order in which Plan packs a folder's files: the files
 // of earlier compactions first, oldest first (their names begin with a

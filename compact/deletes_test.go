@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -321,6 +322,8 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		together bool
 		// noOutput: every row compacted is deleted, and no file written.
 		noOutput bool
+		// target is the target file size; 1 MiB when 0.
+		target int64
 		// days of the files, 10 records each, ids 0-9 the first's.
 		days []int
 		// young are the files (by index) committed too recently to be
@@ -360,6 +363,11 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		// no file takes its place.
 		{name: "v3, every row of a file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: upTo(10), together: true,
 			days: []int{0}, deletedRows: 10, removed: 1, noOutput: true},
+		// Files too large to compact (of 2 kB, for a target of 2,000
+		// bytes): the one of which deletion vectors delete 40% is
+		// rewritten alone, the one of 10% left as it is.
+		{name: "v3, large files with deletes", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{0, 1, 2, 3, 15}, together: true,
+			days: []int{0, 0, 0}, target: 2000, kept: []int{1, 2}, deletedRows: 4, removed: 1, deletesLeft: 1},
 		// The file of the young one's stays with it.
 		{name: "v3 deletion vectors, one of a file left", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45},
 			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
@@ -412,7 +420,7 @@ func TestCompactAppliesDeletes(t *testing.T) {
 			deletes := e.deleteCount(t)
 
 			// The dry run's plan, then the run.
-			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, OlderThan: 0}
+			o := Options{TargetFileSize: cmp.Or(tc.target, 1<<20), MinInputFiles: 2, OlderThan: 0}
 			if !cutoff.IsZero() {
 				o.Now = func() time.Time { return cutoff }
 			}

@@ -32,6 +32,10 @@ type deleteFile struct {
 	// seq is the data sequence number; math.MaxInt64 when unknown, so
 	// that it applies to every data file.
 	seq int64
+	// records is the delete file's record count: for a deletion vector
+	// or a position delete file that names one data file, how many rows
+	// of it it deletes (at most).
+	records int64
 	// global: an equality delete of an unpartitioned spec (or of a spec
 	// the metadata does not have), which applies to every partition.
 	global    bool
@@ -57,7 +61,7 @@ type deleteScope struct {
 // spec of the table by its id (nil when there is none).
 func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.ManifestEntry) {
 	df := e.DataFile()
-	d := deleteFile{path: deleteKey(df), seq: e.SequenceNum(), partition: df.Partition()}
+	d := deleteFile{path: deleteKey(df), seq: e.SequenceNum(), partition: df.Partition(), records: df.Count()}
 	if d.seq < 0 {
 		d.seq = math.MaxInt64
 	}
@@ -130,6 +134,23 @@ func (s *deleteScope) applying(seq int64, df iceberg.DataFile) []string {
 		}
 	}
 	return out
+}
+
+// named is how many rows of the data file df of data sequence number seq
+// the deletion vectors and position delete files that name it (and apply
+// to it) say they delete: a bound from above of the rows they delete,
+// without reading them. Deletes that name no file do not count.
+func (s *deleteScope) named(seq int64, df iceberg.DataFile) int64 {
+	if seq < 0 {
+		seq = math.MinInt64
+	}
+	var n int64
+	for _, d := range s.byTarget[df.FilePath()] {
+		if seq <= d.seq {
+			n += max(d.records, 0)
+		}
+	}
+	return n
 }
 
 // samePartition reports whether the partition tuples a and b may be the

@@ -34,6 +34,12 @@ type LiveFile struct {
 	// EqualityDeletes is how many of the Deletes are equality delete
 	// files.
 	EqualityDeletes int
+	// NamedDeletes is how many rows of the file the deletion vectors and
+	// position delete files that name it (among the Deletes) delete, by
+	// their record counts: at most Records, unless the metadata is wrong.
+	// Deletes that name no file (equality deletes, position delete files
+	// of several files) are not counted.
+	NamedDeletes int64
 }
 
 // Live lists the data files of the table's current snapshot, and that
@@ -121,6 +127,7 @@ func snapshotFiles(ctx context.Context, tbl *itable.Table, snap *itable.Snapshot
 	for i := range out {
 		out[i].deletes = scope.applying(out[i].seq, out[i].df)
 		out[i].Deletes = len(out[i].deletes)
+		out[i].NamedDeletes = scope.named(out[i].seq, out[i].df)
 		for _, d := range out[i].deletes {
 			if deletes[d].df.ContentType() == iceberg.EntryContentEqDeletes {
 				out[i].EqualityDeletes++
