@@ -176,11 +176,11 @@ func printDeletes(w io.Writer, rep compact.Report, dryRun bool) {
 }
 
 // printLeftOut says which files a compaction left as they are whatever
-// their size: those another engine's deletes may apply to, and those the
-// sink did not write.
+// their size: those with another engine's deletes it could not apply,
+// and those the sink did not write.
 func printLeftOut(w io.Writer, rep compact.Report) {
 	if rep.WithDeletes > 0 {
-		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction does not apply (equality deletes)\n", rep.Table, rep.WithDeletes)
+		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction could not apply (delete files in a format pqsink does not read, or records whose offsets are unknown)\n", rep.Table, rep.WithDeletes)
 	}
 	if rep.Foreign > 0 {
 		fmt.Fprintf(w, "%s: left %d data files as they are: pqsink did not write them (no Kafka ranges in their footers)\n", rep.Table, rep.Foreign)
