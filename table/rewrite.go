@@ -162,9 +162,8 @@ func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (Rewr
 // snapshot: the table reads the same records, in fewer files. The snapshot
 // carries the exactly-once state of the current one unchanged, so that
 // running sinks go on where they were, and removes the delete files that
-// applied to an input and may apply to no data file left live (position
-// delete files and deletion vectors of the inputs alone: see
-// removableDeletes). It reloads the table at each attempt and checks that
+// applied to an input and may apply to no data file left live
+// (removableDeletes). It reloads the table at each attempt and checks that
 // every file of remove is still live: a commit that lost the catalog's
 // compare-and-swap to an append (a sink's) is tried again, up to
 // commitAttempts times, and one whose inputs another rewrite replaced is
