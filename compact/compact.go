@@ -16,19 +16,29 @@
 // hour, never merged again. Their ranges interleave with newer files'
 // (each holds a stretch of every partition of the folder), which the merge
 // copies as runs, so the new file is again in (partition, offset) order.
-// A plan leaves alone the files that another engine's row-level deletes
-// may apply to (table.LiveFile.Deletes: position deletes, deletion
-// vectors, equality deletes, by the Iceberg spec's rules): the new file
-// would hold their deleted rows and carry none of the deletes. It leaves
-// alone too the files the sink did not write (no Kafka ranges in their
-// footers, as another engine's copy-on-write output), which the merge
-// could not put in offset order beside the sink's.
+// Another engine's row-level deletes (merge-on-read DELETE in Spark,
+// Trino, Flink) are applied: a small file that delete files (position
+// deletes, deletion vectors, equality deletes) may apply to
+// (table.LiveFile.Deletes, by the Iceberg spec's rules) is taken like any
+// other, the rows they delete are read (table.Handle.Deletes) and left out
+// of the new file (merge.Input.Deleted), and the rewrite removes the
+// delete files that then apply to no live data file
+// (table.Handle.RewriteApplying). A bin that holds such a file is
+// rewritten even with fewer than the minimum of files: applying the
+// deletes is worth a rewrite of its own. A file too large to compact is
+// rewritten alone when deletes that name it delete 30% of its records or
+// more, as Spark's delete-ratio-threshold. Files whose deletes cannot be
+// applied (delete files of a format pqsink does not read; a deleted row
+// of a file whose records' offsets are unknown, see merge.ErrUnplaced)
+// are left alone, as are the files the sink did not write (no Kafka
+// ranges in their footers, as another engine's copy-on-write output),
+// which the merge could not put in offset order beside the sink's.
 //
 // A run that dies leaves only uncommitted files (orphans), and a run whose
 // inputs another rewrite replaced first gives up without committing
 // (table.ErrRewriteConflict), as does one of which an input got a delete
-// file after the plan (table.ErrRewriteDeletes); the next run plans
-// again.
+// file after the plan that the plan did not apply
+// (table.ErrRewriteDeletes); the next run plans again.
 package compact
 
 import (
@@ -111,7 +121,19 @@ type Bin struct {
 	Files []table.LiveFile
 	// Bytes and Records are the inputs' total size and records.
 	Bytes, Records int64
+	// Deleted is how many of the Records other engines' delete files
+	// delete: the new files leave them out. Table sets it.
+	Deleted int64
 }
+
+// hasDeletes says whether delete files may apply to a file of b.
+func (b Bin) hasDeletes() bool {
+	return slices.ContainsFunc(b.Files, func(f table.LiveFile) bool { return f.Deletes > 0 })
+}
+
+// enough says whether b is rewritten: it has min files or more, or a
+// file with deletes to apply.
+func (b Bin) enough(min int) bool { return len(b.Files) >= min || b.hasDeletes() }
 
 // Report says what a compaction of one table did (or, in a dry run, would
 // do).
@@ -123,14 +145,25 @@ type Report struct {
 	// Bins is the plan.
 	Bins []Bin
 	// FilesIn, BytesIn and Rows are the inputs'; FilesOut and BytesOut
-	// the files written.
+	// the files written. Rows are the rows written: the inputs' records
+	// but the DeletedRows.
 	FilesIn, FilesOut int
 	BytesIn, BytesOut int64
 	Rows              int64
+	// DeletedRows is how many rows of the inputs other engines' delete
+	// files (position deletes, deletion vectors) delete: applied, they
+	// are not in the new files.
+	DeletedRows int64
+	// DeleteFilesApplied is how many delete files were read to apply
+	// them; DeleteFilesRemoved how many of those the rewrite removed (in
+	// a dry run, would remove), as they apply to no data file left live.
+	DeleteFilesApplied, DeleteFilesRemoved int
 	// LiveFiles is how many data files the table had before the run.
 	LiveFiles int
-	// WithDeletes is how many of them were left as they are because
-	// delete files may apply to them.
+	// WithDeletes is how many of them the plan took but left as they
+	// are because it could not apply the delete files that may apply to
+	// them: delete files of a format it does not read, or a file whose
+	// records' offsets it cannot tell (see merge.ErrUnplaced).
 	WithDeletes int
 	// Foreign is how many files the plan would have taken but left as
 	// they are because the sink did not write them: their footers have
@@ -160,7 +193,11 @@ func (o *Options) defaults() {
 
 // Plan groups files into the bins a compaction rewrites (see the package
 // documentation), packing each folder's files in the order of planOrder.
-// Files that delete files may apply to are left out.
+// Files that delete files may apply to are taken like others, and a bin
+// that holds one is kept whatever its number of files. A file too large
+// to be taken is taken alone, in a bin of its own, when the deletion
+// vectors and position delete files that name it delete deleteRatio of
+// its records or more (table.LiveFile.NamedDeletes).
 // A compacted file that too few files would join within the target (a
 // bin of fewer than MinInputFiles) stays out of the run, and the files
 // after it are packed without it.
@@ -169,8 +206,16 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	small := o.TargetFileSize / 4 * 3
 	cutoff := o.Now().Add(-o.OlderThan)
 	byFolder := map[string][]table.LiveFile{}
+	var alone []Bin
 	for _, f := range files {
-		if f.Size >= small || f.Added.After(cutoff) || f.Deletes > 0 {
+		if f.Added.After(cutoff) {
+			continue
+		}
+		if f.Size >= small {
+			if f.Records > 0 && float64(f.NamedDeletes) >= deleteRatio*float64(f.Records) {
+				dir := f.Location[:max(strings.LastIndexByte(f.Location, '/'), 0)]
+				alone = append(alone, Bin{Folder: dir, Files: []table.LiveFile{f}, Bytes: f.Size, Records: f.Records})
+			}
 			continue
 		}
 		// Not path.Dir, which would fold a URI's "//".
@@ -188,14 +233,14 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 		slices.SortFunc(fs, planOrder)
 		cur := Bin{Folder: dir}
 		flush := func() {
-			if len(cur.Files) >= o.MinInputFiles {
+			if cur.enough(o.MinInputFiles) {
 				bins = append(bins, cur)
 			}
 			cur = Bin{Folder: dir}
 		}
 		for _, f := range fs {
 			for len(cur.Files) > 0 && cur.Bytes+f.Size > o.TargetFileSize {
-				if len(cur.Files) < o.MinInputFiles && isCompacted(cur.Files[0].Location) {
+				if !cur.enough(o.MinInputFiles) && isCompacted(cur.Files[0].Location) {
 					// Too few files to make a bin: rather than losing the
 					// sink files it holds to a bin left alone, the
 					// compacted file (near the target already) stays out
@@ -213,8 +258,15 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 		}
 		flush()
 	}
-	return bins
+	slices.SortFunc(alone, func(a, b Bin) int { return strings.Compare(a.Files[0].Location, b.Files[0].Location) })
+	return append(bins, alone...)
 }
+
+// deleteRatio is the share of a large file's records that deletes naming
+// it must delete for Plan to rewrite it alone: Spark's
+// rewrite_data_files rewrites a file of which delete-ratio-threshold
+// (0.3 by default) of the rows are deleted.
+const deleteRatio = 0.3
 
 // planOrder is the order in which Plan packs a folder's files: the files
 // of earlier compactions first, oldest first (their names begin with a
@@ -254,11 +306,6 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, err
 	}
 	rep.LiveFiles = len(live)
-	for _, f := range live {
-		if f.Deletes > 0 {
-			rep.WithDeletes++
-		}
-	}
 	prefix := strings.TrimSuffix(storeURL, "/") + "/"
 	keyOf := func(loc string) (string, error) {
 		key, ok := strings.CutPrefix(loc, prefix)
@@ -273,14 +320,22 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
 	bins, rep.Foreign = sinkFilesOnly(bins, footers)
+	var unplaced int
+	bins, unplaced = without(bins, func(f table.LiveFile) bool { return f.Deletes > 0 && !footers[f.Location].placed })
+	rep.WithDeletes += unplaced
 	rep.Bins, err = splitBySchema(bins, o.MinInputFiles, func(loc string) (string, error) { return footers[loc].schema, nil })
 	if err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
+	deletes, err := readDeletes(ctx, h, snapshot, &rep, o.MinInputFiles)
+	if err != nil {
+		return rep, err
+	}
 	for _, b := range rep.Bins {
 		rep.FilesIn += len(b.Files)
 		rep.BytesIn += b.Bytes
-		rep.Rows += b.Records
+		rep.Rows += b.Records - b.Deleted
+		rep.DeletedRows += b.Deleted
 	}
 	if o.DryRun || len(rep.Bins) == 0 {
 		rep.Took = time.Since(start)
@@ -293,7 +348,7 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	var add []table.File
 	var done int64
 	for i, b := range rep.Bins {
-		outs, files, err := mergeBin(ctx, store, keyOf, b, fmt.Sprintf("%s-%03d", name, i), o, func(p merge.Progress) {
+		outs, files, err := mergeBin(ctx, store, keyOf, b, deletes.Rows, fmt.Sprintf("%s-%03d", name, i), o, func(p merge.Progress) {
 			if o.Progress != nil {
 				o.Progress(Progress{Table: rep.Table, Bin: i + 1, Bins: len(rep.Bins), Bytes: done + p.Bytes, TotalBytes: rep.BytesIn})
 			}
@@ -332,18 +387,19 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 			return rep, err
 		}
 	}
-	res, err := h.Rewrite(ctx, remove, add)
+	res, err := h.RewriteApplying(ctx, remove, add, deletes.Applied)
 	if err != nil {
 		return rep, err
 	}
-	rep.Snapshot = res.SnapshotID
+	rep.Snapshot, rep.DeleteFilesRemoved = res.SnapshotID, res.DeleteFilesRemoved
 	rep.Took = time.Since(start)
 	return rep, nil
 }
 
 // mergeBin merges the files of b into new objects in its folder named
-// after name, and returns what the merge wrote and their locations.
-func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), b Bin, name string, o Options, progress func(merge.Progress)) ([]merge.Output, []string, error) {
+// after name, leaving out the rows of deleted (by file location), and
+// returns what the merge wrote and their locations.
+func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), b Bin, deleted map[string]*table.Positions, name string, o Options, progress func(merge.Progress)) ([]merge.Output, []string, error) {
 	inputs := make([]merge.Input, 0, len(b.Files))
 	for _, f := range b.Files {
 		key, err := keyOf(f.Location)
@@ -355,7 +411,11 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 			return nil, nil, fmt.Errorf("opening %s: %w", f.Location, err)
 		}
 		defer r.Close()
-		inputs = append(inputs, merge.Input{Name: f.Location, R: r, Size: r.Size()})
+		in := merge.Input{Name: f.Location, R: r, Size: r.Size()}
+		if p := deleted[f.Location]; p != nil {
+			in.Deleted = p.Sorted()
+		}
+		inputs = append(inputs, in)
 	}
 	var uploads []objstore.Upload
 	var locations []string
@@ -429,7 +489,7 @@ func splitBySchema(bins []Bin, min int, schemaOf func(loc string) (string, error
 			p.Records += f.Records
 		}
 		for _, p := range parts {
-			if len(p.Files) >= min {
+			if p.enough(min) {
 				out = append(out, p)
 			}
 		}
@@ -444,6 +504,11 @@ type footer struct {
 	// sink says whether the file's footer has Kafka ranges (the sink's
 	// files and compactions' have).
 	sink bool
+	// placed says whether the merge can tell the offsets of the file's
+	// records, to write the ranges of what remains of it once deleted
+	// rows are left out: it has a _kafka.offset column, or its ranges
+	// have no gaps (see merge.ErrUnplaced).
+	placed bool
 }
 
 // readFooters reads the footers of the files of bins, by location.
@@ -505,5 +570,7 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 		return footer{}, fmt.Errorf("reading the footer of %s: %w", loc, err)
 	}
 	ranges, err := archive.ReadRanges(f.Metadata().KeyValueMetadata)
-	return footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0}, nil
+	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0}
+	ft.placed = f.Schema().Leaf(offsetColumn) != nil || !slices.ContainsFunc(ranges, func(r archive.Range) bool { return r.Last-r.First+1 != r.Records })
+	return ft, nil
 }

@@ -31,6 +31,11 @@ func TestPlan(t *testing.T) {
 		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/compacted-%s-0.parquet", folder, name), Size: size, Records: size / 10, Added: added}
 	}
 	withDeletes := func(f table.LiveFile) table.LiveFile { f.Deletes = 1; return f }
+	withEquality := func(f table.LiveFile) table.LiveFile { f.Deletes, f.EqualityDeletes = 2, 1; return f }
+	named := func(f table.LiveFile, share float64) table.LiveFile {
+		f.Deletes, f.NamedDeletes = 1, int64(share*float64(f.Records))
+		return f
+	}
 	// The two sorts of names, as names of the files in a bin.
 	short := func(f table.LiveFile) string {
 		base := path.Base(f.Location)
@@ -51,8 +56,19 @@ func TestPlan(t *testing.T) {
 		{"too few", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old)}, nil},
 		{"one folder", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, mib, old), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
 		{"folders apart", []table.LiveFile{file("d=1", 0, mib, old), file("d=2", 1, mib, old), file("d=1", 2, mib, old), file("d=2", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,2,4"}},
-		{"deletes left", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), file("d=1", 2, mib, old), file("d=1", 3, mib, old)}, []string{"0,2,3"}},
-		{"deletes leave too few", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), withDeletes(compacted("d=1", "9-ab-000", mib, old)), file("d=1", 3, mib, old)}, nil},
+		// Deletes are applied: their files are taken, and a bin with one
+		// is rewritten however few its files.
+		{"position deletes taken", []table.LiveFile{file("d=1", 0, mib, old), withDeletes(file("d=1", 1, mib, old)), file("d=1", 2, mib, old), file("d=1", 3, mib, old)}, []string{"0,1,2,3"}},
+		{"equality deletes taken", []table.LiveFile{file("d=1", 0, mib, old), withEquality(file("d=1", 1, mib, old)), file("d=1", 2, mib, old)}, []string{"0,1,2"}},
+		{"deletes alone", []table.LiveFile{withDeletes(file("d=1", 0, mib, old)), file("d=2", 1, mib, old), file("d=2", 2, mib, old)}, []string{"0"}},
+		{"deletes keep a compacted file", []table.LiveFile{withDeletes(compacted("d=1", "9-ab-000", 7*mib, old)), file("d=1", 1, 7*mib/2, old)}, []string{"c9-ab-000"}},
+		{"large with deletes left", []table.LiveFile{withDeletes(file("d=1", 0, 8*mib, old)), file("d=1", 1, mib, old)}, nil},
+		// A large file of which deletes that name it delete 30% or more
+		// is rewritten alone.
+		{"large with a third deleted, alone", []table.LiveFile{named(file("d=1", 0, 8*mib, old), 0.4), file("d=1", 1, mib, old), file("d=1", 2, mib, old), file("d=1", 3, mib, old),
+			named(file("d=2", 4, 9*mib, old), 0.31)}, []string{"1,2,3", "0", "4"}},
+		{"large with a tenth deleted left", []table.LiveFile{named(file("d=1", 0, 8*mib, old), 0.1), file("d=1", 1, mib, old)}, nil},
+		{"large and new with a third deleted left", []table.LiveFile{named(file("d=1", 0, 8*mib, now), 0.5)}, nil},
 		{"large and new left", []table.LiveFile{file("d=1", 0, mib, old), file("d=1", 1, 8*mib, old), file("d=1", 2, mib, now), file("d=1", 3, mib, old), file("d=1", 4, mib, old)}, []string{"0,3,4"}},
 		{"compacted taken first", []table.LiveFile{file("d=1", 1, mib, old), file("d=1", 2, mib, old), compacted("d=1", "9-ab-000", mib, old)}, []string{"c9-ab-000,1,2"}},
 		{"compacted oldest first, whatever their names", []table.LiveFile{

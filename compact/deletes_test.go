@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -164,11 +165,12 @@ func (e *deleteEnv) commit(t *testing.T, first, last int64, day int) string {
 	return loc
 }
 
-// delete deletes the rows of id as another engine's DELETE FROM would,
-// with iceberg-go's Transaction.Delete in mode (write.delete.mode), or,
-// for mode "equality", with an equality delete file on the id column
-// (iceberg-go's CommitEqualityDeletes, as Flink's upserts write them).
-func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
+// delete deletes the rows of ids as another engine's DELETE FROM would,
+// in one snapshot, with iceberg-go's Transaction.Delete in mode
+// (write.delete.mode), or, for mode "equality", with an equality delete
+// file on the id column (iceberg-go's CommitEqualityDeletes, as Flink's
+// upserts write them).
+func (e *deleteEnv) delete(t *testing.T, mode string, ids ...int64) {
 	t.Helper()
 	ctx := context.Background()
 	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
@@ -185,7 +187,7 @@ func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(field.ID)})}}, nil)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 		defer b.Release()
-		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
 		rec := b.NewRecordBatch()
 		defer rec.Release()
 		records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
@@ -194,13 +196,13 @@ func (e *deleteEnv) delete(t *testing.T, mode string, id int64) {
 		if err := tx.SetProperties(iceberg.Properties{itable.WriteDeleteModeKey: mode}); err != nil {
 			t.Fatal(err)
 		}
-		err = tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), id), nil)
+		err = tx.Delete(ctx, iceberg.IsIn(iceberg.Reference("id"), ids...), nil)
 	}
 	if err != nil {
-		t.Fatalf("deleting id %d (%s): %v", id, mode, err)
+		t.Fatalf("deleting ids %v (%s): %v", ids, mode, err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatalf("committing the delete of id %d (%s): %v", id, mode, err)
+		t.Fatalf("committing the delete of ids %v (%s): %v", ids, mode, err)
 	}
 }
 
@@ -297,13 +299,18 @@ func joinIDs(ids []int64) string {
 	return strings.Join(s, ",")
 }
 
-// TestCompactBesideDeletes commits small files, lets another engine
-// delete a row (or two), and compacts: the files deletes may apply to
-// stay as they are, the others are rewritten, the run says how many it
-// left for deletes, and the table reads exactly the rows it read before
+// TestCompactAppliesDeletes commits small files, lets another engine
+// delete a row (or two), and compacts. Position deletes and deletion
+// vectors are applied: their files are rewritten without the deleted
+// rows, the delete files that applied only to them are gone from the
+// snapshot, those that may still apply to a file left live stay, and the
+// run says how many rows and delete files it applied and removed.
+// Equality deletes are not: the files they may apply to are left as they
+// are. Either way the table reads exactly the rows it read before
 // (iceberg-go's scan, which applies the deletes; DuckDB over the data
-// files without deletes, which must hold the rest of them).
-func TestCompactBesideDeletes(t *testing.T) {
+// files no delete may apply to, which must hold the rest of them), and
+// orphan removal deletes none of its files.
+func TestCompactAppliesDeletes(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -311,8 +318,17 @@ func TestCompactBesideDeletes(t *testing.T) {
 		byDay   bool
 		mode    string
 		deleted []int64
+		// together deletes them in one DELETE, not one each.
+		together bool
+		// noOutput: every row compacted is deleted, and no file written.
+		noOutput bool
+		// target is the target file size; 1 MiB when 0.
+		target int64
 		// days of the files, 10 records each, ids 0-9 the first's.
 		days []int
+		// young are the files (by index) committed too recently to be
+		// compacted (before the deletes, which may apply to them).
+		young []int
 		// after are the days of files committed after the delete.
 		after []int
 		// kept are the files (by index, those after the delete following
@@ -321,27 +337,76 @@ func TestCompactBesideDeletes(t *testing.T) {
 		kept        []int
 		withDeletes int
 		foreign     int
+		// deletedRows and removed: the report's; deletesLeft, the delete
+		// files of the snapshot after the compaction.
+		deletedRows int64
+		removed     int
+		deletesLeft int
 	}{
 		// iceberg-go's v2 position delete files name no data file: they
-		// may apply to every file of their partition (day 0).
-		{"v2 position deletes", 2, true, itable.WriteModeMergeOnRead, []int64{3}, []int{0, 0, 0, 1, 1, 1}, nil, []int{0, 1, 2}, 3, 0},
-		// A deletion vector names its data file.
-		{"v3 deletion vectors", 3, false, itable.WriteModeMergeOnRead, []int64{3, 45}, []int{0, 0, 0, 0, 0, 0}, nil, []int{0, 4}, 2, 0},
+		// may apply to every file of their partition (day 0), and go
+		// when all of those are rewritten.
+		{name: "v2 position deletes", version: 2, byDay: true, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 14},
+			days: []int{0, 0, 0, 1, 1, 1}, deletedRows: 2, removed: 2},
+		// One file of day 0 is too young to compact: the delete files of
+		// day 0 may apply to it, and stay.
+		{name: "v2 position deletes that may apply to a file left", version: 2, byDay: true, mode: itable.WriteModeMergeOnRead, deleted: []int64{33},
+			days: []int{1, 1, 1, 0, 0, 0}, young: []int{5}, kept: []int{5}, deletedRows: 1, deletesLeft: 1},
+		// A deletion vector names its data file, and goes with it.
+		{name: "v3 deletion vectors", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45, 46},
+			days: []int{0, 0, 0, 0, 0, 0}, deletedRows: 3, removed: 2},
+		// One DELETE of rows of two files writes their deletion vectors
+		// in one Puffin file: that of the young file stays.
+		{name: "v3 deletion vectors in one Puffin file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45}, together: true,
+			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
+		// A file whose every row is deleted goes, with its vector, and
+		// no file takes its place.
+		{name: "v3, every row of a file", version: 3, mode: itable.WriteModeMergeOnRead, deleted: upTo(10), together: true,
+			days: []int{0}, deletedRows: 10, removed: 1, noOutput: true},
+		// Files too large to compact (of 2 kB, for a target of 2,000
+		// bytes): the one of which deletion vectors delete 40% is
+		// rewritten alone, the one of 10% left as it is.
+		{name: "v3, large files with deletes", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{0, 1, 2, 3, 15}, together: true,
+			days: []int{0, 0, 0}, target: 2000, kept: []int{1, 2}, deletedRows: 4, removed: 1, deletesLeft: 1},
+		// The file of the young one's stays with it.
+		{name: "v3 deletion vectors, one of a file left", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45},
+			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
 		// The file of id 3 is rewritten by the other engine: its output
 		// has no Kafka ranges, and is left as it is.
-		{"copy-on-write", 2, false, itable.WriteModeCopyOnWrite, []int64{3}, []int{0, 0, 0, 0}, nil, nil, 0, 1},
+		{name: "copy-on-write", version: 2, mode: itable.WriteModeCopyOnWrite, deleted: []int64{3},
+			days: []int{0, 0, 0, 0}, foreign: 1},
 		// An equality delete applies to every older file of an
-		// unpartitioned table, and to none committed after it.
-		{"equality delete", 2, false, "equality", []int64{3}, []int{0, 0, 0}, []int{0, 0, 0}, []int{0, 1, 2}, 3, 0},
+		// unpartitioned table, and to none committed after it: it goes
+		// when they are all rewritten (the new files, of a later data
+		// sequence number, are not its to delete from).
+		{name: "equality delete", version: 2, mode: "equality", deleted: []int64{3, 15},
+			days: []int{0, 0, 0}, after: []int{0, 0, 0}, deletedRows: 2, removed: 2},
+		// The young file keeps it.
+		{name: "equality delete that may apply to a file left", version: 2, mode: "equality", deleted: []int64{3},
+			days: []int{0, 0, 0, 0}, young: []int{3}, kept: []int{3}, deletedRows: 1, deletesLeft: 1},
+		// In a v3 table, beside deletion vectors.
+		{name: "v3 equality delete and deletion vectors", version: 3, mode: "equality", deleted: []int64{3, 14},
+			days: []int{0, 0, 0}, deletedRows: 2, removed: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newDeleteEnv(t, tc.version, tc.byDay)
 			var files []string
+			var cutoff time.Time
 			for i, day := range tc.days {
+				if slices.Contains(tc.young, i) && cutoff.IsZero() {
+					// Snapshot times are in milliseconds.
+					time.Sleep(5 * time.Millisecond)
+					cutoff = time.Now()
+					time.Sleep(5 * time.Millisecond)
+				}
 				files = append(files, e.commit(t, 10*int64(i), 10*int64(i)+9, day))
 			}
-			for _, id := range tc.deleted {
-				e.delete(t, tc.mode, id)
+			if tc.together {
+				e.delete(t, tc.mode, tc.deleted...)
+			} else {
+				for _, id := range tc.deleted {
+					e.delete(t, tc.mode, id)
+				}
 			}
 			for i, day := range tc.after {
 				n := int64(len(tc.days) + i)
@@ -355,11 +420,17 @@ func TestCompactBesideDeletes(t *testing.T) {
 			deletes := e.deleteCount(t)
 
 			// The dry run's plan, then the run.
-			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, OlderThan: 0}
+			o := Options{TargetFileSize: cmp.Or(tc.target, 1<<20), MinInputFiles: 2, OlderThan: 0}
+			if !cutoff.IsZero() {
+				o.Now = func() time.Time { return cutoff }
+			}
 			o.DryRun = true
 			plan, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n := e.deleteCount(t); n != deletes {
+				t.Errorf("%d delete files after the dry run, %d before", n, deletes)
 			}
 			o.DryRun = false
 			rep, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
@@ -369,6 +440,10 @@ func TestCompactBesideDeletes(t *testing.T) {
 			for _, r := range []Report{plan, rep} {
 				if r.WithDeletes != tc.withDeletes || r.Foreign != tc.foreign {
 					t.Errorf("report: %d files left for deletes, %d foreign; want %d and %d", r.WithDeletes, r.Foreign, tc.withDeletes, tc.foreign)
+				}
+				if r.DeletedRows != tc.deletedRows || r.DeleteFilesRemoved != tc.removed || r.Rows != inputRecords(r)-tc.deletedRows {
+					t.Errorf("report: %d deleted rows applied, %d delete files removed, %d rows of %d; want %d and %d",
+						r.DeletedRows, r.DeleteFilesRemoved, r.Rows, inputRecords(r), tc.deletedRows, tc.removed)
 				}
 			}
 			if rep.Snapshot == 0 {
@@ -395,16 +470,19 @@ func TestCompactBesideDeletes(t *testing.T) {
 				}
 				if strings.HasPrefix(path.Base(loc), outputPrefix) {
 					compacted = append(compacted, loc)
+					if f.Deletes > 0 {
+						t.Errorf("delete files may apply to %s, written after them", path.Base(loc))
+					}
 				}
 			}
-			if len(compacted) == 0 {
-				t.Error("no compacted file live")
+			if (len(compacted) == 0) != tc.noOutput {
+				t.Errorf("%d compacted files live", len(compacted))
 			}
 			if got := e.ids(t); !slices.Equal(got, want) {
 				t.Errorf("after the compaction the table reads %v, want %v", got, want)
 			}
-			if n := e.deleteCount(t); n != deletes {
-				t.Errorf("%d delete files after the compaction, %d before", n, deletes)
+			if n := e.deleteCount(t); n != tc.deletesLeft {
+				t.Errorf("%d delete files after the compaction, want %d (%d before)", n, tc.deletesLeft, deletes)
 			}
 			// The files without deletes hold every row of the table but
 			// those of the files with deletes, each once.
@@ -421,34 +499,48 @@ func TestCompactBesideDeletes(t *testing.T) {
 			if got := duckIDs(t, db, free); got != joinIDs(wantFree) {
 				t.Errorf("DuckDB reads ids %s in the files without deletes, want %s", got, joinIDs(wantFree))
 			}
+			// Orphan removal deletes no file the table reads.
+			if _, err := e.h.RemoveOrphans(ctx, e.store, table.OrphanOptions{OlderThan: 0}); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.ids(t); !slices.Equal(got, want) {
+				t.Errorf("after orphan removal the table reads %v, want %v", got, want)
+			}
 		})
 	}
 }
 
 // TestCompactRacesDelete: another engine deletes a row of a file being
 // compacted while the merge runs. The run gives up without committing
-// (table.ErrRewriteDeletes), the delete stays, and the table holds no
-// deleted row; the next run leaves the file out and compacts the others.
+// (table.ErrRewriteDeletes), though it applied the deletes it planned
+// with, the deletes stay, and the table holds no deleted row; the next run
+// applies every delete, and the delete files go.
 func TestCompactRacesDelete(t *testing.T) {
 	ctx := context.Background()
-	for _, version := range []int{2, 3} {
-		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			e := newDeleteEnv(t, version, true)
+	for _, tc := range []struct {
+		version int
+		before  []int64 // deleted before the plan
+	}{{2, nil}, {3, nil}, {2, []int64{3}}, {3, []int64{3}}} {
+		t.Run(fmt.Sprintf("v%d, %d deleted before", tc.version, len(tc.before)), func(t *testing.T) {
+			e := newDeleteEnv(t, tc.version, true)
 			var files []string
 			for i, day := range []int{0, 0, 0, 1, 1, 1} {
 				files = append(files, e.commit(t, 10*int64(i), 10*int64(i)+9, day))
+			}
+			for _, id := range tc.before {
+				e.delete(t, itable.WriteModeMergeOnRead, id)
 			}
 			once := false
 			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, OlderThan: 0, Progress: func(Progress) {
 				if !once {
 					once = true
-					e.delete(t, itable.WriteModeMergeOnRead, 3)
+					e.delete(t, itable.WriteModeMergeOnRead, 13)
 				}
 			}}
 			before := e.live(t)
 			_, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
-			if !errors.Is(err, table.ErrRewriteDeletes) || !strings.Contains(err.Error(), files[0]) {
-				t.Fatalf("the compaction: %v; want table.ErrRewriteDeletes naming %s", err, files[0])
+			if !errors.Is(err, table.ErrRewriteDeletes) || !strings.Contains(err.Error(), files[1]) {
+				t.Fatalf("the compaction: %v; want table.ErrRewriteDeletes naming %s", err, files[1])
 			}
 			after := e.live(t)
 			for loc := range before {
@@ -456,33 +548,43 @@ func TestCompactRacesDelete(t *testing.T) {
 					t.Errorf("%s is no longer live after the refused compaction", loc)
 				}
 			}
-			want := slices.DeleteFunc(upTo(60), func(id int64) bool { return id == 3 })
+			deleted := append(slices.Clone(tc.before), 13)
+			want := slices.DeleteFunc(upTo(60), func(id int64) bool { return slices.Contains(deleted, id) })
 			if got := e.ids(t); !slices.Equal(got, want) {
 				t.Errorf("after the refused compaction the table reads %v, want %v", got, want)
 			}
-			if e.deleteCount(t) == 0 {
-				t.Error("the delete file is gone")
+			if n := e.deleteCount(t); n != len(deleted) {
+				t.Errorf("%d delete files after the refused compaction, want %d", n, len(deleted))
 			}
 
 			o.Progress = nil
 			rep, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
-			if err != nil || rep.Snapshot == 0 || rep.WithDeletes == 0 {
-				t.Fatalf("the next compaction: %+v, %v", rep, err)
+			if err != nil || rep.Snapshot == 0 || rep.WithDeletes != 0 || rep.DeletedRows != int64(len(deleted)) || rep.DeleteFilesRemoved != len(deleted) {
+				t.Fatalf("the next compaction: %+v, %v; want %d deleted rows and delete files applied", rep, err, len(deleted))
 			}
 			after = e.live(t)
-			if _, ok := after[files[0]]; !ok {
-				t.Errorf("the file with the deleted row was compacted")
-			}
-			for _, f := range files[3:] {
+			for _, f := range files {
 				if _, ok := after[f]; ok {
-					t.Errorf("%s, of day 1, was not compacted", path.Base(f))
+					t.Errorf("%s was not compacted", path.Base(f))
 				}
 			}
 			if got := e.ids(t); !slices.Equal(got, want) {
 				t.Errorf("after the next compaction the table reads %v, want %v", got, want)
 			}
+			if n := e.deleteCount(t); n != 0 {
+				t.Errorf("%d delete files after the next compaction, want none", n)
+			}
 		})
 	}
+}
+
+// inputRecords is the records of the inputs of r's bins.
+func inputRecords(r Report) int64 {
+	var n int64
+	for _, b := range r.Bins {
+		n += b.Records
+	}
+	return n
 }
 
 // upTo is 0..n-1.

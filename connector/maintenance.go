@@ -282,7 +282,8 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 	}
 	s.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
-		"rows", rep.Rows, "live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "took", rep.Took)
+		"rows", rep.Rows, "deleted_rows", rep.DeletedRows, "delete_files_removed", rep.DeleteFilesRemoved,
+		"live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "took", rep.Took)
 	return nil
 }
 
@@ -527,7 +528,7 @@ func maintenanceDescs() map[string]*prometheus.Desc {
 		"expired":   prometheus.NewDesc("pqsink_table_maintenance_snapshots_expired_total", "Snapshots expired.", nil, nil),
 		"orphans":   prometheus.NewDesc("pqsink_table_maintenance_orphans_removed_total", "Orphan files deleted.", nil, nil),
 		"held":      prometheus.NewDesc("pqsink_table_maintenance_leases_held", "Tables whose maintenance lease this member holds.", nil, nil),
-		"deletes":   prometheus.NewDesc("pqsink_table_maintenance_files_with_deletes", "Data files that this member's last compaction of the table left as they are because other engines' delete files may apply to them, by table.", []string{"table"}, nil),
+		"deletes":   prometheus.NewDesc("pqsink_table_maintenance_files_with_deletes", "Data files that this member's last compaction of the table left as they are because it could not apply other engines' delete files that may apply to them, by table.", []string{"table"}, nil),
 	}
 }
 

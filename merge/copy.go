@@ -65,17 +65,25 @@ func (m *merger) run(r run) error {
 	}
 	m.cur.Ranges = append(m.cur.Ranges, r.ranges...)
 	var start int64 // the input row at which row group rg starts
+	var deleted []int64
 	for rg := range md.RowGroups {
 		groupRows := md.RowGroups[rg].NumRows
 		lo, hi := max(r.lo-start, 0), min(r.hi-start, groupRows)
+		// The run's deleted rows in this row group, as its rows.
+		deleted = deleted[:0]
+		for _, d := range r.deleted {
+			if d >= start+lo && d < start+hi {
+				deleted = append(deleted, d-start)
+			}
+		}
 		start += groupRows
-		if lo >= hi {
+		if lo >= hi || hi-lo == int64(len(deleted)) {
 			if start >= r.hi {
 				break
 			}
 			continue
 		}
-		rows := hi - lo
+		rows := hi - lo - int64(len(deleted))
 		// Write the row group out first when this one would take it past
 		// its target, by the bytes per row it holds so far.
 		if n := m.g.NumRows(); n > 0 && int64(m.g.Size())+rows*int64(m.g.Size())/int64(n) > m.rowGroup {
@@ -87,7 +95,7 @@ func (m *merger) run(r run) error {
 		if rows == groupRows {
 			err = m.copyRowGroup(x, rg)
 		} else {
-			err = m.copySpan(x, rg, lo, hi)
+			err = m.copySpan(x, rg, lo, hi, deleted)
 		}
 		if err != nil {
 			return err
@@ -107,7 +115,7 @@ func (m *merger) run(r run) error {
 				b += cc.MetaData.TotalCompressedSize
 			}
 		}
-		if rows < groupRows {
+		if hi-lo < groupRows {
 			// The share of the row group's bytes, so that the spans of a
 			// row group add up to its bytes.
 			b = b*hi/groupRows - b*lo/groupRows

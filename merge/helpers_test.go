@@ -221,7 +221,10 @@ type spec struct {
 	first, n int64
 	perGroup int  // rows per row group
 	noRange  bool // no Kafka range in the footer, though the file has the envelope
-	opts     []writer.Option
+	// stride, when more than 1, makes row i's offset i*stride: the
+	// range has gaps (as a transactional topic's files have).
+	stride int64
+	opts   []writer.Option
 }
 
 // writeInput writes one input file into dir and returns its path.
@@ -239,7 +242,7 @@ func writeInput(t testing.TB, dir string, sh shape, sp spec) string {
 	for i := sp.first; i < sp.first+sp.n; i++ {
 		var env *rowgroup.Envelope
 		if hasEnv {
-			env = &rowgroup.Envelope{Topic: "clicks", Partition: sp.p, Offset: i, Timestamp: time.UnixMilli(1_790_000_000_000 + i),
+			env = &rowgroup.Envelope{Topic: "clicks", Partition: sp.p, Offset: i * max(sp.stride, 1), Timestamp: time.UnixMilli(1_790_000_000_000 + i),
 				Key: []byte(strconv.FormatInt(i%10, 10)), Headers: []rowgroup.Header{{Key: "h", Value: []byte{byte(i)}}}}
 			if i%4 == 0 {
 				env.Key, env.Headers = nil, nil
@@ -259,7 +262,8 @@ func writeInput(t testing.TB, dir string, sh shape, sp spec) string {
 		t.Fatal(err)
 	}
 	if hasEnv && !sp.noRange {
-		archive.Range{Topic: "clicks", Partition: sp.p, First: sp.first, Last: sp.first + sp.n - 1, Records: sp.n}.Footer(w.SetKeyValue)
+		st := max(sp.stride, 1)
+		archive.Range{Topic: "clicks", Partition: sp.p, First: sp.first * st, Last: (sp.first + sp.n - 1) * st, Records: sp.n}.Footer(w.SetKeyValue)
 	}
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)

@@ -9,26 +9,38 @@
 //
 // # Exactness
 //
-// Every row of the inputs is in the output once. When the inputs are
-// pqsink archive files (their footers have the pqsink.kafka.* entries of
-// package archive), the output is made of runs: each Kafka range of an
-// input's footer is a run of its rows (the rows after those of the ranges
-// before it, as many as the range's records), and the runs of all inputs
-// are copied in order by topic, partition and first offset. The output's
-// rows are then in order by partition and offset, even where the inputs'
-// ranges interleave (two earlier compactions of the same partitions, or a
-// compacted file with a gap that another file fills), and its footer
-// lists the runs' ranges in that order, coalesced (archive.WriteRanges:
-// one range as the sink writes it, several in pqsink.kafka.ranges). Runs
-// that hold the same offsets of a partition are refused: their records
-// would be in the output twice. So are inputs of which some are archive
-// files and some are not. Runs of an input that follow one another in its
-// rows are copied as one, and a run copies the input's row groups that it
-// holds whole; a row group it holds in part (the run starts or ends inside
-// it) is copied from the run's first row to its last: where the chunk has
-// an offset index, the pages before the run are not read (the chunk's
-// dictionary aside), nor those after the page that follows it. Other
-// files are merged whole, in the order given.
+// Every row of the inputs (but the deleted ones, see below) is in the
+// output once. When the inputs are pqsink archive files (their footers have
+// the pqsink.kafka.* entries of package archive), the output is made of
+// runs: each Kafka range of an input's footer is a run of its rows (the
+// rows after those of the ranges before it, as many as the range's
+// records), and the runs of all inputs are copied in order by topic,
+// partition and first offset. The output's rows are then in order by
+// partition and offset, even where the inputs' ranges interleave (two
+// earlier compactions of the same partitions, or a compacted file with a
+// gap that another file fills), and its footer lists the runs' ranges in
+// that order, coalesced (archive.WriteRanges: one range as the sink writes
+// it, several in pqsink.kafka.ranges). Runs that hold the same offsets of a
+// partition are refused: their records would be in the output twice. So are
+// inputs of which some are archive files and some are not. Runs of an input
+// that follow one another in its rows are copied as one, and a run copies
+// the input's row groups that it holds whole; a row group it holds in part
+// (the run starts or ends inside it) is copied from the run's first row to
+// its last: where the chunk has an offset index, the pages before the run
+// are not read (the chunk's dictionary aside), nor those after the page
+// that follows it. Other files are merged whole, in the order given.
+//
+// The rows of Input.Deleted are left out: each footer range of their
+// input becomes the range of the records it keeps, from the first kept
+// to the last, with the records kept (their offsets read from the input's
+// _kafka.offset column, or, without one, known from a range that holds
+// every offset from its first to its last; a range with gaps of an input
+// without the column is refused with an error wrapping ErrUnplaced), and
+// a range of which no record is kept is dropped. A deleted record is so a
+// gap in the output's ranges (a range of fewer records than offsets, as a
+// transactional topic's files have), as a record the sink never received;
+// the rows around it are copied as one run, each deleted row left out as
+// the pages are copied.
 //
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
@@ -80,6 +92,11 @@ type Input struct {
 	// R reads the file, of Size bytes.
 	R    io.ReaderAt
 	Size int64
+	// Deleted are the positions of the file's rows (from 0) to leave out,
+	// in increasing order: the rows that a table's delete files delete
+	// (compaction applying another engine's deletes). A deleted row is a
+	// gap in the output's Kafka ranges (see Exactness).
+	Deleted []int64
 }
 
 // Output describes one file the merge wrote.
@@ -233,7 +250,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	}()
 	m.rowGroup = min(o.rowGroup, o.memory/2)
 	for _, x := range in {
-		m.progress.TotalRows += x.f.NumRows()
+		m.progress.TotalRows += x.f.NumRows() - int64(len(x.Deleted))
 		m.progress.TotalBytes += chunkBytes(x.f)
 	}
 	for _, r := range runs {
@@ -275,6 +292,9 @@ type run struct {
 	in     *input
 	lo, hi int64
 	ranges []archive.Range
+	// deleted are the input's rows of [lo, hi) left out (Input.Deleted),
+	// in increasing order.
+	deleted []int64
 }
 
 // order reads the inputs' Kafka ranges and returns the runs the output is
@@ -322,8 +342,13 @@ func order(in []*input) ([]run, error) {
 	switch archived {
 	case 0:
 		for _, x := range in {
-			runs = append(runs, run{in: x, hi: x.f.NumRows()})
-			x.runs = 1
+			if err := checkDeleted(x); err != nil {
+				return nil, err
+			}
+			if int64(len(x.Deleted)) < x.f.NumRows() {
+				runs = append(runs, run{in: x, hi: x.f.NumRows(), deleted: x.Deleted})
+				x.runs++
+			}
 		}
 		return runs, nil
 	case len(in):
@@ -335,6 +360,14 @@ func order(in []*input) ([]run, error) {
 		}
 	}
 	for _, x := range in {
+		if len(x.Deleted) > 0 {
+			rs, err := deletedRuns(x)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, rs...)
+			continue
+		}
 		var row int64
 		for i := range x.ranges {
 			r := x.ranges[i : i+1 : i+1]
@@ -360,6 +393,7 @@ func order(in []*input) ([]run, error) {
 			p := &out[n-1]
 			p.hi = r.hi
 			p.ranges = append(p.ranges, r.ranges...)
+			p.deleted = append(p.deleted, r.deleted...)
 			continue
 		}
 		out = append(out, r)

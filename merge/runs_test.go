@@ -352,7 +352,7 @@ func TestMergeSpanSkipsPages(t *testing.T) {
 		}
 		pages += len(oi.PageLocations)
 		before := m.decodedPages
-		if err := m.copyChunkSpan(x, 0, c, 2000, 2010); err != nil {
+		if err := m.copyChunkSpan(x, 0, c, 2000, 2010, nil); err != nil {
 			t.Fatal(err)
 		}
 		decoded += m.decodedPages - before

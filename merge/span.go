@@ -21,16 +21,17 @@ import (
 // last row (reading no further ahead than the page after it, where the
 // offset index says where that is).
 
-// copySpan appends rows [lo, hi) of row group rg of x to the output row
-// group, column by column. On error the output row group is left in an
-// unknown state: the merge fails.
-func (m *merger) copySpan(x *input, rg int, lo, hi int64) error {
+// copySpan appends rows [lo, hi) of row group rg of x, but those of
+// deleted (row group rows, increasing, within [lo, hi)), to the output
+// row group, column by column. On error the output row group is left in
+// an unknown state: the merge fails.
+func (m *merger) copySpan(x *input, rg int, lo, hi int64, deleted []int64) error {
 	limit := m.opts.memory * 3 / 4
 	for c := range m.sch.Leaves() {
 		if err := m.ctx.Err(); err != nil {
 			return err
 		}
-		if err := m.copyChunkSpan(x, rg, c, lo, hi); err != nil {
+		if err := m.copyChunkSpan(x, rg, c, lo, hi, deleted); err != nil {
 			if errors.Is(err, reader.ErrMemoryBudget) {
 				err = fmt.Errorf("%w: %w", ErrMemory, err)
 			}
@@ -40,13 +41,13 @@ func (m *merger) copySpan(x *input, rg int, lo, hi int64) error {
 			return fmt.Errorf("merge: input %s, row group %d: %w: its rows take %d bytes in memory at column %s, more than three quarters of the %d-byte limit; give more memory", x.Name, rg, ErrMemory, held, m.sch.Leaves()[c].PathString(), m.opts.memory)
 		}
 	}
-	m.g.EndRows(int(hi - lo))
+	m.g.EndRows(int(hi - lo - int64(len(deleted))))
 	return nil
 }
 
-// copyChunkSpan appends the entries of rows [lo, hi) of one column chunk
-// to the output column.
-func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
+// copyChunkSpan appends the entries of rows [lo, hi) of one column chunk,
+// but those of the rows of deleted, to the output column.
+func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64, deleted []int64) error {
 	cr, done, err := m.chunk(x, rg, c)
 	if err != nil {
 		return err
@@ -64,6 +65,7 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 		return err
 	}
 	col := m.g.Column(c)
+	var pieces [][2]int
 	// started counts the rows of the chunk begun so far: the row of an
 	// entry at repetition level 0 is started, before it is counted.
 	var started, copied int64
@@ -112,10 +114,12 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 			return fmt.Errorf("%w: data page %d starts in the middle of a record (repetition level %d)", reader.ErrCorrupt, cr.DataPages()-1, p.Rep[0])
 		}
 		first = false
-		// The page's entries of the span: [i0, i1).
+		// The page's entries of the span: [i0, i1), the first of row r0.
 		n := p.NumValues
 		i0, i1, done := n, n, false
+		var r0 int64
 		if !repeated {
+			r0 = max(lo, started)
 			i0 = int(min(max(lo-started, 0), int64(n)))
 			i1 = int(min(max(hi-started, 0), int64(n)))
 			started += int64(n)
@@ -135,7 +139,7 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 					}
 				}
 				if row >= lo && i0 == n {
-					i0 = i
+					i0, r0 = i, row
 				}
 			}
 			i0 = min(i0, i1)
@@ -150,32 +154,42 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 			}
 		}
 		if i0 < i1 {
-			var rep, def []uint8
+			// The entries of the rows kept, in pieces between deleted rows.
+			var prs []uint8
 			if repeated {
-				rep = p.Rep[i0:i1]
+				prs = p.Rep
 			}
-			if leaf.MaxDef > 0 {
-				def = p.Def[i0:i1]
-			}
-			v0 := i0
-			if leaf.MaxDef > 0 {
-				v0 = 0
-				for _, d := range p.Def[:i0] {
-					if int(d) == int(leaf.MaxDef) {
-						v0++
+			pieces = keptEntries(pieces[:0], prs, i0, i1, r0, deleted)
+			e, v0 := 0, 0 // v0: the values of the entries before e
+			for _, pc := range pieces {
+				if leaf.MaxDef > 0 {
+					for _, d := range p.Def[e:pc[0]] {
+						if int(d) == int(leaf.MaxDef) {
+							v0++
+						}
 					}
+				} else {
+					v0 += pc[0] - e
 				}
-			}
-			nv, err := col.AppendLevels(rep, def, i1-i0)
-			if err != nil {
-				return fmt.Errorf("%w: %w", reader.ErrCorrupt, err)
-			}
-			if v0+nv > p.Values.Len() {
-				return fmt.Errorf("%w: a page holds %d values, its levels say at least %d", reader.ErrCorrupt, p.Values.Len(), v0+nv)
-			}
-			sub := subValues(&p.Values, v0, nv)
-			if err := appendValues(col, &sub, nv); err != nil {
-				return err
+				var rep, def []uint8
+				if repeated {
+					rep = p.Rep[pc[0]:pc[1]]
+				}
+				if leaf.MaxDef > 0 {
+					def = p.Def[pc[0]:pc[1]]
+				}
+				nv, err := col.AppendLevels(rep, def, pc[1]-pc[0])
+				if err != nil {
+					return fmt.Errorf("%w: %w", reader.ErrCorrupt, err)
+				}
+				if v0+nv > p.Values.Len() {
+					return fmt.Errorf("%w: a page holds %d values, its levels say at least %d", reader.ErrCorrupt, p.Values.Len(), v0+nv)
+				}
+				sub := subValues(&p.Values, v0, nv)
+				if err := appendValues(col, &sub, nv); err != nil {
+					return err
+				}
+				e, v0 = pc[1], v0+nv
 			}
 		}
 		if done {
@@ -195,6 +209,44 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64) error {
 	}
 	kept = true
 	return nil
+}
+
+// keptEntries appends to dst the pieces [e0, e1) of a page's entries
+// [i0, i1) that hold no row of deleted (increasing): entry i0 is of row
+// r0, and each entry at repetition level 0 of reps (nil for a column
+// that is not repeated: an entry a row) begins the next row.
+func keptEntries(dst [][2]int, reps []uint8, i0, i1 int, r0 int64, deleted []int64) [][2]int {
+	d := sort.Search(len(deleted), func(i int) bool { return deleted[i] >= r0 })
+	if d == len(deleted) {
+		return append(dst, [2]int{i0, i1})
+	}
+	row, start := r0, i0
+	for i := i0; i < i1; i++ {
+		if i > i0 && (reps == nil || reps[i] == 0) {
+			row++
+		}
+		for d < len(deleted) && deleted[d] < row {
+			d++
+		}
+		gone := d < len(deleted) && deleted[d] == row
+		switch {
+		case gone && start >= 0:
+			if start < i {
+				dst = append(dst, [2]int{start, i})
+			}
+			start = -1
+		case !gone && start < 0:
+			start = i
+		}
+		if d == len(deleted) && start >= 0 {
+			// No deleted row after this one: the rest is kept.
+			break
+		}
+	}
+	if start >= 0 && start < i1 {
+		dst = append(dst, [2]int{start, i1})
+	}
+	return dst
 }
 
 // subValues returns the n values of v from value from, sharing v's

@@ -2,19 +2,21 @@ package table
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 
 	"github.com/apache/iceberg-go"
 )
 
-// ErrRewriteDeletes is wrapped by the error of a Rewrite of which an input
-// has a delete file that may apply to it: another engine deleted rows of
-// it (DELETE in Spark or Trino, merge-on-read) after the compaction
-// planned. Committing would bring those rows back, since the new file
-// holds all the input's rows and the delete file names the old file (a
-// position delete or deletion vector) or is older than the new file (an
-// equality delete). Retrying cannot help; a new plan leaves the file out.
+// ErrRewriteDeletes is wrapped by the error of a Rewrite (RewriteApplying)
+// of which an input has a delete file that may apply to it and that the
+// plan did not apply: another engine deleted rows of it (DELETE in Spark
+// or Trino, merge-on-read) after the compaction planned. Committing would
+// bring those rows back, since the new file holds the input's rows but
+// those the plan's deletes delete, and the delete file names the old file
+// (a position delete or deletion vector) or is older than the new file
+// (an equality delete). Retrying cannot help; a new plan applies it.
 var ErrRewriteDeletes = errors.New("another engine's delete files may apply to inputs of the rewrite, which would bring their deleted rows back")
 
 // filePathFieldID is the field id of the file_path column of position
@@ -25,10 +27,15 @@ const filePathFieldID = 2147483546
 // deleteFile is a live delete file of a snapshot, with what says which
 // data files it may apply to (the table spec's "Scan Planning").
 type deleteFile struct {
+	// path identifies the delete file (deleteKey).
 	path string
 	// seq is the data sequence number; math.MaxInt64 when unknown, so
 	// that it applies to every data file.
 	seq int64
+	// records is the delete file's record count: for a deletion vector
+	// or a position delete file that names one data file, how many rows
+	// of it it deletes (at most).
+	records int64
 	// global: an equality delete of an unpartitioned spec (or of a spec
 	// the metadata does not have), which applies to every partition.
 	global    bool
@@ -54,7 +61,7 @@ type deleteScope struct {
 // spec of the table by its id (nil when there is none).
 func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.ManifestEntry) {
 	df := e.DataFile()
-	d := deleteFile{path: df.FilePath(), seq: e.SequenceNum(), partition: df.Partition()}
+	d := deleteFile{path: deleteKey(df), seq: e.SequenceNum(), partition: df.Partition(), records: df.Count()}
 	if d.seq < 0 {
 		d.seq = math.MaxInt64
 	}
@@ -81,7 +88,18 @@ func (s *deleteScope) add(specOf func(int) *iceberg.PartitionSpec, e iceberg.Man
 	s.positional = append(s.positional, d)
 }
 
-// applying returns the locations of the delete files that may apply to
+// deleteKey identifies a delete file among a snapshot's: its location,
+// and for a deletion vector (a blob of a Puffin file that may hold the
+// vectors of several data files) its blob's offset too.
+func deleteKey(df iceberg.DataFile) string {
+	if off := df.ContentOffset(); off != nil {
+		return fmt.Sprintf("%s#%d", df.FilePath(), *off)
+	}
+	return df.FilePath()
+}
+
+// applying returns the keys (deleteKey: locations, with a deletion
+// vector's offset) of the delete files that may apply to
 // the data file df of data sequence number seq (negative when unknown):
 //   - a position delete or deletion vector whose data sequence number is
 //     seq or more, and that names df (referenced_data_file, or its
@@ -116,6 +134,23 @@ func (s *deleteScope) applying(seq int64, df iceberg.DataFile) []string {
 		}
 	}
 	return out
+}
+
+// named is how many rows of the data file df of data sequence number seq
+// the deletion vectors and position delete files that name it (and apply
+// to it) say they delete: a bound from above of the rows they delete,
+// without reading them. Deletes that name no file do not count.
+func (s *deleteScope) named(seq int64, df iceberg.DataFile) int64 {
+	if seq < 0 {
+		seq = math.MinInt64
+	}
+	var n int64
+	for _, d := range s.byTarget[df.FilePath()] {
+		if seq <= d.seq {
+			n += max(d.records, 0)
+		}
+	}
+	return n
 }
 
 // samePartition reports whether the partition tuples a and b may be the

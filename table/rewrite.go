@@ -28,9 +28,18 @@ type LiveFile struct {
 	Added time.Time
 	// Deletes is how many of the snapshot's delete files may apply to
 	// the file (see Live): rows of it may have been deleted, so its
-	// records are not all in the table, and a compaction must leave it
-	// as it is.
+	// records are not all in the table: a compaction that takes it
+	// applies them (Handle.Deletes, RewriteApplying).
 	Deletes int
+	// EqualityDeletes is how many of the Deletes are equality delete
+	// files.
+	EqualityDeletes int
+	// NamedDeletes is how many rows of the file the deletion vectors and
+	// position delete files that name it (among the Deletes) delete, by
+	// their record counts: at most Records, unless the metadata is wrong.
+	// Deletes that name no file (equality deletes, position delete files
+	// of several files) are not counted.
+	NamedDeletes int64
 }
 
 // Live lists the data files of the table's current snapshot, and that
@@ -48,7 +57,7 @@ func (h *Handle) Live(ctx context.Context) ([]LiveFile, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("table %s: %w", h.name, err)
 	}
-	files, err := liveFiles(ctx, tbl)
+	files, _, err := liveFiles(ctx, tbl)
 	if err != nil {
 		return nil, 0, fmt.Errorf("table %s: %w", h.name, err)
 	}
@@ -67,51 +76,65 @@ func (h *Handle) Live(ctx context.Context) ([]LiveFile, int64, error) {
 type liveFile struct {
 	LiveFile
 	df iceberg.DataFile
-	// deletes are the locations of the delete files that may apply.
+	// seq is its data sequence number.
+	seq int64
+	// deletes are the delete files that may apply, by deleteKey.
 	deletes []string
 }
 
 // liveFiles reads the data files of tbl's current snapshot, and which of
-// its delete files may apply to each (deleteScope).
-func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, error) {
+// its delete files may apply to each (deleteScope); it returns the
+// snapshot's delete files too, by deleteKey.
+func liveFiles(ctx context.Context, tbl *itable.Table) ([]liveFile, map[string]snapFile, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
+	return snapshotFiles(ctx, tbl, snap)
+}
+
+// snapshotFiles is liveFiles of the snapshot snap of tbl.
+func snapshotFiles(ctx context.Context, tbl *itable.Table, snap *itable.Snapshot) ([]liveFile, map[string]snapFile, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	manifests, err := snap.Manifests(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %d: reading its manifest list: %w", snap.SnapshotID, err)
+		return nil, nil, fmt.Errorf("snapshot %d: reading its manifest list: %w", snap.SnapshotID, err)
 	}
 	var out []liveFile
-	var seqs []int64
 	var scope deleteScope
+	deletes := map[string]snapFile{}
 	for _, m := range manifests {
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: reading manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
+				return nil, nil, fmt.Errorf("snapshot %d: reading manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
 			}
 			df := e.DataFile()
 			if m.ManifestContent() != iceberg.ManifestContentData || df.ContentType() != iceberg.EntryContentData {
 				scope.add(tbl.Metadata().PartitionSpecByID, e)
+				deletes[deleteKey(df)] = snapFile{df: df, seq: e.SequenceNum()}
 				continue
 			}
-			f := liveFile{LiveFile: LiveFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()}, df: df}
+			f := liveFile{LiveFile: LiveFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count()}, df: df, seq: e.SequenceNum()}
 			if s := tbl.SnapshotByID(e.SnapshotID()); s != nil {
 				f.Added = time.UnixMilli(s.TimestampMs)
 			}
 			out = append(out, f)
-			seqs = append(seqs, e.SequenceNum())
 		}
 	}
 	for i := range out {
-		out[i].deletes = scope.applying(seqs[i], out[i].df)
+		out[i].deletes = scope.applying(out[i].seq, out[i].df)
 		out[i].Deletes = len(out[i].deletes)
+		out[i].NamedDeletes = scope.named(out[i].seq, out[i].df)
+		for _, d := range out[i].deletes {
+			if deletes[d].df.ContentType() == iceberg.EntryContentEqDeletes {
+				out[i].EqualityDeletes++
+			}
+		}
 	}
-	return out, nil
+	return out, deletes, nil
 }
 
 // RewriteResult says what a Rewrite did.
@@ -120,83 +143,111 @@ type RewriteResult struct {
 	SnapshotID int64
 	// Attempts is how many times the commit was tried (conflicts + 1).
 	Attempts int
+	// DeleteFilesRemoved is how many delete files the snapshot removed:
+	// those the rewrite applied that no live data file is left for.
+	DeleteFilesRemoved int
 }
 
 // Rewrite replaces the data files at the locations remove with the files
 // add, which hold exactly their rows, in one replace snapshot: the table's
-// records stay the same, in fewer files. The snapshot carries the
-// exactly-once state of the current one unchanged, so that running sinks
-// go on where they were. It reloads the table at each attempt and checks
-// that every file of remove is still live: a commit that lost the catalog's
+// records stay the same, in fewer files. It is RewriteApplying without
+// deletes: an input that a delete file may apply to gives the commit up.
+func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (RewriteResult, error) {
+	return h.RewriteApplying(ctx, remove, add, nil)
+}
+
+// RewriteApplying replaces the data files at the locations remove with the
+// files add, which hold exactly their rows but those that the delete files
+// applied delete (PlanDeletes.Applied of Handle.Deletes), in one replace
+// snapshot: the table reads the same records, in fewer files. The snapshot
+// carries the exactly-once state of the current one unchanged, so that
+// running sinks go on where they were, and removes the delete files that
+// applied to an input and may apply to no data file left live
+// (removableDeletes). It reloads the table at each attempt and checks that
+// every file of remove is still live: a commit that lost the catalog's
 // compare-and-swap to an append (a sink's) is tried again, up to
 // commitAttempts times, and one whose inputs another rewrite replaced is
 // given up (ErrRewriteConflict), leaving add uncommitted: orphans for
 // maintenance to remove. So is one of which an input has a delete file
-// that may apply to it (ErrRewriteDeletes): another engine deleted rows of
-// it since the plan, which the new files would bring back.
-func (h *Handle) Rewrite(ctx context.Context, remove []string, add []File) (RewriteResult, error) {
+// that may apply to it and is not among applied (ErrRewriteDeletes):
+// another engine deleted rows of it since the plan, which the new files
+// would bring back.
+func (h *Handle) RewriteApplying(ctx context.Context, remove []string, add []File, applied []string) (RewriteResult, error) {
 	var res RewriteResult
 	var err error
 	res.Attempts, err = h.retry(ctx, "rewrite", func() error {
-		id, err := h.tryRewrite(ctx, remove, add)
+		id, removed, err := h.tryRewrite(ctx, remove, add, applied)
 		if err == nil {
-			res.SnapshotID = id
+			res.SnapshotID, res.DeleteFilesRemoved = id, removed
 		}
 		return err
 	})
 	return res, err
 }
 
-func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (int64, error) {
+func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File, applied []string) (int64, int, error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := noLibraryRetry(tbl); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	live, err := liveFiles(ctx, tbl)
+	live, deleteFiles, err := liveFiles(ctx, tbl)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	byLocation := make(map[string]liveFile, len(live))
 	for _, f := range live {
 		byLocation[f.Location] = f
 	}
+	wasApplied := make(map[string]bool, len(applied))
+	for _, d := range applied {
+		wasApplied[d] = true
+	}
+	inputs := make(map[string]bool, len(remove))
 	del := make([]iceberg.DataFile, 0, len(remove))
 	var gone, deleted []string
 	for _, loc := range remove {
 		f, ok := byLocation[loc]
-		switch {
-		case !ok:
+		if !ok {
 			gone = append(gone, loc)
-		case len(f.deletes) > 0:
-			deleted = append(deleted, fmt.Sprintf("%s (%s)", loc, strings.Join(f.deletes, ", ")))
-		default:
-			del = append(del, f.df)
+			continue
 		}
+		var unknown []string
+		for _, d := range f.deletes {
+			if !wasApplied[d] {
+				unknown = append(unknown, d)
+			}
+		}
+		if len(unknown) > 0 {
+			deleted = append(deleted, fmt.Sprintf("%s (%s)", loc, strings.Join(unknown, ", ")))
+			continue
+		}
+		inputs[loc] = true
+		del = append(del, f.df)
 	}
 	if len(gone) > 0 {
-		return 0, fmt.Errorf("%w: %s", ErrRewriteConflict, strings.Join(gone, ", "))
+		return 0, 0, fmt.Errorf("%w: %s", ErrRewriteConflict, strings.Join(gone, ", "))
 	}
 	// Another engine's delete (merge-on-read: position deletes, deletion
 	// vectors, equality deletes) committed since the compaction planned,
-	// which left out the files deletes applied to then. The new files
-	// hold every row of their inputs and would carry none of the deletes
-	// (a position delete names the old file; an equality delete applies
-	// only to files older than itself), so the deleted rows would come
-	// back. Java's RewriteFiles refuses the same (its validation of no
-	// new deletes for the rewritten files). iceberg-go's rewrite checks
-	// it too, but only against the snapshots committed after this
-	// attempt loaded the table, while the plan was made long before (and
-	// each attempt loads the table again, TestRewriteRacesDelete): so
-	// every delete file of the snapshot loaded is checked here (the plan
-	// left out the files deletes applied to then, so one found now is
-	// new), and the catalog's compare-and-swap covers the time from this
-	// load to the commit.
+	// which applied the deletes of its inputs then (applied). The new
+	// files would carry none of the new delete (a position delete names
+	// the old file; an equality delete applies only to files older than
+	// itself), so the rows it deleted would come back. Java's
+	// RewriteFiles refuses the same (its validation of no new deletes for
+	// the rewritten files). iceberg-go's rewrite checks it too, but only
+	// against the snapshots committed after this attempt loaded the
+	// table, while the plan was made long before (and each attempt loads
+	// the table again, TestRewriteRacesDelete): so every delete file of
+	// the snapshot loaded that may apply to an input must be one the plan
+	// applied, and the catalog's compare-and-swap covers the time from
+	// this load to the commit.
 	if len(deleted) > 0 {
-		return 0, fmt.Errorf("%w: %s", ErrRewriteDeletes, strings.Join(deleted, "; "))
+		return 0, 0, fmt.Errorf("%w: %s", ErrRewriteDeletes, strings.Join(deleted, "; "))
 	}
+	expunge := removableDeletes(live, deleteFiles, inputs)
 	var rowID *int64
 	if tbl.Metadata().Version() >= 3 {
 		next := tbl.Metadata().NextRowID()
@@ -206,7 +257,7 @@ func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (i
 	for _, f := range add {
 		df, err := dataFile(tbl, f, rowID)
 		if err != nil {
-			return 0, fmt.Errorf("file %s: %w", f.Location, err)
+			return 0, 0, fmt.Errorf("file %s: %w", f.Location, err)
 		}
 		if rowID != nil {
 			*rowID += f.Footer.NumRows
@@ -229,21 +280,24 @@ func (h *Handle) tryRewrite(ctx context.Context, remove []string, add []File) (i
 	for _, df := range del {
 		rw.DeleteFile(df)
 	}
+	for _, d := range expunge {
+		rw.DeleteFile(d)
+	}
 	for _, df := range dfs {
 		rw.AddDataFile(df)
 	}
 	if err := rw.Commit(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var id int64
 	if s := next.CurrentSnapshot(); s != nil {
 		id = s.SnapshotID
 	}
-	return id, nil
+	return id, len(expunge), nil
 }
 
 // stateValue is the summary entry of the exactly-once state in force: that

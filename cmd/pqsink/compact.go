@@ -138,6 +138,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 // printCompaction prints a table's compaction, or its plan.
 func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	defer printLeftOut(w, rep)
+	defer printDeletes(w, rep, dryRun)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -145,7 +146,11 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	if dryRun {
 		fmt.Fprintf(w, "%s: would rewrite %d of %d data files (%.1f MB, %d rows) in %d bins:\n", rep.Table, rep.FilesIn, rep.LiveFiles, float64(rep.BytesIn)/1e6, rep.Rows, len(rep.Bins))
 		for _, b := range rep.Bins {
-			fmt.Fprintf(w, "  %s: %d files, %.1f MB, %d rows\n", shortFolder(b.Folder), len(b.Files), float64(b.Bytes)/1e6, b.Records)
+			deleted := ""
+			if b.Deleted > 0 {
+				deleted = fmt.Sprintf(", %d deleted", b.Deleted)
+			}
+			fmt.Fprintf(w, "  %s: %d files, %.1f MB, %d rows%s\n", shortFolder(b.Folder), len(b.Files), float64(b.Bytes)/1e6, b.Records, deleted)
 		}
 		return
 	}
@@ -154,12 +159,28 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
 }
 
+// printDeletes says what a compaction did (or would do) of other engines'
+// deletes: the deleted rows it left out of the new files, and the delete
+// files it removed.
+func printDeletes(w io.Writer, rep compact.Report, dryRun bool) {
+	if rep.DeleteFilesApplied == 0 {
+		return
+	}
+	if dryRun {
+		fmt.Fprintf(w, "%s: would apply %d delete files (%d deleted rows left out of the new files) and remove %d of them\n",
+			rep.Table, rep.DeleteFilesApplied, rep.DeletedRows, rep.DeleteFilesRemoved)
+		return
+	}
+	fmt.Fprintf(w, "%s: applied %d delete files (%d deleted rows left out of the new files) and removed %d of them\n",
+		rep.Table, rep.DeleteFilesApplied, rep.DeletedRows, rep.DeleteFilesRemoved)
+}
+
 // printLeftOut says which files a compaction left as they are whatever
-// their size: those another engine's deletes may apply to, and those the
-// sink did not write.
+// their size: those with another engine's deletes it could not apply,
+// and those the sink did not write.
 func printLeftOut(w io.Writer, rep compact.Report) {
 	if rep.WithDeletes > 0 {
-		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them\n", rep.Table, rep.WithDeletes)
+		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction could not apply (delete files in a format pqsink does not read, or records whose offsets are unknown)\n", rep.Table, rep.WithDeletes)
 	}
 	if rep.Foreign > 0 {
 		fmt.Fprintf(w, "%s: left %d data files as they are: pqsink did not write them (no Kafka ranges in their footers)\n", rep.Table, rep.Foreign)

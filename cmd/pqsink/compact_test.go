@@ -13,6 +13,8 @@ import (
 // write them, and say nothing of either when there were none.
 func TestPrintCompaction(t *testing.T) {
 	bin := compact.Bin{Folder: "file:///w/kafka/t/data/d=1", Files: make([]table.LiveFile, 3), Bytes: 3e6, Records: 30}
+	binDeleted := bin
+	binDeleted.Deleted = 5
 	for _, tc := range []struct {
 		name   string
 		rep    compact.Report
@@ -26,8 +28,12 @@ func TestPrintCompaction(t *testing.T) {
 			[]string{"kafka.t: nothing to rewrite (4 data files)", "left 4 data files as they are: delete files"}, []string{"pqsink did not write"}},
 		{"run with deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, FilesOut: 1, LiveFiles: 5, WithDeletes: 1, Snapshot: 7}, false,
 			[]string{"kafka.t: rewrote 3 files", "left 1 data files as they are: delete files"}, []string{"pqsink did not write"}},
+		{"plan applying deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{binDeleted}, FilesIn: 3, LiveFiles: 3, DeletedRows: 5, DeleteFilesApplied: 2, DeleteFilesRemoved: 1}, true,
+			[]string{"kafka.t: would apply 2 delete files (5 deleted rows left out of the new files) and remove 1 of them", "30 rows, 5 deleted"}, []string{"as they are"}},
+		{"run applying deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, FilesOut: 1, LiveFiles: 3, Snapshot: 7, DeletedRows: 5, DeleteFilesApplied: 2, DeleteFilesRemoved: 2}, false,
+			[]string{"kafka.t: applied 2 delete files (5 deleted rows left out of the new files) and removed 2 of them"}, []string{"as they are", "would"}},
 		{"no deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, LiveFiles: 3}, true,
-			[]string{"would rewrite 3 of 3"}, []string{"left"}},
+			[]string{"would rewrite 3 of 3"}, []string{"left", "delete files"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
