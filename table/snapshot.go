@@ -71,6 +71,9 @@ type DataFile struct {
 	// Deleted are the positions of the rows of the file that the
 	// snapshot's delete files delete, or nil when none do.
 	Deleted *Positions
+	// Envelope is what the manifest says of the file's Kafka envelope
+	// columns (not set for Snapshot.Earlier).
+	Envelope Envelope
 }
 
 // Snapshot reads the data files of snapshot id of the table ident (its
@@ -133,9 +136,11 @@ func (k *Catalog) Snapshot(ctx context.Context, ident []string, id int64) (*Snap
 	if err != nil {
 		return nil, err
 	}
+	ts, off, part, topic := envelopeFields(tbl.Metadata(), snap)
 	for _, f := range data {
 		df := f.df
-		out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count(), Deleted: deleted[df.FilePath()]})
+		out.Files = append(out.Files, DataFile{Location: df.FilePath(), Size: df.FileSizeBytes(), Records: df.Count(), Deleted: deleted[df.FilePath()],
+			Envelope: envelopeOf(df, ts, off, part, topic)})
 	}
 	slices.SortFunc(out.Files, func(a, b DataFile) int { return strings.Compare(a.Location, b.Location) })
 	seenManifests := map[string]bool{}

@@ -2,10 +2,14 @@ package table
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
 
 	"github.com/pqsink/pqsink/config"
 )
@@ -148,5 +152,92 @@ func TestSnapshotEarlier(t *testing.T) {
 	slices.Sort(earlier)
 	if want := []string{a.Location, b.Location}; len(s.Files) != 1 || s.Files[0].Location != merged.Location || !slices.Equal(earlier, want) {
 		t.Errorf("after the rewrite: files %+v, earlier %v; want %s and %v", s.Files, earlier, merged.Location, want)
+	}
+}
+
+// TestSnapshotEnvelope: Snapshot gives each of the sink's data files the
+// bounds its manifest holds of the envelope columns, by the field ids of
+// the table's _kafka columns: timestamps in microseconds, offsets,
+// partition, topic.
+func TestSnapshotEnvelope(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, config.PartitionField{Transform: "day", Column: "_kafka.timestamp"})
+	c := e.open(t)
+	h, err := c.Table(ctx, "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := c.Location("events")
+	nextDay := func(o int64) int { return int(o / 15) } // offsets 15.. a day later
+	files := []File{
+		writeFile(t, h, loc, "events", 0, 0, 9, nextDay),
+		writeFile(t, h, loc, "events", 3, 100, 104, nextDay),
+		writeFile(t, h, loc, "events", 0, 10, 19, sameDay),
+	}
+	if _, err := h.Commit(ctx, "g", files, State{{"g", "events", 0}: {Committed: 20}, {"g", "events", 3}: {Committed: 105}}); err != nil {
+		t.Fatal(err)
+	}
+	micros := func(o int64, dayOf func(int64) int) int64 {
+		return day0.AddDate(0, 0, dayOf(o)).Add(time.Duration(o) * time.Second).UnixMicro()
+	}
+	full := func(lo, hi int64) Range[int64] { return Range[int64]{Min: lo, Max: hi, HasMin: true, HasMax: true} }
+	want := map[string]Envelope{
+		files[0].Location: {Timestamp: full(micros(0, nextDay), micros(9, nextDay)), Offset: full(0, 9), Partition: full(0, 0),
+			Topic: Range[string]{Min: "events", Max: "events", HasMin: true, HasMax: true}},
+		files[1].Location: {Timestamp: full(micros(100, nextDay), micros(104, nextDay)), Offset: full(100, 104), Partition: full(3, 3),
+			Topic: Range[string]{Min: "events", Max: "events", HasMin: true, HasMax: true}},
+		files[2].Location: {Timestamp: full(micros(10, sameDay), micros(19, sameDay)), Offset: full(10, 19), Partition: full(0, 0),
+			Topic: Range[string]{Min: "events", Max: "events", HasMin: true, HasMax: true}},
+	}
+	s, err := e.open(t).Snapshot(ctx, []string{"kafka", "events"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Files) != len(want) {
+		t.Fatalf("%d files, want %d", len(s.Files), len(want))
+	}
+	for _, f := range s.Files {
+		if f.Envelope != want[f.Location] {
+			t.Errorf("%s: envelope bounds %+v, want %+v", f.Location, f.Envelope, want[f.Location])
+		}
+	}
+}
+
+// TestEnvelopeOfMissingBounds: a bound a manifest lacks, or whose bytes
+// do not decode as the column's type, is unknown.
+func TestEnvelopeOfMissingBounds(t *testing.T) {
+	ts := envelopeField{id: 4, typ: iceberg.PrimitiveTypes.TimestampTz}
+	off := envelopeField{id: 3, typ: iceberg.PrimitiveTypes.Int64}
+	part := envelopeField{id: 2, typ: iceberg.PrimitiveTypes.Int32}
+	topic := envelopeField{id: 1, typ: iceberg.PrimitiveTypes.String}
+	le64 := func(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+	tests := []struct {
+		name         string
+		lower, upper map[int][]byte
+		fields       [4]envelopeField
+		want         Envelope
+	}{
+		{"no bounds", nil, nil, [4]envelopeField{ts, off, part, topic}, Envelope{}},
+		{"only lower bounds", map[int][]byte{4: le64(5000), 3: le64(7), 2: {2, 0, 0, 0}, 1: []byte("a")}, nil,
+			[4]envelopeField{ts, off, part, topic},
+			Envelope{Timestamp: Range[int64]{Min: 5000, HasMin: true}, Offset: Range[int64]{Min: 7, HasMin: true},
+				Partition: Range[int64]{Min: 2, HasMin: true}, Topic: Range[string]{Min: "a", HasMin: true}}},
+		{"bytes of the wrong width", map[int][]byte{4: {1, 2}, 3: {1}}, map[int][]byte{2: le64(1)}, [4]envelopeField{ts, off, part, topic}, Envelope{}},
+		{"no such columns in the table", map[int][]byte{4: le64(1)}, map[int][]byte{4: le64(1)}, [4]envelopeField{}, Envelope{}},
+		{"nanosecond timestamps are not taken", map[int][]byte{4: le64(1)}, map[int][]byte{4: le64(2)},
+			[4]envelopeField{{id: 4, typ: iceberg.PrimitiveTypes.TimestampTzNs}, off, part, topic}, Envelope{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "file:///x.parquet", iceberg.ParquetFile, nil, nil, nil, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.LowerBoundValues(tc.lower).UpperBoundValues(tc.upper)
+			got := envelopeOf(b.Build(), tc.fields[0], tc.fields[1], tc.fields[2], tc.fields[3])
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -84,7 +84,7 @@ func tableFiles(ctx context.Context, cfg *config.Config, ref tableRef) (string, 
 		if !ok || key == "" {
 			return "", tableObjects{}, fmt.Errorf("table %s, snapshot %d: data file %s is not under store.url %s: replay reads a table's files from the config's store", snap.Table, snap.ID, f.Location, url)
 		}
-		obj := source.Object{Key: key, Size: f.Size}
+		obj := source.Object{Key: key, Size: f.Size, Bounds: manifestBounds(f.Envelope)}
 		if f.Deleted != nil {
 			obj.Deleted = f.Deleted
 		}
@@ -139,4 +139,24 @@ func replayFromTable(ctx context.Context, cfg *config.Config, opts *source.Optio
 	opts.From, opts.StoreURL, opts.Files, opts.Earlier = name, cfg.Store.URL, files, objs.earlier
 	opts.PathTemplate, opts.PathTimezone = tablePathTemplate, nil
 	return nil
+}
+
+// manifestBounds are the bounds of a data file's records that its
+// manifest entry gives, for the replay to pass over a file they rule out
+// without opening it: the timestamps in the replay's milliseconds (the
+// table's microseconds divided by 1000, rounding toward zero as the
+// replay does each record's), or nil when the manifest bounds nothing.
+func manifestBounds(e table.Envelope) *source.Bounds {
+	if e == (table.Envelope{}) {
+		return nil
+	}
+	ints := func(r table.Range[int64], div int64) source.IntRange {
+		return source.IntRange{Min: r.Min / div, Max: r.Max / div, HasMin: r.HasMin, HasMax: r.HasMax}
+	}
+	return &source.Bounds{
+		Time:      ints(e.Timestamp, 1000),
+		Offset:    ints(e.Offset, 1),
+		Partition: ints(e.Partition, 1),
+		Topic:     source.StringRange{Min: e.Topic.Min, Max: e.Topic.Max, HasMin: e.Topic.HasMin, HasMax: e.Topic.HasMax},
+	}
 }

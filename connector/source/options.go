@@ -134,6 +134,10 @@ type Object struct {
 	// deleted (position deletes, deletion vectors): they are not
 	// replayed. Defaults to nil: every row is.
 	Deleted Deletions
+	// Bounds, when set, are what the table's manifest says of the
+	// object's records: an object they rule out of the replay is not
+	// opened. Defaults to nil: the object is placed by its key or footer.
+	Bounds *Bounds
 }
 
 // Deletions are rows of a file, by position: a row's index in the file,

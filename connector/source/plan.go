@@ -39,6 +39,11 @@ type fileRef struct {
 	// sink's files with the same payload columns (lendFooters): the
 	// records' schema its values are produced with.
 	lentKV []meta.KeyValue
+	// pruned says that the file's Bounds rule it out (Options.boundsMayMatch):
+	// it stays in the plan, unopened, as long as it counts in the chain
+	// rule and as a donor of lendFooters (so that the plan of the other
+	// files is what it would be without the bounds), and is then dropped.
+	pruned bool
 }
 
 // partitionPlan is the files of one source partition, by first offset.
@@ -78,6 +83,9 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		r.stats.FilesListed.Add(1)
 		f := &fileRef{key: info.Key, size: info.Size, deleted: r.deleted[info.Key]}
+		if b := r.bounds[info.Key]; b != nil {
+			f.pruned = !o.boundsMayMatch(b)
+		}
 		refs := []*fileRef{f}
 		k, ok := r.keys.Match(info.Key)
 		if ok && k.Topic == "" {
@@ -88,6 +96,12 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		if ok {
 			f.topic, f.partition, f.first, f.chain = k.Topic, k.Partition, k.FirstOffset, k.Identity
 		} else {
+			if f.pruned {
+				// Placing it would open it.
+				r.stats.FilesSkipped.Add(1)
+				r.stats.FilesPrunedByManifest.Add(1)
+				continue
+			}
 			if refs, err = r.readFooter(ctx, f); err != nil {
 				return nil, err
 			}
@@ -140,9 +154,6 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 			keep[i], keep[j] = keep[j], keep[i]
 		}
 		p.files = keep
-		for _, f := range p.files {
-			p.bytes += f.size
-		}
 		if len(p.files) > 0 {
 			out = append(out, p)
 		}
@@ -156,7 +167,30 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 	if err := r.lendFooters(ctx, out); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return r.dropPruned(out), nil
+}
+
+// dropPruned takes the files their bounds rule out out of the plan, and
+// the partitions left without files.
+func (r *Replayer) dropPruned(parts []*partitionPlan) []*partitionPlan {
+	out := parts[:0]
+	for _, p := range parts {
+		keep := p.files[:0]
+		for _, f := range p.files {
+			if f.pruned {
+				r.stats.FilesSkipped.Add(1)
+				r.stats.FilesPrunedByManifest.Add(1)
+				continue
+			}
+			keep = append(keep, f)
+			p.bytes += f.size
+		}
+		p.files = keep
+		if len(p.files) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // doneOf is the last offset produced of f's partition by the checkpoint,

@@ -43,9 +43,14 @@ type Stats struct {
 	// FilesOpened counts every opening of an object (footer reads while
 	// planning included).
 	FilesOpened atomic.Int64
-	// FilesSkipped counts the objects ruled out by key, footer or
-	// statistics.
+	// FilesSkipped counts the objects ruled out by key, footer,
+	// statistics or a table's manifest (FilesPrunedByManifest).
 	FilesSkipped atomic.Int64
+	// FilesPrunedByManifest counts the objects that their Bounds (a
+	// table's manifest) ruled out and that were therefore never opened,
+	// though their key did not rule them out. They are counted in
+	// FilesSkipped too.
+	FilesPrunedByManifest atomic.Int64
 	// RowGroupsSkipped counts the row groups ruled out by statistics.
 	RowGroupsSkipped atomic.Int64
 	// RowGroupsByRows counts the row groups read through reader.Rows
@@ -90,6 +95,8 @@ type Replayer struct {
 	stats         Stats
 	// deleted are the deleted rows of Options.Files, by key.
 	deleted map[string]Deletions
+	// bounds are the Bounds of Options.Files, by key.
+	bounds map[string]*Bounds
 }
 
 // New prepares a replay of opts with the kafka, store and format.registry
@@ -108,6 +115,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 				r.deleted = map[string]Deletions{}
 			}
 			r.deleted[f.Key] = f.Deleted
+		}
+		if f.Bounds != nil {
+			if r.bounds == nil {
+				r.bounds = map[string]*Bounds{}
+			}
+			r.bounds[f.Key] = f.Bounds
 		}
 	}
 	if r.keys, err = archive.Parse(o.PathTemplate, false); err != nil {
@@ -366,7 +379,8 @@ func (r *Replayer) Run(ctx context.Context) error {
 		total += p.bytes
 	}
 	o.Log.Info("replay planned", "from", o.From, "topic", o.Topic, "partitions", len(parts),
-		"files_listed", r.stats.FilesListed.Load(), "files_skipped", r.stats.FilesSkipped.Load(), "bytes", total)
+		"files_listed", r.stats.FilesListed.Load(), "files_skipped", r.stats.FilesSkipped.Load(),
+		"files_pruned_by_manifest", r.stats.FilesPrunedByManifest.Load(), "bytes", total)
 	if err := r.checkTarget(ctx, parts); err != nil {
 		return err
 	}
@@ -441,7 +455,8 @@ func (r *Replayer) Run(ctx context.Context) error {
 	elapsed := prog.now().Sub(prog.start)
 	o.Log.Info("replay finished", "records", r.stats.Records.Load(), "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
 		"records_per_s", int64(float64(r.stats.Records.Load())/max(elapsed.Seconds(), 1e-9)), "files_opened", r.stats.FilesOpened.Load(),
-		"files_skipped", r.stats.FilesSkipped.Load(), "row_groups_skipped", r.stats.RowGroupsSkipped.Load(),
+		"files_skipped", r.stats.FilesSkipped.Load(), "files_pruned_by_manifest", r.stats.FilesPrunedByManifest.Load(),
+		"row_groups_skipped", r.stats.RowGroupsSkipped.Load(),
 		"rewritten_files", r.stats.EnvelopesRead.Load(), "schemas_lent", r.stats.FootersLent.Load())
 	return nil
 }
