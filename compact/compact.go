@@ -562,6 +562,9 @@ type footer struct {
 	// (envelope.SchemaEntries).
 	sch  *schema.Schema
 	lend []meta.KeyValue
+	// held are the Kafka ranges the file holds: its footer's, or
+	// envelope.
+	held []archive.Range
 }
 
 // readFooters reads the footers of the files of bins, by location.
@@ -626,7 +629,7 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 	}
 	kv := f.Metadata().KeyValueMetadata
 	ranges, err := archive.ReadRanges(kv)
-	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0, sch: f.Schema()}
+	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0, sch: f.Schema(), held: ranges}
 	ft.placed = f.Schema().Leaf(offsetColumn) != nil || !slices.ContainsFunc(ranges, func(r archive.Range) bool { return r.Last-r.First+1 != r.Records })
 	switch {
 	case ft.sink:
@@ -635,6 +638,7 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 		if ft.envelope, err = placeRewritten(ctx, f); err != nil {
 			return footer{}, fmt.Errorf("placing %s by its envelope columns: %w", loc, err)
 		}
+		ft.held = ft.envelope
 	}
 	return ft, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/archive/envelope"
@@ -88,6 +89,9 @@ func byShape(bins []Bin, min int, footers map[string]footer, like func(*schema.S
 			add(&parts[i], f)
 		}
 		for _, p := range parts {
+			var n int
+			p.Bin, n = withoutOverlaps(p.Bin, footers)
+			left += n
 			if !p.sink {
 				d, err := like(p.sch)
 				if err != nil {
@@ -105,6 +109,50 @@ func byShape(bins []Bin, min int, footers map[string]footer, like func(*schema.S
 		}
 	}
 	return out, left, nil
+}
+
+// withoutOverlaps leaves out of b the rewritten files that hold offsets
+// of a partition that another file of b holds too (another engine's
+// INSERT of copies of the sink's rows, say): the merge would refuse the
+// bin, and the plan leaves them as they are instead. It returns b and how
+// many files it left out.
+func withoutOverlaps(b Bin, footers map[string]footer) (Bin, int) {
+	type held struct {
+		r   archive.Range
+		loc string
+	}
+	var all []held
+	for _, f := range b.Files {
+		for _, r := range footers[f.Location].held {
+			all = append(all, held{r, f.Location})
+		}
+	}
+	slices.SortFunc(all, func(a, b held) int { return archive.CompareRanges(a.r, b.r) })
+	drop := map[string]bool{}
+	for i := 1; i < len(all); i++ {
+		for j := i - 1; j >= 0 && all[j].r.Topic == all[i].r.Topic && all[j].r.Partition == all[i].r.Partition; j-- {
+			if all[j].r.Last < all[i].r.First || all[j].loc == all[i].loc {
+				continue
+			}
+			for _, loc := range []string{all[i].loc, all[j].loc} {
+				if footers[loc].envelope != nil {
+					drop[loc] = true
+				}
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return b, 0
+	}
+	kept := Bin{Folder: b.Folder, like: b.like}
+	for _, f := range b.Files {
+		if !drop[f.Location] {
+			kept.Files = append(kept.Files, f)
+			kept.Bytes += f.Size
+			kept.Records += f.Records
+		}
+	}
+	return kept, len(drop)
 }
 
 // donors finds, for rewritten files that no sink's file of their bin

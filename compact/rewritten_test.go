@@ -16,6 +16,7 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
+	"github.com/pqsink/pqsink/table"
 )
 
 // tableEventSchema is eventSchema with the envelope's timestamp in
@@ -147,4 +148,46 @@ func openLive(t *testing.T, e *deleteEnv, loc string) *reader.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestWithoutOverlaps: a rewritten file that holds offsets another file
+// of its bin holds is left out of the bin (the merge would refuse it),
+// whichever kind the other file is; files that only follow one another,
+// or hold other partitions, stay, as do two sink files (the merge names
+// them).
+func TestWithoutOverlaps(t *testing.T) {
+	r := func(p int32, first, last int64) []archive.Range {
+		return []archive.Range{{Topic: "events", Partition: p, First: first, Last: last, Records: last - first + 1}}
+	}
+	sink := func(rs []archive.Range) footer { return footer{sink: true, held: rs} }
+	rewritten := func(rs []archive.Range) footer { return footer{envelope: rs, held: rs} }
+	for _, tc := range []struct {
+		name  string
+		files map[string]footer
+		kept  []string
+	}{
+		{"no overlap", map[string]footer{"a": sink(r(0, 0, 9)), "b": rewritten(r(0, 10, 19)), "c": rewritten(r(1, 0, 9))}, []string{"a", "b", "c"}},
+		{"a rewritten file over a sink's", map[string]footer{"a": sink(r(0, 0, 9)), "b": rewritten(r(0, 5, 19)), "c": sink(r(0, 20, 29))}, []string{"a", "c"}},
+		{"a rewritten file inside a long range", map[string]footer{"a": sink(r(0, 0, 99)), "b": sink(r(0, 100, 109)), "c": rewritten(r(0, 40, 41))}, []string{"a", "b"}},
+		{"two rewritten files", map[string]footer{"a": rewritten(r(0, 0, 9)), "b": rewritten(r(0, 9, 19)), "c": rewritten(r(0, 20, 29))}, []string{"c"}},
+		{"two sink files", map[string]footer{"a": sink(r(0, 0, 9)), "b": sink(r(0, 9, 19))}, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b Bin
+			for _, loc := range []string{"a", "b", "c"} {
+				if _, ok := tc.files[loc]; ok {
+					b.Files = append(b.Files, table.LiveFile{Location: loc, Size: 1, Records: 1})
+					b.Bytes++
+				}
+			}
+			got, left := withoutOverlaps(b, tc.files)
+			var kept []string
+			for _, f := range got.Files {
+				kept = append(kept, f.Location)
+			}
+			if !slices.Equal(kept, tc.kept) || left != len(b.Files)-len(tc.kept) || got.Bytes != int64(len(kept)) {
+				t.Errorf("kept %v (%d left, %d bytes), want %v", kept, left, got.Bytes, tc.kept)
+			}
+		})
+	}
 }
