@@ -30,9 +30,21 @@
 // more, as Spark's delete-ratio-threshold. Files whose deletes cannot be
 // applied (delete files of a format pqsink does not read; a deleted row
 // of a file whose records' offsets are unknown, see merge.ErrUnplaced)
-// are left alone, as are the files the sink did not write (no Kafka
-// ranges in their footers, as another engine's copy-on-write output),
-// which the merge could not put in offset order beside the sink's.
+// are left alone.
+//
+// A file without Kafka ranges in its footer that another engine rewrote
+// from the sink's (a copy-on-write DELETE or UPDATE keeps the columns,
+// the _kafka envelope included, but not the sink's footer metadata) is
+// taken back: its ranges are read from its envelope columns
+// (archive/envelope), and it joins a bin with the sink's files whose
+// columns it has the shape of (integer annotations and field ids aside;
+// merge.Input.Ranges), or, with other such files only, takes the schema
+// and records' schema of a sink's file of the table (merge.Like), so
+// that the new file has the sink's footer and replay produces its
+// records in their wire format. It holds only the rows the other engine
+// kept, so merging it adds nothing back. Other files the sink did not
+// write (no envelope, rows not one run per partition in offset order,
+// columns of another shape) are left alone, counted in Report.Foreign.
 //
 // A run that dies leaves only uncommitted files (orphans), and a run whose
 // inputs another rewrite replaced first gives up without committing
@@ -54,9 +66,12 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/archive/envelope"
 	"github.com/pqsink/pqsink/merge"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -124,6 +139,13 @@ type Bin struct {
 	// Deleted is how many of the Records other engines' delete files
 	// delete: the new files leave them out. Table sets it.
 	Deleted int64
+	// Rewritten is how many of the Files another engine wrote (a
+	// copy-on-write DELETE's output), placed by their envelope columns.
+	// Table sets it.
+	Rewritten int
+	// like is, for a bin of such files only, the sink's file whose
+	// schema and records' schema the new file takes.
+	like *footer
 }
 
 // hasDeletes says whether delete files may apply to a file of b.
@@ -166,9 +188,15 @@ type Report struct {
 	// records' offsets it cannot tell (see merge.ErrUnplaced).
 	WithDeletes int
 	// Foreign is how many files the plan would have taken but left as
-	// they are because the sink did not write them: their footers have
-	// no Kafka ranges.
+	// they are because the sink did not write them (their footers have
+	// no Kafka ranges) and it cannot take them back: no _kafka envelope
+	// columns, rows not placeable by offset, or payload columns of
+	// another shape than the sink's files'.
 	Foreign int
+	// TakenBack is how many of the inputs another engine wrote (the
+	// output of a copy-on-write DELETE or UPDATE of the sink's files),
+	// placed by their envelope columns and merged with the sink's.
+	TakenBack int
 	// Took is the run's time.
 	Took time.Duration
 }
@@ -323,13 +351,25 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	var unplaced int
 	bins, unplaced = without(bins, func(f table.LiveFile) bool { return f.Deletes > 0 && !footers[f.Location].placed })
 	rep.WithDeletes += unplaced
-	rep.Bins, err = splitBySchema(bins, o.MinInputFiles, func(loc string) (string, error) { return footers[loc].schema, nil })
+	likes := &donors{ctx: ctx, store: store, keyOf: keyOf, live: live, footers: footers}
+	var unshaped int
+	rep.Bins, unshaped, err = byShape(bins, o.MinInputFiles, footers, likes.like)
 	if err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
+	rep.Foreign += unshaped
 	deletes, err := readDeletes(ctx, h, snapshot, &rep, o.MinInputFiles)
 	if err != nil {
 		return rep, err
+	}
+	for i := range rep.Bins {
+		b := &rep.Bins[i]
+		for _, f := range b.Files {
+			if footers[f.Location].envelope != nil {
+				b.Rewritten++
+			}
+		}
+		rep.TakenBack += b.Rewritten
 	}
 	for _, b := range rep.Bins {
 		rep.FilesIn += len(b.Files)
@@ -348,7 +388,7 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	var add []table.File
 	var done int64
 	for i, b := range rep.Bins {
-		outs, files, err := mergeBin(ctx, store, keyOf, b, deletes.Rows, fmt.Sprintf("%s-%03d", name, i), o, func(p merge.Progress) {
+		outs, files, err := mergeBin(ctx, store, keyOf, b, footers, deletes.Rows, fmt.Sprintf("%s-%03d", name, i), o, func(p merge.Progress) {
 			if o.Progress != nil {
 				o.Progress(Progress{Table: rep.Table, Bin: i + 1, Bins: len(rep.Bins), Bytes: done + p.Bytes, TotalBytes: rep.BytesIn})
 			}
@@ -399,7 +439,7 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 // mergeBin merges the files of b into new objects in its folder named
 // after name, leaving out the rows of deleted (by file location), and
 // returns what the merge wrote and their locations.
-func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), b Bin, deleted map[string]*table.Positions, name string, o Options, progress func(merge.Progress)) ([]merge.Output, []string, error) {
+func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), b Bin, footers map[string]footer, deleted map[string]*table.Positions, name string, o Options, progress func(merge.Progress)) ([]merge.Output, []string, error) {
 	inputs := make([]merge.Input, 0, len(b.Files))
 	for _, f := range b.Files {
 		key, err := keyOf(f.Location)
@@ -411,7 +451,7 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 			return nil, nil, fmt.Errorf("opening %s: %w", f.Location, err)
 		}
 		defer r.Close()
-		in := merge.Input{Name: f.Location, R: r, Size: r.Size()}
+		in := merge.Input{Name: f.Location, R: r, Size: r.Size(), Ranges: footers[f.Location].envelope}
 		if p := deleted[f.Location]; p != nil {
 			in.Deleted = p.Sorted()
 		}
@@ -438,8 +478,11 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 		locations = append(locations, b.Folder+"/"+path.Base(key))
 		return u, nil
 	}
-	outs, err := merge.Merge(ctx, inputs, create,
-		merge.TargetFileSize(o.TargetFileSize), merge.MemoryLimit(o.MemoryLimit), merge.OnProgress(progress))
+	opts := []merge.Option{merge.TargetFileSize(o.TargetFileSize), merge.MemoryLimit(o.MemoryLimit), merge.OnProgress(progress)}
+	if b.like != nil {
+		opts = append(opts, merge.Like(b.like.sch, b.like.lend))
+	}
+	outs, err := merge.Merge(ctx, inputs, create, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -509,6 +552,19 @@ type footer struct {
 	// rows are left out: it has a _kafka.offset column, or its ranges
 	// have no gaps (see merge.ErrUnplaced).
 	placed bool
+	// envelope are, for a file without Kafka ranges in its footer that
+	// another engine rewrote from the sink's, the ranges its envelope
+	// columns say it holds (envelope.Place); nil for others, and for
+	// such a file whose rows cannot be placed by offset.
+	envelope []archive.Range
+	// sch is the file's Parquet schema; lend, for a sink's file, the
+	// entries of its footer that say the records' schema
+	// (envelope.SchemaEntries).
+	sch  *schema.Schema
+	lend []meta.KeyValue
+	// held are the Kafka ranges the file holds: its footer's, or
+	// envelope.
+	held []archive.Range
 }
 
 // readFooters reads the footers of the files of bins, by location.
@@ -527,19 +583,21 @@ func readFooters(ctx context.Context, store objstore.Store, keyOf func(string) (
 }
 
 // sinkFilesOnly leaves out of bins the files whose footers have no Kafka
-// ranges, and says how many it left out. Such a file is another engine's
-// (the output of a copy-on-write DELETE, an INSERT): the merge takes
-// archive files only with archive files, and the table is no worse for a
-// few of them. A footer whose ranges do not read is taken for one too: a
-// file the plan is unsure of is left as it is. A bin of fewer files than
-// the minimum is dropped later (by schema).
+// ranges and that cannot be placed by their envelope columns, and says
+// how many it left out. Such a file is another engine's (an INSERT's, or
+// a copy-on-write DELETE's output of rows the merge could not put in
+// offset order): the merge takes archive files only with archive files
+// and files placed by their envelope columns, and the table is no worse
+// for a few of them. A footer whose ranges do not read is taken for one
+// too: a file the plan is unsure of is left as it is. A bin of fewer
+// files than the minimum is dropped later (by shape).
 func sinkFilesOnly(bins []Bin, footers map[string]footer) ([]Bin, int) {
 	var out []Bin
 	left := 0
 	for _, b := range bins {
 		kept := Bin{Folder: b.Folder}
 		for _, f := range b.Files {
-			if !footers[f.Location].sink {
+			if ft := footers[f.Location]; !ft.sink && ft.envelope == nil {
 				left++
 				continue
 			}
@@ -569,8 +627,18 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 	if err != nil {
 		return footer{}, fmt.Errorf("reading the footer of %s: %w", loc, err)
 	}
-	ranges, err := archive.ReadRanges(f.Metadata().KeyValueMetadata)
-	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0}
+	kv := f.Metadata().KeyValueMetadata
+	ranges, err := archive.ReadRanges(kv)
+	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0, sch: f.Schema(), held: ranges}
 	ft.placed = f.Schema().Leaf(offsetColumn) != nil || !slices.ContainsFunc(ranges, func(r archive.Range) bool { return r.Last-r.First+1 != r.Records })
+	switch {
+	case ft.sink:
+		ft.lend = envelope.SchemaEntries(kv)
+	case errors.Is(err, archive.ErrForeign):
+		if ft.envelope, err = placeRewritten(ctx, f); err != nil {
+			return footer{}, fmt.Errorf("placing %s by its envelope columns: %w", loc, err)
+		}
+		ft.held = ft.envelope
+	}
 	return ft, nil
 }

@@ -22,7 +22,10 @@
 // that order, coalesced (archive.WriteRanges: one range as the sink writes
 // it, several in pqsink.kafka.ranges). Runs that hold the same offsets of a
 // partition are refused: their records would be in the output twice. So are
-// inputs of which some are archive files and some are not. Runs of an input
+// inputs of which some are archive files and some are not, unless those
+// that are not are placed by their envelope columns (Input.Ranges: a
+// table's file that another engine rewrote, copy-on-write, without the
+// rows it deleted), whose ranges then stand for their footers'. Runs of an input
 // that follow one another in its rows are copied as one, and a run copies
 // the input's row groups that it holds whole; a row group it holds in part
 // (the run starts or ends inside it) is copied from the run's first row to
@@ -44,7 +47,10 @@
 //
 // The inputs must have the same schema: names, repetitions, physical and
 // logical types and field ids of every column. The first column that
-// differs is named in the error. (Schema evolution, which would widen a
+// differs is named in the error. An input with Ranges needs only the
+// shape of the output's schema (envelope.SameSchema); the output takes
+// the schema and footer entries of the inputs without Ranges, or those
+// given with Like. (Schema evolution, which would widen a
 // column of the older files to the newer type, is not done yet.)
 //
 // # Memory
@@ -75,9 +81,11 @@ import (
 	"slices"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/archive/envelope"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -97,6 +105,15 @@ type Input struct {
 	// (compaction applying another engine's deletes). A deleted row is a
 	// gap in the output's Kafka ranges (see Exactness).
 	Deleted []int64
+	// Ranges are, for a file whose footer has no Kafka ranges (another
+	// engine's rewrite of an archive file: a copy-on-write DELETE), the
+	// ranges its envelope columns say it holds (envelope.Place), in the
+	// order of its rows, each one run of them: the merge takes them as
+	// its footer's, and merges it with archive files. Its schema needs
+	// only the shape of the output's (envelope.SameSchema: field ids and
+	// integer annotations of a column's own width aside), and its footer
+	// entries are not carried into the output.
+	Ranges []archive.Range
 }
 
 // Output describes one file the merge wrote.
@@ -137,6 +154,8 @@ type options struct {
 	target     int64
 	writerOpts []writer.Option
 	progress   func(Progress)
+	like       *schema.Schema
+	likeKV     []meta.KeyValue
 }
 
 // MemoryLimit bounds the memory the merge holds (see the package comment),
@@ -203,6 +222,18 @@ func OnProgress(fn func(Progress)) Option {
 	}
 }
 
+// Like gives the output the schema sch and the footer entries kv (those
+// of a sink file's with the same columns: the records' schema, see
+// envelope.SchemaEntries) when every input has Ranges, so that none has
+// the sink's own schema and footer to give it. Inputs that have no
+// Ranges give them otherwise, and Like is not used.
+func Like(sch *schema.Schema, kv []meta.KeyValue) Option {
+	return func(o *options) error {
+		o.like, o.likeKV = sch, kv
+		return nil
+	}
+}
+
 // input is an opened Input with its Kafka ranges.
 type input struct {
 	Input
@@ -229,7 +260,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	if len(inputs) == 0 {
 		return nil, errors.New("merge: no input")
 	}
-	in, err := open(ctx, inputs, o.memory/4)
+	in, sch, err := open(ctx, inputs, o.memory/4, o.like)
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +268,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	if err != nil {
 		return nil, err
 	}
-	sch := in[0].f.Schema()
-	wopts, err := writerOptions(in, o.writerOpts)
+	wopts, err := writerOptions(in, sch, o)
 	if err != nil {
 		return nil, err
 	}
@@ -264,25 +294,46 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	return m.outputs, nil
 }
 
-// open opens the inputs and checks that they share the first one's schema.
-func open(ctx context.Context, inputs []Input, readerMemory int64) ([]*input, error) {
+// open opens the inputs, checks that those without Ranges share the first
+// one's schema and that those with Ranges have its shape, and returns the
+// output's schema: that first one's, or like's when every input has
+// Ranges.
+func open(ctx context.Context, inputs []Input, readerMemory int64, like *schema.Schema) ([]*input, *schema.Schema, error) {
 	in := make([]*input, len(inputs))
+	var ref *input // the first input without Ranges
 	for i, x := range inputs {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f, err := reader.Open(x.R, x.Size, reader.MaxMemory(readerMemory))
 		if err != nil {
-			return nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
+			return nil, nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
 		}
 		in[i] = &input{Input: x, f: f}
-		if i > 0 {
-			if d := firstDifference(in[0].f.Schema(), f.Schema()); d != "" {
-				return nil, fmt.Errorf("merge: input %s has another schema than %s: %s (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)", x.Name, in[0].Name, d)
-			}
+		if x.Ranges != nil {
+			continue
+		}
+		if ref == nil {
+			ref = in[i]
+			continue
+		}
+		if d := firstDifference(ref.f.Schema(), f.Schema()); d != "" {
+			return nil, nil, fmt.Errorf("merge: input %s has another schema than %s: %s (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)", x.Name, ref.Name, d)
 		}
 	}
-	return in, nil
+	sch, from := like, "the schema given (Like)"
+	if ref != nil {
+		sch, from = ref.f.Schema(), ref.Name
+	}
+	if sch == nil {
+		return nil, nil, errors.New("merge: every input is placed by its envelope columns (Input.Ranges), and no schema is given for the output (Like)")
+	}
+	for _, x := range in {
+		if x.Ranges != nil && !envelope.SameSchema(sch, x.f.Schema()) {
+			return nil, nil, fmt.Errorf("merge: input %s has columns of another shape than %s's", x.Name, from)
+		}
+	}
+	return in, sch, nil
 }
 
 // run is a span of one input's rows, [lo, hi), that the merge copies as
@@ -308,10 +359,20 @@ func order(in []*input) ([]run, error) {
 	archived := 0
 	for _, x := range in {
 		rs, err := archive.ReadRanges(x.f.Metadata().KeyValueMetadata)
-		if errors.Is(err, archive.ErrForeign) {
+		if errors.Is(err, archive.ErrForeign) && x.Ranges != nil {
+			// Placed by its envelope columns: each range on its own is
+			// one, in the order of the file's rows.
+			rs, err = x.Ranges, nil
+			for _, r := range rs {
+				if err = archive.WriteRanges([]archive.Range{r}, func(string, string) {}); err != nil {
+					break
+				}
+			}
+		} else if errors.Is(err, archive.ErrForeign) {
 			continue
-		}
-		if err == nil {
+		} else if err == nil && x.Ranges != nil {
+			err = errors.New("its footer has Kafka ranges, and Input.Ranges gives others")
+		} else if err == nil {
 			// The checks of a footer being written: ranges that are
 			// ranges, in order.
 			err = archive.WriteRanges(rs, func(string, string) {})
@@ -428,11 +489,12 @@ func carried(key string) bool {
 }
 
 // writerOptions returns the output writer's options: bloom filters where
-// an input has them, the inputs' footer entries (which must agree),
-// then the caller's options.
-func writerOptions(in []*input, user []writer.Option) ([]writer.Option, error) {
+// an input has them, the footer entries of the inputs without Ranges
+// (which must agree) or o's Like entries when all have them, then the
+// caller's options.
+func writerOptions(in []*input, sch *schema.Schema, o options) ([]writer.Option, error) {
 	var opts []writer.Option
-	for c, leaf := range in[0].f.Schema().Leaves() {
+	for c, leaf := range sch.Leaves() {
 		if slices.ContainsFunc(in, func(x *input) bool { return hasBloom(x.f, c) }) {
 			opts = append(opts, writer.BloomFilter(leaf.PathString(), 0.01))
 		}
@@ -440,25 +502,38 @@ func writerOptions(in []*input, user []writer.Option) ([]writer.Option, error) {
 	values := map[string]string{}
 	from := map[string]string{}
 	var keys []string
+	type footer struct {
+		name string
+		kv   []meta.KeyValue
+	}
+	var footers []footer
 	for _, x := range in {
-		for _, kv := range x.f.Metadata().KeyValueMetadata {
+		if x.Ranges == nil {
+			footers = append(footers, footer{x.Name, x.f.Metadata().KeyValueMetadata})
+		}
+	}
+	if len(footers) == 0 {
+		footers = append(footers, footer{"the footer given (Like)", o.likeKV})
+	}
+	for _, x := range footers {
+		for _, kv := range x.kv {
 			if !carried(kv.Key) || kv.Value == nil {
 				continue
 			}
 			v, seen := values[kv.Key]
 			switch {
 			case !seen:
-				values[kv.Key], from[kv.Key] = *kv.Value, x.Name
+				values[kv.Key], from[kv.Key] = *kv.Value, x.name
 				keys = append(keys, kv.Key)
 			case v != *kv.Value:
-				return nil, fmt.Errorf("merge: inputs %s and %s differ in their footer entry %s; the merged file could keep only one", from[kv.Key], x.Name, kv.Key)
+				return nil, fmt.Errorf("merge: inputs %s and %s differ in their footer entry %s; the merged file could keep only one", from[kv.Key], x.name, kv.Key)
 			}
 		}
 	}
 	for _, k := range keys {
 		opts = append(opts, writer.KeyValue(k, values[k]))
 	}
-	return append(opts, user...), nil
+	return append(opts, o.writerOpts...), nil
 }
 
 // hasBloom reports whether a chunk of column c of f has a bloom filter.

@@ -244,9 +244,9 @@ func testReplayTableDeletes(t *testing.T, s3 bool) {
 
 	// `pqsink compact` applies the deletes: the sink's files are
 	// rewritten without the deleted rows (the copy-on-write output is
-	// another engine's, and stays), the delete files that applied only to
-	// them are gone, and the replay of the compacted snapshot still
-	// produces exactly the records left, in offset order.
+	// taken back too, placed by its _kafka columns), the delete files
+	// that applied only to them are gone, and the replay of the compacted
+	// snapshot still produces exactly the records left, in offset order.
 	before := manifestsHold()
 	deletesIn := func(kinds map[string]int) int {
 		n := 0

@@ -139,6 +139,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	defer printLeftOut(w, rep)
 	defer printDeletes(w, rep, dryRun)
+	defer printTakenBack(w, rep, dryRun)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -150,6 +151,9 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 			if b.Deleted > 0 {
 				deleted = fmt.Sprintf(", %d deleted", b.Deleted)
 			}
+			if b.Rewritten > 0 {
+				deleted += fmt.Sprintf(", %d rewritten by another engine", b.Rewritten)
+			}
 			fmt.Fprintf(w, "  %s: %d files, %.1f MB, %d rows%s\n", shortFolder(b.Folder), len(b.Files), float64(b.Bytes)/1e6, b.Records, deleted)
 		}
 		return
@@ -157,6 +161,19 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	secs := max(rep.Took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "%s: rewrote %d files (%.1f MB) into %d (%.1f MB), %d rows, in %.1fs (%.1f MB/s), snapshot %d\n",
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
+}
+
+// printTakenBack says how many files another engine rewrote (a
+// copy-on-write DELETE's output) a compaction took back (or would take).
+func printTakenBack(w io.Writer, rep compact.Report, dryRun bool) {
+	if rep.TakenBack == 0 {
+		return
+	}
+	verb := "took"
+	if dryRun {
+		verb = "would take"
+	}
+	fmt.Fprintf(w, "%s: %s back %d data files another engine rewrote (copy-on-write deletes), placed by their _kafka columns\n", rep.Table, verb, rep.TakenBack)
 }
 
 // printDeletes says what a compaction did (or would do) of other engines'
@@ -183,7 +200,7 @@ func printLeftOut(w io.Writer, rep compact.Report) {
 		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction could not apply (delete files in a format pqsink does not read, or records whose offsets are unknown)\n", rep.Table, rep.WithDeletes)
 	}
 	if rep.Foreign > 0 {
-		fmt.Fprintf(w, "%s: left %d data files as they are: pqsink did not write them (no Kafka ranges in their footers)\n", rep.Table, rep.Foreign)
+		fmt.Fprintf(w, "%s: left %d data files as they are: pqsink did not write them (no Kafka ranges in their footers), and it cannot place their rows by their _kafka columns beside its own\n", rep.Table, rep.Foreign)
 	}
 }
 
