@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,4 +232,82 @@ func TestReplayRetimedColumnar(t *testing.T) {
 	if !strings.Contains(string(got), `"ns":"1677-09-21T00:12:43.145225000Z"`) {
 		t.Errorf("replayed records lack the least nanosecond timestamp:\n%s", got)
 	}
+}
+
+// FuzzRetimedMatchesRows renders a record of arbitrary microsecond
+// values in columns a table's file holds for a schema file's MILLIS
+// timestamps (UTC and local), TIME(MILLIS) and NANOS timestamps, through
+// reader.Rows (appendUnitsJSON) and through the columnar assembler with
+// RenderIn: the bytes are the same, at int64's ends and beyond RFC
+// 3339's years too.
+func FuzzRetimedMatchesRows(f *testing.F) {
+	for _, seed := range [][3]int64{{0, 0, 0}, {-1, -1001, 1}, {math.MaxInt64, math.MinInt64, 86_399_999_999},
+		{-62_135_596_800_000_001, 253_402_300_800_000_000, -86_400_000_000}, {1_700_000_000_123_456, 45_296_789_123, -9_223_372_036_854_776}} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	s, err := schema.Parse(`message m {
+  required int64 ts (TIMESTAMP(MICROS,true));
+  required int64 local (TIMESTAMP(MICROS,false));
+  required int64 t (TIME(MICROS,true));
+  required int64 n (TIMESTAMP(MICROS,true));
+  required int64 ln (TIMESTAMP(MICROS,false));
+}`)
+	if err != nil {
+		f.Fatal(err)
+	}
+	units := map[int]schema.TimeUnit{0: schema.Millis, 1: schema.Millis, 2: schema.Millis, 3: schema.Nanos, 4: schema.Nanos}
+	f.Fuzz(func(t *testing.T, a, b, c int64) {
+		g := rowgroup.New(s)
+		for i, v := range []int64{a, b, c, a, b} {
+			g.Column(i).AppendInt64(0, v)
+		}
+		g.EndRow()
+		var out bytes.Buffer
+		w, err := writer.New(&out, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRowGroup(g); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rf, err := reader.Open(bytes.NewReader(out.Bytes()), int64(out.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := rf.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rows.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []byte{'{'}
+		for i, n := range rf.Schema().Fields() {
+			fv, _ := v.Field(n.Name)
+			if i > 0 {
+				want = append(want, ',')
+			}
+			want = appendUnitsJSON(appendKey(want, n.Name), fv, units)
+		}
+		want = append(want, '}')
+		as, err := reader.NewJSONAssembler(rf, 0, rf.Schema().Fields(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer as.Release()
+		if err := as.RenderIn(units); err != nil {
+			t.Fatal(err)
+		}
+		got, err := as.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("columnar:\n%s\nthrough reader.Rows:\n%s", got, want)
+		}
+	})
 }
