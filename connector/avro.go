@@ -189,8 +189,13 @@ func (a *avroFormat) decode(ctx context.Context, r *record) (decoded, *rejection
 	if s.err == nil && a.f.timeUnit == schema.Micros {
 		// A table's file: Iceberg's timestamps are microseconds in
 		// Parquet, and engines that read a millisecond column of one
-		// misread or refuse it. The decoder multiplies.
-		if s.parquet, _, err = schema.WidenMillis(s.parquet); err != nil {
+		// misread or refuse it. The decoder multiplies. Likewise a
+		// time-millis (INT32 TIME(MILLIS)), which Iceberg's time,
+		// microseconds in an INT64, cannot take.
+		if s.parquet, _, err = schema.WidenMillis(s.parquet); err == nil {
+			s.parquet, _, err = schema.WidenTimeMillis(s.parquet)
+		}
+		if err != nil {
 			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
 		}
 	}

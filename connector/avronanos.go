@@ -30,11 +30,16 @@ func (a *avroFormat) narrowNanos(id uint32, s *schema.Schema) (*schema.Schema, e
 	return n, nil
 }
 
-// avroLookupOptions are the options of the format's avrorow lookups:
-// their nanosecond timestamps as the files' columns hold them.
+// avroLookupOptions are the options of the format's avrorow lookups (a
+// table's partition fields): their nanosecond timestamps and times of
+// day in milliseconds as the files' columns hold them.
 func (f *format) avroLookupOptions() []avrorow.Option {
-	if f.protoMicros {
-		return []avrorow.Option{avrorow.MicrosTimestamps()}
+	var opts []avrorow.Option
+	if f.timeUnit == schema.Micros {
+		opts = append(opts, avrorow.MicrosTimes())
 	}
-	return nil
+	if f.protoMicros {
+		opts = append(opts, avrorow.MicrosTimestamps())
+	}
+	return opts
 }

@@ -205,6 +205,7 @@ type jnode struct {
 	render   leafRender       // jLeaf: how the value renders
 	sv       *shreddedVariant // jShredded: its state (columns_shredded.go)
 	ts       tsCache          // renderTimestamp: the last minute written
+	unit     schema.TimeUnit  // renderIn: the unit values render in
 }
 
 // leafRender selects a leaf's rendering: the common types straight from
@@ -219,6 +220,7 @@ const (
 	renderBool                        // BOOLEAN
 	renderString                      // BYTE_ARRAY STRING, ENUM or JSON
 	renderTimestamp                   // INT64 TIMESTAMP
+	renderIn                          // INT64 microseconds in another unit (RenderIn)
 )
 
 // renderOf returns the rendering of leaf n.
@@ -535,6 +537,9 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 		case renderTimestamp:
 			l := c.leaf.Logical
 			dst = n.ts.append(dst, vals.Int64[i], l.Unit, l.UTC)
+			return dst, c.Advance()
+		case renderIn:
+			dst = n.appendIn(dst, vals.Int64[i])
 			return dst, c.Advance()
 		}
 		v := c.Value()

@@ -80,6 +80,10 @@ func appendAvro(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, 
 		}
 		return append(dst, 0), nil
 	case avro.Int:
+		if v.Kind() == reader.KindInt64 && avro.TimeMillisInMicros(t, v.Node()) {
+			ms, err := timeMillisBack(v.Int64(), path)
+			return avro.AppendLong(dst, ms), err
+		}
 		if v.Kind() != reader.KindInt32 {
 			return mismatch()
 		}

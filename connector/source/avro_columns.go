@@ -36,7 +36,7 @@ type anode struct {
 	branch  []int    // union: the branch index of inner, or of each member
 	null    int      // union: the null branch, or -1
 	symbols map[string]int
-	div     int64 // long: what values are divided by (millisDivisor)
+	div     int64 // long: what values are divided by (millisDivisor); int: 1000 for a time-millis in microseconds
 	mul     int64 // long: what values are multiplied by (nanosMultiplier)
 }
 
@@ -155,6 +155,10 @@ func bindAvro(t *avro.Type, n *schema.Node, byCol map[int]*reader.ColumnCursor, 
 	case avro.Boolean:
 		return leaf(meta.TypeBoolean)
 	case avro.Int:
+		if avro.TimeMillisInMicros(t, n) {
+			a.div = 1000
+			return leaf(meta.TypeInt64)
+		}
 		return leaf(meta.TypeInt32)
 	case avro.Long:
 		a.div, a.mul = millisDivisor(t, n), nanosMultiplier(t, n)
@@ -326,7 +330,15 @@ func encodeAvro(dst []byte, a *anode) ([]byte, error) {
 			dst = append(dst, 0)
 		}
 	case avro.Int:
-		dst = avro.AppendLong(dst, int64(c.Int32()))
+		if a.div > 1 {
+			ms, err := timeMillisBack(c.Int64(), a.n.PathString())
+			if err != nil {
+				return dst, err
+			}
+			dst = avro.AppendLong(dst, ms)
+		} else {
+			dst = avro.AppendLong(dst, int64(c.Int32()))
+		}
 	case avro.Long:
 		v := c.Int64()
 		if a.div > 1 {

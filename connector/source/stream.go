@@ -393,9 +393,8 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
-	if s.kind == valueJSONSchema || s.millis != nil {
-		// Rendered from reader.Rows, as the JSON Schema asks for it, or
-		// with the schema file's milliseconds (jsonUnits).
+	if s.kind == valueJSONSchema {
+		// Rendered from reader.Rows, as the JSON Schema asks for it.
 		return newRowsSource(s, g)
 	}
 	src, err := newColumnSource(s, g)
@@ -470,6 +469,15 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 	a, err := reader.NewJSONAssembler(s.f, g, s.payload, s.unwrap, cols...)
 	if err != nil {
 		return nil, err
+	}
+	if s.millis != nil {
+		// A table's file: the columns of the schema file's
+		// milliseconds (or nanoseconds) render in that unit (jsonUnits),
+		// as appendUnitsJSON renders them from reader.Rows.
+		if err := a.RenderIn(s.millis); err != nil {
+			a.Release()
+			return nil, err
+		}
 	}
 	c.json, c.env = a, a.Extra()
 	return c, nil

@@ -2,6 +2,7 @@ package avrorow
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -25,6 +26,7 @@ const (
 	avroLongF64
 	avroMillisMicros // a millisecond timestamp long into a TIMESTAMP(MICROS) INT64
 	avroNanosMicros  // a nanosecond timestamp long into a TIMESTAMP(MICROS) INT64, floored
+	avroTimeMicros   // a time-millis int into a TIME(MICROS) INT64
 	avroFloatF32
 	avroFloatF64
 	avroDoubleF64
@@ -100,13 +102,25 @@ func (c *avroCompiler) compileRoot(res *avro.Resolution) (*avroOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	// And the times of day in milliseconds in INT64 microseconds
+	// (schema.WidenTimeMillis), Iceberg's time: the decoder multiplies.
+	shapes := []*schema.Schema{want, wide, both}
+	for _, s := range []*schema.Schema{wide, both} {
+		timed, changed, err := schema.WidenTimeMillis(s)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			shapes = append(shapes, timed)
+		}
+	}
 	top := c.g.Schema()
 	for i, f := range want.Fields() {
 		got := top.Lookup(f.Name)
 		if got == nil {
 			return nil, fmt.Errorf("the row group's schema has no field %s of the Avro schema", f.Name)
 		}
-		if !f.SameShape(got) && !wide.Fields()[i].SameShape(got) && !both.Fields()[i].SameShape(got) {
+		if !slices.ContainsFunc(shapes, func(s *schema.Schema) bool { return s.Fields()[i].SameShape(got) }) {
 			return nil, fmt.Errorf("field %s of the row group's schema is not the Avro schema's Parquet field", f.Name)
 		}
 	}
@@ -282,6 +296,9 @@ func (c *avroCompiler) leaf(res *avro.Resolution, n *schema.Node, path string) (
 		}
 		if code == avroLongI64 && nanosInMicros(res, n) {
 			op.code = avroNanosMicros
+		}
+		if code == avroIntI64 && timeMillisInMicros(res, n) {
+			op.code = avroTimeMicros
 		}
 	case avro.Float:
 		switch phys {

@@ -160,6 +160,10 @@ func (r *avroReader) decode(op *avroOp, rep uint8) error {
 		if err := r.nanosMicros(op, rep); err != nil {
 			return err
 		}
+	case avroTimeMicros:
+		if err := r.timeMillisMicros(op, rep); err != nil {
+			return err
+		}
 	case avroString:
 		b, err := r.bytes(op)
 		if err != nil {

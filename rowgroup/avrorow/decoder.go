@@ -23,6 +23,7 @@ type options struct {
 	partial bool
 	counter *atomic.Int64 // CountTruncated
 	micros  bool          // MicrosTimestamps
+	times   bool          // MicrosTimes
 }
 
 // AvroReaderSchema makes the decoder read records written with the writer

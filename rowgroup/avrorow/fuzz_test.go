@@ -7,13 +7,17 @@ import (
 
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // FuzzDecoder feeds arbitrary bytes to compiled decoders of the
 // reference record and of the all-types schema (every type and logical
 // type), read as written and, for the reference record, resolved onto a
-// reader schema that promotes, drops and adds fields. A value is either
+// reader schema that promotes, drops and adds fields; the all-types
+// schema also into its table's columns, its millisecond timestamps and
+// times of day widened and nanosecond timestamps narrowed to
+// microseconds. A value is either
 // appended, leaving a consistent row group, or rejected with a
 // *rowgroup.RecordError, leaving it unchanged; it never panics. The seed corpus is
 // in testdata/fuzz/FuzzDecoder and the records added below.
@@ -47,6 +51,8 @@ func FuzzDecoder(f *testing.F) {
 		g, _, b := newDecoder(f, c.w, c.opts...)
 		targets = append(targets, target{g, b})
 	}
+	g, b := tableDecoder(f, all)
+	targets = append(targets, target{g, b})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, tg := range targets {
 			if tg.g.NumRows() > 1000 {
@@ -69,4 +75,30 @@ func FuzzDecoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// tableDecoder is a decoder of w into the Parquet schema of w as a
+// table's files have it: schema.WidenMillis, schema.WidenTimeMillis and
+// schema.NarrowNanos applied.
+func tableDecoder(t testing.TB, w *avro.Schema) (*rowgroup.RowGroup, *rowgroup.Builder) {
+	t.Helper()
+	ps, err := w.Parquet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, retime := range []func(*schema.Schema) (*schema.Schema, bool, error){schema.WidenMillis, schema.WidenTimeMillis, schema.NarrowNanos} {
+		if ps, _, err = retime(ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := rowgroup.New(ps)
+	d, err := NewDecoder(g, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rowgroup.NewBuilder(g, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, b
 }

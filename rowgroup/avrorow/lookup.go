@@ -36,7 +36,7 @@ type Lookup struct {
 // null. A path to a field that is not a scalar column of the writer's
 // Parquet schema (a record, an array, a map, a union of several types),
 // or through one that is not a record, is an error. Of the options, only
-// MicrosTimestamps applies.
+// MicrosTimestamps and MicrosTimes apply.
 func NewLookup(writer *avro.Schema, paths [][]string, opts ...Option) (*Lookup, error) {
 	var o options
 	for _, opt := range opts {
@@ -60,6 +60,11 @@ func NewLookup(writer *avro.Schema, paths [][]string, opts ...Option) (*Lookup, 
 	}
 	if o.micros {
 		if ps, _, err = schema.NarrowNanos(ps); err != nil {
+			return nil, fmt.Errorf("avro lookup: %w", err)
+		}
+	}
+	if o.times {
+		if ps, _, err = schema.WidenTimeMillis(ps); err != nil {
 			return nil, fmt.Errorf("avro lookup: %w", err)
 		}
 	}

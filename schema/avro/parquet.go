@@ -221,3 +221,12 @@ func NanosInMicros(t *Type, n *schema.Node) bool {
 	nanos := t.Logical == TimestampNanos || t.Logical == LocalTimestampNanos
 	return nanos && n != nil && n.Logical.Kind == schema.Timestamp && n.Logical.Unit == schema.Micros
 }
+
+// TimeMillisInMicros reports whether leaf n holds the values of t, a
+// time-millis (an int of milliseconds after midnight), in microseconds:
+// an INT64 TIME(MICROS) leaf that schema.WidenTimeMillis made for a
+// table's files (Iceberg's time), whose values are t's times 1000.
+func TimeMillisInMicros(t *Type, n *schema.Node) bool {
+	return t.Logical == TimeMillis && n != nil && n.Physical == meta.TypeInt64 &&
+		n.Logical.Kind == schema.Time && n.Logical.Unit == schema.Micros
+}
