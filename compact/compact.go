@@ -592,24 +592,10 @@ func readFooters(ctx context.Context, store objstore.Store, keyOf func(string) (
 // too: a file the plan is unsure of is left as it is. A bin of fewer
 // files than the minimum is dropped later (by shape).
 func sinkFilesOnly(bins []Bin, footers map[string]footer) ([]Bin, int) {
-	var out []Bin
-	left := 0
-	for _, b := range bins {
-		kept := Bin{Folder: b.Folder}
-		for _, f := range b.Files {
-			if ft := footers[f.Location]; !ft.sink && ft.envelope == nil {
-				left++
-				continue
-			}
-			kept.Files = append(kept.Files, f)
-			kept.Bytes += f.Size
-			kept.Records += f.Records
-		}
-		if len(kept.Files) > 0 {
-			out = append(out, kept)
-		}
-	}
-	return out, left
+	return without(bins, func(f table.LiveFile) bool {
+		ft := footers[f.Location]
+		return !ft.sink && ft.envelope == nil
+	})
 }
 
 // readFooter reads the footer of the file at loc.

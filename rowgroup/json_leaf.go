@@ -8,6 +8,7 @@ import (
 
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/meta"
+	"github.com/pqsink/pqsink/schema"
 )
 
 // Ranges of the integer forms of dates and 32-bit columns.
@@ -70,15 +71,8 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		return nil
 
 	case convTime:
-		unit := p.node.Logical.Unit
-		var v int64
-		var err error
-		switch k {
-		case jsonscan.Number:
-			v, err = parseInteger(b, intRange{pos: uint64(secondsPerDay*unitsPerSecond(unit) - 1)})
-		case jsonscan.String:
-			v, err = parseTimeOfDay(b, unit, p.node.Logical.UTC)
-		default:
+		v, ok, err := timeValue(p, k, b, p.node.Logical.Unit)
+		if !ok {
 			return s.mismatch(p, k, key, `"HH:MM:SS[.fraction]" string or number`)
 		}
 		if err != nil {
@@ -88,18 +82,8 @@ func (s *JSONShredder) leaf(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, k
 		return nil
 
 	case convTimestamp:
-		var v int64
-		var err error
-		switch k {
-		case jsonscan.Number:
-			v, err = parseInteger(b, int64Range)
-		case jsonscan.String:
-			if t, n, ok := parseTimestampText(b, p.node.Logical.Unit, &p.dates); ok && n == len(b) {
-				v = t // the common spelling, quicker
-				break
-			}
-			v, err = parseTimestamp(b, p.node.Logical.Unit, p.node.Logical.UTC, &p.dates)
-		default:
+		v, ok, err := timestampValue(p, k, b, p.node.Logical.Unit)
+		if !ok {
 			return s.mismatch(p, k, key, "RFC 3339 string or number")
 		}
 		if err != nil {
@@ -393,4 +377,37 @@ func quoteValue(b []byte, str bool) string {
 		return strconv.Quote(string(b)) + more
 	}
 	return string(b) + more
+}
+
+// timestampValue reads the JSON value b, of kind k, as a timestamp in
+// unit: a number in that unit, or an RFC 3339 string (in p's column's
+// zone rule). ok is false for a value of another kind.
+func timestampValue(p *jsonPlan, k jsonscan.Kind, b []byte, unit schema.TimeUnit) (v int64, ok bool, err error) {
+	switch k {
+	case jsonscan.Number:
+		v, err = parseInteger(b, int64Range)
+	case jsonscan.String:
+		if t, n, plain := parseTimestampText(b, unit, &p.dates); plain && n == len(b) {
+			return t, true, nil // the common spelling, quicker
+		}
+		v, err = parseTimestamp(b, unit, p.node.Logical.UTC, &p.dates)
+	default:
+		return 0, false, nil
+	}
+	return v, true, err
+}
+
+// timeValue reads the JSON value b, of kind k, as a time of day in unit:
+// a number of that unit within the day, or an "HH:MM:SS[.fraction]"
+// string. ok is false for a value of another kind.
+func timeValue(p *jsonPlan, k jsonscan.Kind, b []byte, unit schema.TimeUnit) (v int64, ok bool, err error) {
+	switch k {
+	case jsonscan.Number:
+		v, err = parseInteger(b, intRange{pos: uint64(secondsPerDay*unitsPerSecond(unit) - 1)})
+	case jsonscan.String:
+		v, err = parseTimeOfDay(b, unit, p.node.Logical.UTC)
+	default:
+		return 0, false, nil
+	}
+	return v, true, err
 }

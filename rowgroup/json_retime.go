@@ -150,18 +150,8 @@ func retimePlans(p *jsonPlan, units map[string]schema.TimeUnit) (bool, error) {
 // timestampMillis is leaf's conversion for convTimestampMillis: the
 // value a TIMESTAMP(MILLIS) column takes from the JSON, times 1000.
 func (s *JSONShredder) timestampMillis(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, key bool) error {
-	var v int64
-	var err error
-	switch k {
-	case jsonscan.Number:
-		v, err = parseInteger(b, int64Range)
-	case jsonscan.String:
-		if t, n, ok := parseTimestampText(b, schema.Millis, &p.dates); ok && n == len(b) {
-			v = t
-			break
-		}
-		v, err = parseTimestamp(b, schema.Millis, p.node.Logical.UTC, &p.dates)
-	default:
+	v, ok, err := timestampValue(p, k, b, schema.Millis)
+	if !ok {
 		return s.mismatch(p, k, key, "RFC 3339 string or number of milliseconds")
 	}
 	if err != nil {
@@ -223,18 +213,8 @@ func readTimestampMillis(p *jsonPlan, rep uint8, d []byte, i int) (int, bool) {
 // a TIMESTAMP(NANOS) column takes from the JSON, floored to the
 // microsecond, the cut ones counted in s.cut.
 func (s *JSONShredder) timestampNanos(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, key bool) error {
-	var v int64
-	var err error
-	switch k {
-	case jsonscan.Number:
-		v, err = parseInteger(b, int64Range)
-	case jsonscan.String:
-		if t, n, ok := parseTimestampText(b, schema.Nanos, &p.dates); ok && n == len(b) {
-			v = t
-			break
-		}
-		v, err = parseTimestamp(b, schema.Nanos, p.node.Logical.UTC, &p.dates)
-	default:
+	v, ok, err := timestampValue(p, k, b, schema.Nanos)
+	if !ok {
 		return s.mismatch(p, k, key, "RFC 3339 string or number of nanoseconds")
 	}
 	if err != nil {
@@ -254,14 +234,8 @@ func (s *JSONShredder) timestampNanos(p *jsonPlan, rep uint8, k jsonscan.Kind, b
 // timeMillis is leaf's conversion for convTimeMillis: the value a
 // TIME(MILLIS) column takes from the JSON, times 1000.
 func (s *JSONShredder) timeMillis(p *jsonPlan, rep uint8, k jsonscan.Kind, b []byte, key bool) error {
-	var v int64
-	var err error
-	switch k {
-	case jsonscan.Number:
-		v, err = parseInteger(b, intRange{pos: secondsPerDay*1000 - 1})
-	case jsonscan.String:
-		v, err = parseTimeOfDay(b, schema.Millis, p.node.Logical.UTC)
-	default:
+	v, ok, err := timeValue(p, k, b, schema.Millis)
+	if !ok {
 		return s.mismatch(p, k, key, `"HH:MM:SS[.fraction]" string or number of milliseconds`)
 	}
 	if err != nil {

@@ -35,7 +35,15 @@ type RolledBackError struct {
 }
 
 func (e *RolledBackError) Error() string {
-	keys := slices.SortedFunc(maps.Keys(e.Held), comparePartitions)
+	return "the table holds less than it did (rolled back to an older snapshot?): it holds " +
+		describeHeld(e.Held, func(Progress) string { return "" })
+}
+
+// describeHeld lists, for an error, the first five partitions of held (in
+// order) and what the table holds of each: its committed offset, then
+// what more says of its progress.
+func describeHeld(held State, more func(Progress) string) string {
+	keys := slices.SortedFunc(maps.Keys(held), comparePartitions)
 	var b strings.Builder
 	for i, k := range keys {
 		if i > 0 {
@@ -45,9 +53,9 @@ func (e *RolledBackError) Error() string {
 			fmt.Fprintf(&b, "and %d more", len(keys)-i)
 			break
 		}
-		fmt.Fprintf(&b, "%s[%d] of group %s from offset %d", k.Topic, k.Partition, k.Group, e.Held[k].Committed)
+		fmt.Fprintf(&b, "%s[%d] of group %s from offset %d%s", k.Topic, k.Partition, k.Group, held[k].Committed, more(held[k]))
 	}
-	return "the table holds less than it did (rolled back to an older snapshot?): it holds " + b.String()
+	return b.String()
 }
 
 // rolledBack returns the partitions of seen of which cur, the table's

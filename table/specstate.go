@@ -2,9 +2,6 @@ package table
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/pqsink/pqsink/archive"
 )
@@ -35,25 +32,15 @@ type SpecConflictError struct {
 }
 
 func (e *SpecConflictError) Error() string {
-	keys := slices.SortedFunc(maps.Keys(e.Held), comparePartitions)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if i == 5 {
-			fmt.Fprintf(&b, "and %d more", len(keys)-i)
-			break
-		}
-		p := e.Held[k]
-		spec := "?"
-		if s := p.specOfPaths(); s != nil {
-			spec = fmt.Sprint(*s)
-		}
-		last, _ := p.beyond()
-		fmt.Fprintf(&b, "%s[%d] of group %s from offset %d, paths of spec %s to offset %d", k.Topic, k.Partition, k.Group, p.Committed, spec, last)
-	}
-	return "the table holds, beyond the committed offset, paths of another partition spec than this commit's (a member fenced off, or its successor, writing by the other spec): it holds " + b.String()
+	return "the table holds, beyond the committed offset, paths of another partition spec than this commit's (a member fenced off, or its successor, writing by the other spec): it holds " +
+		describeHeld(e.Held, func(p Progress) string {
+			spec := "?"
+			if s := p.specOfPaths(); s != nil {
+				spec = fmt.Sprint(*s)
+			}
+			last, _ := p.beyond()
+			return fmt.Sprintf(", paths of spec %s to offset %d", spec, last)
+		})
 }
 
 // specConflicts returns, with what cur (the table's state) holds of them,

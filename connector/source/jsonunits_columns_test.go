@@ -121,7 +121,7 @@ func retimedFile(t *testing.T, values []string) []byte {
 
 // TestRetimedColumnsMatchRows renders the records of a table's file of a
 // schema file with columns of every retimed unit through reader.Rows
-// (appendUnitsJSON) and through the columnar assembler with RenderIn:
+// (appendCompactJSON) and through the columnar assembler with RenderIn:
 // both give the same bytes, record by record, for nulls, lists, maps,
 // groups, values before 1970 and beyond RFC 3339's years, and
 // nanoseconds cut to the microsecond.
@@ -164,7 +164,7 @@ func TestRetimedColumnsMatchRows(t *testing.T) {
 				out = append(out, ',')
 			}
 			comma = true
-			out = appendUnitsJSON(appendKey(out, n.Name), fv, units)
+			out = appendCompactJSON(appendKey(out, n.Name), fv, units)
 		}
 		byRows = append(byRows, append(out, '}'))
 	}
@@ -237,7 +237,7 @@ func TestReplayRetimedColumnar(t *testing.T) {
 // FuzzRetimedMatchesRows renders a record of arbitrary microsecond
 // values in columns a table's file holds for a schema file's MILLIS
 // timestamps (UTC and local), TIME(MILLIS) and NANOS timestamps, through
-// reader.Rows (appendUnitsJSON) and through the columnar assembler with
+// reader.Rows (appendCompactJSON) and through the columnar assembler with
 // RenderIn: the bytes are the same, at int64's ends and beyond RFC
 // 3339's years too.
 func FuzzRetimedMatchesRows(f *testing.F) {
@@ -291,7 +291,7 @@ func FuzzRetimedMatchesRows(f *testing.F) {
 			if i > 0 {
 				want = append(want, ',')
 			}
-			want = appendUnitsJSON(appendKey(want, n.Name), fv, units)
+			want = appendCompactJSON(appendKey(want, n.Name), fv, units)
 		}
 		want = append(want, '}')
 		as, err := reader.NewJSONAssembler(rf, 0, rf.Schema().Fields(), false)

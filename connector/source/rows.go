@@ -95,7 +95,7 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 	default:
 		if r.s.unwrap {
 			v, _ := r.cur.Field(r.s.payload[0].Name)
-			b.arena = appendCompactJSON(b.arena, v)
+			b.arena = appendCompactJSON(b.arena, v, r.s.millis)
 		} else {
 			b.arena = append(b.arena, '{')
 			comma := false
@@ -109,11 +109,7 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 				}
 				comma = true
 				b.arena = appendKey(b.arena, n.Name)
-				if r.s.millis != nil {
-					b.arena = appendUnitsJSON(b.arena, v, r.s.millis)
-					continue
-				}
-				b.arena = appendCompactJSON(b.arena, v)
+				b.arena = appendCompactJSON(b.arena, v, r.s.millis)
 			}
 			b.arena = append(b.arena, '}')
 		}
@@ -143,9 +139,16 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // appendCompactJSON renders v as reader.Value.AppendJSON does, with the
-// null fields of groups left out, as reader.JSONAssembler renders them.
-func appendCompactJSON(dst []byte, v reader.Value) []byte {
+// null fields of groups left out, as reader.JSONAssembler renders them,
+// and the values of the columns of units (jsonUnits: a table's file of a
+// schema file's milliseconds or nanoseconds, held in microseconds; nil
+// for other files) in their unit (appendInUnit).
+func appendCompactJSON(dst []byte, v reader.Value, units map[int]schema.TimeUnit) []byte {
 	switch v.Kind() {
+	case reader.KindInt64:
+		if n := v.Node(); n != nil && units[n.Column] != 0 {
+			return appendInUnit(dst, v.Int64(), n, units[n.Column])
+		}
 	case reader.KindGroup:
 		dst = append(dst, '{')
 		comma := false
@@ -158,7 +161,7 @@ func appendCompactJSON(dst []byte, v reader.Value) []byte {
 			}
 			comma = true
 			dst = appendKey(dst, name)
-			dst = appendCompactJSON(dst, f)
+			dst = appendCompactJSON(dst, f, units)
 		}
 		return append(dst, '}')
 	case reader.KindList:
@@ -167,26 +170,45 @@ func appendCompactJSON(dst []byte, v reader.Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendCompactJSON(dst, e)
+			dst = appendCompactJSON(dst, e, units)
 		}
 		return append(dst, ']')
 	case reader.KindMap:
-		if k, _ := v.Node().MapKeyValue(); k != nil {
-			switch k.Logical.Kind {
-			case schema.String, schema.Enum, schema.JSON:
-				dst = append(dst, '{')
-				i := 0
-				for key, val := range v.Entries() {
-					if i > 0 {
-						dst = append(dst, ',')
-					}
-					i++
-					dst = appendKey(dst, string(key.Bytes()))
-					dst = appendCompactJSON(dst, val)
-				}
-				return append(dst, '}')
-			}
+		k, _ := v.Node().MapKeyValue()
+		if k == nil {
+			break
 		}
+		if lk := k.Logical.Kind; lk == schema.String || lk == schema.Enum || lk == schema.JSON {
+			dst = append(dst, '{')
+			i := 0
+			for key, val := range v.Entries() {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				i++
+				dst = appendKey(dst, string(key.Bytes()))
+				dst = appendCompactJSON(dst, val, units)
+			}
+			return append(dst, '}')
+		}
+		if units == nil {
+			break
+		}
+		// As reader.Value.AppendJSON renders a map of other keys.
+		dst = append(dst, '[')
+		i := 0
+		for key, val := range v.Entries() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			i++
+			dst = append(dst, `{"key":`...)
+			dst = appendCompactJSON(dst, key, units)
+			dst = append(dst, `,"value":`...)
+			dst = appendCompactJSON(dst, val, units)
+			dst = append(dst, '}')
+		}
+		return append(dst, ']')
 	}
 	return v.AppendJSON(dst)
 }

@@ -473,7 +473,7 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 	if s.millis != nil {
 		// A table's file: the columns of the schema file's
 		// milliseconds (or nanoseconds) render in that unit (jsonUnits),
-		// as appendUnitsJSON renders them from reader.Rows.
+		// as appendCompactJSON renders them from reader.Rows.
 		if err := a.RenderIn(s.millis); err != nil {
 			a.Release()
 			return nil, err
