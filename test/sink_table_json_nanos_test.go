@@ -14,9 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/schema"
 )
 
 // jsonNanosSchema is a schema file with nanosecond timestamps.
@@ -110,46 +108,7 @@ func TestTableSinkJSONNanos(t *testing.T) {
 		t.Fatalf("%d records in the topic, want %d", len(byID), n+1)
 	}
 
-	dir := strings.TrimPrefix(env.warehouse, "file://")
-	files, err := filepath.Glob(filepath.Join(dir, "kafka", env.topic, "data", "*", "*.parquet"))
-	if err != nil || len(files) < 3 {
-		t.Fatalf("%d files in day folders (%v), want files of three days", len(files), err)
-	}
-	for _, f := range files {
-		s := openParquet(t, f).Schema()
-		for _, col := range []string{"ts", "local"} {
-			if l := s.Leaf(col).Logical; l.Kind != schema.Timestamp || l.Unit != schema.Micros {
-				t.Errorf("%s: column %s is %s, want TIMESTAMP(MICROS)", filepath.Base(f), col, l)
-			}
-		}
-	}
-	db := duckdb.Start(t)
-	res := db.Query(t, `SELECT "_kafka"."partition" AS p, "_kafka"."offset" AS o, epoch_us(ts) AS ts, epoch_us(local) AS local, filename
-		FROM read_parquet(`+duckdb.Quote(filepath.Join(dir, "kafka", env.topic, "data", "**", "*.parquet"))+`, filename = true, hive_partitioning = false)`)
-	if len(res.Rows) != n+1 {
-		t.Errorf("DuckDB reads %d rows, want %d", len(res.Rows), n+1)
-	}
-	for i := range res.Rows {
-		key := fmt.Sprintf("%v/%v", res.Value(i, "p"), res.Value(i, "o"))
-		e, ok := byID[key]
-		if !ok {
-			t.Errorf("the files hold %s, which is not a record", key)
-			continue
-		}
-		if got := fmt.Sprint(res.Value(i, "ts")); got != fmt.Sprint(microsFloor(e.ts)) {
-			t.Errorf("%s: ts %s us, want %d (%s)", key, got, microsFloor(e.ts), e.ts.Format(time.RFC3339Nano))
-		}
-		wantLocal := "<nil>"
-		if at, ok := e.local(); ok {
-			wantLocal = fmt.Sprint(microsFloor(at))
-		}
-		if got := fmt.Sprint(res.Value(i, "local")); got != wantLocal {
-			t.Errorf("%s: local %s us, want %s", key, got, wantLocal)
-		}
-		if day := e.ts.Format("2006-01-02"); !strings.Contains(fmt.Sprint(res.Value(i, "filename")), "/ts_day="+day+"/") {
-			t.Errorf("%s: in %s, want the folder of %s", key, res.Value(i, "filename"), day)
-		}
-	}
+	checkMicrosFiles(t, env, n+1, byID)
 
 	tbl := env.load(t)
 	if v := tbl.Metadata().Version(); v != 2 {
