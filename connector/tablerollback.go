@@ -111,6 +111,13 @@ func (tc *tableCommitter) rolledBack(held table.State, spec bool, files []table.
 		s.stats.tableRollbacks.Add(1)
 	}
 	for k, p := range held {
+		if spec && (p.SpecID == nil || len(p.Paths) == 0) {
+			// Records below the committed offset that files of this
+			// commit hold too (table.SpecConflictError).
+			s.log.Warn("the table holds records of the partition that this sink's files hold too, from files of another partition spec (a member fenced off, or its successor); reading it again from the table's state",
+				"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed, "spec", tc.specID)
+			continue
+		}
 		if spec {
 			heldSpec := -1
 			if p.SpecID != nil {

@@ -151,6 +151,9 @@ func TestSpecConflicts(t *testing.T) {
 		{name: "a file the table covers", files: []testFile{{3, 9, 0, "id_bucket=4/", specPtr(1)}}},
 		{name: "the table's spec not known", files: []testFile{{12, 20, 1, "id_bucket=4/", specPtr(1)}}, state: State{other: {Committed: 12, Paths: map[string]int64{"id_bucket=4/": 30}, SpecID: specPtr(1)}}},
 		{name: "a file without spec", files: []testFile{{12, 20, 0, "id_bucket=4/", nil}}},
+		{name: "a file straddling the committed offset, no spec in the table", files: []testFile{{5, 20, 1, "id_bucket=4/", specPtr(1)}}, want: []Partition{other}},
+		{name: "a file straddling its path's offset", files: []testFile{{20, 30, 1, "id_bucket=3/", specPtr(1)}}, want: []Partition{other}},
+		{name: "a file straddling the committed offset, without spec", files: []testFile{{5, 20, 1, "id_bucket=4/", nil}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var files []File
