@@ -87,6 +87,13 @@ type maintainer struct {
 	// removal's.
 	filesRewritten, filesWritten, manifestsRewritten, snapshotsExpired, orphansRemoved atomic.Int64
 	held                                                                               atomic.Int64 // tables whose lease this member holds
+
+	// deletedRows are the rows of other engines' deletes that compaction
+	// applied (left out of the files it wrote), deleteFilesRemoved the
+	// delete files it removed with them, and takenBack the files another
+	// engine rewrote (copy-on-write) that it merged back.
+	deletedRows, deleteFilesRemoved, takenBack atomic.Int64
+
 	// withDeletes is, by table name, how many data files the member's
 	// last compaction of the table left as they are because other
 	// engines' delete files may apply to them (an int64).
@@ -279,6 +286,9 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 	if rep.Snapshot != 0 {
 		m.filesRewritten.Add(int64(rep.FilesIn))
 		m.filesWritten.Add(int64(rep.FilesOut))
+		m.deletedRows.Add(rep.DeletedRows)
+		m.deleteFilesRemoved.Add(int64(rep.DeleteFilesRemoved))
+		m.takenBack.Add(int64(rep.TakenBack))
 	}
 	s.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
@@ -527,6 +537,9 @@ func maintenanceDescs() map[string]*prometheus.Desc {
 		"manifests": prometheus.NewDesc("pqsink_table_maintenance_manifests_rewritten_total", "Manifests that a manifest rewrite merged into fewer.", nil, nil),
 		"expired":   prometheus.NewDesc("pqsink_table_maintenance_snapshots_expired_total", "Snapshots expired.", nil, nil),
 		"orphans":   prometheus.NewDesc("pqsink_table_maintenance_orphans_removed_total", "Orphan files deleted.", nil, nil),
+		"delrows":   prometheus.NewDesc("pqsink_table_maintenance_deleted_rows_total", "Rows that other engines' delete files delete and that compaction applied, leaving them out of the files it wrote.", nil, nil),
+		"delfiles":  prometheus.NewDesc("pqsink_table_maintenance_delete_files_removed_total", "Other engines' delete files that compaction removed, as they applied to no data file left live.", nil, nil),
+		"takenback": prometheus.NewDesc("pqsink_table_maintenance_rewritten_files_taken_back_total", "Data files that another engine rewrote (copy-on-write) and that compaction took back, merged with the sink's.", nil, nil),
 		"held":      prometheus.NewDesc("pqsink_table_maintenance_leases_held", "Tables whose maintenance lease this member holds.", nil, nil),
 		"deletes":   prometheus.NewDesc("pqsink_table_maintenance_files_with_deletes", "Data files that this member's last compaction of the table left as they are because it could not apply other engines' delete files that may apply to them, by table.", []string{"table"}, nil),
 	}
@@ -548,6 +561,9 @@ func (m *maintainer) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.descs["manifests"], prometheus.CounterValue, float64(m.manifestsRewritten.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["expired"], prometheus.CounterValue, float64(m.snapshotsExpired.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["orphans"], prometheus.CounterValue, float64(m.orphansRemoved.Load()))
+	ch <- prometheus.MustNewConstMetric(m.descs["delrows"], prometheus.CounterValue, float64(m.deletedRows.Load()))
+	ch <- prometheus.MustNewConstMetric(m.descs["delfiles"], prometheus.CounterValue, float64(m.deleteFilesRemoved.Load()))
+	ch <- prometheus.MustNewConstMetric(m.descs["takenback"], prometheus.CounterValue, float64(m.takenBack.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["held"], prometheus.GaugeValue, float64(m.held.Load()))
 	m.withDeletes.Range(func(name, n any) bool {
 		ch <- prometheus.MustNewConstMetric(m.descs["deletes"], prometheus.GaugeValue, float64(n.(int64)), name.(string))

@@ -2,13 +2,21 @@ package connector
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	itable "github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -159,4 +167,121 @@ func TestMaintenanceMetrics(t *testing.T) {
 			t.Errorf("%s = %v (exported %v), want %v", k, g, ok, v)
 		}
 	}
+}
+
+// TestMaintenanceCompactionMetrics: a maintenance compaction of a table
+// in which another engine deleted a row merge-on-read (a position delete
+// file) and another copy-on-write (a data file rewritten without it)
+// counts the deleted row it applied, the delete file it removed and the
+// rewritten file it took back; a second run, with nothing left to do,
+// counts nothing more.
+func TestMaintenanceCompactionMetrics(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := tableSink(t, dir)
+	tc, err := s.tables.forTopic(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c commitLog
+	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p.genCtx = ctx
+	feed(t, p, 0, 30) // 5 files of 3 records in each of paths a (even n) and b (odd n)
+	if err := tc.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The other engine: iceberg-go on the same catalog.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	other, err := sqlcat.NewCatalog("pqsink", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "warehouse")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, del := range []struct {
+		mode string
+		n    int64
+	}{
+		{itable.WriteModeMergeOnRead, 4}, // a position delete file in p=a
+		// The file of n 1, 3 and 5 in p=b rewritten: no other file's n
+		// range holds 5.
+		{itable.WriteModeCopyOnWrite, 5},
+	} {
+		tbl, err := other.LoadTable(ctx, []string{"kafka", "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(iceberg.Properties{itable.WriteDeleteModeKey: del.mode}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("n"), del.n), nil); err != nil {
+			t.Fatalf("deleting n %d (%s): %v", del.n, del.mode, err)
+		}
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatalf("committing the delete of n %d (%s): %v", del.n, del.mode, err)
+		}
+	}
+
+	live, _, err := tc.h.Live(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := 0
+	for _, f := range live {
+		if !strings.Contains(path.Base(f.Location), "+") {
+			rewritten++
+		}
+	}
+	if len(live) != 10 || rewritten != 1 {
+		t.Fatalf("after the deletes the table has %d data files, %d rewritten by the other engine; want 10 and 1", len(live), rewritten)
+	}
+
+	m := &maintainer{t: s.tables, now: time.Now, descs: maintenanceDescs(),
+		cfg: config.Maintenance{CompactEvery: time.Nanosecond, TargetFileSize: 1 << 20, RemoveOrphansOlderThan: time.Hour}}
+	want := map[string]float64{
+		"pqsink_table_maintenance_deleted_rows_total":               1,
+		"pqsink_table_maintenance_delete_files_removed_total":       1,
+		"pqsink_table_maintenance_rewritten_files_taken_back_total": 1,
+		"pqsink_table_maintenance_files_rewritten_total":            10,
+		"pqsink_table_maintenance_files_written_total":              2,
+	}
+	for run := range 2 {
+		if err := m.compact(ctx, tc.h); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		got := gatherMaintenance(t, m)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("after run %d: %s = %v, want %v", run, k, got[k], v)
+			}
+		}
+	}
+}
+
+// gatherMaintenance is m's samples, by name and labels.
+func gatherMaintenance(t *testing.T, m *maintainer) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range s.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			got[name] = s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		}
+	}
+	return got
 }
