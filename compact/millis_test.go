@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,11 +26,29 @@ import (
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/rowgroup/rowgrouptest"
 	"github.com/pqsink/pqsink/schema"
+	pavro "github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/table"
 	"github.com/pqsink/pqsink/writer"
 )
+
+// millisAvro is the Avro schema of the records: "at" a nullable
+// timestamp-millis.
+const millisAvro = `{"type":"record","name":"event","fields":[{"name":"id","type":"long"},
+{"name":"at","type":["null",{"type":"long","logicalType":"timestamp-millis"}],"default":null}]}`
+
+// avroRecord is record o of millisAvro, in Avro's binary encoding: "at"
+// null for every tenth record.
+func avroRecord(o int64) []byte {
+	b := binary.AppendVarint(nil, o) // Avro's long: a zigzag varint
+	if o%10 == 9 {
+		return binary.AppendVarint(b, 0) // the union's null
+	}
+	b = binary.AppendVarint(b, 1)
+	return binary.AppendVarint(b, millisAt(o).UnixMilli())
+}
 
 // millisAt is the instant of record o's "at": o hours and o milliseconds
 // after day0, and 7 ms.
@@ -65,10 +85,27 @@ func inMillis(t *testing.T, s *schema.Schema) *schema.Schema {
 // commitAt writes the records first..last, "at" in s's unit (a JSON
 // number of milliseconds or microseconds; null for every tenth record),
 // with the footer entries kv, into one file of the table, and commits it.
-func (e *deleteEnv) commitAt(t *testing.T, s *schema.Schema, first, last int64, kv ...[2]string) string {
+//
+// With avro set, the records are Avro (millisAvro, avroRecord) shredded
+// by the Avro decoder, and the footer has the records' schema.
+func (e *deleteEnv) commitAt(t *testing.T, s *schema.Schema, avro bool, first, last int64, kv ...[2]string) string {
 	t.Helper()
 	ctx := context.Background()
-	g, b := rowgrouptest.JSON(t, s)
+	var g *rowgroup.RowGroup
+	var b *rowgroup.Builder
+	if avro {
+		g = rowgroup.New(s)
+		dec, err := avrorow.NewDecoder(g, pavro.MustParse(millisAvro))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = rowgroup.NewBuilder(g, dec); err != nil {
+			t.Fatal(err)
+		}
+		kv = append(kv, [2]string{pavro.MetadataKey, pavro.MustParse(millisAvro).String()})
+	} else {
+		g, b = rowgrouptest.JSON(t, s)
+	}
 	micros := s.Leaf("at").Logical.Unit == schema.Micros
 	for o := first; o <= last; o++ {
 		at := "null"
@@ -79,8 +116,11 @@ func (e *deleteEnv) commitAt(t *testing.T, s *schema.Schema, first, last int64, 
 			}
 			at = fmt.Sprint(v)
 		}
-		rec := fmt.Sprintf(`{"id":%d,"at":%s}`, o, at)
-		if err := b.Append([]byte(rec), &rowgroup.Envelope{Topic: "events", Partition: 0, Offset: o, Timestamp: millisAt(o), Key: []byte("k")}); err != nil {
+		rec := []byte(fmt.Sprintf(`{"id":%d,"at":%s}`, o, at))
+		if avro {
+			rec = avroRecord(o)
+		}
+		if err := b.Append(rec, &rowgroup.Envelope{Topic: "events", Partition: 0, Offset: o, Timestamp: millisAt(o), Key: []byte("k")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,6 +168,12 @@ func (e *deleteEnv) commitAt(t *testing.T, s *schema.Schema, first, last int64, 
 // count one converted file, and a replay of the compacted table gives the
 // producer's JSON, "at" with the schema file's three fraction digits.
 func TestCompactConvertsMillis(t *testing.T) {
+	for _, avro := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "avro"}[avro], func(t *testing.T) { testCompactConvertsMillis(t, avro) })
+	}
+}
+
+func testCompactConvertsMillis(t *testing.T, avro bool) {
 	ctx := context.Background()
 	micro, err := schema.New("event",
 		schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}),
@@ -137,10 +183,18 @@ func TestCompactConvertsMillis(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newDeleteEnvOf(t, 2, false, micro)
+	// The newer sink's JSON files name the column (Avro's schema says
+	// it), and so must the new file.
 	units := [2]string{jsonTimestampUnitsKey, `{"at":"MILLIS"}`}
-	old := e.commitAt(t, inMillis(t, e.h.Schema()), 0, 9)
-	e.commitAt(t, e.h.Schema(), 10, 19, units)
-	e.commitAt(t, e.h.Schema(), 20, 29, units)
+	var newer [][2]string
+	if !avro {
+		newer = append(newer, units)
+	} else {
+		units[1] = ""
+	}
+	old := e.commitAt(t, inMillis(t, e.h.Schema()), avro, 0, 9)
+	e.commitAt(t, e.h.Schema(), avro, 10, 19, newer...)
+	e.commitAt(t, e.h.Schema(), avro, 20, 29, newer...)
 
 	// The rows iceberg-go's scan filtered on "at" returns.
 	scanIDs := func(t *testing.T, filter iceberg.BooleanExpression) []int64 {
@@ -251,7 +305,7 @@ func TestCompactConvertsMillis(t *testing.T) {
 
 	// A replay of the compacted table: the producer's JSON.
 	c := &messages{}
-	r, err := source.New(ctx, &config.Config{}, source.Options{From: "file://" + e.dir, Topic: "target", Producer: c, BatchRecords: 16,
+	r, err := source.New(ctx, &config.Config{}, source.Options{From: "file://" + e.dir, Topic: "target", Producer: c, BatchRecords: 16, Registry: registry{},
 		Files: objects(keys), PathTemplate: "{field:table_path}/{topic}+{partition}+{first_offset}.parquet"})
 	if err != nil {
 		t.Fatal(err)
@@ -265,6 +319,12 @@ func TestCompactConvertsMillis(t *testing.T) {
 	}
 	for i, m := range c.msgs {
 		o := int64(i)
+		if avro {
+			if _, body, err := pavro.SplitWire(m.Value); err != nil || !bytes.Equal(body, avroRecord(o)) || !m.Time.Equal(millisAt(o)) {
+				t.Errorf("record %d: body %x (%v) at %s, want %x at %s", o, body, err, m.Time, avroRecord(o), millisAt(o))
+			}
+			continue
+		}
 		want := fmt.Sprintf(`{"id":%d}`, o) // a null field is left out, as replay renders one
 		if o%10 != 9 {
 			want = fmt.Sprintf(`{"id":%d,"at":%q}`, o, millisAt(o).Format("2006-01-02T15:04:05.000Z"))
@@ -315,6 +375,11 @@ func (c *messages) WriteMessages(_ context.Context, msgs ...kafka.Message) error
 }
 
 func (c *messages) Close() error { return nil }
+
+// registry gives every Avro schema the id 1.
+type registry struct{}
+
+func (registry) Register(context.Context, string, string) (uint32, error) { return 1, nil }
 
 // TestPlanTakesMillisFiles: a file with millisecond timestamps is planned
 // whatever its size, and a bin that holds one whatever its number of
