@@ -150,3 +150,22 @@ func TestToMicrosRefusesOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeWidenMillisRefusesOverflow: an input whose milliseconds do
+// not fit 64 bits in microseconds fails the merge, naming the input and
+// the column, and nothing is written wrapped.
+func TestMergeWidenMillisRefusesOverflow(t *testing.T) {
+	dir := t.TempDir()
+	far := shape{
+		name:   "far",
+		schema: timestampsShape(schema.Millis).schema,
+		rows: jsonRows(func(i int64) []byte {
+			return fmt.Appendf(nil, `{"ts":%d,"n":%d}`, int64(math.MaxInt64/1000)+i, i)
+		}),
+	}
+	paths := []string{writeInput(t, dir, far, spec{p: 0, first: 0, n: 3})}
+	_, _, err := mergeFiles(t, dir, paths, WidenMillis())
+	if err == nil || !strings.Contains(err.Error(), "column ts") || !strings.Contains(err.Error(), "do not fit 64 bits") {
+		t.Fatalf("merge: %v, want the overflow of column ts refused", err)
+	}
+}
