@@ -73,6 +73,7 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
+	"github.com/pqsink/pqsink/writer"
 )
 
 // outputPrefix begins the names of the files a compaction writes. They
@@ -115,6 +116,10 @@ type Options struct {
 	Progress func(Progress)
 	// Now is the time the ages are measured from. Defaults to time.Now.
 	Now func() time.Time
+
+	// convert are the files with millisecond timestamp columns, which
+	// Plan takes whatever their size (millisFiles).
+	convert map[string]bool
 }
 
 // Progress is how far a table's compaction has come.
@@ -143,9 +148,17 @@ type Bin struct {
 	// copy-on-write DELETE's output), placed by their envelope columns.
 	// Table sets it.
 	Rewritten int
+	// Converted is how many of the Files hold timestamps in
+	// milliseconds (TIMESTAMP(MILLIS), an older pqsink's files): the new
+	// files hold them in microseconds. Table sets it.
+	Converted int
 	// like is, for a bin of such files only, the sink's file whose
 	// schema and records' schema the new file takes.
 	like *footer
+	// millis are the locations of the files with millisecond
+	// timestamps, which make a bin worth rewriting whatever its number
+	// of files.
+	millis []string
 }
 
 // hasDeletes says whether delete files may apply to a file of b.
@@ -155,7 +168,7 @@ func (b Bin) hasDeletes() bool {
 
 // enough says whether b is rewritten: it has min files or more, or a
 // file with deletes to apply.
-func (b Bin) enough(min int) bool { return len(b.Files) >= min || b.hasDeletes() }
+func (b Bin) enough(min int) bool { return len(b.Files) >= min || b.hasDeletes() || len(b.millis) > 0 }
 
 // Report says what a compaction of one table did (or, in a dry run, would
 // do).
@@ -197,6 +210,10 @@ type Report struct {
 	// output of a copy-on-write DELETE or UPDATE of the sink's files),
 	// placed by their envelope columns and merged with the sink's.
 	TakenBack int
+	// Converted is how many of the inputs hold timestamps in
+	// milliseconds (an older pqsink's files), which the new files hold
+	// in microseconds, as Iceberg's timestamps are.
+	Converted int
 	// Took is the run's time.
 	Took time.Duration
 }
@@ -239,7 +256,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 		if f.Added.After(cutoff) {
 			continue
 		}
-		if f.Size >= small {
+		if f.Size >= small && !o.convert[f.Location] {
 			if f.Records > 0 && float64(f.NamedDeletes) >= deleteRatio*float64(f.Records) {
 				dir := f.Location[:max(strings.LastIndexByte(f.Location, '/'), 0)]
 				alone = append(alone, Bin{Folder: dir, Files: []table.LiveFile{f}, Bytes: f.Size, Records: f.Records})
@@ -275,6 +292,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 					// of this run.
 					cur.Bytes -= cur.Files[0].Size
 					cur.Records -= cur.Files[0].Records
+					cur.millis = slices.DeleteFunc(cur.millis, func(l string) bool { return l == cur.Files[0].Location })
 					cur.Files = cur.Files[1:]
 					continue
 				}
@@ -283,6 +301,9 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 			cur.Files = append(cur.Files, f)
 			cur.Bytes += f.Size
 			cur.Records += f.Records
+			if o.convert[f.Location] {
+				cur.millis = append(cur.millis, f.Location)
+			}
 		}
 		flush()
 	}
@@ -342,9 +363,12 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		}
 		return key, nil
 	}
+	footers := map[string]footer{}
+	if o.convert, err = millisFiles(ctx, store, keyOf, live, o, footers); err != nil {
+		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
+	}
 	bins := Plan(live, o)
-	footers, err := readFooters(ctx, store, keyOf, bins)
-	if err != nil {
+	if err := readFooters(ctx, store, keyOf, bins, footers); err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
 	bins, rep.Foreign = sinkFilesOnly(bins, footers)
@@ -369,7 +393,9 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 				b.Rewritten++
 			}
 		}
+		b.Converted = converted(*b, footers)
 		rep.TakenBack += b.Rewritten
+		rep.Converted += b.Converted
 	}
 	for _, b := range rep.Bins {
 		rep.FilesIn += len(b.Files)
@@ -482,6 +508,14 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 	if b.like != nil {
 		opts = append(opts, merge.Like(b.like.sch, b.like.lend))
 	}
+	// Millisecond timestamps become microseconds, Iceberg's unit; a JSON
+	// schema file's columns are named for replay.
+	opts = append(opts, merge.WidenMillis())
+	if units, ok, err := unitsEntry(b, footers); err != nil {
+		return nil, nil, err
+	} else if ok {
+		opts = append(opts, merge.WriterOptions(writer.KeyValue(jsonTimestampUnitsKey, units)))
+	}
 	outs, err := merge.Merge(ctx, inputs, create, opts...)
 	if err != nil {
 		return nil, nil, err
@@ -565,21 +599,32 @@ type footer struct {
 	// held are the Kafka ranges the file holds: its footer's, or
 	// envelope.
 	held []archive.Range
+	// millis are the file's INT64 TIMESTAMP(MILLIS) columns, which the
+	// merge converts to microseconds (schema and sch have them in
+	// microseconds already, so that the file shares a bin with the
+	// newer files of its columns); units its jsonTimestampUnitsKey
+	// entry, records what records it holds (recordsKind).
+	millis  []string
+	units   string
+	records string
 }
 
-// readFooters reads the footers of the files of bins, by location.
-func readFooters(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), bins []Bin) (map[string]footer, error) {
-	out := map[string]footer{}
+// readFooters reads into out the footers of the files of bins, by
+// location, but those out has already.
+func readFooters(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), bins []Bin, out map[string]footer) error {
 	for _, b := range bins {
 		for _, f := range b.Files {
+			if _, ok := out[f.Location]; ok {
+				continue
+			}
 			ft, err := readFooter(ctx, store, keyOf, f.Location)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out[f.Location] = ft
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // sinkFilesOnly leaves out of bins the files whose footers have no Kafka
@@ -615,7 +660,14 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 	}
 	kv := f.Metadata().KeyValueMetadata
 	ranges, err := archive.ReadRanges(kv)
-	ft := footer{schema: f.Schema().String(), sink: err == nil && len(ranges) > 0, sch: f.Schema(), held: ranges}
+	wide := widened(f.Schema())
+	ft := footer{schema: wide.String(), sink: err == nil && len(ranges) > 0, sch: wide, held: ranges,
+		millis: millisColumns(f.Schema()), records: recordsKind(kv)}
+	for _, e := range kv {
+		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
+			ft.units = *e.Value
+		}
+	}
 	ft.placed = f.Schema().Leaf(offsetColumn) != nil || !slices.ContainsFunc(ranges, func(r archive.Range) bool { return r.Last-r.First+1 != r.Records })
 	switch {
 	case ft.sink:

@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/pqsink/pqsink/table"
 )
@@ -95,6 +96,9 @@ func without(bins []Bin, drop func(table.LiveFile) bool) ([]Bin, int) {
 			kept.Files = append(kept.Files, f)
 			kept.Bytes += f.Size
 			kept.Records += f.Records
+			if slices.Contains(b.millis, f.Location) {
+				kept.millis = append(kept.millis, f.Location)
+			}
 		}
 		if len(kept.Files) > 0 {
 			out = append(out, kept)

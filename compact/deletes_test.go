@@ -120,7 +120,7 @@ func eventSchema(t *testing.T) *schema.Schema {
 	s, err := schema.New("event",
 		schema.Leaf("id", schema.Required, meta.TypeInt64, schema.Logical{}),
 		schema.Leaf("name", schema.Optional, meta.TypeByteArray, schema.Logical{Kind: schema.String}),
-		rowgroup.EnvelopeNode())
+		rowgroup.EnvelopeNodeIn(schema.Micros))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,12 +378,12 @@ func TestCompactAppliesDeletes(t *testing.T) {
 		{name: "v3 deletion vectors, one of a file left", version: 3, mode: itable.WriteModeMergeOnRead, deleted: []int64{3, 45},
 			days: []int{0, 0, 0, 0, 0}, young: []int{4}, kept: []int{4}, deletedRows: 1, removed: 1, deletesLeft: 1},
 		// The file of id 3 is rewritten by the other engine: its output
-		// has no Kafka ranges, and its _kafka.timestamp is in
-		// microseconds where these files have milliseconds (the sink's
-		// table files have microseconds: TestCompactTakesBackRewritten):
-		// columns of another shape, left as it is.
+		// has no Kafka ranges, and the columns of the sink's files (these
+		// files' _kafka.timestamp is in microseconds, as the sink's table
+		// files have it), so it is taken back with them
+		// (TestCompactTakesBackRewritten), no delete file applied.
 		{name: "copy-on-write", version: 2, mode: itable.WriteModeCopyOnWrite, deleted: []int64{3},
-			days: []int{0, 0, 0, 0}, foreign: 1},
+			days: []int{0, 0, 0, 0}},
 		// An equality delete applies to every older file of an
 		// unpartitioned table, and to none committed after it: it goes
 		// when they are all rewritten (the new files, of a later data

@@ -62,6 +62,9 @@ func byShape(bins []Bin, min int, footers map[string]footer, like func(*schema.S
 			p.Files = append(p.Files, f)
 			p.Bytes += f.Size
 			p.Records += f.Records
+			if len(footers[f.Location].millis) > 0 {
+				p.millis = append(p.millis, f.Location)
+			}
 		}
 		for _, f := range b.Files {
 			ft := footers[f.Location]
@@ -150,6 +153,9 @@ func withoutOverlaps(b Bin, footers map[string]footer) (Bin, int) {
 			kept.Files = append(kept.Files, f)
 			kept.Bytes += f.Size
 			kept.Records += f.Records
+			if slices.Contains(b.millis, f.Location) {
+				kept.millis = append(kept.millis, f.Location)
+			}
 		}
 	}
 	return kept, len(drop)
@@ -220,5 +226,6 @@ func (d *donors) readSink(loc string) (*footer, error) {
 	if rs, err := archive.ReadRanges(kv); err != nil || len(rs) == 0 {
 		return nil, nil
 	}
-	return &footer{schema: f.Schema().String(), sink: true, sch: f.Schema(), lend: envelope.SchemaEntries(kv)}, nil
+	wide := widened(f.Schema())
+	return &footer{schema: wide.String(), sink: true, sch: wide, lend: envelope.SchemaEntries(kv)}, nil
 }

@@ -36,6 +36,8 @@ type merger struct {
 	spare    *reader.ChunkReader // the last chunk's reader, whose buffers the next one takes
 
 	decodedPages int // pages that copyChunkSpan decoded (the tests count them)
+
+	micros []int64 // a page's values in microseconds (WidenMillis)
 }
 
 // run appends the rows of one run, starting a new output file first when
@@ -216,7 +218,7 @@ func (m *merger) copyChunk(x *input, rg, c int, rows int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", reader.ErrCorrupt, err)
 		}
-		if err := appendValues(col, &p.Values, n); err != nil {
+		if err := m.appendValues(x, c, col, &p.Values, n); err != nil {
 			return err
 		}
 		records += int64(p.NumRows)
@@ -228,10 +230,21 @@ func (m *merger) copyChunk(x *input, rg, c int, rows int64) error {
 	return nil
 }
 
-// appendValues appends the n values of a page to col.
-func appendValues(col *rowgroup.Column, v *reader.Values, n int) error {
+// appendValues appends the n values of a page of column c of x to col,
+// in microseconds where x holds milliseconds (WidenMillis).
+func (m *merger) appendValues(x *input, c int, col *rowgroup.Column, v *reader.Values, n int) error {
 	if v.Len() != n {
 		return fmt.Errorf("%w: a page holds %d values for %d defined entries", reader.ErrCorrupt, v.Len(), n)
+	}
+	if x.millis != nil && x.millis[c] && v.Type == meta.TypeInt64 {
+		// Into a buffer of the merge's: the page's values may be the
+		// reader's, a dictionary's among them.
+		var err error
+		if m.micros, err = toMicros(m.micros[:0], v.Int64); err != nil {
+			return err
+		}
+		col.AppendInt64s(m.micros)
+		return nil
 	}
 	switch v.Type {
 	case meta.TypeBoolean:

@@ -50,8 +50,11 @@
 // differs is named in the error. An input with Ranges needs only the
 // shape of the output's schema (envelope.SameSchema); the output takes
 // the schema and footer entries of the inputs without Ranges, or those
-// given with Like. (Schema evolution, which would widen a
-// column of the older files to the newer type, is not done yet.)
+// given with Like. With WidenMillis, a TIMESTAMP(MILLIS) column may be
+// TIMESTAMP(MICROS) in other inputs: the output's is TIMESTAMP(MICROS),
+// and the millisecond inputs' values are written times 1000. (Schema
+// evolution, which would widen a column of the older files to the newer
+// type, is not done yet.)
 //
 // # Memory
 //
@@ -156,6 +159,7 @@ type options struct {
 	progress   func(Progress)
 	like       *schema.Schema
 	likeKV     []meta.KeyValue
+	widen      bool
 }
 
 // MemoryLimit bounds the memory the merge holds (see the package comment),
@@ -243,6 +247,9 @@ type input struct {
 	// index holds the offset indexes of the chunks that spans read, by
 	// row group and column.
 	index map[[2]int][]meta.PageLocation
+	// millis are the leaves whose milliseconds the output holds in
+	// microseconds (WidenMillis), nil when none.
+	millis []bool
 }
 
 // Merge merges inputs into files that create makes, one after the other
@@ -260,7 +267,7 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 	if len(inputs) == 0 {
 		return nil, errors.New("merge: no input")
 	}
-	in, sch, err := open(ctx, inputs, o.memory/4, o.like)
+	in, sch, err := open(ctx, inputs, o.memory/4, o.like, o.widen)
 	if err != nil {
 		return nil, err
 	}
@@ -297,10 +304,12 @@ func Merge(ctx context.Context, inputs []Input, create func(n int) (io.Writer, e
 // open opens the inputs, checks that those without Ranges share the first
 // one's schema and that those with Ranges have its shape, and returns the
 // output's schema: that first one's, or like's when every input has
-// Ranges.
-func open(ctx context.Context, inputs []Input, readerMemory int64, like *schema.Schema) ([]*input, *schema.Schema, error) {
+// Ranges. With widen (WidenMillis), the schemas are compared, and the
+// output's is, with their millisecond timestamps in microseconds.
+func open(ctx context.Context, inputs []Input, readerMemory int64, like *schema.Schema, widen bool) ([]*input, *schema.Schema, error) {
 	in := make([]*input, len(inputs))
 	var ref *input // the first input without Ranges
+	var refSchema *schema.Schema
 	for i, x := range inputs {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -313,23 +322,42 @@ func open(ctx context.Context, inputs []Input, readerMemory int64, like *schema.
 		if x.Ranges != nil {
 			continue
 		}
+		s := f.Schema()
+		if widen {
+			if s, err = widened(s); err != nil {
+				return nil, nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
+			}
+		}
 		if ref == nil {
-			ref = in[i]
+			ref, refSchema = in[i], s
 			continue
 		}
-		if d := firstDifference(ref.f.Schema(), f.Schema()); d != "" {
+		if d := firstDifference(refSchema, s); d != "" {
 			return nil, nil, fmt.Errorf("merge: input %s has another schema than %s: %s (files of different schemas are not merged yet: that waits for schema evolution, which will widen the older files' columns)", x.Name, ref.Name, d)
 		}
 	}
 	sch, from := like, "the schema given (Like)"
 	if ref != nil {
-		sch, from = ref.f.Schema(), ref.Name
+		sch, from = refSchema, ref.Name
+	} else if widen && sch != nil {
+		var err error
+		if sch, err = widened(sch); err != nil {
+			return nil, nil, err
+		}
 	}
 	if sch == nil {
 		return nil, nil, errors.New("merge: every input is placed by its envelope columns (Input.Ranges), and no schema is given for the output (Like)")
 	}
 	for _, x := range in {
-		if x.Ranges != nil && !envelope.SameSchema(sch, x.f.Schema()) {
+		s := x.f.Schema()
+		if widen {
+			x.millis = millisColumns(s, sch)
+			var err error
+			if s, err = widened(s); err != nil {
+				return nil, nil, fmt.Errorf("merge: input %s: %w", x.Name, err)
+			}
+		}
+		if x.Ranges != nil && !envelope.SameSchema(sch, s) {
 			return nil, nil, fmt.Errorf("merge: input %s has columns of another shape than %s's", x.Name, from)
 		}
 	}

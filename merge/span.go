@@ -186,7 +186,7 @@ func (m *merger) copyChunkSpan(x *input, rg, c int, lo, hi int64, deleted []int6
 					return fmt.Errorf("%w: a page holds %d values, its levels say at least %d", reader.ErrCorrupt, p.Values.Len(), v0+nv)
 				}
 				sub := subValues(&p.Values, v0, nv)
-				if err := appendValues(col, &sub, nv); err != nil {
+				if err := m.appendValues(x, c, col, &sub, nv); err != nil {
 					return err
 				}
 				e, v0 = pc[1], v0+nv

@@ -140,6 +140,7 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	defer printLeftOut(w, rep)
 	defer printDeletes(w, rep, dryRun)
 	defer printTakenBack(w, rep, dryRun)
+	defer printConverted(w, rep, dryRun)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -154,6 +155,9 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 			if b.Rewritten > 0 {
 				deleted += fmt.Sprintf(", %d rewritten by another engine", b.Rewritten)
 			}
+			if b.Converted > 0 {
+				deleted += fmt.Sprintf(", %d with millisecond timestamps", b.Converted)
+			}
 			fmt.Fprintf(w, "  %s: %d files, %.1f MB, %d rows%s\n", shortFolder(b.Folder), len(b.Files), float64(b.Bytes)/1e6, b.Records, deleted)
 		}
 		return
@@ -161,6 +165,19 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	secs := max(rep.Took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "%s: rewrote %d files (%.1f MB) into %d (%.1f MB), %d rows, in %.1fs (%.1f MB/s), snapshot %d\n",
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
+}
+
+// printConverted says how many files with millisecond timestamps (an
+// older pqsink's) a compaction converted to microseconds (or would).
+func printConverted(w io.Writer, rep compact.Report, dryRun bool) {
+	if rep.Converted == 0 {
+		return
+	}
+	verb := "converted"
+	if dryRun {
+		verb = "would convert"
+	}
+	fmt.Fprintf(w, "%s: %s %d data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds\n", rep.Table, verb, rep.Converted)
 }
 
 // printTakenBack says how many files another engine rewrote (a

@@ -15,6 +15,8 @@ func TestPrintCompaction(t *testing.T) {
 	bin := compact.Bin{Folder: "file:///w/kafka/t/data/d=1", Files: make([]table.LiveFile, 3), Bytes: 3e6, Records: 30}
 	binDeleted := bin
 	binDeleted.Deleted = 5
+	binMillis := bin
+	binMillis.Converted = 2
 	for _, tc := range []struct {
 		name   string
 		rep    compact.Report
@@ -33,7 +35,11 @@ func TestPrintCompaction(t *testing.T) {
 		{"run applying deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, FilesOut: 1, LiveFiles: 3, Snapshot: 7, DeletedRows: 5, DeleteFilesApplied: 2, DeleteFilesRemoved: 2}, false,
 			[]string{"kafka.t: applied 2 delete files (5 deleted rows left out of the new files) and removed 2 of them"}, []string{"as they are", "would"}},
 		{"no deletes", compact.Report{Table: "kafka.t", Bins: []compact.Bin{bin}, FilesIn: 3, LiveFiles: 3}, true,
-			[]string{"would rewrite 3 of 3"}, []string{"left", "delete files"}},
+			[]string{"would rewrite 3 of 3"}, []string{"left", "delete files", "millisecond"}},
+		{"plan converting millis", compact.Report{Table: "kafka.t", Bins: []compact.Bin{binMillis}, FilesIn: 3, LiveFiles: 3, Converted: 2}, true,
+			[]string{"30 rows, 2 with millisecond timestamps", "kafka.t: would convert 2 data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds"}, nil},
+		{"run converting millis", compact.Report{Table: "kafka.t", Bins: []compact.Bin{binMillis}, FilesIn: 3, FilesOut: 1, LiveFiles: 3, Snapshot: 7, Converted: 2}, false,
+			[]string{"kafka.t: converted 2 data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds"}, []string{"would"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
