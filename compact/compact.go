@@ -116,6 +116,12 @@ type Options struct {
 	Progress func(Progress)
 	// Now is the time the ages are measured from. Defaults to time.Now.
 	Now func() time.Time
+	// ConvertMillis reads the footer of every live file old enough, to
+	// find and convert the large ones with millisecond timestamps too (an
+	// older pqsink's files; millisFiles): a read per file, once after an
+	// upgrade. Without it only the small files, whose footers a run reads
+	// anyway, are looked at, and converted when they are compacted.
+	ConvertMillis bool
 
 	// convert are the files with millisecond timestamp columns, which
 	// Plan takes whatever their size (millisFiles).

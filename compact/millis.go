@@ -58,16 +58,18 @@ func widened(s *schema.Schema) *schema.Schema {
 }
 
 // millisFiles reads the footers of the live files added before the
-// cutoff (those Plan takes by their size are read anyway; the others
-// cost a read of their footer each run), and returns the locations of
-// those with a millisecond timestamp column: Plan takes them whatever
-// their size, and a bin that holds one whatever its number of files.
-// Footers it reads go into footers.
+// cutoff that Plan takes by their size (it reads them anyway), or of all
+// of them with o.ConvertMillis (a read per file: a large table's
+// daemon must not pay it every run), and returns the locations of those
+// with a millisecond timestamp column: Plan takes them whatever their
+// size, and a bin that holds one whatever its number of files. Footers
+// it reads go into footers.
 func millisFiles(ctx context.Context, store objstore.Store, keyOf func(string) (string, error), live []table.LiveFile, o Options, footers map[string]footer) (map[string]bool, error) {
 	cutoff := o.Now().Add(-o.OlderThan)
+	small := o.TargetFileSize / 4 * 3
 	out := map[string]bool{}
 	for _, f := range live {
-		if f.Added.After(cutoff) {
+		if f.Added.After(cutoff) || (f.Size >= small && !o.ConvertMillis) {
 			continue
 		}
 		ft, err := readFooter(ctx, store, keyOf, f.Location)

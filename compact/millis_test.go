@@ -240,6 +240,19 @@ func testCompactConvertsMillis(t *testing.T, avro bool) {
 		}
 	}
 
+	// With a target that makes every file large, a run looks for
+	// millisecond files only with ConvertMillis (a footer read per file).
+	for _, all := range []bool{false, true} {
+		big := Options{TargetFileSize: 64, MinInputFiles: 5, DryRun: true, ConvertMillis: all}
+		r, err := Table(ctx, e.h, e.store, "file://"+e.dir, big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 0, true: 1}[all]; r.Converted != want {
+			t.Errorf("files large for the target, ConvertMillis %v: %d converted, want %d", all, r.Converted, want)
+		}
+	}
+
 	o := Options{TargetFileSize: 1 << 20, MinInputFiles: 5, OlderThan: 0, DryRun: true}
 	plan, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
 	if err != nil {

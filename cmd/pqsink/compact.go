@@ -17,7 +17,7 @@ import (
 )
 
 const compactUsage = `usage: pqsink compact --config FILE [--table NAMESPACE.TABLE] [--target-file-size 256MiB]
-                      [--min-input-files 5] [--older-than 10m] [--rewrite-manifests-above N] [--dry-run]
+                      [--min-input-files 5] [--older-than 10m] [--rewrite-manifests-above N] [--convert-millis] [--dry-run]
 
 Rewrites the small data files of the Iceberg tables that pqsink run lands
 (the config's table section; every table of its namespace, or the one
@@ -46,6 +46,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	manifestsAbove := fs.Int("rewrite-manifests-above", 0, "also merge a table's manifests when its current snapshot lists more than `N` (0: leave them)")
 	dryRun := fs.Bool("dry-run", false, "print what would be rewritten, and rewrite nothing")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	convertMillis := fs.Bool("convert-millis", false, "read every file's footer, and rewrite the large files with millisecond timestamps (an older pqsink's) into microseconds too: once after an upgrade")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -56,7 +57,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *configFile == "" {
 		return usagef("--config is required")
 	}
-	o := compact.Options{MinInputFiles: *minInputs, OlderThan: *olderThan, DryRun: *dryRun}
+	o := compact.Options{MinInputFiles: *minInputs, OlderThan: *olderThan, DryRun: *dryRun, ConvertMillis: *convertMillis}
 	if o.TargetFileSize, err = config.ParseSize(*target); err != nil || o.TargetFileSize < 1<<20 {
 		return usagef("--target-file-size %q: want a size of 1MiB or more, e.g. 256MiB", *target)
 	}
