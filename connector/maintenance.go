@@ -293,7 +293,7 @@ func (m *maintainer) compact(ctx context.Context, h *table.Handle) error {
 	s.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
 		"rows", rep.Rows, "deleted_rows", rep.DeletedRows, "delete_files_removed", rep.DeleteFilesRemoved,
-		"live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "taken_back", rep.TakenBack, "took", rep.Took)
+		"live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "taken_back", rep.TakenBack, "converted_millis", rep.Converted, "took", rep.Took)
 	return nil
 }
 
