@@ -194,7 +194,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"tcommits":   d("table_commits_total", "Table commits that succeeded."),
 		"tconflicts": d("table_commit_conflicts_total", "Table commits that lost the catalog's compare-and-swap and were tried again."),
 		"trollbacks": d("table_rollbacks_total", "Table commits that found the table holding less than the sink had committed (rolled back to an older snapshot): the partitions it lost are read again from its state."),
-		"tspecconf":  d("table_spec_conflicts_total", "Table commits that found, beyond a partition's committed offset, paths of another partition spec than the sink's files (a member fenced off, or its successor, writing by the other spec): the partition is read again from the table's state, by that spec."),
+		"tspecconf":  d("table_spec_conflicts_total", "Table commits that found, beyond a partition's committed offset, paths of another partition spec than the sink's files, or below it records a file of the sink's holds too from files of another spec (a member fenced off, or its successor, writing by the other spec): the partition is read again from the table's state, by that spec."),
 		"terrors":    d("table_commit_errors_total", "Table commits that failed; their files wait for the next commit, and so do the Kafka offsets."),
 		"tappended":  d("table_files_appended_total", "Data files appended to a table."),
 		"tdropped":   d("table_files_dropped_total", "Files left out of a table commit because the table already held their records."),
