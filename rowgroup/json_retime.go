@@ -220,12 +220,9 @@ func (s *JSONShredder) timestampNanos(p *jsonPlan, rep uint8, k jsonscan.Kind, b
 	if err != nil {
 		return s.convErr(p, b, k, key, err)
 	}
-	us := v / 1000
-	if rem := v % 1000; rem != 0 {
+	us, cut := schema.FloorMicros(v)
+	if cut {
 		s.cut++
-		if rem < 0 {
-			us--
-		}
 	}
 	p.col.AppendInt64(rep, us)
 	return nil

@@ -16,6 +16,18 @@ func WidenMillis(s *Schema) (*Schema, bool, error) { return retime(s, Millis) }
 // becomes of the nanoseconds below them.
 func NarrowNanos(s *Schema) (*Schema, bool, error) { return retime(s, Nanos) }
 
+// FloorMicros is the microsecond at or before ns nanoseconds, as a
+// narrowed column holds it, and whether digits below the microsecond
+// were cut.
+func FloorMicros(ns int64) (us int64, cut bool) {
+	us = ns / 1000
+	rem := ns % 1000
+	if rem < 0 {
+		us--
+	}
+	return us, rem != 0
+}
+
 // retime returns s with the INT64 timestamps in unit from made
 // microseconds, and whether there were any.
 func retime(s *Schema, from TimeUnit) (*Schema, bool, error) {

@@ -53,12 +53,9 @@ func (r *avroReader) nanosMicros(op *avroOp, rep uint8) error {
 	if !ok {
 		return r.fail(op, r.longErr())
 	}
-	us := v / 1000
-	if rem := v % 1000; rem != 0 {
+	us, cut := schema.FloorMicros(v)
+	if cut {
 		r.cut++
-		if rem < 0 {
-			us--
-		}
 	}
 	op.col.AppendInt64(rep, us)
 	return nil
