@@ -271,7 +271,7 @@ func tablePath(root string, fields []table.PathField, perSchema bool) (string, [
 		}
 		text += f.Name + "=" + value + "/"
 	}
-	return text + "{topic}+{partition}+{first_offset}.parquet", computed, nil
+	return text + table.FileName, computed, nil
 }
 
 // forTopic returns the committer of topic's table, creating or adopting
@@ -607,7 +607,9 @@ func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, i
 		if err != nil {
 			return table.Progress{}, false, err
 		}
-		tc.stateCtx, tc.state = ctx, st
+		// Whichever group wrote them, the table's records are read no
+		// more: a renamed group resumes where the table is.
+		tc.stateCtx, tc.state = ctx, st.As(group)
 	}
 	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
 	tc.rb.took(id, p)

@@ -229,10 +229,12 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if held := rolledBack(cur, seen); held != nil {
+	// Whichever group wrote a record into the table, the table holds it.
+	view := cur.As(group)
+	if held := rolledBack(view, seen); held != nil {
 		return 0, 0, 0, &RolledBackError{Held: held}
 	}
-	if held := specConflicts(cur, group, files, ranges, state); held != nil {
+	if held := specConflicts(view, group, files, ranges, state); held != nil {
 		return 0, 0, 0, &SpecConflictError{Held: held}
 	}
 	var add []iceberg.DataFile
@@ -245,7 +247,7 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	}
 	for i, f := range files {
 		r := ranges[i]
-		covered := cur[Partition{group, r.Topic, r.Partition}].covered(f.PathID)
+		covered := view[Partition{group, r.Topic, r.Partition}].covered(f.PathID)
 		switch {
 		case r.Last <= covered:
 			dropped++
@@ -267,15 +269,17 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	for k, p := range cur {
 		merged[k] = p
 	}
+	// A group's entry takes what every group's say the table holds, so
+	// that it alone tells where the partition is.
+	moved := false
 	for k, p := range state {
-		if c, ok := merged[k]; ok {
-			p = c.Merge(p)
-		} else {
-			p = Progress{}.Merge(p)
+		p = view[k].Merge(p)
+		if c, ok := view[k]; !ok || !c.equal(p) {
+			moved = true
 		}
 		merged[k] = p
 	}
-	if len(add) == 0 && !stateMoved(cur, merged) {
+	if len(add) == 0 && !moved {
 		return 0, 0, dropped, nil
 	}
 	value, obj, doc, err := summaryValue(merged)
@@ -337,7 +341,9 @@ func writeObject(ctx context.Context, tbl *itable.Table, loc string, doc []byte)
 // State reads the exactly-once state of the table's current snapshot: the
 // summary of the newest snapshot in its ancestry that carries one, so that
 // a snapshot made by another engine (a compaction, an append of its own)
-// does not hide it. A table without one has the empty State.
+// does not hide it. A table none of whose snapshots carries one has the
+// state its data files tell (recoverState): empty for a table without
+// Kafka records.
 func (h *Handle) State(ctx context.Context) (State, error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) && h.schema == nil {
@@ -358,7 +364,7 @@ func (h *Handle) state(ctx context.Context, tbl *itable.Table) (State, error) {
 	if v, ok := stateValue(tbl); ok {
 		return readState(ctx, tbl, v)
 	}
-	return State{}, nil
+	return h.recoverState(ctx, tbl)
 }
 
 // readState decodes a summary entry, reading the state object it names.

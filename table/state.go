@@ -110,7 +110,30 @@ func (p Progress) equal(q Progress) bool {
 
 // State is the exactly-once state a table holds: the Progress of every
 // partition of every group that commits to it.
+//
+// The entries are kept per group, but what the table holds of a Kafka
+// partition does not depend on which group wrote it: every decision
+// (where to resume, which file the table holds already) reads the union
+// of the groups' entries, As gives it. A renamed group thus resumes where
+// the table is, and two groups reading one topic into one table append
+// each record once.
 type State map[Partition]Progress
+
+// As is the state as group sees it: for every Kafka partition of which
+// any group's entry says something, the Merge of every group's progress
+// of it, keyed by group. Each claim of an entry is a claim on the table's
+// contents, whoever made it, so the union is true as each of them is.
+func (s State) As(group string) State {
+	out := make(State, len(s))
+	for k, p := range s {
+		k.Group = group
+		if c, ok := out[k]; ok {
+			p = c.Merge(p)
+		}
+		out[k] = p
+	}
+	return out
+}
 
 // The snapshot summary entry that holds the State. Its value is
 // archive.CommitInline followed by the JSON document, or, when that is

@@ -22,20 +22,6 @@ import (
 // with files, and a restart in between would read the rejected records
 // again and send their dead letters twice.
 
-// stateMoved reports whether the state merged would move the table's
-// state cur: a partition it lacks, or one whose progress differs.
-func stateMoved(cur, merged State) bool {
-	if len(merged) != len(cur) {
-		return true
-	}
-	for k, p := range merged {
-		if c, ok := cur[k]; !ok || !c.equal(p) {
-			return true
-		}
-	}
-	return false
-}
-
 // commitState makes a snapshot of tbl that adds no data file and carries
 // the summary property SummaryState = value: its manifest list, written
 // next to the table's metadata, lists the current snapshot's manifests,
