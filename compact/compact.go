@@ -220,6 +220,11 @@ type Report struct {
 	// milliseconds (an older pqsink's files), which the new files hold
 	// in microseconds, as Iceberg's timestamps are.
 	Converted int
+	// Twice is how many data files the table listed more than once (an
+	// older pqsink's doing, when two consumer groups wrote to one
+	// table), holding their records twice: the run lists them once
+	// (table.Handle.ListOnce) before it plans, or, in a dry run, would.
+	Twice int
 	// Took is the run's time.
 	Took time.Duration
 }
@@ -356,9 +361,20 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	o.defaults()
 	start := o.Now()
 	rep := Report{Table: h.Name()}
+	if !o.DryRun {
+		res, err := h.ListOnce(ctx)
+		if err != nil {
+			return rep, err
+		}
+		rep.Twice = res.Files
+	}
 	live, snapshot, err := h.Live(ctx)
 	if err != nil {
 		return rep, err
+	}
+	var twice int
+	if live, twice = once(live); o.DryRun {
+		rep.Twice = twice
 	}
 	rep.LiveFiles = len(live)
 	prefix := strings.TrimSuffix(storeURL, "/") + "/"
@@ -466,6 +482,23 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	rep.Snapshot, rep.DeleteFilesRemoved = res.SnapshotID, res.DeleteFilesRemoved
 	rep.Took = time.Since(start)
 	return rep, nil
+}
+
+// once lists each file of live once (the first time it is listed), and
+// says how many were listed more than once.
+func once(live []table.LiveFile) ([]table.LiveFile, int) {
+	seen := make(map[string]int, len(live))
+	out := live[:0:0]
+	twice := 0
+	for _, f := range live {
+		switch seen[f.Location]++; seen[f.Location] {
+		case 1:
+			out = append(out, f)
+		case 2:
+			twice++
+		}
+	}
+	return out, twice
 }
 
 // mergeBin merges the files of b into new objects in its folder named

@@ -35,14 +35,11 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 		return 0, err
 	}
 	var manifests []iceberg.ManifestFile
-	var parent *int64
 	summary := iceberg.Properties{}
 	if cur != nil {
 		if manifests, err = cur.Manifests(fsys); err != nil {
 			return 0, fmt.Errorf("snapshot %d: reading its manifest list: %w", cur.SnapshotID, err)
 		}
-		id := cur.SnapshotID
-		parent = &id
 		if cur.Summary != nil {
 			// The totals stay the parent's: nothing is added.
 			for k, v := range cur.Summary.Properties {
@@ -56,8 +53,21 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 		summary[k] = "0"
 	}
 	summary[SummaryState] = value
-
 	id := newSnapshotID(md)
+	return id, h.commitManifests(ctx, tbl, id, manifests, itable.OpAppend, summary)
+}
+
+// commitManifests makes the snapshot id of tbl, the child of its current
+// one, that lists manifests, with the operation op and summary: it
+// writes its manifest list next to the table's metadata, and the catalog
+// swaps it in as main's head only if main is still the snapshot read (a
+// conflict otherwise). The snapshot adds no row.
+func (h *Handle) commitManifests(ctx context.Context, tbl *itable.Table, id int64, manifests []iceberg.ManifestFile, op itable.Operation, summary iceberg.Properties) error {
+	md := tbl.Metadata()
+	var parent *int64
+	if cur := tbl.CurrentSnapshot(); cur != nil {
+		parent = &cur.SnapshotID
+	}
 	version := md.Version()
 	// Sequence numbers begin with format version 2, row ids with 3 (the
 	// snapshot takes the next one, and adds no row).
@@ -73,11 +83,11 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 	}
 	var list bytes.Buffer
 	if err := iceberg.WriteManifestList(version, &list, id, parent, seqPtr, nextRow, manifests); err != nil {
-		return 0, fmt.Errorf("writing the manifest list: %w", err)
+		return fmt.Errorf("writing the manifest list: %w", err)
 	}
 	loc := fmt.Sprintf("%s/metadata/snap-%d-1-%s.avro", tbl.Location(), id, uuid.New())
 	if err := writeObject(ctx, tbl, loc, list.Bytes()); err != nil {
-		return 0, fmt.Errorf("writing the manifest list %s: %w", loc, err)
+		return fmt.Errorf("writing the manifest list %s: %w", loc, err)
 	}
 	schemaID := md.CurrentSchema().ID
 	snap := itable.Snapshot{
@@ -86,7 +96,7 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 		SequenceNumber:   seq,
 		TimestampMs:      max(time.Now().UnixMilli(), md.LastUpdatedMillis()+1),
 		ManifestList:     loc,
-		Summary:          &itable.Summary{Operation: itable.OpAppend, Properties: summary},
+		Summary:          &itable.Summary{Operation: op, Properties: summary},
 		SchemaID:         &schemaID,
 		FirstRowID:       firstRowID,
 		AddedRows:        addedRows,
@@ -99,10 +109,8 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 	if h.beforeSwap != nil {
 		h.beforeSwap()
 	}
-	if _, _, err := h.cat.CommitTable(ctx, h.ident, reqs, updates); err != nil {
-		return 0, err
-	}
-	return id, nil
+	_, _, err := h.cat.CommitTable(ctx, h.ident, reqs, updates)
+	return err
 }
 
 // newSnapshotID draws a snapshot id that md does not hold yet: positive,

@@ -142,6 +142,7 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
 	defer printDeletes(w, rep, dryRun)
 	defer printTakenBack(w, rep, dryRun)
 	defer printConverted(w, rep, dryRun)
+	defer printTwice(w, rep, dryRun)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -179,6 +180,19 @@ func printConverted(w io.Writer, rep compact.Report, dryRun bool) {
 		verb = "would convert"
 	}
 	fmt.Fprintf(w, "%s: %s %d data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds\n", rep.Table, verb, rep.Converted)
+}
+
+// printTwice says how many files the table listed twice a compaction
+// listed once again (or would).
+func printTwice(w io.Writer, rep compact.Report, dryRun bool) {
+	if rep.Twice == 0 {
+		return
+	}
+	verb := "repaired"
+	if dryRun {
+		verb = "would repair"
+	}
+	fmt.Fprintf(w, "%s: %s %d data files listed twice (their records were in the table twice; now once)\n", rep.Table, verb, rep.Twice)
 }
 
 // printTakenBack says how many files another engine rewrote (a

@@ -74,10 +74,17 @@ func (r *Replayer) plan(ctx context.Context, done map[string]int64) ([]*partitio
 		}
 		p.files = append(p.files, f)
 	}
+	// A table may list a file twice (an older pqsink did, when two
+	// groups wrote to one table): its records are replayed once.
+	listed := map[string]bool{}
 	for info, err := range r.objects(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", o.From, err)
 		}
+		if listed[info.Key] {
+			continue
+		}
+		listed[info.Key] = true
 		if o.Files == nil && (strings.HasPrefix(info.Key, archive.InternalPrefix) || !strings.HasSuffix(info.Key, o.Suffix)) {
 			continue
 		}
