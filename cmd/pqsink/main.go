@@ -27,7 +27,6 @@ import (
 	_ "time/tzdata" // timezone: works in minimal containers without zoneinfo
 
 	"github.com/pqsink/pqsink/internal/earlysignal"
-	"github.com/pqsink/pqsink/internal/initgc"
 	"github.com/pqsink/pqsink/internal/version"
 )
 
@@ -51,8 +50,6 @@ func commands() []command {
 }
 
 func main() {
-	// The collector was held off while the packages initialized.
-	initgc.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// A signal that came while the packages initialized stops the
 	// command as if it came now.
