@@ -123,7 +123,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			failed = append(failed, err)
 			continue
 		}
-		printCompaction(stdout, rep, o.DryRun)
+		printCompaction(stdout, rep, o.DryRun, *olderThan)
 		if *manifestsAbove > 0 {
 			if err := rewriteManifests(ctx, stdout, h, *manifestsAbove, o.DryRun); err != nil {
 				failed = append(failed, err)
@@ -136,9 +136,10 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	return errors.Join(failed...)
 }
 
-// printCompaction prints a table's compaction, or its plan.
-func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
-	defer printLeftOut(w, rep)
+// printCompaction prints a table's compaction, or its plan; olderThan is
+// the run's --older-than.
+func printCompaction(w io.Writer, rep compact.Report, dryRun bool, olderThan time.Duration) {
+	defer printLeftOut(w, rep, olderThan)
 	defer printDeletes(w, rep, dryRun)
 	defer printTakenBack(w, rep, dryRun)
 	defer printConverted(w, rep, dryRun)
@@ -211,9 +212,12 @@ func printDeletes(w io.Writer, rep compact.Report, dryRun bool) {
 }
 
 // printLeftOut says which files a compaction left as they are whatever
-// their size: those with another engine's deletes it could not apply,
-// and those the sink did not write.
-func printLeftOut(w io.Writer, rep compact.Report) {
+// their size: those committed too recently, those with another engine's
+// deletes it could not apply, and those the sink did not write.
+func printLeftOut(w io.Writer, rep compact.Report, olderThan time.Duration) {
+	if rep.TooYoung > 0 {
+		fmt.Fprintf(w, "%s: left %d data files as they are: committed less than %s ago (--older-than %s; --older-than 0 takes them too)\n", rep.Table, rep.TooYoung, shortDuration(olderThan), shortDuration(olderThan))
+	}
 	if rep.WithDeletes > 0 {
 		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction could not apply (delete files in a format pqsink does not read, or records whose offsets are unknown)\n", rep.Table, rep.WithDeletes)
 	}
@@ -247,6 +251,19 @@ func rewriteManifests(ctx context.Context, w io.Writer, h *table.Handle, above i
 	}
 	fmt.Fprintf(w, "%s: merged %d of %d manifests into %d (%d now), snapshot %d\n", h.Name(), res.Rewritten, res.Before, res.Added, res.After, res.Snapshot)
 	return nil
+}
+
+// shortDuration is d as time.Duration prints it without its zero
+// trailing units: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // shortFolder is a folder's part from the table's data/ on.
