@@ -104,9 +104,8 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	defer store.Close()
 	if !*quiet {
-		o.Progress = func(p compact.Progress) {
-			fmt.Fprintf(stderr, "\rcompact: %s: bin %d/%d, %.1f/%.1f MB", p.Table, p.Bin, p.Bins, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
-		}
+		pp := &compactProgress{w: stderr, terminal: isTerminal(stderr)}
+		o.Progress = pp.print
 	}
 	var failed []error
 	for _, ident := range idents {
@@ -116,7 +115,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			continue
 		}
 		rep, err := compact.Table(ctx, h, store, cfg.Store.URL, o)
-		if o.Progress != nil && len(rep.Bins) > 0 && !o.DryRun {
+		if o.Progress != nil && len(rep.Bins) > 0 && !o.DryRun && isTerminal(stderr) {
 			fmt.Fprintln(stderr)
 		}
 		if err != nil {
@@ -134,6 +133,36 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintf(stdout, "no table in namespace %s\n", cfg.Table.Namespace)
 	}
 	return errors.Join(failed...)
+}
+
+// compactProgress prints a compaction's progress: on a terminal one line
+// rewritten in place (\r) at each merged row group; elsewhere (a log
+// file, a pipe) plain lines, one as each bin starts and one at each
+// further tenth of the table's bytes, so that a log holds a readable
+// handful of lines per table.
+type compactProgress struct {
+	w        io.Writer
+	terminal bool
+	table    string
+	bin      int
+	tenth    int64
+}
+
+func (c *compactProgress) print(p compact.Progress) {
+	line := fmt.Sprintf("compact: %s: bin %d/%d, %.1f/%.1f MB", p.Table, p.Bin, p.Bins, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
+	if c.terminal {
+		fmt.Fprint(c.w, "\r"+line)
+		return
+	}
+	tenth := int64(0)
+	if p.TotalBytes > 0 {
+		tenth = p.Bytes * 10 / p.TotalBytes
+	}
+	if p.Table == c.table && p.Bin == c.bin && tenth <= c.tenth {
+		return
+	}
+	c.table, c.bin, c.tenth = p.Table, p.Bin, tenth
+	fmt.Fprintln(c.w, line)
 }
 
 // printCompaction prints a table's compaction, or its plan; olderThan is

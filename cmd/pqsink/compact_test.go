@@ -81,3 +81,41 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactProgress: on a terminal the progress is one line rewritten
+// with \r; elsewhere it is plain lines, one per bin and per tenth of the
+// bytes, never a \r.
+func TestCompactProgress(t *testing.T) {
+	steps := []compact.Progress{}
+	for bin := 1; bin <= 2; bin++ {
+		for b := int64(0); b <= 50; b += 5 {
+			steps = append(steps, compact.Progress{Table: "kafka.t", Bin: bin, Bins: 2, Bytes: int64(bin-1)*50e6 + b*1e6, TotalBytes: 100e6})
+		}
+	}
+	for _, tc := range []struct {
+		terminal  bool
+		wantLines int
+		wantCR    bool
+	}{
+		{true, 0, true},
+		// A line as each bin starts (2) and at each further tenth of the
+		// 100 MB: 10 of them.
+		{false, 12, false},
+	} {
+		var b strings.Builder
+		c := &compactProgress{w: &b, terminal: tc.terminal}
+		for _, p := range steps {
+			c.print(p)
+		}
+		out := b.String()
+		if got := strings.Contains(out, "\r"); got != tc.wantCR {
+			t.Errorf("terminal=%v: output has \\r: %v, want %v:\n%q", tc.terminal, got, tc.wantCR, out)
+		}
+		if got := strings.Count(out, "\n"); got != tc.wantLines {
+			t.Errorf("terminal=%v: %d lines, want %d:\n%s", tc.terminal, got, tc.wantLines, out)
+		}
+		if !tc.terminal && !strings.HasSuffix(out, "compact: kafka.t: bin 2/2, 100.0/100.0 MB\n") {
+			t.Errorf("the last line is not the end of the last bin:\n%s", out)
+		}
+	}
+}
