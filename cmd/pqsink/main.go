@@ -100,7 +100,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if args[0] == "__broker" {
 		if err := runBroker(ctx, args[1:], stdin, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "pqsink __broker: %v\n", err)
+			// Interrupted with its parent (a Ctrl-C reaches both): the
+			// parent says so.
+			if ctx.Err() == nil {
+				fmt.Fprintf(stderr, "pqsink __broker: %v\n", err)
+			}
 			return 1
 		}
 		return 0

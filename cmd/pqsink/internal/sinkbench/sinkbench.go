@@ -561,6 +561,11 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 	}
 	if err != nil {
 		child.stop()
+		if ctx.Err() != nil {
+			// Interrupted: the broker process stopped with it, and what
+			// it said is not the cause.
+			return nil, "", 0, fmt.Errorf("loading the events into the broker: %w", context.Cause(ctx))
+		}
 		return nil, "", 0, fmt.Errorf("broker process: %q: %w", line, err)
 	}
 	return child, addr, n, nil
