@@ -6,6 +6,7 @@
 //	                                      the archived records back into a Kafka topic
 //	pqsink compact --config FILE          the small files of Iceberg tables rewritten into bigger ones
 //	pqsink demo [flags]                   the whole pipeline on an in-process Kafka
+//	pqsink dev-broker [flags]             that in-process Kafka on a local port, until interrupted
 //	pqsink bench [flags]                  the sink measured end to end on generated events
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines (or Avro) to one Parquet file
 //	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
@@ -42,6 +43,7 @@ func commands() []command {
 		{"replay", "produce archived Parquet files back into a Kafka topic", runReplay},
 		{"compact", "rewrite the small files of Iceberg tables into bigger ones", runCompact},
 		{"demo", "run the whole pipeline on an in-process Kafka into ./pqsink-demo", runDemo},
+		{"dev-broker", "start the demo's in-process Kafka on a local port, to try run without Docker", runDevBroker},
 		{"bench", "measure the sink end to end on generated events", runBench},
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},
 		{"inspect", "show a Parquet file's metadata, schema or rows", runInspect},
@@ -139,7 +141,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: pqsink COMMAND [flags] [args]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }
 
