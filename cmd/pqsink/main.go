@@ -10,6 +10,8 @@
 //	pqsink bench [flags]                  the sink measured end to end on generated events
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines (or Avro) to one Parquet file
 //	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
+//	pqsink inspect meta iceberg:NS.TABLE --config FILE
+//	                                      an Iceberg table's snapshot, files, schema, spec and pqsink state
 //	pqsink version                        the version and build
 //
 // Run `pqsink COMMAND -h` for a command's flags.
@@ -46,7 +48,7 @@ func commands() []command {
 		{"dev-broker", "start the demo's in-process Kafka on a local port, to try run without Docker", runDevBroker},
 		{"bench", "measure the sink end to end on generated events", runBench},
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},
-		{"inspect", "show a Parquet file's metadata, schema or rows", runInspect},
+		{"inspect", "show a Parquet file's metadata, schema or rows, or an Iceberg table's metadata", runInspect},
 		{"version", "print the version and build", runVersion},
 	}
 }
