@@ -376,11 +376,6 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 		return rep, err
 	}
 	rep.LiveFiles = len(live)
-	// One instant for the count and the plan, so that they agree.
-	planned := o
-	at := o.Now()
-	planned.Now = func() time.Time { return at }
-	rep.TooYoung = tooYoung(live, at.Add(-o.OlderThan))
 	prefix := strings.TrimSuffix(storeURL, "/") + "/"
 	keyOf := func(loc string) (string, error) {
 		key, ok := strings.CutPrefix(loc, prefix)
@@ -393,6 +388,11 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	if o.convert, err = millisFiles(ctx, store, keyOf, live, o, footers); err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
+	// One instant for the count and the plan, so that they agree.
+	planned := o
+	at := o.Now()
+	planned.Now = func() time.Time { return at }
+	rep.TooYoung = tooYoung(live, at.Add(-o.OlderThan))
 	bins := Plan(live, planned)
 	if err := readFooters(ctx, store, keyOf, bins, footers); err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
