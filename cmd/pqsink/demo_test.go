@@ -19,7 +19,7 @@ func TestDemoInterrupted(t *testing.T) {
 		after string // the stderr line after which the signal is sent
 	}{
 		{"loading", "pqsink demo: producing"},
-		{"archiving", "records consumed"},
+		{"archiving", "the sink is archiving them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()

@@ -251,6 +251,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- sink.Run(runCtx) }()
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "pqsink: %d records loaded in %.1fs; the sink is archiving them\n", o.Records, rep.Load.Seconds())
+	}
 
 	// Once every record is consumed, a shutdown finishes the open files:
 	// the run ends when the last footer is in the store.
