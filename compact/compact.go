@@ -201,6 +201,9 @@ type Report struct {
 	DeleteFilesApplied, DeleteFilesRemoved int
 	// LiveFiles is how many data files the table had before the run.
 	LiveFiles int
+	// TooYoung is how many of them were left alone because they were
+	// committed less than Options.OlderThan before the run.
+	TooYoung int
 	// WithDeletes is how many of them the plan took but left as they
 	// are because it could not apply the delete files that may apply to
 	// them: delete files of a format it does not read, or a file whose
@@ -322,6 +325,18 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	return append(bins, alone...)
 }
 
+// tooYoung counts the files committed after cutoff, which Plan leaves
+// alone.
+func tooYoung(files []table.LiveFile, cutoff time.Time) int {
+	n := 0
+	for _, f := range files {
+		if f.Added.After(cutoff) {
+			n++
+		}
+	}
+	return n
+}
+
 // deleteRatio is the share of a large file's records that deletes naming
 // it must delete for Plan to rewrite it alone: Spark's
 // rewrite_data_files rewrites a file of which delete-ratio-threshold
@@ -389,7 +404,12 @@ func Table(ctx context.Context, h *table.Handle, store objstore.Store, storeURL 
 	if o.convert, err = millisFiles(ctx, store, keyOf, live, o, footers); err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}
-	bins := Plan(live, o)
+	// One instant for the count and the plan, so that they agree.
+	planned := o
+	at := o.Now()
+	planned.Now = func() time.Time { return at }
+	rep.TooYoung = tooYoung(live, at.Add(-o.OlderThan))
+	bins := Plan(live, planned)
 	if err := readFooters(ctx, store, keyOf, bins, footers); err != nil {
 		return rep, fmt.Errorf("table %s: %w", rep.Table, err)
 	}

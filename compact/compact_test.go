@@ -192,3 +192,42 @@ func writeParquet(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTooYoung: the count of files too young to compact is the count of
+// those Plan leaves out for their age, at the boundary too.
+func TestTooYoung(t *testing.T) {
+	const mib = 1 << 20
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	file := func(i int, age time.Duration) table.LiveFile {
+		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/d=1/t+0+%020d.parquet", i), Size: mib, Records: 10, Added: now.Add(-age)}
+	}
+	for _, tc := range []struct {
+		name  string
+		ages  []time.Duration
+		older time.Duration
+		want  int
+	}{
+		{"all young", []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute}, 10 * time.Minute, 3},
+		{"all old", []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour}, 10 * time.Minute, 0},
+		{"mixed, one at the cutoff", []time.Duration{time.Minute, 10 * time.Minute, time.Hour, 2 * time.Hour}, 10 * time.Minute, 1},
+		{"older-than 0", []time.Duration{0, time.Minute, time.Hour}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var files []table.LiveFile
+			for i, a := range tc.ages {
+				files = append(files, file(i, a))
+			}
+			if got := tooYoung(files, now.Add(-tc.older)); got != tc.want {
+				t.Errorf("tooYoung = %d, want %d", got, tc.want)
+			}
+			bins := Plan(files, Options{TargetFileSize: 100 * mib, MinInputFiles: 2, OlderThan: tc.older, Now: func() time.Time { return now }})
+			planned := 0
+			for _, b := range bins {
+				planned += len(b.Files)
+			}
+			if old := len(files) - tc.want; old >= 2 && planned != old || old < 2 && planned != 0 {
+				t.Errorf("Plan took %d files; %d are old enough", planned, old)
+			}
+		})
+	}
+}

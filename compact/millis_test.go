@@ -253,10 +253,23 @@ func testCompactConvertsMillis(t *testing.T, avro bool) {
 		}
 	}
 
+	// Files just committed are too young for an hour's --older-than:
+	// the report counts every one of them, and plans none.
+	young, err := Table(ctx, e.h, e.store, "file://"+e.dir, Options{TargetFileSize: 1 << 20, MinInputFiles: 5, OlderThan: time.Hour, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if young.TooYoung != young.LiveFiles || young.LiveFiles == 0 || len(young.Bins) != 0 {
+		t.Errorf("older than an hour: %d too young of %d files, %d bins; want all of them and none", young.TooYoung, young.LiveFiles, len(young.Bins))
+	}
+
 	o := Options{TargetFileSize: 1 << 20, MinInputFiles: 5, OlderThan: 0, DryRun: true}
 	plan, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if plan.TooYoung != 0 {
+		t.Errorf("--older-than 0: %d files too young, want 0", plan.TooYoung)
 	}
 	o.DryRun = false
 	rep, err := Table(ctx, e.h, e.store, "file://"+e.dir, o)

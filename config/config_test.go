@@ -911,3 +911,29 @@ func TestCodecs(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsListEveryFormat: the format.type comment of the example
+// configuration in README.md and docs/configuration.md lists exactly the
+// kinds Load accepts, in its order.
+func TestDocsListEveryFormat(t *testing.T) {
+	want := "# " + strings.Join(formatValues, " | ")
+	for _, name := range []string{"../README.md", "../docs/configuration.md"} {
+		doc, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, line := range strings.Split(string(doc), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "type: json ") {
+				continue
+			}
+			found = true
+			if got := line[max(strings.Index(line, "#"), 0):]; got != want {
+				t.Errorf("%s: format.type lists %q, want %q", name, got, want)
+			}
+		}
+		if !found {
+			t.Errorf("%s has no example line 'type: json  # …'", name)
+		}
+	}
+}

@@ -9,13 +9,16 @@
 #     pin changes (a stamp next to the binary records it);
 #   - kcat (Debian's package), the independent librdkafka client of
 #     test/sink_kcat_test.go, docker-compose (Debian's 1.29), which
-#     test/deploy_test.go has validate docker-compose.yml, and PostgreSQL
+#     test/deploy_test.go has validate docker-compose.yml, PostgreSQL
 #     (Debian's postgresql), the SQL catalog server that package table's
-#     tests start, each installed with apt-get when missing (as root, or
-#     through sudo).
+#     tests start, and protoc with the well-known types (protobuf-compiler,
+#     libprotobuf-dev), for the Protobuf tests: each installed with apt-get
+#     when missing, as root or through sudo, after a line per package that
+#     says what it is for.
 # Caches live outside the repository (npm's ~/.npm, Go's module and build
 # caches, PQSINK_CACHE), so a fresh clone provisions in seconds after the
-# first run. The first MinIO build takes several minutes.
+# first run. The first MinIO build takes several minutes (about 9 on a
+# 2-core machine) and fills Go's module cache with MinIO's dependencies.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -74,7 +77,7 @@ want_stamp="$minio_version $(go env GOVERSION) $(go env GOOS)/$(go env GOARCH)"
 if [[ -x $minio_bin && -f $minio_stamp && $(<"$minio_stamp") == "$want_stamp" ]]; then
 	echo "provision: $minio_bin is up to date ($minio_version)"
 else
-	step "building MinIO $minio_version into $minio_bin (takes minutes the first time)"
+	step "building MinIO $minio_version from source into $minio_bin (the first time: about 9 minutes on 2 cores, and about 1 GB of Go modules of its own into $(go env GOMODCACHE))"
 	tmp=$(mktemp "$cache/bin/minio.XXXXXX")
 	trap 'rm -f "$tmp"' EXIT
 	(cd "$repo/tools/minio" && go build -trimpath -o "$tmp" github.com/minio/minio)
@@ -84,49 +87,59 @@ else
 	done_step
 fi
 
-# --- kcat and docker-compose (Debian packages) ------------------------------
-# apt_install CMD PKG [DIRS] installs Debian's PKG when CMD is not on PATH
-# nor in DIRS, a glob of folders (PostgreSQL's programs are not on PATH).
-apt_install() {
-	local cmd=$1 pkg=$2 dirs=${3:-} apt
-	found() {
-		local d extra=""
-		for d in $dirs; do extra+=":$d"; done
-		(PATH="$PATH$extra" command -v "$cmd")
-	}
-	if found >/dev/null; then
-		echo "provision: $cmd is installed ($(found))"
-		return
-	fi
-	command -v apt-get >/dev/null || die "$cmd is not installed and there is no apt-get: install $pkg by hand"
-	if [[ $(id -u) == 0 ]]; then
-		apt=(env DEBIAN_FRONTEND=noninteractive)
-	elif command -v sudo >/dev/null; then
-		apt=(sudo env DEBIAN_FRONTEND=noninteractive)
-	else
-		die "$cmd is not installed, and installing it needs root or sudo: run 'apt-get install $pkg' as root"
-	fi
-	step "installing $pkg with apt-get"
-	"${apt[@]}" apt-get update -qq
-	"${apt[@]}" apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
-	found >/dev/null || die "apt-get installed $pkg, but $cmd is not on PATH${dirs:+ nor in $dirs}"
-	done_step
+# --- Debian packages --------------------------------------------------------
+# Each test tool that is missing is installed with apt-get, as root or
+# through sudo. Before anything is installed, the script says which
+# packages it installs, how, and why (one line each).
+# debian_tools lines: COMMAND PACKAGE DIRS WHY. DIRS is a glob of folders
+# searched beside PATH (PostgreSQL's programs are not on PATH), or "-".
+debian_tools=(
+	"kcat|kcat|-|the independent librdkafka client that produces and consumes in test/sink_kcat_test.go"
+	"docker-compose|docker-compose|-|validates docker-compose.yml in test/deploy_test.go (nothing is started)"
+	"initdb|postgresql|/usr/lib/postgresql/*/bin|the PostgreSQL server that package table's tests start for the SQL catalog"
+	"protoc|protobuf-compiler|-|encodes and decodes the Protobuf tests' messages independently of Go's protobuf library"
+)
+found_in() { # found_in CMD DIRS: the path of CMD on PATH or in DIRS
+	local cmd=$1 dirs=$2 d extra=""
+	[[ $dirs == - ]] && dirs=""
+	for d in $dirs; do extra+=":$d"; done
+	(PATH="$PATH$extra" command -v "$cmd")
 }
-apt_install kcat kcat
-apt_install docker-compose docker-compose
-apt_install initdb postgresql '/usr/lib/postgresql/*/bin'
-# protoc encodes and decodes the Protobuf tests' messages independently of
-# Go's protobuf library; libprotobuf-dev has the well-known types' .proto
-# files (/usr/include/google/protobuf) that their schemas import.
-apt_install protoc protobuf-compiler
-if [[ ! -f /usr/include/google/protobuf/timestamp.proto ]]; then
-	apt_install_pkg=libprotobuf-dev
-	step "installing $apt_install_pkg with apt-get"
-	if [[ $(id -u) == 0 ]]; then
-		env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$apt_install_pkg" >/dev/null
+missing=() why=()
+for line in "${debian_tools[@]}"; do
+	IFS='|' read -r cmd pkg dirs reason <<<"$line"
+	if where=$(found_in "$cmd" "$dirs"); then
+		echo "provision: $cmd is installed ($where)"
 	else
-		sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$apt_install_pkg" >/dev/null
+		missing+=("$pkg") why+=("$reason")
 	fi
-	[[ -f /usr/include/google/protobuf/timestamp.proto ]] || die "apt-get installed $apt_install_pkg, but /usr/include/google/protobuf/timestamp.proto is missing"
+done
+# libprotobuf-dev has the well-known types' .proto files
+# (/usr/include/google/protobuf) that the Protobuf tests' schemas import.
+if [[ ! -f /usr/include/google/protobuf/timestamp.proto ]]; then
+	missing+=(libprotobuf-dev) why+=("the well-known types' .proto files (google/protobuf/timestamp.proto) that the Protobuf tests' schemas import")
+fi
+if ((${#missing[@]} > 0)); then
+	command -v apt-get >/dev/null || die "missing test tools and no apt-get: install ${missing[*]} (Debian's names) by hand"
+	if [[ $(id -u) == 0 ]]; then
+		apt=(env DEBIAN_FRONTEND=noninteractive) how="apt-get, as root"
+	elif command -v sudo >/dev/null; then
+		apt=(sudo env DEBIAN_FRONTEND=noninteractive) how="sudo apt-get"
+	else
+		die "missing test tools, and installing them needs root or sudo: run 'apt-get install ${missing[*]}' as root"
+	fi
+	echo "provision: installing ${#missing[@]} Debian packages with $how:"
+	for i in "${!missing[@]}"; do
+		printf 'provision:   %s: %s\n' "${missing[i]}" "${why[i]}"
+	done
+	step "apt-get update and install ${missing[*]}"
+	"${apt[@]}" apt-get update -qq
+	"${apt[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	for line in "${debian_tools[@]}"; do
+		IFS='|' read -r cmd pkg dirs reason <<<"$line"
+		dirs=${dirs#-}
+		found_in "$cmd" "${dirs:--}" >/dev/null || die "apt-get installed $pkg, but $cmd is not on PATH${dirs:+ nor in $dirs}"
+	done
+	[[ -f /usr/include/google/protobuf/timestamp.proto ]] || die "apt-get installed libprotobuf-dev, but /usr/include/google/protobuf/timestamp.proto is missing"
 	done_step
 fi

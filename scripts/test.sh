@@ -10,6 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+echo "test: provisioning the test tools (scripts/provision.sh: npm packages, a MinIO build, and Debian packages it names before installing them)"
 ./scripts/provision.sh
 
 pkgs=()

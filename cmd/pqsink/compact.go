@@ -104,9 +104,8 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	defer store.Close()
 	if !*quiet {
-		o.Progress = func(p compact.Progress) {
-			fmt.Fprintf(stderr, "\rcompact: %s: bin %d/%d, %.1f/%.1f MB", p.Table, p.Bin, p.Bins, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
-		}
+		pp := &compactProgress{w: stderr, terminal: isTerminal(stderr)}
+		o.Progress = pp.print
 	}
 	var failed []error
 	for _, ident := range idents {
@@ -116,14 +115,14 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			continue
 		}
 		rep, err := compact.Table(ctx, h, store, cfg.Store.URL, o)
-		if o.Progress != nil && len(rep.Bins) > 0 && !o.DryRun {
+		if o.Progress != nil && len(rep.Bins) > 0 && !o.DryRun && isTerminal(stderr) {
 			fmt.Fprintln(stderr)
 		}
 		if err != nil {
 			failed = append(failed, err)
 			continue
 		}
-		printCompaction(stdout, rep, o.DryRun)
+		printCompaction(stdout, rep, o.DryRun, *olderThan)
 		if *manifestsAbove > 0 {
 			if err := rewriteManifests(ctx, stdout, h, *manifestsAbove, o.DryRun); err != nil {
 				failed = append(failed, err)
@@ -136,9 +135,40 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	return errors.Join(failed...)
 }
 
-// printCompaction prints a table's compaction, or its plan.
-func printCompaction(w io.Writer, rep compact.Report, dryRun bool) {
-	defer printLeftOut(w, rep)
+// compactProgress prints a compaction's progress: on a terminal one line
+// rewritten in place (\r) at each merged row group; elsewhere (a log
+// file, a pipe) plain lines, one as each bin starts and one at each
+// further tenth of the table's bytes, so that a log holds a readable
+// handful of lines per table.
+type compactProgress struct {
+	w        io.Writer
+	terminal bool
+	table    string
+	bin      int
+	tenth    int64
+}
+
+func (c *compactProgress) print(p compact.Progress) {
+	line := fmt.Sprintf("compact: %s: bin %d/%d, %.1f/%.1f MB", p.Table, p.Bin, p.Bins, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
+	if c.terminal {
+		fmt.Fprint(c.w, "\r"+line)
+		return
+	}
+	tenth := int64(0)
+	if p.TotalBytes > 0 {
+		tenth = p.Bytes * 10 / p.TotalBytes
+	}
+	if p.Table == c.table && p.Bin == c.bin && tenth <= c.tenth {
+		return
+	}
+	c.table, c.bin, c.tenth = p.Table, p.Bin, tenth
+	fmt.Fprintln(c.w, line)
+}
+
+// printCompaction prints a table's compaction, or its plan; olderThan is
+// the run's --older-than.
+func printCompaction(w io.Writer, rep compact.Report, dryRun bool, olderThan time.Duration) {
+	defer printLeftOut(w, rep, olderThan)
 	defer printDeletes(w, rep, dryRun)
 	defer printTakenBack(w, rep, dryRun)
 	defer printConverted(w, rep, dryRun)
@@ -225,9 +255,12 @@ func printDeletes(w io.Writer, rep compact.Report, dryRun bool) {
 }
 
 // printLeftOut says which files a compaction left as they are whatever
-// their size: those with another engine's deletes it could not apply,
-// and those the sink did not write.
-func printLeftOut(w io.Writer, rep compact.Report) {
+// their size: those committed too recently, those with another engine's
+// deletes it could not apply, and those the sink did not write.
+func printLeftOut(w io.Writer, rep compact.Report, olderThan time.Duration) {
+	if rep.TooYoung > 0 {
+		fmt.Fprintf(w, "%s: left %d data files as they are: committed less than %s ago (--older-than %s; --older-than 0 takes them too)\n", rep.Table, rep.TooYoung, shortDuration(olderThan), shortDuration(olderThan))
+	}
 	if rep.WithDeletes > 0 {
 		fmt.Fprintf(w, "%s: left %d data files as they are: delete files (another engine's row-level deletes) may apply to them that compaction could not apply (delete files in a format pqsink does not read, or records whose offsets are unknown)\n", rep.Table, rep.WithDeletes)
 	}
@@ -261,6 +294,19 @@ func rewriteManifests(ctx context.Context, w io.Writer, h *table.Handle, above i
 	}
 	fmt.Fprintf(w, "%s: merged %d of %d manifests into %d (%d now), snapshot %d\n", h.Name(), res.Rewritten, res.Before, res.Added, res.After, res.Snapshot)
 	return nil
+}
+
+// shortDuration is d as time.Duration prints it without its zero
+// trailing units: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // shortFolder is a folder's part from the table's data/ on.

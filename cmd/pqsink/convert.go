@@ -45,7 +45,7 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, convertUsage); fs.PrintDefaults() }
 	var (
-		schemaFile   = fs.String("schema", "", "Parquet message-syntax schema `FILE` (required)")
+		schemaFile   = fs.String("schema", "", "Parquet message-syntax schema `FILE`: required unless --variant, --json-schema, --avro-schema or --input-format avro or protobuf gives the schema")
 		codec        = fs.String("codec", "zstd", "compression `codec[:level]`: none, snappy, gzip, zstd, lz4_raw, brotli (also uncompressed, lz4raw)")
 		rowGroupSize = fs.String("row-group-size", "32MiB", "in-memory `size` at which a row group is written")
 		pageSize     = fs.String("page-size", "1MiB", "target uncompressed data page `size`")

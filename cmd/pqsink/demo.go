@@ -70,6 +70,9 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stderr, "pqsink demo: producing %d events into an in-process Kafka, then archiving them into %s\n", o.Records, abs)
 	rep, err := sinkbench.Run(ctx, o)
 	if err != nil {
+		if ctx.Err() != nil {
+			return demoInterrupted(abs)
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "\n%s\n", rep)
@@ -102,6 +105,12 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	printDemoQueries(stdout, snap, o.Format)
 	return nil
+}
+
+// demoInterrupted is the error of a demo stopped by SIGINT or SIGTERM:
+// said plainly, without the context's error or a stack of causes.
+func demoInterrupted(dir string) error {
+	return fmt.Errorf("interrupted: stopped before the end; nothing is left running, and what landed so far is in %s (the next demo replaces it)", dir)
 }
 
 // prepareDemoDir empties dir if an earlier demo made it, and refuses a

@@ -19,6 +19,7 @@ import (
 )
 
 const inspectUsage = `usage: pqsink inspect meta FILE
+       pqsink inspect meta iceberg:NAMESPACE.TABLE --config FILE
        pqsink inspect schema FILE
        pqsink inspect rows [--columns a,b.c] [--limit N] [--json] [--max-memory SIZE] FILE
 
@@ -28,6 +29,14 @@ configuration examples; otherwise the AWS default chain; endpoint and path
 style from the URL's query, e.g.
 s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
 or from AWS_ENDPOINT_URL).
+
+iceberg:NAMESPACE.TABLE names an Iceberg table of the catalog in the
+--config file's table section (pqsink run's configuration; its store
+section gives the credentials of the table's files): inspect meta shows
+its current snapshot (id, time, operation, summary), its data files
+(count, bytes, records), its schema and partition spec, and the
+exactly-once state pqsink keeps in the snapshot summaries (pqsink.state:
+each group's partitions and committed offsets). It changes nothing.
 
 A file is untrusted input: reading it holds at most --max-memory of decoded
 pages, values and the record being assembled (default 1GiB); a file that
@@ -55,6 +64,7 @@ func inspectCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	limit := fs.Int64("limit", -1, "print at most `N` rows (rows; -1: all)")
 	asJSON := fs.Bool("json", false, "one JSON object per row (rows)")
 	maxMemory := fs.String("max-memory", "1GiB", "memory budget of the read: decoded pages, values and the record being assembled (`SIZE`)")
+	configFile := fs.String("config", "", "with iceberg:NAMESPACE.TABLE: the configuration `FILE` whose table and store sections say where the table is")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -62,6 +72,15 @@ func inspectCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if len(pos) != 1 {
 		fs.Usage()
 		return usagef("want one FILE, got %d arguments", len(pos))
+	}
+	if strings.HasPrefix(pos[0], tableScheme) {
+		if what != "meta" {
+			return usagef("inspect %s reads a Parquet file; for a table, inspect meta %s --config FILE", what, pos[0])
+		}
+		return inspectTable(ctx, stdout, pos[0], *configFile)
+	}
+	if *configFile != "" {
+		return usagef("--config is for iceberg:NAMESPACE.TABLE; %s is a file", pos[0])
 	}
 	switch what {
 	case "meta", "schema", "rows":

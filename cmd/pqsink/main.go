@@ -6,9 +6,12 @@
 //	                                      the archived records back into a Kafka topic
 //	pqsink compact --config FILE          the small files of Iceberg tables rewritten into bigger ones
 //	pqsink demo [flags]                   the whole pipeline on an in-process Kafka
+//	pqsink dev-broker [flags]             that in-process Kafka on a local port, until interrupted
 //	pqsink bench [flags]                  the sink measured end to end on generated events
 //	pqsink convert [flags] INPUT OUTPUT   JSON Lines (or Avro) to one Parquet file
 //	pqsink inspect meta|schema|rows FILE  a Parquet file's metadata, schema or rows
+//	pqsink inspect meta iceberg:NS.TABLE --config FILE
+//	                                      an Iceberg table's snapshot, files, schema, spec and pqsink state
 //	pqsink version                        the version and build
 //
 // Run `pqsink COMMAND -h` for a command's flags.
@@ -27,7 +30,6 @@ import (
 	_ "time/tzdata" // timezone: works in minimal containers without zoneinfo
 
 	"github.com/pqsink/pqsink/internal/earlysignal"
-	"github.com/pqsink/pqsink/internal/initgc"
 	"github.com/pqsink/pqsink/internal/version"
 )
 
@@ -43,16 +45,15 @@ func commands() []command {
 		{"replay", "produce archived Parquet files back into a Kafka topic", runReplay},
 		{"compact", "rewrite the small files of Iceberg tables into bigger ones", runCompact},
 		{"demo", "run the whole pipeline on an in-process Kafka into ./pqsink-demo", runDemo},
+		{"dev-broker", "start the demo's in-process Kafka on a local port, to try run without Docker", runDevBroker},
 		{"bench", "measure the sink end to end on generated events", runBench},
 		{"convert", "convert JSON Lines to a Parquet file", runConvert},
-		{"inspect", "show a Parquet file's metadata, schema or rows", runInspect},
+		{"inspect", "show a Parquet file's metadata, schema or rows, or an Iceberg table's metadata", runInspect},
 		{"version", "print the version and build", runVersion},
 	}
 }
 
 func main() {
-	// The collector was held off while the packages initialized.
-	initgc.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// A signal that came while the packages initialized stops the
 	// command as if it came now.
@@ -103,7 +104,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if args[0] == "__broker" {
 		if err := runBroker(ctx, args[1:], stdin, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "pqsink __broker: %v\n", err)
+			// Interrupted with its parent (a Ctrl-C reaches both): the
+			// parent says so.
+			if ctx.Err() == nil {
+				fmt.Fprintf(stderr, "pqsink __broker: %v\n", err)
+			}
 			return 1
 		}
 		return 0
@@ -138,7 +143,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: pqsink COMMAND [flags] [args]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }
 
@@ -162,8 +167,14 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-func runVersion(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-	if len(args) > 0 {
+func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, "usage: pqsink version\n\nPrints pqsink's version and build.\n") }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return usagef("version takes no arguments")
 	}
 	fmt.Fprintf(stdout, "pqsink %s (build %s)\n", version.Version, version.Build())

@@ -251,6 +251,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- sink.Run(runCtx) }()
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "pqsink: %d records loaded in %.1fs; the sink is archiving them\n", o.Records, rep.Load.Seconds())
+	}
 
 	// Once every record is consumed, a shutdown finishes the open files:
 	// the run ends when the last footer is in the store.
@@ -561,6 +564,11 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 	}
 	if err != nil {
 		child.stop()
+		if ctx.Err() != nil {
+			// Interrupted: the broker process stopped with it, and what
+			// it said is not the cause.
+			return nil, "", 0, fmt.Errorf("loading the events into the broker: %w", context.Cause(ctx))
+		}
 		return nil, "", 0, fmt.Errorf("broker process: %q: %w", line, err)
 	}
 	return child, addr, n, nil
