@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/archive/envelope"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -131,9 +131,9 @@ func unitsEntry(b Bin, footers map[string]footer) (value string, ok bool, err er
 func recordsKind(kv []meta.KeyValue) string {
 	for _, e := range envelope.SchemaEntries(kv) {
 		switch {
-		case e.Key == avro.MetadataKey:
+		case e.Key == archive.AvroSchemaKey:
 			return "avro"
-		case strings.HasPrefix(e.Key, envelope.ProtobufPrefix):
+		case strings.HasPrefix(e.Key, archive.ProtobufSchemaPrefix):
 			return "protobuf"
 		default:
 			return "jsonschema"

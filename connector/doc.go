@@ -40,9 +40,17 @@
 //
 // # Rebalances and shutdown
 //
-// A generation of the group owns its partitions until it ends. When it ends
-// (a rebalance), open files are dropped: the partitions may now belong to
-// another member, which reads them again from the committed offset. On
-// shutdown the open files are finished and committed (shutdown: finish) or
-// dropped (shutdown: abandon), within the shutdown timeout.
+// The members run their own cooperative group protocol
+// (pqsink-cooperative-sticky; holdings in rebalance.go keeps a member's
+// partitions across generations). At a rebalance a partition that stays
+// with the member keeps its open files, once its committed state is
+// checked to be the one it left; one that leaves is finished and
+// committed, then handed over, and its next owner is given it only after
+// that; a new one starts from its committed offset. While a member of an
+// earlier release is in the group, the group runs the eager range
+// protocol, and a partition that leaves has its open files dropped, its
+// next owner reading it again from the committed offset; so does every
+// partition of a member that is out of the group. On shutdown the open
+// files are finished and committed (shutdown: finish) or dropped
+// (shutdown: abandon), within the shutdown timeout.
 package connector

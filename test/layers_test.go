@@ -133,6 +133,31 @@ func TestLayers(t *testing.T) {
 			}
 			return bad
 		}},
+		// The archive's contract and the packages that rewrite a table's
+		// files read the records' schema footer keys from archive
+		// (archive.RecordSchemaKey), not from the formats: a format
+		// package, or a format's library, among their dependencies pulls
+		// a schema compiler into every compaction.
+		{"archive, archive/envelope, merge and compact depend on no format", func() []string {
+			// The module's packages of one record format each, and the
+			// libraries they are built on.
+			formatPackages := []string{"schema/avro", "schema/protobuf", "schema/jsonschema", "rowgroup/avrorow", "rowgroup/protorow"}
+			formatLibraries := []string{"github.com/linkedin/goavro/v2", "github.com/santhosh-tekuri/jsonschema/v6", "github.com/bufbuild/protocompile"}
+			var bad []string
+			for _, p := range []string{"archive", "archive/envelope", "merge", "compact"} {
+				q := pkgs[module+p]
+				if q == nil {
+					bad = append(bad, "go list does not name "+module+p)
+					continue
+				}
+				for _, d := range q.Deps {
+					if under(d, formatPackages...) || slices.ContainsFunc(formatLibraries, func(l string) bool { return d == l || strings.HasPrefix(d, l+"/") }) {
+						bad = append(bad, p+" depends on "+d)
+					}
+				}
+			}
+			return bad
+		}},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {

@@ -15,14 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // Paths of the envelope.
@@ -154,22 +151,19 @@ func scan(cur []*reader.ColumnCursor, out []Partition, seen map[Partition]bool, 
 }
 
 // SchemaEntries returns the entries of a sink file's footer that say its
-// records' schema (Avro, JSON Schema, Protobuf): what a rewritten file of
-// the same payload columns is lent, so that its records are produced in
-// the registry's wire format like the sink's. The rest of the footer (the
+// records' schema (Avro, JSON Schema, Protobuf: archive.RecordSchemaKey):
+// what a rewritten file of the same payload columns is lent, so that its
+// records are produced in the registry's wire format like the sink's. The rest of the footer (the
 // Kafka ranges above all) is the file's own.
 func SchemaEntries(kv []meta.KeyValue) []meta.KeyValue {
 	var out []meta.KeyValue
 	for _, e := range kv {
-		if e.Key == avro.MetadataKey || strings.HasPrefix(e.Key, jsonschema.MetadataKey) || strings.HasPrefix(e.Key, ProtobufPrefix) {
+		if archive.RecordSchemaKey(e.Key) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
-
-// ProtobufPrefix begins the footer keys of a Protobuf records' schema.
-const ProtobufPrefix = "pqsink.protobuf."
 
 // SamePayload reports whether a and b have the same payload fields (all
 // but the envelope) in the same order and shape (SameShape).
