@@ -269,8 +269,9 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 	for k, p := range cur {
 		merged[k] = p
 	}
-	// A group's entry takes what every group's say the table holds, so
-	// that it alone tells where the partition is.
+	// A group's entry takes in what every group's entry says the table
+	// holds, so that it alone tells where the partition is; the state
+	// moves when the table's view of a partition does.
 	moved := false
 	for k, p := range state {
 		p = view[k].Merge(p)
