@@ -170,9 +170,7 @@ func (c *compactProgress) print(p compact.Progress) {
 func printCompaction(w io.Writer, rep compact.Report, dryRun bool, olderThan time.Duration) {
 	defer printLeftOut(w, rep, olderThan)
 	defer printDeletes(w, rep, dryRun)
-	defer printTakenBack(w, rep, dryRun)
-	defer printConverted(w, rep, dryRun)
-	defer printTwice(w, rep, dryRun)
+	defer printCounts(w, rep, dryRun)
 	if len(rep.Bins) == 0 {
 		fmt.Fprintf(w, "%s: nothing to rewrite (%d data files)\n", rep.Table, rep.LiveFiles)
 		return
@@ -199,43 +197,28 @@ func printCompaction(w io.Writer, rep compact.Report, dryRun bool, olderThan tim
 		rep.Table, rep.FilesIn, float64(rep.BytesIn)/1e6, rep.FilesOut, float64(rep.BytesOut)/1e6, rep.Rows, rep.Took.Seconds(), float64(rep.BytesIn)/1e6/secs, rep.Snapshot)
 }
 
-// printConverted says how many files with millisecond timestamps (an
-// older pqsink's) a compaction converted to microseconds (or would).
-func printConverted(w io.Writer, rep compact.Report, dryRun bool) {
-	if rep.Converted == 0 {
-		return
+// printCounts says what a compaction did (or would do) to files it
+// treats apart: converted millisecond timestamps, files listed twice, and
+// other engines' rewrites taken back.
+func printCounts(w io.Writer, rep compact.Report, dryRun bool) {
+	for _, c := range []struct {
+		n          int
+		did, would string
+		what       string
+	}{
+		{rep.Converted, "converted", "would convert", "data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds"},
+		{rep.Twice, "repaired", "would repair", "data files listed twice (their records were in the table twice; now once)"},
+		{rep.TakenBack, "took back", "would take back", "data files another engine rewrote (copy-on-write deletes), placed by their _kafka columns"},
+	} {
+		if c.n == 0 {
+			continue
+		}
+		verb := c.did
+		if dryRun {
+			verb = c.would
+		}
+		fmt.Fprintf(w, "%s: %s %d %s\n", rep.Table, verb, c.n, c.what)
 	}
-	verb := "converted"
-	if dryRun {
-		verb = "would convert"
-	}
-	fmt.Fprintf(w, "%s: %s %d data files with millisecond timestamps (TIMESTAMP(MILLIS)) to microseconds\n", rep.Table, verb, rep.Converted)
-}
-
-// printTwice says how many files the table listed twice a compaction
-// listed once again (or would).
-func printTwice(w io.Writer, rep compact.Report, dryRun bool) {
-	if rep.Twice == 0 {
-		return
-	}
-	verb := "repaired"
-	if dryRun {
-		verb = "would repair"
-	}
-	fmt.Fprintf(w, "%s: %s %d data files listed twice (their records were in the table twice; now once)\n", rep.Table, verb, rep.Twice)
-}
-
-// printTakenBack says how many files another engine rewrote (a
-// copy-on-write DELETE's output) a compaction took back (or would take).
-func printTakenBack(w io.Writer, rep compact.Report, dryRun bool) {
-	if rep.TakenBack == 0 {
-		return
-	}
-	verb := "took"
-	if dryRun {
-		verb = "would take"
-	}
-	fmt.Fprintf(w, "%s: %s back %d data files another engine rewrote (copy-on-write deletes), placed by their _kafka columns\n", rep.Table, verb, rep.TakenBack)
 }
 
 // printDeletes says what a compaction did (or would do) of other engines'
