@@ -105,7 +105,11 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 		db.SetMaxOpenConns(1)
 		k.db, dialect = db, sqlcat.SQLite
 	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
-		k.db, dialect = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri))), sqlcat.Postgres
+		connector, err := pgConnector(uri)
+		if err != nil {
+			return err
+		}
+		k.db, dialect = sql.OpenDB(connector), sqlcat.Postgres
 	default:
 		return errors.New("the uri is not sqlite:// or postgres://")
 	}
@@ -167,6 +171,23 @@ func (k *Catalog) openREST(ctx context.Context) error {
 	}
 	k.cat = cat
 	return nil
+}
+
+// pgConnector is the PostgreSQL driver's connector of a postgres:// URI.
+// The URI is checked first (config.CheckPostgresURI): the driver panics on
+// a DSN it cannot parse, and sends the query parameters it does not know
+// to the server as settings, which a server logging its statements writes
+// in clear text. A panic the check did not foresee is an error too.
+func pgConnector(uri string) (c *pgdriver.Connector, err error) {
+	if err := config.CheckPostgresURI(uri); err != nil {
+		return nil, fmt.Errorf("table.catalog.uri: %w", err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, scrub(fmt.Errorf("table.catalog.uri: %v", r), uri)
+		}
+	}()
+	return pgdriver.NewConnector(pgdriver.WithDSN(uri)), nil
 }
 
 // scrub removes a URI's password from an error a driver made of it.

@@ -940,3 +940,54 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresURISecrets: a postgres:// catalog URI the driver would
+// panic on, or whose query would reach the server as a setting carrying a
+// secret, is an error naming table.catalog.uri and never the password; a
+// server that logs every statement (log_statement=all) logs none of the
+// secrets of the URIs tried, while it does log the setting a harmless
+// parameter becomes (so the log would show a leak).
+func TestPostgresURISecrets(t *testing.T) {
+	const secret = "pw-S3CRET-in-uri"
+	srv := postgres.Start(t, "log_statement=all")
+	lake := srv.CreateDatabase(t, "lake")
+	base := strings.TrimSuffix(lake, "?sslmode=disable")
+	withPassword := strings.Replace(base, "://"+postgres.User+"@", "://"+postgres.User+":"+secret+"@", 1)
+	for _, tc := range []struct{ name, uri, want string }{
+		{"password parameter", base + "?sslmode=disable&password=" + secret, `query parameter "password"`},
+		{"sslpassword parameter", base + "?sslmode=disable&sslpassword=" + secret, `query parameter "sslpassword"`},
+		{"bogus sslmode", withPassword + "?sslmode=bogus", "query parameter sslmode"},
+		{"missing sslrootcert", withPassword + "?sslmode=verify-full&sslrootcert=" + filepath.Join(t.TempDir(), "none.pem"), "query parameter sslrootcert"},
+		{"connect_timeout", withPassword + "?sslmode=disable&connect_timeout=abc", "query parameter connect_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.cfg.Table.Catalog.URI = config.Secret(tc.uri)
+			c, err := Open(context.Background(), e.cfg)
+			if err == nil {
+				c.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), "table.catalog.uri") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q, want one naming table.catalog.uri and %q, without the secret", err, tc.want)
+			}
+		})
+	}
+	// A password where it belongs, and a parameter the driver sends as a
+	// setting: the catalog opens, and the server logs the setting but not
+	// the password.
+	e := newEnv(t)
+	e.cfg.Table.Catalog.URI = config.Secret(withPassword + "?sslmode=disable&search_path=public")
+	c, err := Open(context.Background(), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	log := srv.Log(t)
+	if !strings.Contains(log, "SET search_path") || !strings.Contains(log, "iceberg_tables") {
+		t.Fatalf("the server's log lacks the statements it was to log:\n%s", log)
+	}
+	if strings.Contains(log, secret) {
+		t.Errorf("the server's log holds the password:\n%s", log)
+	}
+}
