@@ -64,7 +64,9 @@ type Sink struct {
 	// process held, to count the records it reads again.
 	reachedAt map[topicPartition]int64
 
-	checkOnly bool // New only checks (CheckOnly)
+	checkOnly  bool     // New only checks (CheckOnly)
+	offline    bool     // a check contacts nothing (Offline)
+	checkNotes []string // what a check found absent that the sink creates
 }
 
 // Option configures New.
@@ -75,6 +77,11 @@ type Option func(*Sink)
 // spec against the configuration), never created, adopted or evolved. A
 // sink made so is for `pqsink run --check`, not for Run.
 func CheckOnly() Option { return func(s *Sink) { s.checkOnly = true } }
+
+// Offline makes a CheckOnly check contact nothing: the catalog is not
+// opened, and Check does not reach the brokers, the store or the
+// dead-letter destination. Only the configuration itself is checked.
+func Offline() Option { return func(s *Sink) { s.offline = true } }
 
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
@@ -145,6 +152,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
 	pool := &budgetPool{b: s.mem}
+	if s.checkOnly {
+		// A check opens no store that opening would create (a file://
+		// folder): Check looks at the destinations instead.
+		if cfg.Table != nil {
+			if s.tables, err = openTables(ctx, s); err != nil {
+				s.kafka.close()
+				return nil, err
+			}
+		}
+		return s, nil
+	}
 	if s.store, err = openStore(ctx, &cfg.Store, pool, onRetry); err != nil {
 		s.kafka.close()
 		return nil, err
@@ -256,6 +274,9 @@ func (s *Sink) Close() error {
 	}
 	if s.kafka != nil {
 		s.kafka.close() // after the dead letters, which produce through it
+	}
+	if s.store == nil { // a check's (CheckOnly)
+		return err
 	}
 	return errors.Join(err, s.store.Close())
 }

@@ -136,14 +136,21 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 			return nil, err
 		}
 	}
-	cat, err := table.Open(ctx, c)
-	if err != nil {
-		return nil, err
-	}
 	if s.checkOnly {
 		// A check creates, adopts and evolves nothing: it says whether
-		// the sink would be able to.
+		// the sink would be able to. Offline, it does not look at the
+		// catalog at all.
+		if s.offline {
+			return nil, nil
+		}
+		cat, err := table.OpenReadOnly(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("table.catalog: %w", err)
+		}
 		defer cat.Close()
+		if a := cat.Absent(); a != "" {
+			s.checkNotes = append(s.checkNotes, "table.catalog.uri: "+a)
+		}
 		for _, topic := range c.Kafka.Topics {
 			spec, err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c))
 			if err != nil {
@@ -154,6 +161,10 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 			}
 		}
 		return nil, nil
+	}
+	cat, err := table.Open(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
 	t.maint = newMaintainer(t)
