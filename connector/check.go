@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +91,7 @@ func (s *Sink) checkKafka(ctx context.Context, timeout time.Duration) error {
 	for _, t := range want {
 		terr, ok := found[t]
 		key := "kafka.topics"
-		if t == s.cfg.DeadLetter.Topic && !contains(k.Topics, t) {
+		if t == s.cfg.DeadLetter.Topic && !slices.Contains(k.Topics, t) {
 			// The dead-letter topic may be created by its first letter
 			// when the brokers allow it.
 			if !ok || errors.Is(terr, kafka.UnknownTopicOrPartition) {
@@ -106,15 +107,6 @@ func (s *Sink) checkKafka(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkDestination checks a store URL with the store section's settings

@@ -50,6 +50,18 @@ type Sink struct {
 	tables      *tables   // nil without a table section
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
+	// bucketErr is why the last listing of the store failed (a missing
+	// bucket, refused credentials), which a probe's HEAD cannot tell from
+	// a missing key; kafkaErr why the group's last request failed;
+	// topicsErr which configured topics do not exist. For /readyz.
+	bucketErr atomic.Pointer[error]
+	kafkaErr  atomic.Pointer[error]
+	topicsErr atomic.Pointer[error]
+	// unfinished counts the partitions whose files a shutdown could not
+	// finish; Run's error says so.
+	unfinished atomic.Int64
+	// tablesUnfinished says that the shutdown's last table commit failed.
+	tablesUnfinished atomic.Bool
 
 	// uploadFailingSince is when uploads started to fail (Unix
 	// nanoseconds), 0 while the last one succeeded; uploadErr is the last
@@ -301,13 +313,18 @@ func (s *Sink) Run(ctx context.Context) error {
 		}
 	}
 	s.abortStale(ctx)
-	for ctx.Err() == nil {
+	var flog failureLog
+	for n := 1; ctx.Err() == nil; n++ {
 		topics, err := s.resolveTopics(ctx)
 		if err != nil {
-			s.log.Warn("resolving topics", "error", err)
-			sleep(ctx, 5*time.Second)
+			flog.failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
+			setErr(&s.kafkaErr, err)
+			sleep(ctx, backoff(n, 30*time.Second))
 			continue
 		}
+		flog.recovered(s.log, "topics listed")
+		setErr(&s.kafkaErr, nil)
+		n = 0
 		if len(topics) == 0 {
 			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
 			sleep(ctx, 10*time.Second)
@@ -317,7 +334,37 @@ func (s *Sink) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.shutdownOutcome()
+}
+
+// ErrUnfinished is the error of a Run whose shutdown could not finish
+// everything: files not uploaded, a last table commit that failed, or
+// partitions stopped by errors. Nothing is lost (the next owner reads
+// those records again), but the exit status should say it.
+var ErrUnfinished = errors.New("the shutdown did not finish everything")
+
+// shutdownOutcome is Run's error after a shutdown: nil when every file
+// was finished and no partition was stopped.
+func (s *Sink) shutdownOutcome() error {
+	var why []string
+	if n := s.unfinished.Load(); n > 0 {
+		why = append(why, fmt.Sprintf("%d partitions could not finish their files (they are read again by the next owner)", n))
+	}
+	if s.tablesUnfinished.Load() {
+		why = append(why, "the last table commit failed (its files are committed by the next one)")
+	}
+	if failed := s.Failed(); len(failed) > 0 {
+		keys := make([]string, 0, len(failed))
+		for k := range failed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		why = append(why, fmt.Sprintf("%d partitions were stopped by errors (first %s: %v)", len(failed), keys[0], failed[keys[0]]))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnfinished, strings.Join(why, "; "))
 }
 
 // resolveTopics lists the topics to consume.
@@ -353,8 +400,16 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	h := newHoldings(s, ctx, mctx, commits)
 	m := newMember(s.kafka, k, s.log, h, s.stats, topics)
 	m.instanceID = s.instanceID()
+	m.failing = func(err error) { setErr(&s.kafkaErr, err) }
 	h.m = m
 	go h.clock(mctx)
+	if s.regex == nil {
+		// A listed topic that does not exist has no partition to
+		// assign: say so, and rejoin once it exists.
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go s.watchTopics(wctx, topics, m.rejoin)
+	}
 
 	// A regex subscription watches for topics that appear or go, and
 	// rejoins with them.
@@ -380,7 +435,9 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 		h.empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-			s.tables.commitAll(fctx)
+			if !s.tables.commitAll(fctx) {
+				s.tablesUnfinished.Store(true)
+			}
 			cancel()
 		}
 		h.drained()
@@ -407,13 +464,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
-	for err != nil {
-		log.Warn("taking partition", "error", err)
-		if !sleep(genCtx, time.Second) {
+	var flog failureLog
+	for n := 1; err != nil; n++ {
+		flog.failed(log, "taking partition failed; retrying with backoff", err)
+		if !sleep(genCtx, backoff(n, 30*time.Second)) {
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
+	flog.recovered(log, "partition taken")
 	p.genCtx = mctx
 	own, drop := context.WithCancel(mctx)
 	r := &partRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
@@ -539,6 +598,7 @@ func (r *partRun) step() bool {
 			if err != nil {
 				r.log.Error("shutdown: files not finished; they will be written again by the next owner", "error", err)
 				p.dropAll(context.Background())
+				s.unfinished.Add(1)
 			}
 			return true
 		case <-r.handover:

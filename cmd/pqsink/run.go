@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -90,13 +91,19 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		return err
 	}
 	defer stopMetrics()
-	if err := sink.Run(ctx); err != nil {
+	err = sink.Run(ctx)
+	if err != nil && !errors.Is(err, connector.ErrUnfinished) {
 		return err
 	}
 	st := sink.Stats().Snapshot()
 	log.Info("pqsink stopped", "records_uploaded", st.RecordsUploaded, "files", sum(st.Files), "bytes", st.BytesUploaded,
 		"records_consumed", st.Consumed, "records_reread", st.Reread)
-	return nil
+	if err != nil {
+		// Exit 1: a supervisor or a script sees that the shutdown
+		// left work for the next owner.
+		log.Error("pqsink stopped with work unfinished", "error", err)
+	}
+	return err
 }
 
 // runCheck is run --check: the configuration, then, unless offline, what
