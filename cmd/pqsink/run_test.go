@@ -132,6 +132,9 @@ func TestRunCheckContacts(t *testing.T) {
 		{"good, s3 store", config(good, "events", s3Store(bucket, srv.SecretKey), ""), []string{"is valid"}, false},
 		{"wrong broker", config("127.0.0.1:1", "events", fileStore(dir), ""), []string{"kafka.brokers: cannot reach 127.0.0.1:1"}, true},
 		{"missing topic", config(good, "nosuchtopic", fileStore(dir), ""), []string{`kafka.topics: topic "nosuchtopic" does not exist`}, true},
+		// The first check did not create it (the broker would on a
+		// request that allows it).
+		{"missing topic again", config(good, "nosuchtopic", fileStore(dir), ""), []string{`kafka.topics: topic "nosuchtopic" does not exist`}, true},
 		{"missing bucket", config(good, "events", s3Store("nosuchbucket", srv.SecretKey), ""), []string{"store.url:", "NoSuchBucket"}, true},
 		{"wrong keys", config(good, "events", s3Store(bucket, "wrong-secret-key"), ""), []string{"store.url:", "SignatureDoesNotMatch"}, true},
 		{"missing sqlite catalog", config(good, "events", fileStore(filepath.Join(dir, "b", "wh")), sqlite(filepath.Join(dir, "b", "state", "catalog.db"))),
