@@ -2,11 +2,15 @@ package connector
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pqsink/pqsink/config"
 )
 
 // TestBackoff: the wait doubles from one second up to the cap.
@@ -47,5 +51,20 @@ func TestFailureLog(t *testing.T) {
 	f.failed(log, "broker unreachable", errors.New("connection refused"))
 	if !strings.Contains(buf.String(), "failures=1 ") {
 		t.Errorf("after recovery: %s", buf.String())
+	}
+}
+
+// TestListOneFileStore: the readiness listing passes on a file:// store
+// with nothing under the probe key (whose folder does not exist), so that
+// a healthy file:// sink is ready.
+func TestListOneFileStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	st, err := OpenStore(context.Background(), &config.Store{URL: "file://" + dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := listOne(context.Background(), st); err != nil {
+		t.Fatalf("an empty store: %v", err)
 	}
 }
