@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/linkedin/goavro/v2"
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -989,5 +990,54 @@ func TestPostgresURISecrets(t *testing.T) {
 	}
 	if strings.Contains(log, secret) {
 		t.Errorf("the server's log holds the password:\n%s", log)
+	}
+}
+
+// TestOpenReadOnly: a read-only open creates nothing: a SQLite file or a
+// PostgreSQL database without the catalog's tables opens as an absent
+// catalog (a table checks as one to create) and is left as it was; once
+// Open made the catalog, a read-only open finds it.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) {
+			e := newEnvOn(t, db)
+			c, err := OpenReadOnly(ctx, e.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Absent() == "" {
+				t.Error("a catalog that does not exist: Absent is empty")
+			}
+			if _, err := c.Check(ctx, "t", eventSchema(t), nil); err != nil {
+				t.Errorf("check of a table in an absent catalog: %v", err)
+			}
+			c.Close()
+			if db == "sqlite" {
+				if _, err := os.Stat(filepath.Join(e.dir, "state")); !os.IsNotExist(err) {
+					t.Errorf("the read-only open made the catalog's folder (%v)", err)
+				}
+			} else {
+				pg := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(e.cfg.Table.Catalog.URI.Value())))
+				exists, err := sqlTablesExist(ctx, pg, sqlcat.Postgres)
+				pg.Close()
+				if err != nil || exists {
+					t.Errorf("after the read-only open, the catalog's tables exist: %v (%v)", exists, err)
+				}
+			}
+			// Open creates it; a read-only open now finds it.
+			e.open(t)
+			c, err = OpenReadOnly(ctx, e.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if a := c.Absent(); a != "" {
+				t.Errorf("an existing catalog: Absent says %q", a)
+			}
+			if _, err := c.Check(ctx, "t", eventSchema(t), nil); err != nil {
+				t.Errorf("check of a missing table: %v", err)
+			}
+		})
 	}
 }
