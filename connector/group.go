@@ -199,7 +199,14 @@ func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
 			// at growing intervals, not every second forever.
 			failures++
 			m.fail("consumer group: cannot join; retrying with backoff", err)
-			sleep(ctx, backoff(failures, 30*time.Second))
+			// A stopping sink does not wait for the backoff.
+			t := time.NewTimer(backoff(failures, 30*time.Second))
+			select {
+			case <-t.C:
+			case <-stopped:
+			case <-ctx.Done():
+			}
+			t.Stop()
 			continue
 		}
 		failures = 0

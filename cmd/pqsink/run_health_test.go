@@ -190,5 +190,11 @@ shutdown_timeout: 20s
 		if n := strings.Count(log, "cannot join"); n != 3 || !strings.Contains(log, "level=ERROR") || strings.Contains(log, "failures=3") {
 			t.Errorf("%d lines for 4 failures to join, want 3 (failures 1, 2, 4) at ERROR:\n%s", n, log)
 		}
+		// Stopping does not wait for the backoff (up to 30 s) to end.
+		r.stop()
+		if code := <-r.done; code != 0 {
+			t.Errorf("exit %d after a shutdown with nothing to finish:\n%s", code, r.log.String())
+		}
+		r.done <- 0
 	})
 }
