@@ -170,6 +170,27 @@ shutdown_timeout: 20s
 		if !strings.Contains(r.log.String(), `level=ERROR msg="topics do not exist`) {
 			t.Errorf("no ERROR for the missing topic:\n%s", r.log.String())
 		}
+		// Once the topic exists, the member rejoins and consumes it.
+		client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...)}
+		if _, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{
+			Topics: []kafka.TopicConfig{{Topic: "nosuchtopic", NumPartitions: 1, ReplicationFactor: 1}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: "nosuchtopic", BatchTimeout: time.Millisecond}
+		defer w.Close()
+		if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte(`{"id":1}`)}, kafka.Message{Value: []byte(`{"id":2}`)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the new topic's records consumed and /readyz ready", func() (bool, string) {
+			_, metrics := get(addr, "/metrics")
+			code, body := get(addr, "/readyz")
+			return code == http.StatusOK && strings.Contains(metrics, `pqsink_consumer_lag_records{partition="0",topic="nosuchtopic"} 0`),
+				fmt.Sprintf("%d %s\nlog:\n%s", code, body, r.log.String())
+		})
+		if !strings.Contains(r.log.String(), `msg="every topic exists now"`) {
+			t.Errorf("no line says the topic exists now:\n%s", r.log.String())
+		}
 		r.stop()
 		if code := <-r.done; code != 0 {
 			t.Errorf("exit %d after a clean shutdown:\n%s", code, r.log.String())
