@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -164,9 +167,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
 	pool := &budgetPool{b: s.mem}
-	if s.checkOnly {
-		// A check opens no store that opening would create (a file://
-		// folder): Check looks at the destinations instead.
+	if s.checkOnly && createdByOpen(cfg.Store.URL) {
+		// A check opens no store that opening would create (a missing
+		// file:// folder): Check notes it instead.
 		if cfg.Table != nil {
 			if s.tables, err = openTables(ctx, s); err != nil {
 				s.kafka.close()
@@ -179,10 +182,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.kafka.close()
 		return nil, err
 	}
-	if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
-		s.store.Close()
-		s.kafka.close()
-		return nil, err
+	// As the store's, a missing dead-letter folder is not made by a check.
+	if !s.checkOnly || !createdByOpen(cfg.DeadLetter.URL) {
+		if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
+			s.store.Close()
+			s.kafka.close()
+			return nil, err
+		}
 	}
 	if cfg.Table != nil {
 		if s.tables, err = openTables(ctx, s); err != nil {
@@ -191,6 +197,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		}
 	}
 	return s, nil
+}
+
+// createdByOpen says whether opening the store of rawURL would create
+// something: a file:// folder that does not exist yet.
+func createdByOpen(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" {
+		return false
+	}
+	_, err = os.Stat(filepath.FromSlash(u.Path))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // writerOptions turns the parquet section into writer options, through
