@@ -156,7 +156,8 @@ type Kafka struct {
 	// Defaults to 30s.
 	CommitTimeout time.Duration
 	// TopicRefresh is how often topic_regex is matched again against the
-	// cluster's topics (topic_refresh). Defaults to 30s.
+	// cluster's topics, or, with Topics, how often the sink checks that
+	// they exist (topic_refresh). Defaults to 30s.
 	TopicRefresh time.Duration
 }
 

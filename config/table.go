@@ -375,6 +375,9 @@ func (d *decoder) catalogURI(typ, raw string) (string, error) {
 			if u.Host == "" || strings.Trim(u.Path, "/") == "" {
 				return "", fmt.Errorf("want postgres://user:password@host:port/database")
 			}
+			if err := CheckPostgresURI(raw); err != nil {
+				return "", err
+			}
 		default:
 			return "", fmt.Errorf("scheme %s is not one of sqlite, postgres", quote(u.Scheme))
 		}

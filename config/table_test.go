@@ -99,6 +99,13 @@ func TestTableInvalid(t *testing.T) {
 		{"no uri", tbl("catalog: {type: sql}"), "table.catalog.uri: required"},
 		{"sql uri scheme", tbl("catalog: {type: sql, uri: 'mysql://h/db'}"), "table.catalog.uri: scheme \"mysql\" is not one of sqlite, postgres"},
 		{"postgres no db", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432'}"), "table.catalog.uri: want postgres://user:password@host:port/database"},
+		{"postgres sslmode", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432/db?sslmode=bogus'}"), `table.catalog.uri: query parameter sslmode: not one of disable, allow`},
+		{"postgres sslrootcert", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem'}"), "table.catalog.uri: query parameter sslrootcert: open /nonexistent/ca.pem"},
+		{"postgres sslcert alone", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432/db?sslcert=/c.pem'}"), "table.catalog.uri: query parameters sslcert and sslkey go together"},
+		{"postgres connect_timeout", tbl("catalog: {type: sql, uri: 'postgres://u:p@h:5432/db?connect_timeout=abc'}"), `table.catalog.uri: query parameter connect_timeout: neither whole seconds`},
+		{"postgres password parameter", tbl("catalog: {type: sql, uri: 'postgres://u@h:5432/db?password=X'}"), `table.catalog.uri: query parameter "password": the driver would send it to the server as a setting`},
+		{"postgres sslpassword parameter", tbl("catalog: {type: sql, uri: 'postgres://u@h:5432/db?sslpassword=X'}"), `table.catalog.uri: query parameter "sslpassword"`},
+		{"postgres user parameter", tbl("catalog: {type: sql, uri: 'postgres://h:5432/db?user=u'}"), `table.catalog.uri: query parameter "user" is not read by`},
 		{"rest uri", tbl("catalog: {type: rest, uri: 'sqlite:///x.db'}"), "table.catalog.uri: want the REST catalog's URL"},
 		{"rest uri user", tbl("catalog: {type: rest, uri: 'https://u:p@h/api'}"), "table.catalog.uri: must not contain credentials"},
 		{"sql warehouse", tbl("catalog: {type: sql, uri: 'sqlite:///x.db', warehouse: w}"), "table.catalog.warehouse: not used when table.catalog.type is sql"},
@@ -171,6 +178,9 @@ func TestTableSecrets(t *testing.T) {
 	// A bad value around a secret does not show it either.
 	for _, text := range []string{
 		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'mysql://u:${PG}@h/db'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'postgres://u@h/db?password=${PG}'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'postgres://u:${PG}@h/db?sslmode=bogus'}}\n",
+		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'postgres://u:${PG}@h/db?connect_timeout=${PG}'}}\n",
 		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://h/api', credential: '${PG}', token: x}}\n",
 		base + "table: {format: iceberg, namespace: n, catalog: {type: rest, uri: 'https://u:${PG}@h/api'}}\n",
 		base + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: '" + secretValue + "${'}}\n",

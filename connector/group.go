@@ -114,6 +114,29 @@ type member struct {
 
 	coord    net.Addr // the group's coordinator, nil until found
 	memberID string
+
+	// failing is told of each failure to join or heartbeat, and of the
+	// next success (nil), for /readyz; nil when nobody listens. flog
+	// logs those failures at growing intervals.
+	failing func(error)
+	flog    failureLog
+}
+
+// fail notes a failed join or heartbeat: an ERROR at growing intervals
+// (failureLog), and /readyz not ready.
+func (m *member) fail(msg string, err error) {
+	m.flog.failed(m.log, msg, err, "group", m.cfg.Group, "brokers", m.cfg.Brokers)
+	if m.failing != nil {
+		m.failing(err)
+	}
+}
+
+// ok ends a run of failures.
+func (m *member) ok() {
+	m.flog.recovered(m.log, "consumer group reachable again", "group", m.cfg.Group)
+	if m.failing != nil {
+		m.failing(nil)
+	}
 }
 
 func newMember(k *kafkaClients, cfg *config.Kafka, log *slog.Logger, h groupHandler, stats *Stats, topics []string) *member {
@@ -150,6 +173,7 @@ func (m *member) subscribe(topics []string) {
 func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
 	defer m.leave()
 	var start time.Time
+	failures := 0
 	for {
 		select {
 		case <-stopped:
@@ -171,10 +195,22 @@ func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
 				return
 			default:
 			}
-			m.log.Warn("consumer group", "group", m.cfg.Group, "error", err)
-			sleep(ctx, time.Second)
+			// An unreachable broker is retried with backoff, and logged
+			// at growing intervals, not every second forever.
+			failures++
+			m.fail("consumer group: cannot join; retrying with backoff", err)
+			// A stopping sink does not wait for the backoff.
+			t := time.NewTimer(backoff(failures, 30*time.Second))
+			select {
+			case <-t.C:
+			case <-stopped:
+			case <-ctx.Done():
+			}
+			t.Stop()
 			continue
 		}
+		failures = 0
+		m.ok()
 		gen.start, start = start, time.Time{}
 		m.stats.rebalances.Add(1)
 		gctx, endGen := context.WithCancel(ctx)
@@ -385,6 +421,7 @@ func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan 
 		}
 		switch {
 		case err == nil:
+			m.ok()
 		case errors.Is(err, kafka.RebalanceInProgress):
 			return hbRejoin
 		case errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.FencedInstanceID):
@@ -398,7 +435,7 @@ func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan 
 			}
 		default:
 			if ctx.Err() == nil {
-				m.log.Warn("heartbeat failed", "group", m.cfg.Group, "error", err)
+				m.fail("consumer group: heartbeat failed", err)
 			}
 		}
 	}

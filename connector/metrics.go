@@ -63,8 +63,17 @@ func ServeMetrics(listen string, s *Sink, log *slog.Logger) (addr string, stop f
 
 // Ready says why the sink is not ready, or nil.
 func (s *Sink) Ready() error {
+	if err := s.kafkaErr.Load(); err != nil {
+		return fmt.Errorf("kafka unreachable: %v", *err)
+	}
 	if !s.joined.Load() {
 		return errors.New("not a member of the consumer group yet")
+	}
+	if err := s.topicsErr.Load(); err != nil {
+		return *err
+	}
+	if err := s.bucketErr.Load(); err != nil {
+		return fmt.Errorf("store refuses a listing (store.url): %v", *err)
 	}
 	if err := s.storeErr.Load(); err != nil {
 		return fmt.Errorf("store unreachable: %v", *err)
@@ -133,9 +142,29 @@ func (s *Sink) stalled(now time.Time) []*partition {
 
 // probeStore checks every two seconds that the store answers, for
 // /readyz: a HEAD of a key that need not exist. With the failed requests
-// of the sink itself, an outage shows within a few seconds.
+// of the sink itself, an outage shows within a few seconds. A HEAD cannot
+// tell a missing bucket from a missing key: every listEvery probes (the
+// first one too) lists at most one key, which can; a failed listing is an
+// ERROR (logged at growing intervals while it lasts) and keeps /readyz
+// not ready until a listing succeeds.
 func (s *Sink) probeStore(ctx context.Context) {
-	for {
+	const listEvery = 15
+	var flog failureLog
+	for n := 0; ; n++ {
+		if n%listEvery == 0 || s.bucketErr.Load() != nil {
+			lctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+			err := listOne(lctx, s.store)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			setErr(&s.bucketErr, err)
+			if err != nil {
+				flog.failed(s.log, "the store refuses a listing (missing bucket or refused credentials?); files cannot be uploaded", err, "store", s.cfg.Store.URL)
+			} else {
+				flog.recovered(s.log, "the store lists again", "store", s.cfg.Store.URL)
+			}
+		}
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err := s.store.Head(pctx, archive.ProbeKey)
 		cancel()

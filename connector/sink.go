@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -50,6 +53,18 @@ type Sink struct {
 	tables      *tables   // nil without a table section
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
+	// bucketErr is why the last listing of the store failed (a missing
+	// bucket, refused credentials), which a probe's HEAD cannot tell from
+	// a missing key; kafkaErr why the group's last request failed;
+	// topicsErr which configured topics do not exist. For /readyz.
+	bucketErr atomic.Pointer[error]
+	kafkaErr  atomic.Pointer[error]
+	topicsErr atomic.Pointer[error]
+	// unfinished counts the partitions whose files a shutdown could not
+	// finish; Run's error says so.
+	unfinished atomic.Int64
+	// tablesUnfinished says that the shutdown's last table commit failed.
+	tablesUnfinished atomic.Bool
 
 	// uploadFailingSince is when uploads started to fail (Unix
 	// nanoseconds), 0 while the last one succeeded; uploadErr is the last
@@ -64,7 +79,9 @@ type Sink struct {
 	// process held, to count the records it reads again.
 	reachedAt map[topicPartition]int64
 
-	checkOnly bool // New only checks (CheckOnly)
+	checkOnly  bool     // New only checks (CheckOnly)
+	offline    bool     // a check contacts nothing (Offline)
+	checkNotes []string // what a check found absent that the sink creates
 }
 
 // Option configures New.
@@ -75,6 +92,11 @@ type Option func(*Sink)
 // spec against the configuration), never created, adopted or evolved. A
 // sink made so is for `pqsink run --check`, not for Run.
 func CheckOnly() Option { return func(s *Sink) { s.checkOnly = true } }
+
+// Offline makes a CheckOnly check contact nothing: the catalog is not
+// opened, and Check does not reach the brokers, the store or the
+// dead-letter destination. Only the configuration itself is checked.
+func Offline() Option { return func(s *Sink) { s.offline = true } }
 
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
@@ -145,14 +167,28 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
 	pool := &budgetPool{b: s.mem}
+	if s.checkOnly && createdByOpen(cfg.Store.URL) {
+		// A check opens no store that opening would create (a missing
+		// file:// folder): Check notes it instead.
+		if cfg.Table != nil {
+			if s.tables, err = openTables(ctx, s); err != nil {
+				s.kafka.close()
+				return nil, err
+			}
+		}
+		return s, nil
+	}
 	if s.store, err = openStore(ctx, &cfg.Store, pool, onRetry); err != nil {
 		s.kafka.close()
 		return nil, err
 	}
-	if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
-		s.store.Close()
-		s.kafka.close()
-		return nil, err
+	// As the store's, a missing dead-letter folder is not made by a check.
+	if !s.checkOnly || !createdByOpen(cfg.DeadLetter.URL) {
+		if s.deadLetters, err = newDeadLetters(ctx, s, pool, onRetry); err != nil {
+			s.store.Close()
+			s.kafka.close()
+			return nil, err
+		}
 	}
 	if cfg.Table != nil {
 		if s.tables, err = openTables(ctx, s); err != nil {
@@ -161,6 +197,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		}
 	}
 	return s, nil
+}
+
+// createdByOpen says whether opening the store of rawURL would create
+// something: a file:// folder that does not exist yet.
+func createdByOpen(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" {
+		return false
+	}
+	_, err = os.Stat(filepath.FromSlash(u.Path))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // writerOptions turns the parquet section into writer options, through
@@ -257,6 +304,9 @@ func (s *Sink) Close() error {
 	if s.kafka != nil {
 		s.kafka.close() // after the dead letters, which produce through it
 	}
+	if s.store == nil { // a check's (CheckOnly)
+		return err
+	}
 	return errors.Join(err, s.store.Close())
 }
 
@@ -280,13 +330,18 @@ func (s *Sink) Run(ctx context.Context) error {
 		}
 	}
 	s.abortStale(ctx)
-	for ctx.Err() == nil {
+	var flog failureLog
+	for n := 1; ctx.Err() == nil; n++ {
 		topics, err := s.resolveTopics(ctx)
 		if err != nil {
-			s.log.Warn("resolving topics", "error", err)
-			sleep(ctx, 5*time.Second)
+			flog.failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
+			setErr(&s.kafkaErr, err)
+			sleep(ctx, backoff(n, 30*time.Second))
 			continue
 		}
+		flog.recovered(s.log, "topics listed")
+		setErr(&s.kafkaErr, nil)
+		n = 0
 		if len(topics) == 0 {
 			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
 			sleep(ctx, 10*time.Second)
@@ -296,7 +351,37 @@ func (s *Sink) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.shutdownOutcome()
+}
+
+// ErrUnfinished is the error of a Run whose shutdown could not finish
+// everything: files not uploaded, a last table commit that failed, or
+// partitions stopped by errors. Nothing is lost (the next owner reads
+// those records again), but the exit status should say it.
+var ErrUnfinished = errors.New("the shutdown did not finish everything")
+
+// shutdownOutcome is Run's error after a shutdown: nil when every file
+// was finished and no partition was stopped.
+func (s *Sink) shutdownOutcome() error {
+	var why []string
+	if n := s.unfinished.Load(); n > 0 {
+		why = append(why, fmt.Sprintf("%d partitions could not finish their files (they are read again by the next owner)", n))
+	}
+	if s.tablesUnfinished.Load() {
+		why = append(why, "the last table commit failed (its files are committed by the next one)")
+	}
+	if failed := s.Failed(); len(failed) > 0 {
+		keys := make([]string, 0, len(failed))
+		for k := range failed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		why = append(why, fmt.Sprintf("%d partitions were stopped by errors (first %s: %v)", len(failed), keys[0], failed[keys[0]]))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnfinished, strings.Join(why, "; "))
 }
 
 // resolveTopics lists the topics to consume.
@@ -332,8 +417,16 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	h := newHoldings(s, ctx, mctx, commits)
 	m := newMember(s.kafka, k, s.log, h, s.stats, topics)
 	m.instanceID = s.instanceID()
+	m.failing = func(err error) { setErr(&s.kafkaErr, err) }
 	h.m = m
 	go h.clock(mctx)
+	if s.regex == nil {
+		// A listed topic that does not exist has no partition to
+		// assign: say so, and rejoin once it exists.
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go s.watchTopics(wctx, topics, m.rejoin)
+	}
 
 	// A regex subscription watches for topics that appear or go, and
 	// rejoins with them.
@@ -359,7 +452,9 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 		h.empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-			s.tables.commitAll(fctx)
+			if !s.tables.commitAll(fctx) {
+				s.tablesUnfinished.Store(true)
+			}
 			cancel()
 		}
 		h.drained()
@@ -386,13 +481,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
-	for err != nil {
-		log.Warn("taking partition", "error", err)
-		if !sleep(genCtx, time.Second) {
+	var flog failureLog
+	for n := 1; err != nil; n++ {
+		flog.failed(log, "taking partition failed; retrying with backoff", err)
+		if !sleep(genCtx, backoff(n, 30*time.Second)) {
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
+	flog.recovered(log, "partition taken")
 	p.genCtx = mctx
 	own, drop := context.WithCancel(mctx)
 	r := &partRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
@@ -518,6 +615,7 @@ func (r *partRun) step() bool {
 			if err != nil {
 				r.log.Error("shutdown: files not finished; they will be written again by the next owner", "error", err)
 				p.dropAll(context.Background())
+				s.unfinished.Add(1)
 			}
 			return true
 		case <-r.handover:

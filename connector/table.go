@@ -81,6 +81,12 @@ type tableCommits struct {
 	// the last failure: /readyz reports a table stuck (see failing).
 	failingSince atomic.Int64
 	failErr      atomic.Pointer[error]
+	// committingSince is when the commit in progress started (Unix
+	// nanoseconds, 0 when none is); failedSlow says that the last commit
+	// failed after commitSlowFor or more (a catalog that timed out). For
+	// /readyz: a blocked catalog shows within seconds.
+	committingSince atomic.Int64
+	failedSlow      atomic.Bool
 
 	// The table's state as read for the partitions of one generation
 	// (stateCtx is its context): read once, not once per partition.
@@ -136,14 +142,21 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 			return nil, err
 		}
 	}
-	cat, err := table.Open(ctx, c)
-	if err != nil {
-		return nil, err
-	}
 	if s.checkOnly {
 		// A check creates, adopts and evolves nothing: it says whether
-		// the sink would be able to.
+		// the sink would be able to. Offline, it does not look at the
+		// catalog at all.
+		if s.offline {
+			return nil, nil
+		}
+		cat, err := table.OpenReadOnly(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("table.catalog: %w", err)
+		}
 		defer cat.Close()
+		if a := cat.Absent(); a != "" {
+			s.checkNotes = append(s.checkNotes, "table.catalog.uri: "+a)
+		}
 		for _, topic := range c.Kafka.Topics {
 			spec, err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c))
 			if err != nil {
@@ -154,6 +167,10 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 			}
 		}
 		return nil, nil
+	}
+	cat, err := table.Open(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
 	t.maint = newMaintainer(t)
@@ -407,6 +424,19 @@ func (t *tables) failing(now time.Time, atLeast time.Duration) error {
 		}
 	}
 	for _, tc := range t.byTopic {
+		if since := tc.committingSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= commitSlowFor {
+			return fmt.Errorf("table %s: a commit has been in progress for %s (the catalog is slow, unreachable or locked); its files and the Kafka offsets behind them wait",
+				tc.h.Name(), now.Sub(time.Unix(0, since)).Round(time.Second))
+		}
+		if tc.failedSlow.Load() && tc.failingSince.Load() != 0 {
+			msg := "the last commit failed"
+			if err := tc.failErr.Load(); err != nil {
+				msg = fmt.Sprintf("the last commit failed: %v", *err)
+			}
+			return fmt.Errorf("table %s: %s, after %s or more (the catalog is slow, unreachable or locked); its files and the Kafka offsets behind them wait", tc.h.Name(), msg, commitSlowFor)
+		}
+	}
+	for _, tc := range t.byTopic {
 		since := tc.failingSince.Load()
 		if since == 0 {
 			continue
@@ -424,6 +454,12 @@ func (t *tables) failing(now time.Time, atLeast time.Duration) error {
 	}
 	return fmt.Errorf("table %s: %s, every one for %s; its files and the Kafka offsets behind them wait", worst.h.Name(), msg, longest.Round(time.Second))
 }
+
+// commitSlowFor is how long a table commit may take before /readyz says
+// not ready: a healthy commit takes milliseconds to a second or two; a
+// SQLite catalog locked by another process blocks each commit for its
+// 10 s busy timeout.
+const commitSlowFor = 5 * time.Second
 
 // commitAll commits what every table holds; it reports whether all
 // commits succeeded.
@@ -497,7 +533,10 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		state[table.Partition{Group: group, Topic: topic, Partition: id}] = pp.progress
 	}
 	start := time.Now()
+	tc.committingSince.Store(start.UnixNano())
 	res, err := tc.h.Commit(ctx, group, files, state, table.Seen(tc.rb.seen(group, topic, parts)))
+	tc.committingSince.Store(0)
+	tc.failedSlow.Store(err != nil && time.Since(start) >= commitSlowFor)
 	st := s.stats
 	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
 	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -222,5 +223,78 @@ func TestTableCommitOrder(t *testing.T) {
 	// Nothing new: a commit does nothing, and commits no offset again.
 	if err := tc.commit(ctx); err != nil || len(c.offsets) != 1 {
 		t.Errorf("an idle commit: %v, Kafka commits %v", err, c.offsets)
+	}
+}
+
+// TestTableReadyLockedCatalog: with a SQLite catalog that another process
+// holds locked, /readyz says not ready while a commit waits (from
+// commitSlowFor on), and after it failed on the busy timeout, until a
+// commit succeeds once the lock is gone: an outage shows within seconds,
+// not after two commit intervals.
+func TestTableReadyLockedCatalog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := tableSink(t, dir)
+	tc, err := s.tables.forTopic(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c commitLog
+	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p.genCtx = ctx
+	feed(t, p, 0, 6)
+	s.joined.Store(true)
+	if err := s.Ready(); err != nil {
+		t.Fatalf("before the lock: %v", err)
+	}
+
+	// Another process's writer holds the database.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tc.commit(ctx) }()
+	waitReady := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := s.Ready()
+			if err != nil && strings.Contains(err.Error(), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: ready says %v, want %q", what, err, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitReady("a commit waiting for the lock", "table kafka.t: a commit has been in progress for")
+	if err := <-done; err == nil {
+		t.Fatal("a commit succeeded on a locked catalog")
+	}
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "table kafka.t: the last commit failed") {
+		t.Errorf("after the commit failed on the lock: ready says %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(); err != nil {
+		t.Errorf("after a commit that succeeded: %v", err)
+	}
+	if len(c.offsets) != 1 || c.offsets[0] != 6 {
+		t.Errorf("Kafka commits %v, want [6]", c.offsets)
 	}
 }

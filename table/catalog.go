@@ -30,7 +30,9 @@ import (
 // namespace, the partition spec and format version of the tables it
 // creates, and the warehouse they live in.
 type Catalog struct {
-	cat       catalog.Catalog
+	cat       catalog.Catalog // nil when a read-only open found no catalog yet (absent)
+	absent    string          // why the catalog holds nothing yet (OpenReadOnly)
+	readOnly  bool
 	db        *sql.DB // SQL catalogs only
 	cfg       config.Table
 	warehouse string // store.url, without a trailing slash
@@ -44,11 +46,28 @@ type Catalog struct {
 // warehouse is c.Store.URL, and the store's S3 settings are handed to
 // iceberg-go for the metadata files it writes there.
 func Open(ctx context.Context, c *config.Config) (*Catalog, error) {
+	return open(ctx, c, false)
+}
+
+// OpenReadOnly opens the catalog as Open does, for a check that must
+// change nothing: a SQLite catalog is opened read-only, and one whose file
+// does not exist is not created; a SQL catalog's tables are never created.
+// A catalog that does not exist yet opens as one without tables, and
+// Absent says so. Only Check, Tables and Close are for such a catalog.
+func OpenReadOnly(ctx context.Context, c *config.Config) (*Catalog, error) {
+	return open(ctx, c, true)
+}
+
+// Absent says, for a catalog opened by OpenReadOnly, what does not exist
+// yet and will be created by the sink's first run; "" when it exists.
+func (k *Catalog) Absent() string { return k.absent }
+
+func open(ctx context.Context, c *config.Config, readOnly bool) (*Catalog, error) {
 	if c.Table == nil {
 		return nil, errors.New("table: the config has no table section")
 	}
 	t := *c.Table
-	k := &Catalog{cfg: t, warehouse: strings.TrimSuffix(c.Store.URL, "/"), props: ioProps(c.Store)}
+	k := &Catalog{cfg: t, warehouse: strings.TrimSuffix(c.Store.URL, "/"), props: ioProps(c.Store), readOnly: readOnly}
 	var err error
 	switch t.Catalog.Type {
 	case "sql":
@@ -94,10 +113,28 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 		// connection of this process would only meet SQLITE_BUSY. The busy
 		// timeout makes other processes' writers wait rather than fail.
 		path := strings.TrimPrefix(uri, "sqlite://")
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+		if k.readOnly {
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				k.absent = "the SQLite catalog " + path + " does not exist yet; the sink creates it"
+				return nil
+			} else if err != nil {
+				return err
+			}
+			// A reader of a WAL database makes its -wal and -shm files
+			// when absent. Absent, the last writer closed the database and
+			// its whole content is in the file: read it as immutable,
+			// which makes nothing. Present, a writer may be at work: read
+			// through them.
+			dsn = "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)"
+			_, werr := os.Stat(path + "-wal")
+			_, serr := os.Stat(path + "-shm")
+			if errors.Is(werr, os.ErrNotExist) && errors.Is(serr, os.ErrNotExist) {
+				dsn = "file:" + path + "?mode=ro&immutable=1"
+			}
+		} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
 			return err
@@ -105,7 +142,11 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 		db.SetMaxOpenConns(1)
 		k.db, dialect = db, sqlcat.SQLite
 	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
-		k.db, dialect = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(uri))), sqlcat.Postgres
+		connector, err := pgConnector(uri)
+		if err != nil {
+			return err
+		}
+		k.db, dialect = sql.OpenDB(connector), sqlcat.Postgres
 	default:
 		return errors.New("the uri is not sqlite:// or postgres://")
 	}
@@ -116,6 +157,20 @@ func (k *Catalog) openSQL(ctx context.Context) error {
 	props := iceberg.Properties{"warehouse": k.warehouse}
 	for key, v := range k.props {
 		props[key] = v
+	}
+	if k.readOnly {
+		// iceberg-go creates the catalog's tables unless told not to;
+		// a catalog without them holds no table yet.
+		props["init_catalog_tables"] = "false"
+		exists, err := sqlTablesExist(ctx, k.db, dialect)
+		if err != nil {
+			k.db.Close()
+			return scrub(err, uri)
+		}
+		if !exists {
+			k.absent = "the SQL catalog has no iceberg_tables table yet; the sink creates it"
+			return nil
+		}
 	}
 	cat, err := sqlcat.NewCatalog(k.cfg.Catalog.Name, k.db, dialect, props)
 	for attempt := 1; err != nil && attempt < 5 && ctx.Err() == nil; attempt++ {
@@ -167,6 +222,37 @@ func (k *Catalog) openREST(ctx context.Context) error {
 	}
 	k.cat = cat
 	return nil
+}
+
+// sqlTablesExist says whether the database holds the SQL catalog's
+// iceberg_tables table.
+func sqlTablesExist(ctx context.Context, db *sql.DB, dialect sqlcat.SupportedDialect) (bool, error) {
+	q := "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'iceberg_tables'"
+	if dialect == sqlcat.Postgres {
+		q = "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'iceberg_tables' AND schemaname = ANY (current_schemas(false))"
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("looking for the catalog's tables: %w", err)
+	}
+	return n > 0, nil
+}
+
+// pgConnector is the PostgreSQL driver's connector of a postgres:// URI.
+// The URI is checked first (config.CheckPostgresURI): the driver panics on
+// a DSN it cannot parse, and sends the query parameters it does not know
+// to the server as settings, which a server logging its statements writes
+// in clear text. A panic the check did not foresee is an error too.
+func pgConnector(uri string) (c *pgdriver.Connector, err error) {
+	if err := config.CheckPostgresURI(uri); err != nil {
+		return nil, fmt.Errorf("table.catalog.uri: %w", err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, scrub(fmt.Errorf("table.catalog.uri: %v", r), uri)
+		}
+	}()
+	return pgdriver.NewConnector(pgdriver.WithDSN(uri)), nil
 }
 
 // scrub removes a URI's password from an error a driver made of it.
@@ -272,6 +358,9 @@ func (k *Catalog) Existing(ctx context.Context, ident []string) (*Handle, error)
 // namespace levels then its name.
 func (k *Catalog) Tables(ctx context.Context) ([][]string, error) {
 	var out [][]string
+	if k.cat == nil {
+		return nil, nil
+	}
 	for ident, err := range k.cat.ListTables(ctx, k.namespace()) {
 		if err != nil {
 			return nil, fmt.Errorf("listing the tables of namespace %s: %w", k.cfg.Namespace, err)

@@ -150,7 +150,11 @@ func unionHolds(tx *itable.Transaction, version int, s *schema.Schema) (*iceberg
 func (k *Catalog) Check(ctx context.Context, name string, s *schema.Schema, partitionBy []string) (spec []string, err error) {
 	ident := append(k.namespace(), name)
 	what := strings.Join(ident, ".")
-	tbl, err := k.cat.LoadTable(ctx, ident)
+	var tbl *itable.Table
+	err = catalog.ErrNoSuchTable // a catalog that does not exist yet holds no table
+	if k.cat != nil {
+		tbl, err = k.cat.LoadTable(ctx, ident)
+	}
 	switch {
 	case errors.Is(err, catalog.ErrNoSuchTable):
 		if s == nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/linkedin/goavro/v2"
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -938,5 +939,105 @@ func TestConcurrentOpen(t *testing.T) {
 				t.Errorf("round %d: %v", round, err)
 			}
 		}
+	}
+}
+
+// TestPostgresURISecrets: a postgres:// catalog URI the driver would
+// panic on, or whose query would reach the server as a setting carrying a
+// secret, is an error naming table.catalog.uri and never the password; a
+// server that logs every statement (log_statement=all) logs none of the
+// secrets of the URIs tried, while it does log the setting a harmless
+// parameter becomes (so the log would show a leak).
+func TestPostgresURISecrets(t *testing.T) {
+	const secret = "pw-S3CRET-in-uri"
+	srv := postgres.Start(t, "log_statement=all")
+	lake := srv.CreateDatabase(t, "lake")
+	base := strings.TrimSuffix(lake, "?sslmode=disable")
+	withPassword := strings.Replace(base, "://"+postgres.User+"@", "://"+postgres.User+":"+secret+"@", 1)
+	for _, tc := range []struct{ name, uri, want string }{
+		{"password parameter", base + "?sslmode=disable&password=" + secret, `query parameter "password"`},
+		{"sslpassword parameter", base + "?sslmode=disable&sslpassword=" + secret, `query parameter "sslpassword"`},
+		{"bogus sslmode", withPassword + "?sslmode=bogus", "query parameter sslmode"},
+		{"missing sslrootcert", withPassword + "?sslmode=verify-full&sslrootcert=" + filepath.Join(t.TempDir(), "none.pem"), "query parameter sslrootcert"},
+		{"connect_timeout", withPassword + "?sslmode=disable&connect_timeout=abc", "query parameter connect_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.cfg.Table.Catalog.URI = config.Secret(tc.uri)
+			c, err := Open(context.Background(), e.cfg)
+			if err == nil {
+				c.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), "table.catalog.uri") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q, want one naming table.catalog.uri and %q, without the secret", err, tc.want)
+			}
+		})
+	}
+	// A password where it belongs, and a parameter the driver sends as a
+	// setting: the catalog opens, and the server logs the setting but not
+	// the password.
+	e := newEnv(t)
+	e.cfg.Table.Catalog.URI = config.Secret(withPassword + "?sslmode=disable&search_path=public")
+	c, err := Open(context.Background(), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	log := srv.Log(t)
+	if !strings.Contains(log, "SET search_path") || !strings.Contains(log, "iceberg_tables") {
+		t.Fatalf("the server's log lacks the statements it was to log:\n%s", log)
+	}
+	if strings.Contains(log, secret) {
+		t.Errorf("the server's log holds the password:\n%s", log)
+	}
+}
+
+// TestOpenReadOnly: a read-only open creates nothing: a SQLite file or a
+// PostgreSQL database without the catalog's tables opens as an absent
+// catalog (a table checks as one to create) and is left as it was; once
+// Open made the catalog, a read-only open finds it.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	for _, db := range sqlCatalogs {
+		t.Run(db, func(t *testing.T) {
+			e := newEnvOn(t, db)
+			c, err := OpenReadOnly(ctx, e.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Absent() == "" {
+				t.Error("a catalog that does not exist: Absent is empty")
+			}
+			if _, err := c.Check(ctx, "t", eventSchema(t), nil); err != nil {
+				t.Errorf("check of a table in an absent catalog: %v", err)
+			}
+			c.Close()
+			if db == "sqlite" {
+				if _, err := os.Stat(filepath.Join(e.dir, "state")); !os.IsNotExist(err) {
+					t.Errorf("the read-only open made the catalog's folder (%v)", err)
+				}
+			} else {
+				pg := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(e.cfg.Table.Catalog.URI.Value())))
+				exists, err := sqlTablesExist(ctx, pg, sqlcat.Postgres)
+				pg.Close()
+				if err != nil || exists {
+					t.Errorf("after the read-only open, the catalog's tables exist: %v (%v)", exists, err)
+				}
+			}
+			// Open creates it; a read-only open now finds it.
+			e.open(t)
+			c, err = OpenReadOnly(ctx, e.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if a := c.Absent(); a != "" {
+				t.Errorf("an existing catalog: Absent says %q", a)
+			}
+			if _, err := c.Check(ctx, "t", eventSchema(t), nil); err != nil {
+				t.Errorf("check of a missing table: %v", err)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,11 +17,18 @@ import (
 	"github.com/pqsink/pqsink/internal/version"
 )
 
-const runUsage = `usage: pqsink run --config FILE
+const runUsage = `usage: pqsink run --config FILE [--check [--offline]]
 
 Consumes Kafka topics as a member of a consumer group and archives them into
 an object store as Parquet files, exactly once. SIGTERM or SIGINT finish the
-open files and exit 0; a second signal exits at once.
+open files and exit 0 (1 when some could not be finished); a second signal
+exits at once.
+
+--check checks the configuration and contacts, read-only, what the sink
+depends on: the brokers and topics, the store's bucket with its credentials,
+the dead-letter destination and the table catalog. It creates nothing; what
+the sink would create (a file:// folder, a SQLite catalog) is reported.
+--offline skips the contacts.
 
 flags:
 `
@@ -30,7 +38,8 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
 	configFile := fs.String("config", "", "the YAML configuration `FILE` (required)")
-	check := fs.Bool("check", false, "check the configuration and exit")
+	check := fs.Bool("check", false, "check the configuration, contact the brokers, store and catalog read-only, and exit")
+	offline := fs.Bool("offline", false, "with --check: check the configuration only, contacting nothing")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -52,14 +61,11 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	if *offline && !*check {
+		return usagef("--offline goes with --check")
+	}
 	if *check {
-		sink, err := connector.New(ctx, cfg, log, connector.CheckOnly())
-		if err != nil {
-			return err
-		}
-		sink.Close()
-		fmt.Fprintf(stderr, "pqsink run: %s is valid\n", *configFile)
-		return nil
+		return runCheck(ctx, cfg, log, *configFile, *offline, stderr)
 	}
 	sink, err := connector.New(ctx, cfg, log)
 	if err != nil {
@@ -85,12 +91,48 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		return err
 	}
 	defer stopMetrics()
-	if err := sink.Run(ctx); err != nil {
+	err = sink.Run(ctx)
+	if err != nil && !errors.Is(err, connector.ErrUnfinished) {
 		return err
 	}
 	st := sink.Stats().Snapshot()
 	log.Info("pqsink stopped", "records_uploaded", st.RecordsUploaded, "files", sum(st.Files), "bytes", st.BytesUploaded,
 		"records_consumed", st.Consumed, "records_reread", st.Reread)
+	if err != nil {
+		// Exit 1: a supervisor or a script sees that the shutdown
+		// left work for the next owner.
+		log.Error("pqsink stopped with work unfinished", "error", err)
+	}
+	return err
+}
+
+// runCheck is run --check: the configuration, then, unless offline, what
+// it names, each contact bounded by connector.CheckTimeout. It changes
+// nothing.
+func runCheck(ctx context.Context, cfg *config.Config, log *slog.Logger, file string, offline bool, stderr io.Writer) error {
+	opts := []connector.Option{connector.CheckOnly()}
+	if offline {
+		opts = append(opts, connector.Offline())
+	}
+	nctx, cancel := context.WithTimeout(ctx, 2*connector.CheckTimeout)
+	sink, err := connector.New(nctx, cfg, log, opts...)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	notes, err := sink.Check(ctx, connector.CheckTimeout)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "pqsink run: note: %s\n", n)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: the check failed:\n%w", file, err)
+	}
+	what := "is valid"
+	if offline {
+		what = "is valid (offline: brokers, store and catalog not contacted)"
+	}
+	fmt.Fprintf(stderr, "pqsink run: %s %s\n", file, what)
 	return nil
 }
 

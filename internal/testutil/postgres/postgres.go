@@ -56,8 +56,9 @@ func binDir() (string, error) {
 
 // Start starts a server for the test and stops it when the test ends. It
 // fails the test, with a hint on how to provision, when PostgreSQL is not
-// installed.
-func Start(t testing.TB) *Server {
+// installed. Each setting is a server setting NAME=VALUE (for one,
+// log_statement=all), given to the server's command line.
+func Start(t testing.TB, settings ...string) *Server {
 	t.Helper()
 	bin, err := binDir()
 	if err != nil {
@@ -87,8 +88,12 @@ func Start(t testing.TB) *Server {
 	s.run(t, filepath.Join(bin, "initdb"), "-D", data, "-U", User, "--auth=trust", "-E", "UTF8", "--no-sync")
 	for attempt := 1; ; attempt++ {
 		s.Port = freePort(t)
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", s.Port, s.dir)
+		for _, set := range settings {
+			opts += " -c " + set
+		}
 		err := s.cmd(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60",
-			"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", s.Port, s.dir), "start").Run()
+			"-o", opts, "start").Run()
 		if err == nil {
 			break
 		}
@@ -115,6 +120,16 @@ func (s *Server) run(t testing.TB, name string, args ...string) {
 	if out, err := s.cmd(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", filepath.Base(name), err, out)
 	}
+}
+
+// Log returns what the server wrote to its log so far.
+func (s *Server) Log(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // URI is the postgres:// URI of database db on the server.
