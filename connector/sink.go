@@ -326,7 +326,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	if s.tables != nil {
 		helpers.Go(func() { s.tables.run(rctx) })
 		if s.tables.maint != nil {
-			helpers.Go(func() { s.tables.maint.run(ctx) })
+			helpers.Go(func() { s.tables.maint.Run(ctx) })
 		}
 	}
 	s.abortStale(ctx)

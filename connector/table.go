@@ -13,6 +13,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/maintenance"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
@@ -38,7 +39,7 @@ type tables struct {
 	mu      sync.Mutex
 	byTopic map[string]*tableCommitter
 
-	maint *maintainer // nil without table.maintenance
+	maint *maintenance.Scheduler // nil without table.maintenance
 }
 
 // tableCommitter collects the files of one table and commits them. It

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -1052,22 +1053,20 @@ func TestDeployGrafanaDashboard(t *testing.T) {
 		t.Fatalf("the dashboard has %d queries", len(queries))
 	}
 
-	// The metrics of the sink, as the connector's sources name them.
+	// The metrics of the sink, as the sources of connector/ and of the
+	// packages under it (connector/maintenance's collector) name them.
 	exported := map[string]bool{}
 	var sources []byte
-	entries, err := filepath.Glob(filepath.Join(root, "connector", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range entries {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+	err = filepath.WalkDir(filepath.Join(root, "connector"), func(f string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") {
+			return err
 		}
 		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		sources = append(sources, src...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range regexp.MustCompile(`\bd\("([a-z0-9_]+)"`).FindAllSubmatch(sources, -1) {
 		exported["pqsink_"+string(m[1])] = true

@@ -94,6 +94,14 @@ func TestLayers(t *testing.T) {
 	writer := pkgs[module+"writer"]
 	writerDeps := append([]string{writer.ImportPath}, writer.Deps...)
 
+	// The module's packages of one record format each, and the libraries
+	// they are built on.
+	formatPackages := []string{"schema/avro", "schema/protobuf", "schema/jsonschema", "rowgroup/avrorow", "rowgroup/protorow"}
+	formatLibraries := []string{"github.com/linkedin/goavro/v2", "github.com/santhosh-tekuri/jsonschema/v6", "github.com/bufbuild/protocompile"}
+	isFormat := func(d string) bool {
+		return under(d, formatPackages...) || slices.ContainsFunc(formatLibraries, func(l string) bool { return d == l || strings.HasPrefix(d, l+"/") })
+	}
+
 	cases := []struct {
 		name string
 		bad  func() []string // what breaks the rule, described
@@ -139,10 +147,6 @@ func TestLayers(t *testing.T) {
 		// package, or a format's library, among their dependencies pulls
 		// a schema compiler into every compaction.
 		{"archive, archive/envelope, merge and compact depend on no format", func() []string {
-			// The module's packages of one record format each, and the
-			// libraries they are built on.
-			formatPackages := []string{"schema/avro", "schema/protobuf", "schema/jsonschema", "rowgroup/avrorow", "rowgroup/protorow"}
-			formatLibraries := []string{"github.com/linkedin/goavro/v2", "github.com/santhosh-tekuri/jsonschema/v6", "github.com/bufbuild/protocompile"}
 			var bad []string
 			for _, p := range []string{"archive", "archive/envelope", "merge", "compact"} {
 				q := pkgs[module+p]
@@ -151,9 +155,35 @@ func TestLayers(t *testing.T) {
 					continue
 				}
 				for _, d := range q.Deps {
-					if under(d, formatPackages...) || slices.ContainsFunc(formatLibraries, func(l string) bool { return d == l || strings.HasPrefix(d, l+"/") }) {
+					if isFormat(d) {
 						bad = append(bad, p+" depends on "+d)
 					}
+				}
+			}
+			return bad
+		}},
+		// The tables' maintenance scheduling is one of the packages the
+		// sink runtime is split into: connector hands it what it needs
+		// (connector imports it, never the other way), and it runs
+		// compaction and table upkeep without knowing any format.
+		{"connector/maintenance imports only compact, table, objstore, config, archive and leaves; no connector, no format", func() []string {
+			const p = module + "connector/maintenance"
+			q := pkgs[p]
+			if q == nil {
+				return []string{"go list does not name " + p}
+			}
+			var bad []string
+			for _, imp := range q.Imports {
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				if !under(imp, "compact", "table", "objstore", "config", "archive", "internal") || under(imp, "archive/envelope", "internal/testutil") {
+					bad = append(bad, p+" imports "+imp)
+				}
+			}
+			for _, d := range q.Deps {
+				if under(d, "connector") || isFormat(d) {
+					bad = append(bad, p+" depends on "+d)
 				}
 			}
 			return bad

@@ -1,0 +1,410 @@
+// Package maintenance is the sink's upkeep of its Iceberg tables
+// (table.maintenance): one member of the group at a time maintains each
+// table; every compact_every it compacts the table's small files (package
+// compact, as `pqsink compact` does), then merges its manifests when the
+// current snapshot lists too many, then expires its old snapshots, then
+// removes its orphans (package table). A Scheduler does this in a goroutine
+// of its own, apart from the partitions, and takes compaction's memory
+// from the sink's budget without holding the partitions back.
+//
+// Which member maintains a table is decided by a lease in the store, not
+// by the group's assignment: the owner of a topic's partition 0 changes at
+// every rebalance, and during a cooperative one the old and the new owner
+// both run for a moment, while what the store says can be read and proved
+// (create-if-absent). Neither the lease nor its clock is what keeps the
+// table right: every maintenance commit is a compare-and-swap that checks
+// what it replaces, and orphan removal spares what is younger than an age
+// longer than any upload-to-commit delay, so two maintainers at once would
+// only do the work twice.
+//
+// The package knows nothing of the sink runtime: the sink (package
+// connector) hands a Scheduler what it needs in Options (the settings, the
+// store, the tables, its memory budget, its logger) and registers the
+// Scheduler, a Prometheus collector, with its metrics.
+package maintenance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/compact"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/table"
+)
+
+// Maintenance tasks, as the metrics label them.
+const (
+	taskCompact   = "compact"
+	taskManifests = "manifests"
+	taskExpire    = "expire"
+	taskOrphans   = "orphans"
+)
+
+var maintenanceTasks = []string{taskCompact, taskManifests, taskExpire, taskOrphans}
+
+// leaseTTL is how long a lease lasts unless renewed; its holder renews it
+// when less than two thirds are left, so a member that dies leaves its
+// tables unmaintained for at most leaseTTL. A member leaving cleanly
+// gives its leases up at once.
+const leaseTTL = time.Minute
+
+// leasePrefix is where the leases of tables lie, under store.url.
+const leasePrefix = archive.InternalPrefix + "leases/tables/"
+
+// Memory is the budget that compaction takes its memory from: the sink's
+// one memory budget (memory.limit), shared with the partitions.
+type Memory interface {
+	// Reserve takes n bytes, waiting while they do not fit, until ctx
+	// ends.
+	Reserve(ctx context.Context, n int64) error
+	// Release gives back n bytes that Reserve took.
+	Release(n int64)
+}
+
+// Options are what a Scheduler needs from the sink.
+type Options struct {
+	// Settings are table.maintenance.
+	Settings config.Maintenance
+	// Store is the store of store.url: the leases lie in it, and
+	// compaction and orphan removal read, write and delete through it.
+	Store objstore.Store
+	// StoreURL is store.url: a data file's location in a table is
+	// StoreURL/key.
+	StoreURL string
+	// Tables returns the handles of the tables to maintain. It is called
+	// at every round (the sink's tables may grow as topics appear), from
+	// the Scheduler's goroutine, and must be safe for that; handles of
+	// one table name are maintained once.
+	Tables func() []*table.Handle
+	// Memory is the budget compaction takes its share from; nil takes
+	// nothing from any budget.
+	Memory Memory
+	// MemoryLimit is memory.limit: compaction takes an eighth of it, and
+	// at least 2 MiB.
+	MemoryLimit int64
+	// Log receives a line per task run and per lease taken or lost; nil
+	// logs nothing.
+	Log *slog.Logger
+}
+
+// Scheduler maintains the tables whose lease it holds. It is also the
+// Prometheus collector of the pqsink_table_maintenance_* metrics
+// (Describe, Collect), which the caller registers.
+type Scheduler struct {
+	cfg      config.Maintenance
+	store    objstore.Store
+	storeURL string
+	tables   func() []*table.Handle
+	mem      Memory
+	memLimit int64
+	log      *slog.Logger
+	// holder names this member in its leases: host, process and a random
+	// tag, different at every start.
+	holder string
+	// tick is how often leases are checked and runs started when due.
+	tick time.Duration
+	now  func() time.Time
+
+	mu     sync.Mutex
+	leases map[string]*lease // by table name
+
+	// Metrics, by task (maintenanceTasks order).
+	runs, errs [4]atomic.Int64
+	last       [4]atomic.Int64 // Unix nanoseconds of the last run that succeeded
+	// filesRewritten are the data files compaction replaced, filesWritten
+	// those it wrote; manifestsRewritten the manifests merged away;
+	// snapshotsExpired and orphansRemoved the expiry's and the orphan
+	// removal's.
+	filesRewritten, filesWritten, manifestsRewritten, snapshotsExpired, orphansRemoved atomic.Int64
+	held                                                                               atomic.Int64 // tables whose lease this member holds
+
+	// deletedRows are the rows of other engines' deletes that compaction
+	// applied (left out of the files it wrote), deleteFilesRemoved the
+	// delete files it removed with them, and takenBack the files another
+	// engine rewrote (copy-on-write) that it merged back.
+	deletedRows, deleteFilesRemoved, takenBack atomic.Int64
+
+	// withDeletes is, by table name, how many data files the member's
+	// last compaction of the table left as they are because other
+	// engines' delete files may apply to them (an int64).
+	withDeletes sync.Map
+	descs       map[string]*prometheus.Desc
+}
+
+// New returns the Scheduler of the tables o.Tables lists. It starts
+// nothing: Run does.
+func New(o Options) *Scheduler {
+	host, _ := os.Hostname()
+	var tag [4]byte
+	rand.Read(tag[:])
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tables := o.Tables
+	if tables == nil {
+		tables = func() []*table.Handle { return nil }
+	}
+	return &Scheduler{
+		cfg:      o.Settings,
+		store:    o.Store,
+		storeURL: o.StoreURL,
+		tables:   tables,
+		mem:      o.Memory,
+		memLimit: o.MemoryLimit,
+		log:      log,
+		holder:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(tag[:])),
+		tick:     min(o.Settings.CompactEvery, 10*time.Second),
+		now:      time.Now,
+		leases:   map[string]*lease{},
+		descs:    maintenanceDescs(),
+	}
+}
+
+// Run maintains the tables until ctx ends, then gives up the leases held.
+func (m *Scheduler) Run(ctx context.Context) {
+	defer m.release()
+	tick := time.NewTicker(m.tick)
+	defer tick.Stop()
+	for {
+		m.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// round checks the lease of every table the sink knows, and maintains
+// those it holds that are due.
+func (m *Scheduler) round(ctx context.Context) {
+	handles := map[string]*table.Handle{}
+	for _, h := range m.tables() {
+		handles[h.Name()] = h
+	}
+	for _, name := range slices.Sorted(maps.Keys(handles)) {
+		if ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		l := m.leases[name]
+		if l == nil {
+			l = &lease{store: m.store, prefix: leasePrefix + name + "/", holder: m.holder}
+			m.leases[name] = l
+		}
+		m.mu.Unlock()
+		held, err := m.hold(ctx, l)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("table maintenance: checking the lease", "table", name, "error", err)
+			}
+			continue
+		}
+		if !held || m.now().Before(l.doc.Last.Add(m.cfg.CompactEvery)) {
+			continue
+		}
+		m.maintain(ctx, handles[name], l)
+	}
+}
+
+// hold takes or renews l, counting the leases held.
+func (m *Scheduler) hold(ctx context.Context, l *lease) (bool, error) {
+	was := l.held
+	held, err := l.acquire(ctx, m.now())
+	switch {
+	case held && !was:
+		m.held.Add(1)
+		m.log.Info("table maintenance: lease taken", "lease", l.prefix, "epoch", l.epoch, "last_run", l.doc.Last)
+	case !held && was:
+		m.held.Add(-1)
+		m.log.Info("table maintenance: lease lost", "lease", l.prefix)
+	}
+	return held, err
+}
+
+// maintain runs the tasks on h, in order, keeping the lease renewed while
+// they run; a task that fails is logged and counted, and the next one
+// runs all the same. When the lease is lost meanwhile (the store
+// unreachable past its expiry) the run stops: another member may hold it
+// now.
+func (m *Scheduler) maintain(ctx context.Context, h *table.Handle, l *lease) {
+	if ok, err := h.Exists(ctx); err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("table maintenance: loading the table", "table", h.Name(), "error", err)
+		}
+		return // not created yet (its first record creates it): nothing to maintain
+	}
+	start := m.now()
+	for i, task := range maintenanceTasks {
+		if ctx.Err() != nil || !l.held {
+			return
+		}
+		m.runs[i].Add(1)
+		err := m.whileHeld(ctx, l, func(ctx context.Context) error {
+			switch task {
+			case taskCompact:
+				return m.compact(ctx, h)
+			case taskManifests:
+				return m.manifests(ctx, h)
+			case taskExpire:
+				return m.expire(ctx, h)
+			default:
+				return m.orphans(ctx, h)
+			}
+		})
+		if err != nil {
+			m.errs[i].Add(1)
+			if ctx.Err() == nil {
+				m.log.Error("table maintenance failed", "table", h.Name(), "task", task, "error", err)
+			}
+			continue
+		}
+		m.last[i].Store(m.now().UnixNano())
+	}
+	if !l.held {
+		return
+	}
+	// The run is done: the next is due compact_every after it started,
+	// whichever member holds the lease then.
+	l.doc.Last = start
+	if _, err := l.renew(ctx, m.now()); err != nil && ctx.Err() == nil {
+		m.log.Warn("table maintenance: recording the run in the lease", "table", h.Name(), "error", err)
+	}
+}
+
+// whileHeld runs task, renewing l every third of leaseTTL meanwhile, so
+// that a long compaction keeps its table; the task's context ends when
+// the lease is lost.
+func (m *Scheduler) whileHeld(ctx context.Context, l *lease, task func(context.Context) error) error {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- task(tctx) }()
+	tick := time.NewTicker(leaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if held, _ := m.hold(ctx, l); !held {
+				cancel()
+				if err := <-done; err != nil {
+					return fmt.Errorf("the lease %s was lost: %w", l.prefix, err)
+				}
+				return fmt.Errorf("the lease %s was lost", l.prefix)
+			}
+		}
+	}
+}
+
+// compact rewrites h's small files, within a share of the memory budget.
+func (m *Scheduler) compact(ctx context.Context, h *table.Handle) error {
+	limit := max(m.memLimit/8, 2<<20)
+	if m.mem != nil {
+		if err := m.mem.Reserve(ctx, limit); err != nil {
+			return err
+		}
+		defer m.mem.Release(limit)
+	}
+	rep, err := compact.Table(ctx, h, m.store, m.storeURL, compact.Options{
+		TargetFileSize: m.cfg.TargetFileSize,
+		// Files younger than a run's interval wait for the next run.
+		OlderThan:   min(m.cfg.CompactEvery, 10*time.Minute),
+		MemoryLimit: limit,
+		// Its files must be committed long before orphan removal (this
+		// member's or another's) may take them for orphans.
+		CommitWithin: m.cfg.RemoveOrphansOlderThan / 2,
+	})
+	if err != nil {
+		return err
+	}
+	m.withDeletes.Store(h.Name(), int64(rep.WithDeletes))
+	if rep.Snapshot != 0 {
+		m.filesRewritten.Add(int64(rep.FilesIn))
+		m.filesWritten.Add(int64(rep.FilesOut))
+		m.deletedRows.Add(rep.DeletedRows)
+		m.deleteFilesRemoved.Add(int64(rep.DeleteFilesRemoved))
+		m.takenBack.Add(int64(rep.TakenBack))
+	}
+	m.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
+		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
+		"rows", rep.Rows, "deleted_rows", rep.DeletedRows, "delete_files_removed", rep.DeleteFilesRemoved,
+		"live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "taken_back", rep.TakenBack, "converted_millis", rep.Converted, "took", rep.Took)
+	return nil
+}
+
+// manifests merges h's manifests when the current snapshot lists more
+// than rewrite_manifests_above.
+func (m *Scheduler) manifests(ctx context.Context, h *table.Handle) error {
+	if m.cfg.RewriteManifestsAbove <= 0 {
+		return nil
+	}
+	start := time.Now()
+	res, err := h.RewriteManifests(ctx, m.cfg.RewriteManifestsAbove)
+	if err != nil {
+		return err
+	}
+	m.manifestsRewritten.Add(int64(res.Rewritten))
+	m.log.Info("table maintenance: manifest rewrite", "table", h.Name(), "snapshot", res.Snapshot, "manifests_before", res.Before,
+		"manifests_after", res.After, "rewritten", res.Rewritten, "added", res.Added, "attempts", res.Attempts, "took", time.Since(start))
+	return nil
+}
+
+// expire expires h's old snapshots.
+func (m *Scheduler) expire(ctx context.Context, h *table.Handle) error {
+	start := time.Now()
+	res, err := h.ExpireSnapshots(ctx, m.cfg.ExpireSnapshotsOlderThan, m.cfg.KeepSnapshots)
+	if err != nil {
+		return err
+	}
+	m.snapshotsExpired.Add(int64(res.Expired))
+	m.log.Info("table maintenance: snapshot expiry", "table", h.Name(), "expired", res.Expired, "kept", res.Kept,
+		"retained", res.Retained, "attempts", res.Attempts, "took", time.Since(start))
+	return nil
+}
+
+// orphans removes h's orphans.
+func (m *Scheduler) orphans(ctx context.Context, h *table.Handle) error {
+	start := time.Now()
+	res, err := h.RemoveOrphans(ctx, m.store, table.OrphanOptions{OlderThan: m.cfg.RemoveOrphansOlderThan, Now: m.now})
+	m.orphansRemoved.Add(int64(res.Removed))
+	if err != nil {
+		return err
+	}
+	m.log.Info("table maintenance: orphan removal", "table", h.Name(), "removed", res.Removed, "bytes", res.Bytes,
+		"listed", res.Listed, "referenced", res.Referenced, "young", res.Young, "took", time.Since(start))
+	return nil
+}
+
+// release gives up the leases held, so that another member takes the
+// tables over at its next round rather than after leaseTTL.
+func (m *Scheduler) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range m.leases {
+		if !l.held {
+			continue
+		}
+		if err := l.release(ctx, m.now()); err != nil {
+			m.log.Warn("table maintenance: giving the lease up", "lease", l.prefix, "error", err)
+		}
+		m.held.Add(-1)
+	}
+}
