@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
@@ -111,8 +112,8 @@ type partition struct {
 	payloadPaths bool
 	fixedPath    *payloadPath
 
-	letters    []letter // dead letters not sent yet
-	rejectedTo int64    // the offset of the last rejected record counted in the stats
+	letters    []deadletter.Letter // dead letters not sent yet
+	rejectedTo int64               // the offset of the last rejected record counted in the stats
 
 	// Records consumed and written, not yet added to the sink's stats:
 	// added once per batch, since an atomic add per record on counters
@@ -787,7 +788,7 @@ func (p *partition) sendLetters(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		var err error
-		if last, err = p.s.deadLetters.send(ctx, p.topic, p.id, p.letters); err == nil {
+		if last, err = p.s.deadLetters.Send(ctx, p.topic, p.id, p.letters); err == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -795,7 +796,7 @@ func (p *partition) sendLetters(ctx context.Context) error {
 		}
 		p.s.stats.deadLetterErrors.Add(1)
 		p.log.Error("sending dead letters failed; retrying", "letters", len(p.letters),
-			"first_offset", p.letters[0].offset, "attempt", attempt, "retry_in", backoff, "error", err)
+			"first_offset", p.letters[0].Offset, "attempt", attempt, "retry_in", backoff, "error", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

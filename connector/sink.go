@@ -20,6 +20,7 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
@@ -47,7 +48,7 @@ type Sink struct {
 
 	joined atomic.Bool // a generation of the group has started
 
-	deadLetters deadLetters // nil without a dead-letter destination
+	deadLetters deadletter.Destination // nil without a dead-letter destination
 	mem         *budget
 	mux         *fetchMux // fetches every partition
 	tables      *tables   // nil without a table section
@@ -296,7 +297,7 @@ func (s *Sink) Store() objstore.Store { return s.store }
 func (s *Sink) Close() error {
 	var err error
 	if s.deadLetters != nil {
-		err = s.deadLetters.close()
+		err = s.deadLetters.Close()
 	}
 	if s.tables != nil {
 		err = errors.Join(err, s.tables.close())

@@ -188,6 +188,31 @@ func TestLayers(t *testing.T) {
 			}
 			return bad
 		}},
+		// The dead letters are another: connector hands the destination
+		// its settings, the opened store, the Kafka client and hooks, and
+		// the destination writes letters without knowing any format.
+		{"connector/deadletter imports only objstore, config, archive, rowgroup and leaves; no connector, no format", func() []string {
+			const p = module + "connector/deadletter"
+			q := pkgs[p]
+			if q == nil {
+				return []string{"go list does not name " + p}
+			}
+			var bad []string
+			for _, imp := range q.Imports {
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				if !under(imp, "objstore", "config", "archive", "rowgroup", "internal") || under(imp, "archive/envelope", "rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil") {
+					bad = append(bad, p+" imports "+imp)
+				}
+			}
+			for _, d := range q.Deps {
+				if under(d, "connector") || isFormat(d) {
+					bad = append(bad, p+" depends on "+d)
+				}
+			}
+			return bad
+		}},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {

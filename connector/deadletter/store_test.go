@@ -1,4 +1,4 @@
-package connector
+package deadletter
 
 import (
 	"bufio"
@@ -23,11 +23,11 @@ func TestStoreLettersAdopt(t *testing.T) {
 	}
 	defer store.Close()
 	d := &storeLetters{store: store, conditional: true}
-	mk := func(offsets ...int64) []letter {
-		var ls []letter
+	mk := func(offsets ...int64) []Letter {
+		var ls []Letter
 		for _, o := range offsets {
-			ls = append(ls, letter{offset: o, time: time.UnixMilli(1700000000000 + o), key: []byte("k"), value: []byte{0xff, byte(o)},
-				headers: []rowgroup.Header{{Key: "h", Value: nil}}, reason: rejectDecode, err: "bad"})
+			ls = append(ls, Letter{Offset: o, Time: time.UnixMilli(1700000000000 + o), Key: []byte("k"), Value: []byte{0xff, byte(o)},
+				Headers: []rowgroup.Header{{Key: "h", Value: nil}}, Reason: "decode", Error: "bad"})
 		}
 		return ls
 	}
@@ -45,7 +45,7 @@ func TestStoreLettersAdopt(t *testing.T) {
 			[]string{"t/0/t+0+00000000000000000005.jsonl", "t/0/t+0+00000000000000000009.jsonl"}},
 	}
 	for _, tt := range tests {
-		last, err := d.send(ctx, "t", 0, mk(tt.send...))
+		last, err := d.Send(ctx, "t", 0, mk(tt.send...))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -80,7 +80,7 @@ func TestStoreLettersAdopt(t *testing.T) {
 				t.Fatal(err)
 			}
 			if l.Topic != "t" || string(l.Value) != string([]byte{0xff, byte(l.Offset)}) || len(l.Headers) != 1 || l.Headers[0].Value != nil ||
-				l.Reason != rejectDecode || !l.Timestamp.Equal(time.UnixMilli(1700000000000+l.Offset)) {
+				l.Reason != "decode" || !l.Timestamp.Equal(time.UnixMilli(1700000000000+l.Offset)) {
 				t.Errorf("%s: line %s", info.Key, sc.Bytes())
 			}
 			seen[l.Offset]++
@@ -96,7 +96,7 @@ func TestStoreLettersAdopt(t *testing.T) {
 	if _, err := objstore.Put(ctx, store, "u/1/u+1+00000000000000000003.jsonl", strings.NewReader(`{"topic":"v","partition":1,"offset":3}`+"\n")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.send(ctx, "u", 1, mk(3)); err == nil || !strings.Contains(err.Error(), "another sink") {
+	if _, err := d.Send(ctx, "u", 1, mk(3)); err == nil || !strings.Contains(err.Error(), "another sink") {
 		t.Errorf("foreign object adopted: %v", err)
 	}
 }
