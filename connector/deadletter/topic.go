@@ -47,12 +47,30 @@ func (d *topicLetters) Send(ctx context.Context, topic string, partition int32, 
 			d.learnLimit(ctx)
 		}
 		last, err := d.sendFitted(ctx, topic, partition, letters)
-		if err == nil || attempt > 0 || !errors.Is(err, kafka.MessageSizeTooLarge) {
+		if err == nil || attempt > 0 || !tooLarge(err) {
 			return last, err
 		}
 		d.log.Warn("the dead-letter topic refused a message as too large; asking its max.message.bytes again", "error", err)
 		d.limit = 0
 	}
+}
+
+// tooLarge reports whether err is the broker's refusal of a message as
+// too large. kafka-go's Writer returns its errors as kafka.WriteErrors,
+// one per message, which errors.Is does not look into.
+func tooLarge(err error) bool {
+	if errors.Is(err, kafka.MessageSizeTooLarge) {
+		return true
+	}
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if errors.Is(e, kafka.MessageSizeTooLarge) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sendFitted sends letters, each one sized to the topic's limit.

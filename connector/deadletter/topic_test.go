@@ -240,3 +240,54 @@ func TestNew(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTopicLettersLimitChanged: when the topic's max.message.bytes
+// shrinks after the destination learned it, the broker's refusal makes
+// the destination ask again, and the letter is cut to the new limit
+// instead of being refused forever.
+func TestTopicLettersLimitChanged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const dlq = "in.dlq"
+	broker := kafkatest.Start(t, 1)
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(broker.Brokers...), Transport: tr}
+	spec := kafka.TopicConfig{Topic: dlq, NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: "2000000"}}}
+	if _, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{spec}}); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	d := New(Options{Settings: config.DeadLetter{Topic: dlq}, Kafka: client, Oversized: func(a string, n int64) { counts[a] += n }})
+	defer d.Close()
+	letter := func(offset int64, n int) []Letter {
+		return []Letter{{Offset: offset, Value: bytes.Repeat([]byte{'v'}, n), Reason: "decode", Error: "bad"}}
+	}
+	if _, err := d.Send(ctx, "in", 0, letter(1, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.AlterConfigs(ctx, &kafka.AlterConfigsRequest{Resources: []kafka.AlterConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: dlq,
+		Configs: []kafka.AlterConfigRequestConfig{{Name: "max.message.bytes", Value: "100000"}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range resp.Errors {
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
+	last, err := d.Send(ctx, "in", 0, letter(2, 500_000))
+	if err != nil {
+		t.Fatalf("after the limit shrank: %v", err)
+	}
+	msgs := fetchAll(ctx, t, client, dlq)
+	if last != 2 || len(msgs) != 2 || counts[ActionCut] != 1 {
+		t.Fatalf("last %d, %d messages, counts %v; want 2, 2 and one cut", last, len(msgs), counts)
+	}
+	if h := headers(msgs[1]); h["pqsink.truncated"] != "value" || len(msgs[1].Value) >= 100_000 || len(msgs[0].Value) != 500_000 {
+		t.Errorf("values of %d and %d bytes, second's headers %v", len(msgs[0].Value), len(msgs[1].Value), h)
+	}
+}
