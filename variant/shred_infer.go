@@ -54,11 +54,13 @@ func (o InferOptions) withDefaults() InferOptions {
 // taken together), how often each type occurs, and shreds the paths that
 // most values carry with one stable type. Integers of any width count as
 // one type, shredded as int32 when every sample fits in 32 bits and as
-// int64 otherwise; integers and decimals together count as one exact
-// numeric type, shredded as a decimal whose scale is the smallest that
-// covers MinTypeShare of the values (rarer, longer fractions stay in
-// value) and whose precision is that of the physical type that holds
-// the widest of those values (DECIMAL(9,S), (18,S) or (38,S)).
+// int64 otherwise; decimals (with the integers, at scale 0) are shredded
+// as a decimal of the scale that MinTypeShare of the values have, since a
+// value shreds only into a decimal column of its own scale (see
+// Shape.Match), with the precision of the physical type that holds the
+// widest of them (DECIMAL(9,S), (18,S) or (38,S)). Numbers with no common
+// scale, as measurements printed in their shortest form often are, stay
+// in value.
 //
 // An Inferrer is fed with Add and read with Shape; it allocates a map per
 // object path, which is acceptable for the sample it is meant for (the
@@ -187,17 +189,13 @@ func (in *Inferrer) decide(s *pathStats, budget *int) Shape {
 		}
 		return Shape{Type: Int32}
 	case enough(ints + decimals):
-		// The smallest scale that covers enough values: a rare value
-		// with more digits after the point falls back to value rather
-		// than widening the whole column.
-		covered, digits := 0, 0
+		// The scale enough values have: the others, of other scales,
+		// stay in value rather than read back rescaled.
 		for scale := range s.scales {
-			covered += s.scales[scale]
-			digits = max(digits, s.intDigs[scale])
-			if !enough(covered) {
+			if !enough(s.scales[scale]) {
 				continue
 			}
-			p := digits + scale
+			p := s.intDigs[scale] + scale
 			if p > 38 {
 				return Shape{}
 			}
