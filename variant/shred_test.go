@@ -350,11 +350,11 @@ func TestInferrer(t *testing.T) {
 		{"stable object", gen(100, func(i int) string {
 			return `{"a":` + itoa(i) + `,"b":"s","c":[1.25,2.75],"d":{"e":true}}`
 		}), InferOptions{}, `{"a": int32, "b": string, "c": [decimal4(9,2)], "d": {"e": boolean}}`},
-		// Half the numbers of scale 1, half of 2: whichever scale the
-		// column had, half would read back in another form.
+		// Numbers of the scales 2, 1 and 0 (amounts printed in their
+		// shortest form): the commonest scale, the others in value.
 		{"mixed scales", gen(100, func(i int) string {
-			return `{"a":` + itoa(i) + `,"c":[1.5,2.25]}`
-		}), InferOptions{}, `{"a": int32}`},
+			return `{"a":` + itoa(i) + `,"c":[1.5,2.25,3.75,4]}`
+		}), InferOptions{}, `{"a": int32, "c": [decimal4(9,2)]}`},
 		{"int64 and rare types", gen(100, func(i int) string {
 			if i%20 == 0 {
 				return `{"a":"x","b":null}`
