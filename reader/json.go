@@ -335,6 +335,38 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 // appendDecimal appends unscaled × 10^-scale as a quoted exact string.
 func appendDecimal(dst []byte, unscaled *big.Int, scale int32) []byte {
 	dst = append(dst, '"')
+	dst = appendDecimalText(dst, unscaled, scale)
+	return append(dst, '"')
+}
+
+// AppendDecimalNumber appends a DECIMAL value as an exact JSON number
+// that keeps the column's scale (1.5 in a DECIMAL(9,4) column is
+// 1.5000), where AppendJSON writes it as a string, and reports whether v
+// is a DECIMAL it can write: false, and dst unchanged, for a value of
+// another type, and for a byte array beyond its precision (which
+// AppendJSON writes as base64). A reader parsing the number as a double
+// may round it; the text is exact.
+func (v Value) AppendDecimalNumber(dst []byte) ([]byte, bool) {
+	l := v.Logical()
+	if l.Kind != schema.Decimal {
+		return dst, false
+	}
+	switch v.kind {
+	case KindInt32:
+		return appendDecimalText(dst, big.NewInt(int64(v.Int32())), l.Scale), true
+	case KindInt64:
+		return appendDecimalText(dst, big.NewInt(v.Int64()), l.Scale), true
+	case KindBytes:
+		if checkDecimal(v.bytes, l.Precision) == nil {
+			return appendDecimalText(dst, signedBig(v.bytes), l.Scale), true
+		}
+	}
+	return dst, false
+}
+
+// appendDecimalText appends unscaled × 10^-scale in decimal, with scale
+// digits after the point: a JSON number.
+func appendDecimalText(dst []byte, unscaled *big.Int, scale int32) []byte {
 	if unscaled.Sign() < 0 {
 		dst = append(dst, '-')
 	}
@@ -357,7 +389,7 @@ func appendDecimal(dst []byte, unscaled *big.Int, scale int32) []byte {
 		dst = append(dst, '.')
 		dst = append(dst, digits[point:]...)
 	}
-	return append(dst, '"')
+	return dst
 }
 
 func appendQuotedTime(dst []byte, t time.Time, layout string) []byte {
