@@ -97,7 +97,8 @@ func TestMergeReadsBackEqual(t *testing.T) {
 				{p: 0, first: 0, n: 400}, {p: 0, first: 400, n: 400}, {p: 0, first: 800, n: 400}, {p: 1, first: 0, n: 400},
 			},
 			order: []int{0, 1, 2, 3},
-			opts:  []Option{TargetFileSize(40 << 10)},
+			// Each input is about 26 KB (data page v1): two fit.
+			opts: []Option{TargetFileSize(53 << 10)},
 			ranges: [][]archive.Range{
 				{{Topic: "clicks", Partition: 0, First: 0, Last: 799, Records: 800}},
 				{{Topic: "clicks", Partition: 0, First: 800, Last: 1199, Records: 400}, {Topic: "clicks", Partition: 1, First: 0, Last: 399, Records: 400}},

@@ -259,7 +259,17 @@ type JSONAssembler struct {
 	scratch []byte
 	rows    int64 // records in the row group
 	done    int64 // records rendered or skipped
+	// decimalNumbers renders DECIMAL leaves as JSON numbers
+	// (DecimalsAsNumbers).
+	decimalNumbers bool
 }
+
+// DecimalsAsNumbers makes the assembler render DECIMAL columns as exact
+// JSON numbers with the column's scale (Value.AppendDecimalNumber), not as
+// the strings of Value.AppendJSON: the form a JSON record held its
+// numbers in before they were written to a DECIMAL column. Call it before
+// the first Append.
+func (a *JSONAssembler) DecimalsAsNumbers() { a.decimalNumbers = true }
 
 // NewJSONAssembler returns an assembler of row group rowGroup of f that
 // renders the top-level fields given, in that order. With unwrap and one
@@ -546,6 +556,11 @@ func (a *JSONAssembler) value(dst []byte, n *jnode) ([]byte, error) {
 		if v.kind == KindBytes && v.node.Logical.Kind == schema.Decimal {
 			if err := checkDecimal(v.bytes, v.node.Logical.Precision); err != nil {
 				return dst, fmt.Errorf("%w: column %s: %w", ErrCorrupt, c.leaf.PathString(), err)
+			}
+		}
+		if a.decimalNumbers {
+			if out, ok := v.AppendDecimalNumber(dst); ok {
+				return out, c.Advance()
 			}
 		}
 		dst = v.AppendJSON(dst)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"math/big"
 	"slices"
 	"strconv"
@@ -121,6 +122,126 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	return append(dst, "null"...)
 }
 
+// jsonChunk is how many bytes WriteJSON gathers before it writes them.
+const jsonChunk = 64 << 10
+
+// WriteJSON writes v to w rendered as AppendJSON renders it, holding at
+// most about 64 KiB of the text at a time (plus one leaf value's): a
+// record whose JSON is larger than memory, such as a list of hundreds of
+// millions of nulls that the file stores in a few bytes and the record in
+// a bit each, streams out instead of being built whole. It returns the
+// first error of w.
+func (v Value) WriteJSON(w io.Writer) error {
+	s := jsonStream{w: w}
+	s.value(v)
+	s.flush()
+	return s.err
+}
+
+// jsonStream is WriteJSON's state: the text not yet written, and the
+// first error of the writer, after which nothing more is written.
+type jsonStream struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (s *jsonStream) flush() {
+	if s.err == nil && len(s.buf) > 0 {
+		_, s.err = s.w.Write(s.buf)
+	}
+	s.buf = s.buf[:0]
+}
+
+// maybeFlush writes the gathered text once it reaches jsonChunk bytes.
+func (s *jsonStream) maybeFlush() {
+	if len(s.buf) >= jsonChunk {
+		s.flush()
+	}
+}
+
+// value renders v, its lists, groups and maps element by element and
+// everything else with AppendJSON.
+func (s *jsonStream) value(v Value) {
+	if s.err != nil {
+		return
+	}
+	switch v.kind {
+	case KindList:
+		s.buf = append(s.buf, '[')
+		pl := v.packed()
+		for i := 0; i < v.Len(); i++ {
+			if i > 0 {
+				s.buf = append(s.buf, ',')
+			}
+			if pl != nil && pl.nulls != nil && i%64 == 0 && i+64 <= pl.n && pl.nulls[i/64] == ^uint64(0) {
+				// 64 null elements at once: a record of millions of them
+				// is cheap to hold, and should be as cheap to print.
+				s.buf = append(s.buf, "null"...)
+				for range 63 {
+					s.buf = append(s.buf, ",null"...)
+				}
+				i += 63
+				s.maybeFlush()
+				continue
+			}
+			s.value(v.Index(i))
+			if s.err != nil {
+				return
+			}
+		}
+		s.buf = append(s.buf, ']')
+	case KindGroup:
+		s.buf = append(s.buf, '{')
+		for i, f := range v.elems {
+			if i > 0 {
+				s.buf = append(s.buf, ',')
+			}
+			s.buf = jsontext.AppendString(s.buf, f.node.Name)
+			s.buf = append(s.buf, ':')
+			s.value(f)
+		}
+		s.buf = append(s.buf, '}')
+	case KindMap:
+		objects := v.stringKeys()
+		if objects {
+			s.buf = append(s.buf, '{')
+		} else {
+			s.buf = append(s.buf, '[')
+		}
+		for i := 0; i+1 < len(v.elems); i += 2 {
+			if i > 0 {
+				s.buf = append(s.buf, ',')
+			}
+			k := v.elems[i]
+			switch {
+			case !objects:
+				s.buf = append(s.buf, `{"key":`...)
+				s.value(k)
+				s.buf = append(s.buf, `,"value":`...)
+			case k.kind == KindBytes:
+				s.buf = jsontext.AppendStringBytes(s.buf, k.bytes)
+				s.buf = append(s.buf, ':')
+			default:
+				s.buf = jsontext.AppendString(s.buf, string(k.AppendJSON(nil)))
+				s.buf = append(s.buf, ':')
+			}
+			s.value(v.elems[i+1])
+			if !objects {
+				s.buf = append(s.buf, '}')
+			}
+		}
+		if objects {
+			s.buf = append(s.buf, '}')
+		} else {
+			s.buf = append(s.buf, ']')
+		}
+	default:
+		s.buf = v.AppendJSON(s.buf)
+	}
+	s.maybeFlush()
+}
+
 func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	b := v.bytes
 	switch l.Kind {
@@ -163,18 +284,23 @@ func (v Value) appendBytesJSON(dst []byte, l schema.Logical) []byte {
 	return append(dst, '"')
 }
 
-func (v Value) appendMapJSON(dst []byte) []byte {
-	stringKeys := true
+// stringKeys reports whether map v renders as a JSON object: its keys
+// are strings.
+func (v Value) stringKeys() bool {
 	if v.node != nil {
 		if k, _ := v.node.MapKeyValue(); k != nil {
 			switch k.Logical.Kind {
 			case schema.String, schema.Enum, schema.JSON:
 			default:
-				stringKeys = false
+				return false
 			}
 		}
 	}
-	if stringKeys {
+	return true
+}
+
+func (v Value) appendMapJSON(dst []byte) []byte {
+	if v.stringKeys() {
 		dst = append(dst, '{')
 		for i := 0; i+1 < len(v.elems); i += 2 {
 			if i > 0 {
@@ -209,6 +335,38 @@ func (v Value) appendMapJSON(dst []byte) []byte {
 // appendDecimal appends unscaled × 10^-scale as a quoted exact string.
 func appendDecimal(dst []byte, unscaled *big.Int, scale int32) []byte {
 	dst = append(dst, '"')
+	dst = appendDecimalText(dst, unscaled, scale)
+	return append(dst, '"')
+}
+
+// AppendDecimalNumber appends a DECIMAL value as an exact JSON number
+// that keeps the column's scale (1.5 in a DECIMAL(9,4) column is
+// 1.5000), where AppendJSON writes it as a string, and reports whether v
+// is a DECIMAL it can write: false, and dst unchanged, for a value of
+// another type, and for a byte array beyond its precision (which
+// AppendJSON writes as base64). A reader parsing the number as a double
+// may round it; the text is exact.
+func (v Value) AppendDecimalNumber(dst []byte) ([]byte, bool) {
+	l := v.Logical()
+	if l.Kind != schema.Decimal {
+		return dst, false
+	}
+	switch v.kind {
+	case KindInt32:
+		return appendDecimalText(dst, big.NewInt(int64(v.Int32())), l.Scale), true
+	case KindInt64:
+		return appendDecimalText(dst, big.NewInt(v.Int64()), l.Scale), true
+	case KindBytes:
+		if checkDecimal(v.bytes, l.Precision) == nil {
+			return appendDecimalText(dst, signedBig(v.bytes), l.Scale), true
+		}
+	}
+	return dst, false
+}
+
+// appendDecimalText appends unscaled × 10^-scale in decimal, with scale
+// digits after the point: a JSON number.
+func appendDecimalText(dst []byte, unscaled *big.Int, scale int32) []byte {
 	if unscaled.Sign() < 0 {
 		dst = append(dst, '-')
 	}
@@ -231,7 +389,7 @@ func appendDecimal(dst []byte, unscaled *big.Int, scale int32) []byte {
 		dst = append(dst, '.')
 		dst = append(dst, digits[point:]...)
 	}
-	return append(dst, '"')
+	return dst
 }
 
 func appendQuotedTime(dst []byte, t time.Time, layout string) []byte {

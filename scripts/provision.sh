@@ -4,6 +4,10 @@
 #     changed since the last install (a stamp inside node_modules records it);
 #   - test/avsc/node_modules, the same way: avsc, the independent Avro
 #     implementation that writes the container files of test/avro_*_test.go;
+#   - test/hyparquet/node_modules, the same way: hyparquet, a pure-JavaScript
+#     Parquet reader, in its current version and in the one icebird (a
+#     JavaScript Iceberg reader) pins, which test/hyparquet_test.go reads
+#     the writer's files with;
 #   - a MinIO server binary in ${PQSINK_CACHE:-$HOME/.cache/pqsink}/bin/minio,
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
 #     pin changes (a stamp next to the binary records it);
@@ -65,6 +69,19 @@ else
 	step "npm ci in test/avsc"
 	(cd "$avsc_dir" && npm ci --no-audit --no-fund --loglevel=error)
 	echo "$avsc_sum" >"$avsc_stamp"
+	done_step
+fi
+
+# --- hyparquet harness (npm) -------------------------------------------------
+hyparquet_dir=$repo/test/hyparquet
+hyparquet_sum=$(cat "$hyparquet_dir/package-lock.json" <(node --version) | sha256sum | cut -d' ' -f1)
+hyparquet_stamp=$hyparquet_dir/node_modules/.pqsink-lock.sha256
+if [[ -f $hyparquet_stamp && $(<"$hyparquet_stamp") == "$hyparquet_sum" ]]; then
+	echo "provision: test/hyparquet/node_modules is up to date"
+else
+	step "npm ci in test/hyparquet"
+	(cd "$hyparquet_dir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$hyparquet_sum" >"$hyparquet_stamp"
 	done_step
 fi
 

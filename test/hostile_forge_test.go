@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,18 +213,28 @@ type childResult struct {
 // away.
 func runChild(t testing.TB, stdin []byte, args ...string) childResult {
 	t.Helper()
+	var stdout bytes.Buffer
+	r := runChildTo(t, stdin, &stdout, args...)
+	r.stdout = stdout.String()
+	return r
+}
+
+// runChildTo is runChild with the child's standard output written to
+// stdout, for outputs too large to hold; the result's stdout is empty.
+func runChildTo(t testing.TB, stdin []byte, stdout io.Writer, args ...string) childResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := hostileBinary(t)
 	cmd := exec.CommandContext(ctx, hostileBuild.rsswrap, append([]string{bin}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	start := time.Now()
 	err := cmd.Run()
-	r := childResult{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	r := childResult{stderr: stderr.String(), elapsed: time.Since(start)}
 	if cmd.ProcessState == nil {
 		t.Fatalf("pqsink %s: %v", strings.Join(args, " "), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/big"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/meta"
+	pqreader "github.com/pqsink/pqsink/reader"
 )
 
 // mib is a byte count in MiB, for bounds on peak RSS.
@@ -274,5 +276,122 @@ func TestHostileInspectSignal(t *testing.T) {
 				t.Errorf("exit 0 after %v", sig)
 			}
 		})
+	}
+}
+
+// nullListRecord is the record of issue-sized forged files: one LIST of
+// forgedNullPages × forgedNullPerPage null elements (419 Mi), in a file of
+// about 4 KB. Its JSON is 2 GB of "null,".
+const (
+	forgedNullPages   = 100
+	forgedNullPerPage = 4 << 20
+)
+
+// countingWriter counts what is written to it and keeps the first and
+// last few bytes.
+type countingWriter struct {
+	n          int64
+	head, tail []byte
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if len(c.head) < 16 {
+		c.head = append(c.head, p[:min(len(p), 16-len(c.head))]...)
+	}
+	c.tail = append(c.tail, p[max(0, len(p)-16):]...)
+	c.tail = c.tail[max(0, len(c.tail)-16):]
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// heapPeak samples the Go heap in use until stop is closed and returns
+// the largest sample, for a bound on what a call holds at once.
+func heapPeak(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return out
+}
+
+// TestHostileNullListJSON reads the 4 KB file of one record of 419 Mi null
+// list elements under the default budget, as `inspect rows --json` does:
+// the record holds a bit per element, and its 2 GB of JSON stream out
+// through WriteJSON in chunks. Reading it once held 6.3 GB (the JSON built
+// whole in one growing buffer). Bounds are on bytes counted by the Go
+// runtime and, for the command, by the kernel, never on time.
+func TestHostileNullListJSON(t *testing.T) {
+	data := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(forgedNullPages, forgedNullPerPage)}})
+	if len(data) > 4<<10 {
+		t.Fatalf("forged file is %d bytes", len(data))
+	}
+	const n = int64(forgedNullPages * forgedNullPerPage)
+	wantJSON := int64(len(`{"l":[]}`)) + 5*n - 1 // "null" and a comma each, less the last comma
+
+	// In this process, a quarter of the file (the bounds do not depend on
+	// the length): 105 Mi nulls.
+	quarter := forge(t, listSchema, 1, []forgedColumn{{codec: meta.CodecUncompressed, pages: nullListPages(forgedNullPages/4, forgedNullPerPage)}})
+	checkNullListRecord(t, quarter, n/4)
+
+	// The command, on the whole file, with its output counted, not kept.
+	var cmdOut countingWriter
+	r := runChildTo(t, nil, &cmdOut, "inspect", "rows", "--json", writeTemp(t, "nulls.parquet", data))
+	if r.code != 0 || cmdOut.n != wantJSON+1 || string(cmdOut.tail) != "ull,null,null]}\n" {
+		t.Fatalf("inspect rows --json: exit %d, %d bytes of output ending %q, want %d: %s", r.code, cmdOut.n, cmdOut.tail, wantJSON+1, r.stderr)
+	}
+	if r.peakRSS > rssBase(t)+512*mib {
+		t.Errorf("peak RSS %d MiB for a 4 KB file (%d MiB at rest)", r.peakRSS/mib, rssBase(t)/mib)
+	}
+}
+
+// checkNullListRecord reads the one record of a forged file of n null list
+// elements with the reader and WriteJSON, and bounds the Go heap it takes.
+func checkNullListRecord(t *testing.T, data []byte, n int64) {
+	t.Helper()
+	wantJSON := int64(len(`{"l":[]}`)) + 5*n - 1
+	f, err := pqreader.Open(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	stop := make(chan struct{})
+	peak := heapPeak(stop)
+	rec, err := rows.Next()
+	if err != nil {
+		close(stop)
+		t.Fatalf("the default budget refuses a record of %d null elements: %v", n, err)
+	}
+	var out countingWriter
+	err = rec.WriteJSON(&out)
+	close(stop)
+	heap := <-peak
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.n != wantJSON || string(out.head) != `{"l":[null,null,` || string(out.tail) != `null,null,null]}` {
+		t.Errorf("JSON of %d bytes, %q...%q; want %d bytes of nulls", out.n, out.head, out.tail, wantJSON)
+	}
+	// The record: a bit per element, and the pages' levels.
+	t.Logf("peak Go heap %d MiB reading and rendering %d null elements", heap>>20, n)
+	if heap > 256<<20 {
+		t.Errorf("peak Go heap %d MiB reading and rendering the record, want at most 256 MiB (the file's JSON is %d MiB)", heap>>20, wantJSON>>20)
+	}
+	if _, err := rows.Next(); err != io.EOF {
+		t.Errorf("after the record: %v", err)
 	}
 }

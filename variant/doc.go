@@ -71,8 +71,10 @@
 // A Shape describes which parts of a Variant are shredded into typed
 // columns (VariantShredding.md): given by the user (ParseShapePaths), or
 // inferred from sample values by an Inferrer. Shape.Match, ScalarOf and
-// SplitObject split a value into its typed parts and the residual value;
-// Builder.Unshred puts a Variant back together from a Shredded tree of
+// SplitObject split a value into its typed parts and the residual value:
+// a decimal is typed only in a decimal column of its own scale, so that
+// it reads back as written (1.5 stays in the value of a DECIMAL(9,2)
+// column rather than read back as 1.50); Builder.Unshred puts a Variant back together from a Shredded tree of
 // typed parts and residual bytes, as a reader does. A shredder that fills
 // the typed columns straight from JSON, without building the Variant
 // (rowgroup.VariantShredder), writes the metadata with a Dictionary and

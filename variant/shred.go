@@ -151,12 +151,15 @@ func (s *Shape) appendText(b []byte) []byte {
 // Match reports whether v goes to the typed_value of s rather than to the
 // value column: v is an object for an object shape, an array for an array
 // shape, or a primitive that the shredded type holds without loss. Any
-// integer fits an integer or decimal shape whose range holds it, and a
-// decimal fits a decimal shape whose scale is at least its own and whose
-// precision holds the rescaled value; these are the Exact Numeric class of
-// VariantEncoding.md, so reading the typed value back gives an equal
-// number (1.5 in a DECIMAL(9,2) column reads back as 1.50). Strings and
-// binaries only match their own type; Null never matches.
+// integer fits an integer shape whose range holds it, and a decimal shape
+// of scale 0 whose precision holds it; a decimal fits a decimal shape of
+// its own scale whose precision holds it. These are the Exact Numeric
+// class of VariantEncoding.md, and the scale must be the value's own so
+// that the value reads back as it was written: 1.5 does not match a
+// DECIMAL(9,2) shape (it would read back as 1.50, an equal number in
+// another form) and stays in the value column, as 1.50 does not match a
+// DECIMAL(9,1) one. Strings and binaries only match their own type; Null
+// never matches.
 func (s *Shape) Match(v Value) bool {
 	switch s.Type {
 	case Invalid:
@@ -196,9 +199,10 @@ func (s *Shape) Int(v Value) (int64, bool) {
 	return 0, false
 }
 
-// Decimal returns v as a value of the decimal shape s: an integer or a
-// decimal rescaled to s.Scale, when that is exact and within s.Precision
-// digits.
+// Decimal returns v as a value of the decimal shape s: a decimal of scale
+// s.Scale, or an integer when s.Scale is 0, within s.Precision digits. A
+// value of another scale does not match (see Match), although it could be
+// rescaled exactly: its scale is part of what it reads back as.
 func (s *Shape) Decimal(v Value) (Decimal, bool) {
 	if s.Type != Decimal4 && s.Type != Decimal8 && s.Type != Decimal16 {
 		return Decimal{}, false
@@ -210,6 +214,9 @@ func (s *Shape) Decimal(v Value) (Decimal, bool) {
 			return Decimal{}, false
 		}
 		d = DecimalFromInt64(x, 0)
+	}
+	if d.Scale != s.Scale {
+		return Decimal{}, false
 	}
 	return d.Rescale(s.Scale, int(s.Precision))
 }

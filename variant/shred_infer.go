@@ -55,10 +55,11 @@ func (o InferOptions) withDefaults() InferOptions {
 // most values carry with one stable type. Integers of any width count as
 // one type, shredded as int32 when every sample fits in 32 bits and as
 // int64 otherwise; integers and decimals together count as one exact
-// numeric type, shredded as a decimal whose scale is the smallest that
-// covers MinTypeShare of the values (rarer, longer fractions stay in
-// value) and whose precision is that of the physical type that holds
-// the widest of those values (DECIMAL(9,S), (18,S) or (38,S)).
+// numeric type, shredded as a decimal of the scale most of them have
+// (integers have scale 0), since a value shreds only into a decimal
+// column of its own scale (see Shape.Match): the others stay in value.
+// Its precision is that of the physical type that holds the widest of
+// the values of that scale (DECIMAL(9,S), (18,S) or (38,S)).
 //
 // An Inferrer is fed with Add and read with Shape; it allocates a map per
 // object path, which is acceptable for the sample it is meant for (the
@@ -187,31 +188,27 @@ func (in *Inferrer) decide(s *pathStats, budget *int) Shape {
 		}
 		return Shape{Type: Int32}
 	case enough(ints + decimals):
-		// The smallest scale that covers enough values: a rare value
-		// with more digits after the point falls back to value rather
-		// than widening the whole column.
-		covered, digits := 0, 0
-		for scale := range s.scales {
-			covered += s.scales[scale]
-			digits = max(digits, s.intDigs[scale])
-			if !enough(covered) {
-				continue
+		// The scale most values have: the others, of other scales, stay
+		// in value rather than read back rescaled.
+		scale := 0
+		for sc := range s.scales {
+			if s.scales[sc] > s.scales[scale] {
+				scale = sc
 			}
-			p := digits + scale
-			if p > 38 {
-				return Shape{}
-			}
-			*budget--
-			sc := uint8(scale)
-			switch {
-			case p <= 9:
-				return Shape{Type: Decimal4, Precision: 9, Scale: sc}
-			case p <= 18:
-				return Shape{Type: Decimal8, Precision: 18, Scale: sc}
-			}
-			return Shape{Type: Decimal16, Precision: 38, Scale: sc}
 		}
-		return Shape{}
+		p := s.intDigs[scale] + scale
+		if p > 38 {
+			return Shape{}
+		}
+		*budget--
+		sc := uint8(scale)
+		switch {
+		case p <= 9:
+			return Shape{Type: Decimal4, Precision: 9, Scale: sc}
+		case p <= 18:
+			return Shape{Type: Decimal8, Precision: 18, Scale: sc}
+		}
+		return Shape{Type: Decimal16, Precision: 38, Scale: sc}
 	}
 	for _, t := range [...]Type{Boolean, String, Double, Float, Binary, Date, Timestamp, TimestampNTZ,
 		TimestampNanos, TimestampNTZNanos, TimeNTZ, UUID} {

@@ -44,11 +44,16 @@ func TestShapeMatch(t *testing.T) {
 		{Shape{Type: Int64}, "-9223372036854775808", true},
 		{Shape{Type: Int64}, "1.0", false}, // a decimal, even if integral
 		{Shape{Type: Int64}, `"1"`, false},
-		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "1.5", true},
-		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "1.505", false}, // scale too big
-		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "12", true},     // integers are exact numerics
-		{Shape{Type: Decimal4, Precision: 4, Scale: 2}, "100", false},   // 100.00 needs 5 digits
+		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "1.50", true},
+		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "1.5", false},    // would read back as 1.50
+		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "1.505", false},  // scale too big
+		{Shape{Type: Decimal4, Precision: 9, Scale: 2}, "12", false},     // would read back as 12.00
+		{Shape{Type: Decimal8, Precision: 18, Scale: 0}, "12", true},     // integers are exact numerics of scale 0
+		{Shape{Type: Decimal4, Precision: 9, Scale: 0}, "12.0", false},   // would read back as 12
+		{Shape{Type: Decimal4, Precision: 4, Scale: 2}, "100.00", false}, // 5 digits
 		{Shape{Type: Decimal4, Precision: 4, Scale: 2}, "-99.99", true},
+		{Shape{Type: Decimal8, Precision: 18, Scale: 17}, "0.2894365736814082", false},
+		{Shape{Type: Decimal8, Precision: 18, Scale: 16}, "0.2894365736814082", true},
 		{Shape{Type: Decimal16, Precision: 38, Scale: 0}, "123456789012345678901234567890", true},
 		{Shape{Type: Decimal8, Precision: 18, Scale: 1}, "1e300", false}, // a double
 		{Shape{Type: Double}, "1e300", true},
@@ -343,8 +348,13 @@ func TestInferrer(t *testing.T) {
 		want    string
 	}{
 		{"stable object", gen(100, func(i int) string {
-			return `{"a":` + itoa(i) + `,"b":"s","c":[1.5,2.25],"d":{"e":true}}`
+			return `{"a":` + itoa(i) + `,"b":"s","c":[1.25,2.75],"d":{"e":true}}`
 		}), InferOptions{}, `{"a": int32, "b": string, "c": [decimal4(9,2)], "d": {"e": boolean}}`},
+		// Numbers of the scales 2, 1 and 0 (amounts printed in their
+		// shortest form): the commonest scale, the others in value.
+		{"mixed scales", gen(100, func(i int) string {
+			return `{"a":` + itoa(i) + `,"c":[1.5,2.25,3.75,4]}`
+		}), InferOptions{}, `{"a": int32, "c": [decimal4(9,2)]}`},
 		{"int64 and rare types", gen(100, func(i int) string {
 			if i%20 == 0 {
 				return `{"a":"x","b":null}`

@@ -44,11 +44,12 @@ func hexString(r *rand.Rand, dst []byte) []byte {
 	return dst
 }
 
-// TestAdaptiveChoosesTheSmallest wants the adaptive choice no larger than
-// any single encoding the column allows, dictionary included, on the data
-// where a sample of a few kilobytes misleads: random hex strings (zstd
-// finds costly short matches only in a page-sized window), random doubles,
-// digits, timestamps.
+// TestAdaptiveChoosesTheSmallest wants the adaptive choice in data page v2
+// no larger than any single encoding it may choose, dictionary included,
+// on the data where a sample of a few kilobytes misleads: random hex
+// strings (zstd finds costly short matches only in a page-sized window),
+// random doubles, digits, timestamps. Floating point has no candidate
+// besides PLAIN (BYTE_STREAM_SPLIT is only given, see adaptiveCandidates).
 func TestAdaptiveChoosesTheSmallest(t *testing.T) {
 	const rows = 200_000
 	tests := []struct {
@@ -64,12 +65,12 @@ func TestAdaptiveChoosesTheSmallest(t *testing.T) {
 				return func(c *rowgroup.Column, _ int) { buf = hexString(r, buf[:0]); c.AppendBytes(0, buf) }
 			}},
 		{"random doubles", `message m { required double d; }`,
-			[]meta.Encoding{meta.EncodingPlain, meta.EncodingByteStreamSplit},
+			[]meta.Encoding{meta.EncodingPlain},
 			func(r *rand.Rand) func(*rowgroup.Column, int) {
 				return func(c *rowgroup.Column, _ int) { c.AppendDouble(0, r.Float64()) }
 			}},
 		{"cents", `message m { required double d; }`,
-			[]meta.Encoding{meta.EncodingPlain, meta.EncodingByteStreamSplit},
+			[]meta.Encoding{meta.EncodingPlain},
 			func(r *rand.Rand) func(*rowgroup.Column, int) {
 				return func(c *rowgroup.Column, _ int) { c.AppendDouble(0, float64(r.IntN(1_000_000))/100) }
 			}},
@@ -90,10 +91,11 @@ func TestAdaptiveChoosesTheSmallest(t *testing.T) {
 			s := schema.MustParse(tt.schema)
 			path := s.Leaves()[0].PathString()
 			fill := func() func(*rowgroup.Column, int) { return tt.fill(rand.New(rand.NewPCG(1, 2))) }
-			adaptive := chunkOf(t, s, fill(), rows)
-			sizes := map[string]int64{"dictionary": chunkOf(t, s, fill(), rows, writer.AdaptiveEncoding(false)).TotalCompressedSize}
+			v2 := writer.DataPageVersion(2)
+			adaptive := chunkOf(t, s, fill(), rows, v2)
+			sizes := map[string]int64{"dictionary": chunkOf(t, s, fill(), rows, v2, writer.AdaptiveEncoding(false)).TotalCompressedSize}
 			for _, e := range tt.encs {
-				sizes[e.String()] = chunkOf(t, s, fill(), rows, writer.Dictionary(false), writer.ColumnEncoding(path, e)).TotalCompressedSize
+				sizes[e.String()] = chunkOf(t, s, fill(), rows, v2, writer.Dictionary(false), writer.ColumnEncoding(path, e)).TotalCompressedSize
 			}
 			for name, size := range sizes {
 				// A few pages' headers of slack: the trial pays for the
@@ -129,15 +131,64 @@ func TestAdaptiveRevisits(t *testing.T) {
 			c.AppendInt64(0, few[r.IntN(len(few))])
 		}
 	}
-	md := chunkOf(t, s, fill(), rows, writer.Dictionary(false))
+	md := chunkOf(t, s, fill(), rows, writer.DataPageVersion(2), writer.Dictionary(false))
 	encs := pageEncodings(md)
 	if encs[meta.EncodingDeltaBinaryPacked] == 0 || encs[meta.EncodingPlain] == 0 {
 		t.Fatalf("pages: %v, want DELTA_BINARY_PACKED for the first half and PLAIN after", encs)
 	}
 	for _, e := range []meta.Encoding{meta.EncodingPlain, meta.EncodingDeltaBinaryPacked} {
-		if single := chunkOf(t, s, fill(), rows, writer.Dictionary(false), writer.AdaptiveEncoding(false), writer.ColumnEncoding("v", e)); md.TotalCompressedSize >= single.TotalCompressedSize {
+		if single := chunkOf(t, s, fill(), rows, writer.DataPageVersion(2), writer.Dictionary(false), writer.AdaptiveEncoding(false), writer.ColumnEncoding("v", e)); md.TotalCompressedSize >= single.TotalCompressedSize {
 			t.Errorf("%d bytes, no smaller than %s alone: %d", md.TotalCompressedSize, e, single.TotalCompressedSize)
 		}
+	}
+}
+
+// TestAdaptiveV1Encodings: in data page v1 the adaptive choice keeps to the
+// encodings parquet-java's v1 writer uses (PLAIN and the dictionary, RLE
+// for booleans), on data where a delta or BYTE_STREAM_SPLIT would be
+// smaller; a column given an encoding gets it in v1 too.
+func TestAdaptiveV1Encodings(t *testing.T) {
+	const rows = 50_000
+	tests := []struct {
+		schema string
+		fill   func(r *rand.Rand) func(c *rowgroup.Column, i int)
+	}{
+		{`message m { required binary s (STRING); }`, func(r *rand.Rand) func(*rowgroup.Column, int) {
+			var buf []byte
+			return func(c *rowgroup.Column, i int) {
+				buf = append(hexString(r, append(buf[:0], "customer/eu-west/"...)), byte('a'+i%26))
+				c.AppendBytes(0, buf)
+			}
+		}},
+		{`message m { required int64 ts; }`, func(r *rand.Rand) func(*rowgroup.Column, int) {
+			ts := int64(1_700_000_000_000_000)
+			return func(c *rowgroup.Column, _ int) { ts += int64(r.IntN(1000)); c.AppendInt64(0, ts) }
+		}},
+		{`message m { required double d; }`, func(r *rand.Rand) func(*rowgroup.Column, int) {
+			return func(c *rowgroup.Column, _ int) { c.AppendDouble(0, r.Float64()) }
+		}},
+		{`message m { required boolean b; }`, func(r *rand.Rand) func(*rowgroup.Column, int) {
+			return func(c *rowgroup.Column, i int) { c.AppendBool(0, i%1000 < 990) }
+		}},
+	}
+	v1 := map[meta.Encoding]bool{meta.EncodingPlain: true, meta.EncodingRLEDictionary: true, meta.EncodingRLE: true}
+	for _, tt := range tests {
+		s := schema.MustParse(tt.schema)
+		fill := func() func(*rowgroup.Column, int) { return tt.fill(rand.New(rand.NewPCG(7, 8))) }
+		for _, dict := range []bool{true, false} {
+			md := chunkOf(t, s, fill(), rows, writer.Dictionary(dict && s.Leaves()[0].Physical != meta.TypeBoolean), writer.DictionaryPageSize(4<<10))
+			for e := range pageEncodings(md) {
+				if !v1[e] {
+					t.Errorf("%s, dictionary %v: a v1 data page in %s", tt.schema, dict, e)
+				}
+			}
+		}
+	}
+	s := schema.MustParse(`message m { required int64 ts; }`)
+	md := chunkOf(t, s, func(c *rowgroup.Column, i int) { c.AppendInt64(0, int64(i)) }, rows,
+		writer.Dictionary(false), writer.ColumnEncoding("ts", meta.EncodingDeltaBinaryPacked))
+	if encs := pageEncodings(md); encs[meta.EncodingDeltaBinaryPacked] == 0 {
+		t.Errorf("ColumnEncoding DELTA_BINARY_PACKED in v1: pages %v", encs)
 	}
 }
 

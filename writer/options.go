@@ -151,9 +151,14 @@ func ColumnDictionary(path string, enabled bool) Option {
 
 // ColumnEncoding sets the non-dictionary encoding of one column: the one its
 // pages use when dictionary encoding is off, after the dictionary outgrows
-// its limit, or instead of a dictionary that doesn't pay for itself. One of PLAIN, RLE (BOOLEAN), DELTA_BINARY_PACKED (INT32, INT64),
-// DELTA_LENGTH_BYTE_ARRAY (BYTE_ARRAY), DELTA_BYTE_ARRAY (BYTE_ARRAY, FIXED),
-// BYTE_STREAM_SPLIT (FLOAT, DOUBLE, INT32, INT64, FIXED).
+// its limit, or instead of a dictionary that doesn't pay for itself. One
+// of PLAIN, RLE (BOOLEAN), DELTA_BINARY_PACKED (INT32, INT64),
+// DELTA_LENGTH_BYTE_ARRAY (BYTE_ARRAY), DELTA_BYTE_ARRAY (BYTE_ARRAY,
+// FIXED), BYTE_STREAM_SPLIT (FLOAT, DOUBLE, INT32, INT64, FIXED). The
+// encoding is used in either data page version, although some readers
+// reject the DELTA_* encodings and BYTE_STREAM_SPLIT in v1 pages (icebird's
+// hyparquet rejects DELTA_BYTE_ARRAY there), and icebird's hyparquet
+// cannot read BYTE_STREAM_SPLIT in compressed v2 pages.
 // Defaults to the choice of AdaptiveEncoding.
 func ColumnEncoding(path string, enc meta.Encoding) Option {
 	return func(c *config) error {
@@ -163,19 +168,22 @@ func ColumnEncoding(path string, enc meta.Encoding) Option {
 }
 
 // AdaptiveEncoding lets each column chunk pick its non-dictionary encoding
-// among those its type allows and every mainstream reader decodes (PLAIN,
-// DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
-// BYTE_STREAM_SPLIT), and whether to use a dictionary at all, by trial:
-// the chunk's first data page is encoded each way and compressed with the
-// chunk's codec, and the smallest wins. A later page whose compressed size
-// per value strays by more than 10% from the trial's runs the trial again
-// and may change the encoding of the pages from there on; the next chunk
-// of the column (the next row group, or the next file after Reset) keeps
-// the choice when its first page confirms it. Off, columns use their
-// dictionary while it fits and their encoding (PLAIN unless set with
-// ColumnEncoding) after, as parquet-java's v1 writer does. A column given
-// an encoding with ColumnEncoding chooses only whether to use its
-// dictionary.
+// among those its type allows in the file's data page version, and
+// whether to use a dictionary at all, by trial: the chunk's first data
+// page is encoded each way and compressed with the chunk's codec, and the
+// smallest wins. In data page v1 (the default, which every reader reads)
+// the choice is PLAIN, or RLE for BOOLEAN: the encodings parquet-java's
+// v1 writer uses. In v2 it adds DELTA_BINARY_PACKED (INT32, INT64) and
+// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY (text and plain binary);
+// BYTE_STREAM_SPLIT is never chosen, only given with ColumnEncoding.
+// A later page whose compressed size per value strays by more than 10%
+// from the trial's runs the trial again and may change the encoding of the
+// pages from there on; the next chunk of the column (the next row group,
+// or the next file after Reset) keeps the choice when its first page
+// confirms it. Off, columns use their dictionary while it fits and their
+// encoding (PLAIN unless set with ColumnEncoding) after, as parquet-java's
+// v1 writer does. A column given an encoding with ColumnEncoding chooses
+// only whether to use its dictionary.
 // Defaults to on.
 func AdaptiveEncoding(enabled bool) Option {
 	return func(c *config) error {
@@ -184,7 +192,8 @@ func AdaptiveEncoding(enabled bool) Option {
 	}
 }
 
-// DataPageVersion selects data page v1 or v2 headers.
+// DataPageVersion selects data page v1 or v2 headers, and with them the
+// encodings AdaptiveEncoding chooses from.
 // Defaults to 1, which every reader understands.
 func DataPageVersion(v int) Option {
 	return func(c *config) error {

@@ -158,7 +158,9 @@ func writeShape(tb testing.TB, s *schema.Schema, gs []*rowgroup.RowGroup, opts .
 // shapes under several configurations, byte for byte, to their SHA-256 as
 // the writer made them before its encoding was sped up: the fast paths of
 // level runs, page planning, dictionaries and statistics must write
-// exactly what the plain loops wrote.
+// exactly what the plain loops wrote. (The adaptive configurations were
+// pinned again when data page v1 gave up the v2 encodings and v2 gave up
+// BYTE_STREAM_SPLIT; "fixed" kept its sums.)
 func TestShapesBytes(t *testing.T) {
 	configs := []struct {
 		name string
@@ -170,13 +172,13 @@ func TestShapesBytes(t *testing.T) {
 		{"fixed", []Option{AdaptiveEncoding(false), Compression(meta.CodecUncompressed, 0), StatisticsTruncate(8)}},
 	}
 	want := map[string]string{
-		"events/zstd":             "b7ff058902d374fc6cb11bd056068a2e5e0654118c6901286dd9c9c73fa53fa8",
-		"events/v2-snappy":        "166537fedb7c2afb3e440e8d6c630425270a8db39789bd296b16efe42521bde1",
-		"events/small-pages":      "b1a58818178a5cb67f4a40a1eaf713b1945cc2c9bd28b75eccae4820435c2f5d",
+		"events/zstd":             "1a4d36589dc76848ecfc0733a5ca38f8392eac3140ac51f8bfc3b3aa82f76005",
+		"events/v2-snappy":        "b9ebd935ed6b2b397e6f54164a29f2b625b3b231308eaa6fcb8d30d2187053ea",
+		"events/small-pages":      "1f9a1e7c5e3625f3d4a2a05a8a15acc318f392427378918e94bf5f3e8f4a7bb2",
 		"events/fixed":            "6e5e11efb2869b10737b287fd83057038fa78674e83b52b70a4a72365ebaa1f6",
-		"clickstream/zstd":        "7784c654aadb7ed1f9fcfb778142076855f9f6d3e7b1157f50ed4fc146aee03e",
+		"clickstream/zstd":        "12f0fd2c96e719227ea66ccbf0d1a02eacd0a874094a64c14a81113a555a66c0",
 		"clickstream/v2-snappy":   "a90da47c4ac35348552ea46ed42250dabe10e2f6cf63cc7ca7bfdb993e63124b",
-		"clickstream/small-pages": "3a6551620ea1e14d64da024808fc47ebf66eaffac10416cf653f86dbed70c43b",
+		"clickstream/small-pages": "a3fa6fa7182937cbcdc639ab8a0103453863dbb20323ce19a38be4a07ccd5280",
 		"clickstream/fixed":       "6eab3205521191853a09721c1fe239dcac4bac6756b0db88690a4b6d177c63d4",
 	}
 	for _, sh := range shapes {

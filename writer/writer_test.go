@@ -157,6 +157,13 @@ func TestWriterReadersAgree(t *testing.T) {
 				}
 				delete(readers, "arrow-go")
 			}
+			if tc.name == "small-pages-lz4raw" {
+				// parquet-go (v0.32) returns zeros for an LZ4_RAW page whose
+				// decompression outgrew its pooled buffer, as the PLAIN
+				// doubles of d do here; arrow-go and pqsink check the bytes
+				// (test/writer_matrix_test.go names the same bug).
+				delete(readers, "parquet-go")
+			}
 			for name, read := range readers {
 				got, err := read(path)
 				if err != nil {

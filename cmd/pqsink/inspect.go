@@ -335,7 +335,6 @@ func printRows(ctx context.Context, w io.Writer, f *reader.File, columns string,
 	if err != nil {
 		return err
 	}
-	var buf []byte
 	for n := int64(0); limit < 0 || n < limit; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -347,13 +346,18 @@ func printRows(ctx context.Context, w io.Writer, f *reader.File, columns string,
 		if err != nil {
 			return fmt.Errorf("row %d: %w", n, err)
 		}
-		buf = v.AppendJSON(buf[:0])
 		if !asJSON {
 			// The plain form is the same JSON with a row number, for reading.
-			buf = append(fmt.Appendf(nil, "%d: ", n), buf...)
+			if _, err := fmt.Fprintf(w, "%d: ", n); err != nil {
+				return err
+			}
 		}
-		buf = append(buf, '\n')
-		if _, err := w.Write(buf); err != nil {
+		// Streamed: a record's JSON may be far larger than the record
+		// (a bit per null list element, five bytes of text).
+		if err := v.WriteJSON(w); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
 			return err
 		}
 	}

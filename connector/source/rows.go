@@ -139,11 +139,15 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // appendCompactJSON renders v as reader.Value.AppendJSON does, with the
-// null fields of groups left out, as reader.JSONAssembler renders them,
-// and the values of the columns of units (jsonUnits: a table's file of a
+// null fields of groups left out and DECIMAL values as JSON numbers, as
+// reader.JSONAssembler renders them for replay (DecimalsAsNumbers), and
+// the values of the columns of units (jsonUnits: a table's file of a
 // schema file's milliseconds or nanoseconds, held in microseconds; nil
 // for other files) in their unit (appendInUnit).
 func appendCompactJSON(dst []byte, v reader.Value, units map[int]schema.TimeUnit) []byte {
+	if out, ok := v.AppendDecimalNumber(dst); ok {
+		return out
+	}
 	switch v.Kind() {
 	case reader.KindInt64:
 		if n := v.Node(); n != nil && units[n.Column] != 0 {

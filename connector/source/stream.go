@@ -479,6 +479,10 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 			return nil, err
 		}
 	}
+	// A JSON record's numbers went into its DECIMAL columns: they come
+	// back as numbers (with the column's scale), as appendCompactJSON
+	// renders them.
+	a.DecimalsAsNumbers()
 	c.json, c.env = a, a.Extra()
 	return c, nil
 }
