@@ -206,6 +206,9 @@ func Buffers(pool BufferPool) Option {
 // OnRetry has hook called before every retry of an S3 request, with the
 // operation's name (e.g. "UploadPart"), the number of the attempt that
 // failed (1 for the first) and its error, once the backoff has elapsed.
+// On GCS, the SDK decides the retries and calls hook when it does, before
+// the backoff; for the requests of a resumable upload it does not tell the
+// attempt, which is then 0.
 // It is called from the goroutine making the request, which waits for it:
 // it must be quick and safe for concurrent use. The directory store never
 // retries and ignores it. Defaults to none.
