@@ -145,6 +145,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
+		if strings.HasPrefix(c.Store.URL, "gs:") {
+			// The table's files are read and written by iceberg-go's
+			// own IO, which pqsink has for s3:// and file:// only.
+			top.fail("table", "Iceberg tables on a gs:// store (store.url) are not supported yet; use an s3:// or file:// store for a table")
+		}
 	}
 }
 
