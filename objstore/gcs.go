@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,7 +138,7 @@ func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 				if rc != nil {
 					op, attempt = rc.Operation, rc.Attempt
 				}
-				s.onRetry(op, attempt, err)
+				s.onRetry(op, attempt, gcsRedact(err))
 			}
 			return retry
 		}),
@@ -203,6 +204,34 @@ func gcsRetryable(err error) bool {
 	return storage.ShouldRetry(err)
 }
 
+// uploadID matches the session id in the URI of a resumable upload.
+var uploadID = regexp.MustCompile(`upload_id=[^&"'\s]+`)
+
+// gcsRedact hides the session id of a resumable upload in err's text (a
+// failed chunk's *url.Error quotes its URI): whoever has the URI can
+// write to the session, so Google tells to keep it as a secret. The error
+// chain underneath is kept for errors.Is and errors.As.
+func gcsRedact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "upload_id=") {
+		return err
+	}
+	return &redactedError{msg: uploadID.ReplaceAllString(msg, "upload_id=REDACTED"), err: err}
+}
+
+// redactedError is an error whose text has a secret taken out.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+func (e *redactedError) Unwrap() error { return e.err }
+
 // gcsStatus returns the HTTP status of a failed GCS call, or 0.
 func gcsStatus(err error) int {
 	var ge *googleapi.Error
@@ -216,6 +245,7 @@ func gcsStatus(err error) int {
 // them, keeping the SDK's error in the chain. A missing bucket is a
 // configuration error, not a missing object.
 func gcsError(err error) error {
+	err = gcsRedact(err)
 	switch {
 	case errors.Is(err, storage.ErrBucketNotExist):
 		return err

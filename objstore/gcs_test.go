@@ -483,3 +483,23 @@ func TestGCSEmulatorHost(t *testing.T) {
 func fakeObject(bucket, name string) fakestorage.Object {
 	return fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: name}, Content: []byte("y")}
 }
+
+// TestGCSRedact: the session URI of a resumable upload, which lets anyone
+// write to the session, never shows in an error's text, and the error
+// underneath stays reachable.
+func TestGCSRedact(t *testing.T) {
+	secret := "ADPycdt-SECRET_session-id"
+	cause := errors.New("connection reset by peer")
+	ue := &url.Error{Op: "Put", URL: "https://storage.googleapis.com/upload/storage/v1/b/b/o?uploadType=resumable&name=k&upload_id=" + secret, Err: cause}
+	err := gcsError(fmt.Errorf("chunk: %w", ue))
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "upload_id=REDACTED") {
+		t.Errorf("error text = %q, want the upload id redacted", err)
+	}
+	var got *url.Error
+	if !errors.Is(err, cause) || !errors.As(err, &got) {
+		t.Errorf("the redacted error lost its chain: %v", err)
+	}
+	if plain := errors.New("no session here"); gcsRedact(plain) != plain {
+		t.Errorf("an error without a session id was wrapped")
+	}
+}

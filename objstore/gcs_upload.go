@@ -190,8 +190,9 @@ func (u *gcsUpload) putObject() (*storage.ObjectAttrs, error) {
 		if err == nil {
 			return attrs, nil
 		}
+		retry := gcsRetryable(err)
 		err = u.writerError(err)
-		if !gcsRetryable(err) || attempt > u.s.maxRetries || u.ctx.Err() != nil {
+		if !retry || attempt > u.s.maxRetries || u.ctx.Err() != nil {
 			return nil, err
 		}
 		d, _ := backoff.BackoffDelay(attempt, err)
