@@ -47,6 +47,13 @@
 // for the sink's protocol: an object under a key holds, by construction,
 // the records that any writer of that key would have put there.
 //
+// On GCS every write carries the ifGenerationMatch=0 precondition, which
+// makes it idempotent in the SDK's eyes: the SDK retries the requests of a
+// resumable upload (its start and each chunk) on 408, 429, 5xx and broken
+// connections, with the same backoff and MaxRetries, and the store retries
+// the single request of a small object from its buffer. A retry of a write
+// that did land meets the precondition: 412, ErrExists, as on S3.
+//
 // # Stores without conditional writes
 //
 // Some S3-compatible services ignore If-None-Match. With
