@@ -49,8 +49,13 @@ const gcsChunkRetryDeadline = 90 * time.Second
 // memory budget counts it. An upload so holds at most two chunks: the one
 // Write fills and the SDK's.
 type gcsStore struct {
-	client     *storage.Client
+	client *storage.Client
+	// bucket carries the retry settings of reads, listings and deletes.
+	// plain carries none: a handle's Retryer merges its options into the
+	// settings the handle was made with, in place, so the handles of
+	// uploads, each with settings of its own, are made from it.
 	bucket     *storage.BucketHandle
+	plain      *storage.BucketHandle
 	name       string // the bucket's name
 	prefix     string // "" or ends in "/"
 	chunkSize  int
@@ -118,35 +123,42 @@ func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if s.pool == nil {
 		s.pool = &freeList{}
 	}
-	// The SDK retries idempotent requests only (RetryIdempotent, its
-	// default, stated here on purpose): reads, deletes, and writes that
-	// carry a generation precondition. Every write of this store carries
-	// ifGenerationMatch=0, so the SDK retries each of them, the start of a
-	// resumable upload and each of its chunks included: a retry of a write
-	// that did land meets the precondition and fails with 412, never
-	// overwrites. 412 is never retried (it is not transient).
-	client.SetRetry(
-		storage.WithPolicy(storage.RetryIdempotent),
-		storage.WithMaxAttempts(min(s.maxRetries, 1<<30)+1),
-		storage.WithBackoff(gax.Backoff{Initial: retryBaseDelay, Max: retryMaxDelay, Multiplier: 2}),
-		storage.WithErrorFuncWithContext(func(err error, rc *storage.RetryContext) bool {
-			retry := gcsRetryable(err)
-			if retry && s.onRetry != nil {
-				// The requests of a resumable upload come without a
-				// context: their attempt is not known.
-				op, attempt := "WriteObject", 0
-				if rc != nil {
-					op, attempt = rc.Operation, rc.Attempt
-				}
-				s.onRetry(op, attempt, gcsRedact(err))
+	// Reads, listings and deletes retry with the store's settings, which
+	// the bucket handle carries. Writes take theirs per upload (writer):
+	// the SDK does not tell which attempt of which request of a resumable
+	// upload failed, so each upload counts its own.
+	s.plain = client.Bucket(u.Host)
+	s.bucket = client.Bucket(u.Host).Retryer(s.retryOptions(func(err error, rc *storage.RetryContext) bool {
+		retry := gcsRetryable(err)
+		if retry && s.onRetry != nil {
+			op, attempt := "GCS", 0
+			if rc != nil {
+				op, attempt = rc.Operation, rc.Attempt
 			}
-			return retry
-		}),
-	)
-	// After SetRetry: a handle takes the client's retry settings when it
-	// is made.
-	s.bucket = client.Bucket(u.Host)
+			s.onRetry(op, attempt, gcsRedact(err))
+		}
+		return retry
+	})...)
 	return s, nil
+}
+
+// retryOptions returns the SDK's retry settings for the store's requests,
+// with decide saying which failures to retry.
+//
+// The SDK retries idempotent requests only (RetryIdempotent, its default,
+// stated here on purpose): reads, deletes, and writes that carry a
+// generation precondition. Every write of this store carries
+// ifGenerationMatch=0, so the SDK retries each of them, the start of a
+// resumable upload and each of its chunks included: a retry of a write that
+// did land meets the precondition and fails with 412, never overwrites. 412
+// is never retried (it is not transient).
+func (s *gcsStore) retryOptions(decide func(error, *storage.RetryContext) bool) []storage.RetryOption {
+	return []storage.RetryOption{
+		storage.WithPolicy(storage.RetryIdempotent),
+		storage.WithMaxAttempts(min(s.maxRetries, 1<<30) + 1),
+		storage.WithBackoff(gax.Backoff{Initial: retryBaseDelay, Max: retryMaxDelay, Multiplier: 2}),
+		storage.WithErrorFuncWithContext(decide),
+	}
 }
 
 // gcsParams turns the query parameters of a gs:// URL into options, which

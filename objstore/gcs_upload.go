@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/storage"
@@ -108,17 +109,41 @@ func (u *gcsUpload) start() error {
 		return fmt.Errorf("reserving the upload's chunk buffer: %w", err)
 	}
 	u.reserved = r
-	w := u.writer(u.ctx)
+	// The SDK retries the session's start and each chunk; the count of
+	// failures in a row bounds it at MaxRetries (as ChunkRetryDeadline
+	// does in time), and starts again once a chunk is in.
+	var failures atomic.Int64
+	obj := u.object().Retryer(u.s.retryOptions(func(err error, _ *storage.RetryContext) bool {
+		if !gcsRetryable(err) {
+			return false
+		}
+		n := failures.Add(1)
+		if n > int64(u.s.maxRetries) {
+			return false
+		}
+		if u.s.onRetry != nil {
+			u.s.onRetry("WriteObject", int(n), gcsRedact(err))
+		}
+		return true
+	})...)
+	w := u.writer(u.ctx, obj)
 	w.ChunkSize = u.s.chunkSize
 	w.ChunkRetryDeadline = gcsChunkRetryDeadline
+	w.ProgressFunc = func(int64) { failures.Store(0) }
 	u.w = w
 	return nil
 }
 
-// writer returns a Writer that creates the object only if no object has
-// its name (ifGenerationMatch=0), with the upload's attributes.
-func (u *gcsUpload) writer(ctx context.Context) *storage.Writer {
-	w := u.s.bucket.Object(u.s.prefix + u.key).If(storage.Conditions{DoesNotExist: true}).NewWriter(ctx)
+// object returns a handle on the upload's object, without retry settings
+// (see gcsStore), that creates the object only if no object has its name
+// (ifGenerationMatch=0).
+func (u *gcsUpload) object() *storage.ObjectHandle {
+	return u.s.plain.Object(u.s.prefix + u.key).If(storage.Conditions{DoesNotExist: true})
+}
+
+// writer returns a Writer of obj with the upload's attributes.
+func (u *gcsUpload) writer(ctx context.Context, obj *storage.ObjectHandle) *storage.Writer {
+	w := obj.NewWriter(ctx)
 	w.ContentType = u.po.contentType
 	if w.ContentType == "" {
 		w.ContentType = defaultGCSContentType
@@ -213,7 +238,8 @@ func (u *gcsUpload) putObject() (*storage.ObjectAttrs, error) {
 func (u *gcsUpload) putOnce(data []byte) (*storage.ObjectAttrs, error) {
 	ctx, cancel := context.WithCancel(u.ctx)
 	defer cancel()
-	w := u.writer(ctx)
+	// The SDK cannot retry this request: it has no retry settings.
+	w := u.writer(ctx, u.object())
 	w.ChunkSize = 0 // one request, streamed from data
 	_, werr := w.Write(data)
 	if werr != nil {
