@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -32,7 +30,8 @@ import (
 //     that every upload request of the store carries the precondition, which
 //     is what the real service's documented behaviour rests on;
 //   - that a resumable session never finalized leaves no object;
-//   - the retries on 503, against a proxy that fails requests on purpose.
+//   - the retries on 503, which the emulator answers on purpose to the
+//     first attempt of every request (TestGCSRetries).
 
 // openFakeGCS opens a store on a fresh bucket of srv, under a key prefix
 // so that prefix handling is exercised by every test, with chunks of
@@ -371,38 +370,33 @@ func TestGCSPrefixAndPaging(t *testing.T) {
 	}
 }
 
-// TestGCSRetries puts a proxy that answers 503 to the first attempts of
-// requests in front of the emulator: reads, single-request uploads and
-// the starts of resumable uploads are retried, the hook hears of it, and
-// each object lands once, whole. (The chunks go to the session URI that
-// the emulator gives, past the proxy.)
+// TestGCSRetries has the emulator answer 503 to the first attempt of
+// every request: reads, single-request uploads, the starts of resumable
+// uploads and each of their chunks are retried, the hook hears of it, and
+// each object lands once, whole.
 func TestGCSRetries(t *testing.T) {
-	srv := fakegcs.Start(t)
-	target, _ := url.Parse(srv.Endpoint)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
-	failed := map[string]bool{} // "method path": failed once already
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op := r.Method + " " + r.URL.Path + " " + r.URL.Query().Get("name")
-		mu.Lock()
-		fail := !failed[op]
-		failed[op] = true
-		mu.Unlock()
-		r.Host = target.Host // the emulator serves reads by host
-		if fail {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, `{"error":{"code":503,"message":"try again"}}`)
-			return
-		}
-		proxy.ServeHTTP(w, r)
+	failed := map[string]bool{} // a request's method, path and query: failed once already
+	srv := fakegcs.Start(t, fakegcs.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			op := r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + " " + r.Header.Get("Content-Range")
+			mu.Lock()
+			fail := !failed[op]
+			failed[op] = true
+			mu.Unlock()
+			if fail {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":503,"message":"try again"}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}))
-	defer front.Close()
-
 	var hookMu sync.Mutex
 	heard := map[string]int{} // "op attempt" -> calls
 	bucket := srv.NewBucket()
-	s := openGCSBucket(t, front.URL, bucket, OnRetry(func(op string, attempt int, err error) {
+	s := openGCSBucket(t, srv.Endpoint, bucket, OnRetry(func(op string, attempt int, err error) {
 		hookMu.Lock()
 		defer hookMu.Unlock()
 		heard[fmt.Sprintf("%s %d", op, attempt)]++
@@ -412,23 +406,29 @@ func TestGCSRetries(t *testing.T) {
 		key := fmt.Sprintf("k%d", i)
 		data := payload(n, uint64(i))
 		if _, err := stream(t, s, key, data, 1<<20); err != nil {
-			t.Fatalf("%d bytes through a failing proxy: %v", n, err)
+			t.Fatalf("%d bytes through failing requests: %v", n, err)
 		}
 		if got, _ := readAll(t, s, key); !bytes.Equal(got, data) {
 			t.Errorf("%d bytes: read back %d bytes that differ", n, len(got))
 		}
 	}
 	// The single request of the small object, the start of the large
-	// one's resumable upload, and the reads.
+	// one's resumable upload and its chunks, and the reads.
 	for _, want := range []string{"InsertObject 1", "WriteObject 1", "ReadObject 1"} {
 		if heard[want] == 0 {
 			t.Errorf("OnRetry never heard %q; heard %v", want, heard)
 		}
 	}
+	// The resumable upload: its start and its three chunks (two full, the
+	// last of 3 bytes), each failed once. (The start's failure and the
+	// first chunk's are two in a row: no chunk went in between.)
+	if got := heard["WriteObject 1"] + heard["WriteObject 2"]; got != 4 {
+		t.Errorf("OnRetry heard the resumable upload fail %d times, want 4 (start and 3 chunks); heard %v", got, heard)
+	}
 
 	// With no retries allowed, the first 503 fails the upload, single
 	// request or resumable, which leaves nothing.
-	s0 := openGCSBucket(t, front.URL, bucket, MaxRetries(0))
+	s0 := openGCSBucket(t, srv.Endpoint, bucket, MaxRetries(0))
 	defer s0.Close()
 	for _, n := range []int{1, 2*testPartSize + 3} {
 		key := fmt.Sprintf("fresh-%d", n)

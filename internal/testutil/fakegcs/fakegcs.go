@@ -42,9 +42,27 @@ type Request struct {
 	Query  string // raw
 }
 
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	wrap func(http.Handler) http.Handler
+}
+
+// WithMiddleware puts wrap around the emulator's handler: every request,
+// the chunks of resumable uploads included, goes through it, e.g. to fail
+// some on purpose.
+func WithMiddleware(wrap func(http.Handler) http.Handler) Option {
+	return func(o *options) { o.wrap = wrap }
+}
+
 // Start starts a server and stops it when the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("fakegcs: %v", err)
@@ -64,6 +82,9 @@ func Start(t testing.TB) *Server {
 	}
 	s := &Server{Endpoint: "http://" + host, fake: fake}
 	handler := fake.HTTPHandler()
+	if o.wrap != nil {
+		handler = o.wrap(handler)
+	}
 	s.http = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
