@@ -3,9 +3,11 @@ package test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,15 +19,34 @@ import (
 
 // TestSinkGCS archives a topic into Google Cloud Storage (fake-gcs-server,
 // in the test's process, which the sink reaches over HTTP as store.endpoint)
-// across a crash: `pqsink run` is killed with SIGKILL once its first file
-// has landed, while others are being written and uploaded, and a second
-// sink, with more records produced meanwhile, takes over. Every record
+// across a crash and an outage: `pqsink run` is killed with SIGKILL once its
+// first file has landed, while others are being written and uploaded, and
+// a second sink, with more records produced meanwhile, takes over, while
+// the store answers 503 to everything for a few seconds. Every record
 // lands exactly once, read back through the GCS store and DuckDB; files of
 // more than a chunk went up as resumable uploads, and every upload carried
 // the create-if-absent precondition.
 func TestSinkGCS(t *testing.T) {
 	db := duckdb.Start(t)
-	srv := fakegcs.Start(t)
+	// An outage of the store, when on, answers every request with 503.
+	// Once armed, the next upload request starts it.
+	var outage, armed atomic.Bool
+	var refused atomic.Int64
+	srv := fakegcs.Start(t, fakegcs.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/upload/") && armed.CompareAndSwap(true, false) {
+				outage.Store(true)
+			}
+			if outage.Load() {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":503,"message":"outage"}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
 	bucket := srv.NewBucket()
 	const partitions, topic = 3, "gcs"
 	const n1, n2 = 27000, 3000
@@ -61,6 +82,21 @@ func TestSinkGCS(t *testing.T) {
 		t.Fatalf("Kafka holds %d records, want %d", len(truth), n1+n2)
 	}
 	sink, stop := startSink(t, text)
+	// A store outage of a few seconds from the second sink's first upload:
+	// its requests are retried (store.max_retries, 10, waits up to about
+	// 85 seconds), and nothing is lost or doubled.
+	armed.Store(true)
+	for deadline := time.Now().Add(2 * time.Minute); !outage.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second sink uploaded nothing within 2 minutes")
+		}
+	}
+	time.Sleep(3 * time.Second)
+	outage.Store(false)
+	if refused.Load() == 0 {
+		t.Errorf("the outage refused no request")
+	}
+	t.Logf("the outage refused %d requests", refused.Load())
 	waitLanded(t, store, n1+n2, 3*time.Minute)
 	stop()
 	if st := sink.Stats().Snapshot(); st.Rejected != 0 {
