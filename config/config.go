@@ -230,12 +230,16 @@ type Fetch struct {
 
 // Store is the store section: the object store files are uploaded to.
 type Store struct {
-	// URL is s3://bucket[/prefix] or file:///absolute/dir (url).
+	// URL is s3://bucket[/prefix], gs://bucket[/prefix] or
+	// file:///absolute/dir (url).
 	// Required; no default.
 	URL string
 	// Endpoint is the S3 API endpoint, http(s)://host[:port], for
-	// S3-compatible stores (endpoint).
-	// Defaults to "" (AWS).
+	// S3-compatible stores; for gs:// the JSON API's, of an emulator
+	// (http://, reached without credentials) or a private endpoint
+	// (https://) (endpoint).
+	// Defaults to "" (AWS; Google's public endpoint, or
+	// STORAGE_EMULATOR_HOST).
 	Endpoint string
 	// Region is the S3 region (region).
 	// Defaults to "" (the AWS SDK's own lookup: AWS_REGION, shared config).
@@ -255,7 +259,8 @@ type Store struct {
 	// (session_token); needs AccessKey.
 	// Defaults to "".
 	SessionToken Secret
-	// PartSize is the size of a multipart upload part (part_size), between
+	// PartSize is the size of a multipart upload part, on GCS of a
+	// resumable upload chunk, rounded up to 256KiB (part_size), between
 	// 5MiB and 5GiB.
 	// Defaults to 8MiB.
 	PartSize int64

@@ -446,7 +446,15 @@ func TestInvalid(t *testing.T) {
 		{"fetch min zero", "kafka: {brokers: [b:9092], group: g, topics: [t], fetch: {min_bytes: 0}}\n" + storeOK + formatOK, []string{"kafka.fetch.min_bytes: must be positive, got 0"}},
 		{"heartbeat", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 2s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: kafka.heartbeat_interval (3s) must be less than kafka.session_timeout (2s)"}},
 		{"session zero", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 0s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: must be positive"}},
-		{"url scheme", kafkaOK + "store: {url: 'gs://b'}\n" + formatOK, []string{`store.url: scheme "gs" is not one of s3, file`}},
+		{"url scheme", kafkaOK + "store: {url: 'az://b'}\n" + formatOK, []string{`store.url: scheme "az" is not one of s3, gs, file`}},
+		{"gs no bucket", kafkaOK + "store: {url: 'gs:///prefix'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: the bucket is missing"}},
+		{"gs port", kafkaOK + "store: {url: 'gs://b:4443/x'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: a bucket has no port"}},
+		{"gs dotdot", kafkaOK + "store: {url: 'gs://b/x/../y'}\n" + formatOK, []string{`store.url: the prefix must not contain empty or ".." segments`}},
+		{"gs table", kafkaOK + "store: {url: 'gs://b'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
+			[]string{"table: Iceberg tables on a gs:// store (store.url) are not supported yet"}},
+		{"gs s3 keys", kafkaOK + "store: {url: 'gs://b', region: eu, access_key: a, secret_key: hunter2, sse: AES256, conditional_writes: false}\n" + formatOK,
+			[]string{"store.region: applies only to s3:// stores", "store.access_key: applies only to s3:// stores", "store.secret_key: applies only to s3:// stores",
+				"store.sse: applies only to s3:// stores", "store.conditional_writes: applies only to s3:// stores"}},
 		{"url relative file", kafkaOK + "store: {url: 'file://out'}\n" + formatOK, []string{"store.url: a file URL needs an absolute path"}},
 		{"url opaque file", kafkaOK + "store: {url: 'file:out'}\n" + formatOK, []string{"store.url: a file URL needs an absolute path"}},
 		{"url no bucket", kafkaOK + "store: {url: 's3:///prefix'}\n" + formatOK, []string{"store.url: want s3://bucket[/prefix]: the bucket is missing"}},
@@ -571,7 +579,7 @@ func TestAllErrors(t *testing.T) {
   topics: [t]
   start: middle
 store:
-  url: gs://x
+  url: az://x
 format:
   type: variant
 rotate:
@@ -587,7 +595,7 @@ bogus: 1
 	}
 	want := []string{
 		`config line 5: kafka.start: "middle" is not one of earliest, latest`,
-		`config line 7: store.url: scheme "gs" is not one of s3, file`,
+		`config line 7: store.url: scheme "az" is not one of s3, gs, file`,
 		`config line 11: rotate.records: want an integer, got "many"`,
 		`config line 12: rotate.interval: must be positive, or 0 to turn it off`,
 		`config line 14: parquet.codec: "zstdd" is not one of none, snappy, gzip, zstd, lz4_raw, brotli`,
@@ -648,6 +656,21 @@ func TestPathWithoutTopic(t *testing.T) {
 	c, err := Parse([]byte(base+"path: 'p{partition}/{first_offset}.parquet'\n"), nil)
 	if err != nil || c.Path != "p{partition}/{first_offset}.parquet" {
 		t.Errorf("one topic, path without {topic}: %v", err)
+	}
+}
+
+// TestGCSStore: a gs:// store takes an endpoint, a part size and the
+// retries, and the S3 keys keep their defaults.
+func TestGCSStore(t *testing.T) {
+	cfg := kafkaOK + "store: {url: 'gs://bucket/raw', endpoint: 'http://127.0.0.1:4443', part_size: 16MiB, max_retries: 3}\n" + formatOK
+	c, err := Parse([]byte(cfg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Store{URL: "gs://bucket/raw", Endpoint: "http://127.0.0.1:4443", PartSize: 16 << 20, MaxRetries: 3,
+		ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
+	if c.Store != want {
+		t.Errorf("store = %+v, want %+v", c.Store, want)
 	}
 }
 

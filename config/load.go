@@ -97,9 +97,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	d.parquet(par, &c.Parquet)
 	mem := top.sub("memory", memoryKeys)
 	mem.size("limit", &c.Memory.Limit, 16*mib, maxInt)
-	// An open file holds a row group and, while it uploads to S3, a part.
+	// An open file holds a row group and, while it uploads to S3 or GCS, a
+	// part (a chunk).
 	need, what := c.Parquet.RowGroupBytes, "parquet.row_group_bytes ("+formatSize(c.Parquet.RowGroupBytes)+")"
-	if strings.HasPrefix(c.Store.URL, "s3:") {
+	if strings.HasPrefix(c.Store.URL, "s3:") || strings.HasPrefix(c.Store.URL, "gs:") {
 		need += c.Store.PartSize
 		what += " plus store.part_size (" + formatSize(c.Store.PartSize) + ")"
 	}
@@ -144,6 +145,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
+		if strings.HasPrefix(c.Store.URL, "gs:") {
+			// The table's files are read and written by iceberg-go's
+			// own IO, which pqsink has for s3:// and file:// only.
+			top.fail("table", "Iceberg tables on a gs:// store (store.url) are not supported yet; use an s3:// or file:// store for a table")
+		}
 	}
 }
 
@@ -324,20 +330,36 @@ func (d *decoder) store(s *section, st *Store) {
 	}
 	s.duration("stale_upload_age", &st.StaleUploadAge, 1, maxInt)
 	s.intValue("max_retries", &st.MaxRetries, 0, 1000)
+	if strings.HasPrefix(st.URL, "gs:") {
+		// GCS takes its credentials from the Application Default
+		// Credentials, always honours the create-if-absent precondition,
+		// and encrypts with keys of its own: these S3 keys would be
+		// ignored, so they are refused.
+		for _, key := range gcsRefusedKeys {
+			if s.has(key) {
+				s.fail(key, "applies only to s3:// stores; a gs:// store takes credentials from the Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS)")
+			}
+		}
+	}
 }
 
-// checkStoreURL checks s3://bucket[/prefix] and file:///abs/dir. Its
+// gcsRefusedKeys are the store keys that a gs:// URL does not take.
+var gcsRefusedKeys = []string{"region", "path_style", "access_key", "secret_key", "session_token",
+	"conditional_writes", "sse", "sse_kms_key_id"}
+
+// checkStoreURL checks s3://bucket[/prefix], gs://bucket[/prefix] and
+// file:///abs/dir. Its
 // errors never quote the URL, which could hold credentials.
 func checkStoreURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a valid URL; want s3://bucket[/prefix] or file:///absolute/dir")
+		return fmt.Errorf("not a valid URL; want s3://bucket[/prefix], gs://bucket[/prefix] or file:///absolute/dir")
 	}
 	if u.User != nil {
 		return fmt.Errorf("must not contain credentials; use store.access_key and store.secret_key")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("must not have a query or fragment; want s3://bucket[/prefix] or file:///absolute/dir")
+		return fmt.Errorf("must not have a query or fragment; want s3://bucket[/prefix], gs://bucket[/prefix] or file:///absolute/dir")
 	}
 	switch u.Scheme {
 	case "s3":
@@ -350,12 +372,22 @@ func checkStoreURL(raw string) error {
 		if strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), "..") {
 			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
 		}
+	case "gs":
+		if u.Host == "" {
+			return fmt.Errorf("want gs://bucket[/prefix]: the bucket is missing")
+		}
+		if strings.Contains(u.Host, ":") {
+			return fmt.Errorf("want gs://bucket[/prefix]: a bucket has no port; an emulator goes in store.endpoint")
+		}
+		if strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), "..") {
+			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
+		}
 	case "file":
 		if u.Opaque != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
 			return fmt.Errorf("a file URL needs an absolute path, like file:///var/lib/pqsink/out")
 		}
 	default:
-		return fmt.Errorf("scheme %s is not one of s3, file", quote(u.Scheme))
+		return fmt.Errorf("scheme %s is not one of s3, gs, file", quote(u.Scheme))
 	}
 	return nil
 }

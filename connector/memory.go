@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pqsink/pqsink/objstore"
 )
 
 // budget is the sink's one memory budget (memory.limit), over everything
@@ -105,6 +107,22 @@ func (p *budgetPool) Put(buf []byte) {
 // Drop releases a buffer that a failed request may still read: counted
 // out, never reused.
 func (p *budgetPool) Drop(buf []byte) { p.b.add(-int64(len(buf))) }
+
+// Reserve counts memory that a store's SDK allocates itself (the chunk
+// buffer of a GCS resumable upload, objstore.BufferReserver). Like Get, it
+// never waits.
+func (p *budgetPool) Reserve(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.b.add(int64(n))
+	return nil
+}
+
+// Release counts out what Reserve counted.
+func (p *budgetPool) Release(n int) { p.b.add(-int64(n)) }
+
+var _ objstore.BufferReserver = (*budgetPool)(nil)
 
 // memStat is what a partition holds, as the pressure relief sees it.
 type memStat struct {

@@ -280,6 +280,14 @@ func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, o
 		}
 		opts = append(opts, objstore.ConditionalWrites(c.ConditionalWrites))
 	}
+	if strings.HasPrefix(c.URL, "gs://") {
+		// Credentials: the Application Default Credentials, or none for
+		// an http:// endpoint (an emulator) or STORAGE_EMULATOR_HOST.
+		if c.Endpoint != "" {
+			opts = append(opts, objstore.Endpoint(c.Endpoint))
+		}
+		opts = append(opts, objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
+	}
 	store, err := objstore.Open(ctx, c.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)

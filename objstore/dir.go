@@ -32,7 +32,11 @@ func openDir(u *url.URL, opts []Option) (Store, error) {
 		return nil, fmt.Errorf("objstore: %s: %w", u.Redacted(), err)
 	}
 	if len(o.s3Only) > 0 {
-		return nil, fmt.Errorf("objstore: %s: option %s applies only to s3:// stores", u.Redacted(), o.s3Only[0])
+		kinds := "s3://"
+		if slices.Contains(gcsOptions, o.s3Only[0]) {
+			kinds = "s3:// and gs://"
+		}
+		return nil, fmt.Errorf("objstore: %s: option %s applies only to %s stores", u.Redacted(), o.s3Only[0], kinds)
 	}
 	if u.Host != "" && u.Host != "localhost" {
 		return nil, fmt.Errorf("objstore: %s: remote host %q in a file URL (want file:///absolute/dir)", u.Redacted(), u.Host)

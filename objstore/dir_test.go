@@ -118,7 +118,7 @@ func TestOpenErrors(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"gs://bucket", nil, "unsupported scheme"},
+		{"az://bucket", nil, "unsupported scheme"},
 		{"bucket/key", nil, "unsupported scheme"},
 		{"file://host/dir", nil, "remote host"},
 		{"file:///" + dir + "?x=1", nil, "no parameters"},

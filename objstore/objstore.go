@@ -2,8 +2,9 @@
 // objects created only if absent, streamed in as they are produced, read
 // whole or by range, listed, deleted.
 //
-// Two implementations sit behind one interface and pass the same behaviour
-// tests: S3 (any S3-compatible endpoint, via aws-sdk-go-v2) and a local
+// Three implementations sit behind one interface and pass the same
+// behaviour tests: S3 (any S3-compatible endpoint, via aws-sdk-go-v2),
+// Google Cloud Storage (via cloud.google.com/go/storage) and a local
 // directory. Create-if-absent is what makes the sink's exactly-once protocol
 // safe against a fenced-off writer: the first object under a key wins, and a
 // later upload of the same key fails with ErrExists instead of overwriting.
@@ -45,6 +46,13 @@
 // adopts the existing object, as it would another writer's. That is correct
 // for the sink's protocol: an object under a key holds, by construction,
 // the records that any writer of that key would have put there.
+//
+// On GCS every write carries the ifGenerationMatch=0 precondition, which
+// makes it idempotent in the SDK's eyes: the SDK retries the requests of a
+// resumable upload (its start and each chunk) on 408, 429, 5xx and broken
+// connections, with the same backoff and MaxRetries, and the store retries
+// the single request of a small object from its buffer. A retry of a write
+// that did land meets the precondition: 412, ErrExists, as on S3.
 //
 // # Stores without conditional writes
 //
@@ -220,11 +228,16 @@ type ReaderAt interface {
 // Open returns the store that rawURL names:
 //
 //	s3://bucket[/prefix][?region=R&endpoint=URL&path_style=true&sse=AES256|aws:kms&sse_kms_key_id=ID&part_size=N&conditional_writes=false]
+//	gs://bucket[/prefix][?endpoint=URL&part_size=N]
 //	file:///absolute/dir
 //
 // For S3, credentials come from the default AWS chain (environment, shared
 // files, instance roles) unless StaticCredentials is given; options override
-// the URL's parameters. The directory of a file URL is created if needed.
+// the URL's parameters. For GCS, they are the Application Default
+// Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, workload
+// identity); an http:// Endpoint is an emulator, reached without
+// credentials, as is STORAGE_EMULATOR_HOST without an Endpoint. The
+// directory of a file URL is created if needed.
 func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -233,10 +246,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	switch u.Scheme {
 	case "s3":
 		return openS3(ctx, u, opts)
+	case "gs":
+		return openGCS(ctx, u, opts)
 	case "file":
 		return openDir(u, opts)
 	default:
-		return nil, fmt.Errorf("objstore: %q: unsupported scheme %q (want s3 or file)", rawURL, u.Scheme)
+		return nil, fmt.Errorf("objstore: %s: unsupported scheme %q (want s3, gs or file)", u.Redacted(), u.Scheme)
 	}
 }
 

@@ -162,9 +162,10 @@ func Concurrency(n int) Option {
 // exponential backoff and full jitter between attempts, capped at 20 s per
 // wait; 0 disables retries. With the default, a request gives up after
 // about 40 s of waits on average, 85 s at most. It overrides
-// AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. It must
-// not be negative. Defaults to DefaultMaxRetries (10), that is, at most 11
-// attempts.
+// AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. On GCS it
+// bounds each request's retries, and a resumable upload's failures in a
+// row. It must not be negative. Defaults to DefaultMaxRetries (10), that
+// is, at most 11 attempts.
 func MaxRetries(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "MaxRetries")
@@ -206,6 +207,9 @@ func Buffers(pool BufferPool) Option {
 // OnRetry has hook called before every retry of an S3 request, with the
 // operation's name (e.g. "UploadPart"), the number of the attempt that
 // failed (1 for the first) and its error, once the backoff has elapsed.
+// On GCS, the SDK decides the retries and hook is called when it does,
+// before the backoff; for a resumable upload, attempt counts the failures
+// in a row of its requests (the session's start, its chunks).
 // It is called from the goroutine making the request, which waits for it:
 // it must be quick and safe for concurrent use. The directory store never
 // retries and ignores it. Defaults to none.

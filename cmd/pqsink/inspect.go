@@ -28,7 +28,9 @@ S3_SECRET_KEY, with S3_SESSION_TOKEN, when S3_ACCESS_KEY is set, as in the
 configuration examples; otherwise the AWS default chain; endpoint and path
 style from the URL's query, e.g.
 s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
-or from AWS_ENDPOINT_URL).
+or from AWS_ENDPOINT_URL), or gs://bucket/key (Google Cloud Storage, with
+the Application Default Credentials; an emulator from STORAGE_EMULATOR_HOST
+or the URL's query, e.g. gs://bucket/key?endpoint=http://127.0.0.1:4443).
 
 iceberg:NAMESPACE.TABLE names an Iceberg table of the catalog in the
 --config file's table section (pqsink run's configuration; its store
@@ -139,9 +141,9 @@ func limitGoMemory(budget int64) {
 	debug.SetMemoryLimit(budget + budget/2 + 64<<20)
 }
 
-// openParquet opens a local file or an s3:// object for reading.
+// openParquet opens a local file, an s3:// or a gs:// object for reading.
 func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*reader.File, func(), error) {
-	if !strings.HasPrefix(name, "s3://") {
+	if !strings.HasPrefix(name, "s3://") && !strings.HasPrefix(name, "gs://") {
 		fh, err := os.Open(name)
 		if err != nil {
 			return nil, nil, err
@@ -164,16 +166,20 @@ func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*rea
 	}
 	key := strings.TrimPrefix(u.Path, "/")
 	if u.Host == "" || key == "" {
-		return nil, nil, usagef("%s: want s3://bucket/key", name)
+		return nil, nil, usagef("%s: want %s://bucket/key", name, u.Scheme)
 	}
-	storeURL := url.URL{Scheme: "s3", Host: u.Host, RawQuery: u.RawQuery}
-	opts, err := s3EnvKeys()
-	if err != nil {
-		return nil, nil, err
+	storeURL := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: u.RawQuery}
+	var opts []objstore.Option
+	if u.Scheme == "s3" {
+		if opts, err = s3EnvKeys(); err != nil {
+			return nil, nil, err
+		}
+		if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" && !u.Query().Has("endpoint") {
+			opts = append(opts, objstore.Endpoint(ep))
+		}
 	}
-	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" && !u.Query().Has("endpoint") {
-		opts = append(opts, objstore.Endpoint(ep))
-	}
+	// A gs:// object is read with the Application Default Credentials, or
+	// from the emulator that STORAGE_EMULATOR_HOST or ?endpoint= names.
 	store, err := objstore.Open(ctx, storeURL.String(), opts...)
 	if err != nil {
 		return nil, nil, err
