@@ -290,7 +290,18 @@ func TestHostileConvertSignal(t *testing.T) {
 			t.Fatal(err)
 		}
 		stdin.Write([]byte(`{"id":1}` + "\n" + `{"id":2}` + "\n"))
-		time.Sleep(300 * time.Millisecond)
+		// The signal must find the conversion under way, its temporary
+		// file created: on a busy machine start-up alone can take longer
+		// than any fixed wait.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if temps, _ := filepath.Glob(filepath.Join(dir, ".out.parquet.pqsink-tmp-*")); len(temps) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%v: convert created no temporary file in 30s", sig)
+			}
+		}
 		start := time.Now()
 		cmd.Process.Signal(sig)
 		done := make(chan struct{})
