@@ -101,6 +101,30 @@ func TestLayers(t *testing.T) {
 	isFormat := func(d string) bool {
 		return under(d, formatPackages...) || slices.ContainsFunc(formatLibraries, func(l string) bool { return d == l || strings.HasPrefix(d, l+"/") })
 	}
+	// connectorPart is the rule of a package split out of connector: of
+	// the module, it imports only what lies under allowed but not under
+	// denied, and it depends on no connector package and no format.
+	connectorPart := func(dir string, allowed, denied []string) func() []string {
+		return func() []string {
+			p := module + dir
+			q := pkgs[p]
+			if q == nil {
+				return []string{"go list does not name " + p}
+			}
+			var bad []string
+			for _, imp := range q.Imports {
+				if strings.HasPrefix(imp, module) && (!under(imp, allowed...) || under(imp, denied...)) {
+					bad = append(bad, p+" imports "+imp)
+				}
+			}
+			for _, d := range q.Deps {
+				if under(d, "connector") || isFormat(d) {
+					bad = append(bad, p+" depends on "+d)
+				}
+			}
+			return bad
+		}
+	}
 
 	cases := []struct {
 		name string
@@ -166,53 +190,13 @@ func TestLayers(t *testing.T) {
 		// sink runtime is split into: connector hands it what it needs
 		// (connector imports it, never the other way), and it runs
 		// compaction and table upkeep without knowing any format.
-		{"connector/maintenance imports only compact, table, objstore, config, archive and leaves; no connector, no format", func() []string {
-			const p = module + "connector/maintenance"
-			q := pkgs[p]
-			if q == nil {
-				return []string{"go list does not name " + p}
-			}
-			var bad []string
-			for _, imp := range q.Imports {
-				if !strings.HasPrefix(imp, module) {
-					continue
-				}
-				if !under(imp, "compact", "table", "objstore", "config", "archive", "internal") || under(imp, "archive/envelope", "internal/testutil") {
-					bad = append(bad, p+" imports "+imp)
-				}
-			}
-			for _, d := range q.Deps {
-				if under(d, "connector") || isFormat(d) {
-					bad = append(bad, p+" depends on "+d)
-				}
-			}
-			return bad
-		}},
+		{"connector/maintenance imports only compact, table, objstore, config, archive and leaves; no connector, no format",
+			connectorPart("connector/maintenance", []string{"compact", "table", "objstore", "config", "archive", "internal"}, []string{"archive/envelope", "internal/testutil"})},
 		// The dead letters are another: connector hands the destination
 		// its settings, the opened store, the Kafka client and hooks, and
 		// the destination writes letters without knowing any format.
-		{"connector/deadletter imports only objstore, config, archive, rowgroup and leaves; no connector, no format", func() []string {
-			const p = module + "connector/deadletter"
-			q := pkgs[p]
-			if q == nil {
-				return []string{"go list does not name " + p}
-			}
-			var bad []string
-			for _, imp := range q.Imports {
-				if !strings.HasPrefix(imp, module) {
-					continue
-				}
-				if !under(imp, "objstore", "config", "archive", "rowgroup", "internal") || under(imp, "archive/envelope", "rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil") {
-					bad = append(bad, p+" imports "+imp)
-				}
-			}
-			for _, d := range q.Deps {
-				if under(d, "connector") || isFormat(d) {
-					bad = append(bad, p+" depends on "+d)
-				}
-			}
-			return bad
-		}},
+		{"connector/deadletter imports only objstore, config, archive, rowgroup and leaves; no connector, no format",
+			connectorPart("connector/deadletter", []string{"objstore", "config", "archive", "rowgroup", "internal"}, []string{"archive/envelope", "rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil"})},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {
