@@ -21,6 +21,8 @@
 //     its open files (or the next offset when none is open), with metadata
 //     that lists, per path, the last offset already uploaded beyond it. A new
 //     owner resumes at the committed offset and skips those records.
+//     With a table, its snapshot summary holds that state and is the
+//     authority: the Kafka commit follows the table commit (table.go).
 //  5. Per partition and path, at most one upload is outstanding between two
 //     successful commits.
 //
@@ -42,15 +44,26 @@
 //
 // The members run their own cooperative group protocol
 // (pqsink-cooperative-sticky; holdings in rebalance.go keeps a member's
-// partitions across generations). At a rebalance a partition that stays
-// with the member keeps its open files, once its committed state is
-// checked to be the one it left; one that leaves is finished and
-// committed, then handed over, and its next owner is given it only after
-// that; a new one starts from its committed offset. While a member of an
-// earlier release is in the group, the group runs the eager range
-// protocol, and a partition that leaves has its open files dropped, its
-// next owner reading it again from the committed offset; so does every
-// partition of a member that is out of the group. On shutdown the open
-// files are finished and committed (shutdown: finish) or dropped
-// (shutdown: abandon), within the shutdown timeout.
+// partitions across generations). At a rebalance:
+//
+//   - A partition that stays with the member keeps its open files. Its
+//     committed state is read again; if someone else committed it in
+//     between, the partition drops its open files and reads again from
+//     the committed state (the table's, with a table).
+//   - A partition that leaves is handed over: its open files are finished,
+//     uploaded and committed (to its table first, with a table) within the
+//     shutdown timeout, and only then does the member rejoin, so that its
+//     next owner is given it after that commit. A handover that cannot
+//     finish in time drops the files, and the next owner reads those
+//     records again from the committed offset.
+//   - A new partition starts from its committed state.
+//
+// Open files are also dropped, the next owner reading them again from the
+// committed offset, in two more cases: while a member of an earlier
+// release is in the group, which makes the group run the eager range
+// protocol, a partition that leaves is dropped rather than handed over;
+// and a member that finds itself out of the group drops every partition,
+// which someone else may hold already. On shutdown the open files are
+// finished and committed (shutdown: finish) or dropped (shutdown:
+// abandon), within the shutdown timeout.
 package connector
