@@ -1,11 +1,11 @@
 // Package table is the sink's view of an Apache Iceberg table: the catalog
 // that holds it (SQL on SQLite or PostgreSQL, with the tables of Iceberg's
-// JDBC catalog, or REST), the table created from the sink's Parquet schema
+// JDBC catalog, REST, or AWS Glue), the table created from the sink's Parquet schema
 // or adopted when its schema accepts the records, and the commits that
 // append the files the sink uploaded, exactly once.
 //
 // The table's current snapshot is the authority on what is in the table
-// (docs/tables.md, and "Tables" in the architecture): its summary carries
+// (docs/tables-exactly-once.md): its summary carries
 // the exactly-once state of every (group, topic, partition) that wrote to
 // it, in the skip-set shape of the Kafka commit metadata. A commit reloads
 // that state, drops the files whose range it already covers, merges its

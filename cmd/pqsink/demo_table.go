@@ -98,7 +98,7 @@ func printDemoQueries(w io.Writer, snap *table.Snapshot, format string) {
 		fmt.Fprintf(w, "  … and %d more\n", len(snap.Files)-8)
 	}
 	fmt.Fprintf(w, "  duckdb -c \"SELECT count(*) FROM '%s'\"\n", filepath.Join(strings.TrimPrefix(snap.Location, "file://"), "data", "**", "*.parquet"))
-	fmt.Fprintf(w, "docs/tables.md shows Spark, Trino and Athena on the same catalog.\n")
+	fmt.Fprintf(w, "docs/tables-catalogs.md shows Spark, Trino and Athena on the same catalog.\n")
 }
 
 // versionOf is the format version the demo's table is created with.
