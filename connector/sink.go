@@ -21,6 +21,7 @@ import (
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
@@ -50,8 +51,8 @@ type Sink struct {
 
 	deadLetters deadletter.Destination // nil without a dead-letter destination
 	mem         *budget
-	mux         *fetchMux // fetches every partition
-	tables      *tables   // nil without a table section
+	mux         *fetch.Mux // fetches every partition
+	tables      *tables    // nil without a table section
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
 	// bucketErr is why the last listing of the store failed (a missing
@@ -107,7 +108,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		o(s)
 	}
 	s.mem = newBudget(cfg.Memory.Limit)
-	s.mux = newFetchMux(s)
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
+	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: fetchBudget{s.mem}, Room: s.fetchSize, Log: log})
 	onRetry := func(op string, attempt int, err error) {
 		// Readiness shows a store failure from its first failed request,
 		// not only from the next probe; a probe that succeeds clears it.
@@ -331,7 +332,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	defer stopHelpers()
 	helpers.Go(func() { s.relieve(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
-	helpers.Go(func() { s.mux.run(rctx) })
+	helpers.Go(func() { s.mux.Run(rctx) })
 	if s.tables != nil {
 		helpers.Go(func() { s.tables.run(rctx) })
 		if s.tables.maint != nil {
@@ -508,7 +509,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBa
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
-	r.f = s.mux.add(topic, id, p.committed, &p.lag, r.wake)
+	r.f = s.mux.Add(topic, id, p.committed, &p.lag, r.wake)
 	return r
 }
 
@@ -517,7 +518,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBa
 type partRun struct {
 	s   *Sink
 	p   *partition
-	f   *fetcher
+	f   *fetch.Fetcher
 	ctx context.Context // the sink's: its end is a shutdown
 	// own ends when the partition is dropped (the member lost it, or an
 	// eager rebalance gave it to another); dropIt ends it.
@@ -617,7 +618,7 @@ func (r *partRun) step() bool {
 			if r.held {
 				return true
 			}
-			r.f.stop()
+			r.f.Stop()
 			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
 			err := p.shutdown(sctx, s.cfg.Shutdown != "abandon")
 			cancel()
@@ -631,7 +632,7 @@ func (r *partRun) step() bool {
 			if r.held {
 				return true
 			}
-			r.f.stop()
+			r.f.Stop()
 			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
 			err := p.handOver(sctx)
 			cancel()
@@ -652,7 +653,7 @@ func (r *partRun) step() bool {
 					r.log.Info("partition kept, but its commit changed since; reading again from the committed offset", "committed", c.offset, "ours", p.committed)
 					s.stats.rebalancePartitions("dropped", 1)
 				}
-				r.f.stop()
+				r.f.Stop()
 				p.dropAll(r.own)
 				skip, err := decodeMetadata(r.own, s.store, c.metadata)
 				if err != nil {
@@ -679,7 +680,7 @@ func (r *partRun) step() bool {
 					return false
 				}
 				r.held = false
-				r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
+				r.f = s.mux.Add(p.topic, p.id, p.committed, &p.lag, r.wake)
 			}
 			continue
 		default:
@@ -689,10 +690,10 @@ func (r *partRun) step() bool {
 		}
 		var err error
 		select {
-		case <-r.f.ready:
-			batch, bytes := r.f.take()
+		case <-r.f.Ready():
+			batch, bytes := r.f.Take()
 			err = s.handleBatch(r.own, p, batch)
-			r.f.giveBack(batch)
+			r.f.GiveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case req := <-p.ctrl:
@@ -707,16 +708,16 @@ func (r *partRun) step() bool {
 		switch {
 		case err == nil:
 		case errors.Is(err, errRestart):
-			r.f.stop()
+			r.f.Stop()
 			p.dropAll(r.own)
-			r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
+			r.f = s.mux.Add(p.topic, p.id, p.committed, &p.lag, r.wake)
 		default:
 			if !errors.Is(err, errGenerationOver) && r.own.Err() == nil {
 				r.log.Error("partition stopped", "error", err)
 				s.setFailed(r.key, err)
 			}
 			p.dropAll(context.Background())
-			r.f.stop()
+			r.f.Stop()
 			// Hold the partition (and its generation) without consuming:
 			// giving it up would end the generation for every partition.
 			r.held = true
@@ -730,7 +731,7 @@ func (r *partRun) step() bool {
 
 // end gives the partition up.
 func (r *partRun) end() {
-	r.f.stop()
+	r.f.Stop()
 	r.s.mu.Lock()
 	delete(r.s.parts, r.p)
 	r.s.mu.Unlock()
@@ -754,10 +755,13 @@ func (s *Sink) abortStale(ctx context.Context) {
 
 // handleBatch hands a fetched batch to the partition, then checks the
 // clock-driven rotations.
-func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) error {
+func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []fetch.Record) error {
 	defer p.report()
+	var r record // one for the batch: handed by pointer, it lives on the heap
 	for i := range batch {
-		if err := p.handle(ctx, &batch[i]); err != nil {
+		f := &batch[i]
+		r = record{offset: f.Offset, time: f.Time, key: f.Key, value: f.Value, headers: f.Headers}
+		if err := p.handle(ctx, &r); err != nil {
 			return err
 		}
 	}

@@ -197,6 +197,11 @@ func TestLayers(t *testing.T) {
 		// the destination writes letters without knowing any format.
 		{"connector/deadletter imports only objstore, config, archive, rowgroup and leaves; no connector, no format",
 			connectorPart("connector/deadletter", []string{"objstore", "config", "archive", "rowgroup", "internal"}, []string{"archive/envelope", "rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil"})},
+		// The fetch multiplexer is another: connector hands it the Kafka
+		// client, the fetch settings, the memory budget behind an
+		// interface and a partition's room, and takes the records.
+		{"connector/fetch imports only config, rowgroup and leaves; no connector, no format",
+			connectorPart("connector/fetch", []string{"config", "rowgroup", "internal"}, []string{"rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil"})},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {
