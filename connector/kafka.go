@@ -2,20 +2,27 @@ package connector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/group"
 	"github.com/pqsink/pqsink/internal/kafkaauth"
 	"github.com/pqsink/pqsink/internal/kafkaconn"
 )
 
 // errGenerationOver is a commit refused because the group moved on to a
 // new generation: the partition is no longer ours to commit.
-var errGenerationOver = errors.New("consumer group generation is over")
+var errGenerationOver = group.ErrGenerationOver
+
+// committed is a partition's committed offset and metadata; offset is -1
+// when the group never committed it.
+type committed struct {
+	offset   int64
+	metadata string
+}
 
 // kafkaClients are the connections to Kafka: the client of the group
 // protocol, fetches, offset commits and metadata, and its transport.
@@ -69,145 +76,6 @@ func (s *Sink) fetchSize() int64 {
 	s.mu.Unlock()
 	n := s.mem.limit / (128 * max(1, running))
 	return max(64<<10, min(n, s.cfg.Kafka.Fetch.MaxBytes))
-}
-
-// commit sends one offset commit in generation gen and returns the first
-// error of the request or of a partition.
-func (k *kafkaClients) commit(ctx context.Context, gen *generation, topics map[string][]kafka.OffsetCommit) error {
-	errs, err := k.commitMany(ctx, gen, topics)
-	if err != nil {
-		return err
-	}
-	for topic, ps := range errs {
-		for p, err := range ps {
-			return fmt.Errorf("%s[%d]: %w", topic, p, err)
-		}
-	}
-	return nil
-}
-
-// commitMany sends one offset commit in generation gen, as a member of it
-// (a fenced-off member's commit is refused), and returns the error of the
-// request or, per topic and partition, those of the partitions that
-// failed. A refusal because the group moved on wraps errGenerationOver.
-func (k *kafkaClients) commitMany(ctx context.Context, gen *generation, topics map[string][]kafka.OffsetCommit) (map[string]map[int]error, error) {
-	resp, err := k.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID: gen.group, GenerationID: gen.id, MemberID: gen.memberID, InstanceID: gen.instanceID, Topics: topics,
-	})
-	if err != nil {
-		return nil, generationOver(err)
-	}
-	var errs map[string]map[int]error
-	for topic, ps := range resp.Topics {
-		for _, p := range ps {
-			if p.Error == nil {
-				continue
-			}
-			if errs == nil {
-				errs = map[string]map[int]error{}
-			}
-			if errs[topic] == nil {
-				errs[topic] = map[int]error{}
-			}
-			errs[topic][p.Partition] = generationOver(p.Error)
-		}
-	}
-	return errs, nil
-}
-
-// generationOver marks the errors that say the group moved on.
-func generationOver(err error) error {
-	if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.RebalanceInProgress) ||
-		errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) {
-		return fmt.Errorf("%w: %w", errGenerationOver, err)
-	}
-	return err
-}
-
-// committed is a partition's committed offset and metadata; offset is -1
-// when the group never committed it.
-type committed struct {
-	offset   int64
-	metadata string
-}
-
-// fetchCommitted reads the group's committed offsets and metadata.
-func (k *kafkaClients) fetchCommitted(ctx context.Context, group string, parts map[string][]int) (map[string]map[int]committed, error) {
-	resp, err := k.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
-	if err != nil {
-		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, err)
-	}
-	if resp.Error != nil {
-		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, resp.Error)
-	}
-	out := map[string]map[int]committed{}
-	for topic, ps := range resp.Topics {
-		m := map[int]committed{}
-		for _, p := range ps {
-			if p.Error != nil {
-				return nil, fmt.Errorf("fetching committed offset of %s[%d]: %w", topic, p.Partition, p.Error)
-			}
-			m[p.Partition] = committed{offset: p.CommittedOffset, metadata: p.Metadata}
-		}
-		out[topic] = m
-	}
-	return out, nil
-}
-
-// startOffsets resolves the first or last offset of partitions the group
-// never committed.
-func (k *kafkaClients) startOffsets(ctx context.Context, parts map[string][]int, latest bool) (map[string]map[int]int64, error) {
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for topic, ids := range parts {
-		for _, id := range ids {
-			r := kafka.FirstOffsetOf(id)
-			if latest {
-				r = kafka.LastOffsetOf(id)
-			}
-			req.Topics[topic] = append(req.Topics[topic], r)
-		}
-	}
-	resp, err := k.client.ListOffsets(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("listing offsets: %w", err)
-	}
-	out := map[string]map[int]int64{}
-	for topic, ids := range parts {
-		got := map[int]kafka.PartitionOffsets{}
-		for _, p := range resp.Topics[topic] {
-			got[p.Partition] = p
-		}
-		out[topic] = map[int]int64{}
-		for _, id := range ids {
-			p, ok := got[id]
-			switch {
-			case !ok:
-				return nil, fmt.Errorf("listing offsets of %s[%d]: no answer for the partition", topic, id)
-			case p.Error != nil:
-				return nil, fmt.Errorf("listing offsets of %s[%d]: %w", topic, id, p.Error)
-			case latest:
-				out[topic][id] = p.LastOffset
-			default:
-				out[topic][id] = p.FirstOffset
-			}
-		}
-	}
-	return out, nil
-}
-
-// commitOffsets commits offsets without metadata for many partitions in
-// one request.
-func (k *kafkaClients) commitOffsets(ctx context.Context, gen *generation, offsets map[string]map[int]int64) error {
-	topics := map[string][]kafka.OffsetCommit{}
-	for topic, offs := range offsets {
-		for id, off := range offs {
-			topics[topic] = append(topics[topic], kafka.OffsetCommit{Partition: id, Offset: off})
-		}
-	}
-	if err := k.commit(ctx, gen, topics); err != nil {
-		return fmt.Errorf("committing start offsets: %w", err)
-	}
-	return nil
 }
 
 // topics lists the topics of the cluster, internal ones left out.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/pqsink/pqsink/connector/group"
 )
 
 // holdings are the partitions a sink holds over one membership of the
@@ -18,8 +20,8 @@ type holdings struct {
 	s       *Sink
 	ctx     context.Context // the sink's: its end is a shutdown
 	mctx    context.Context // the membership's: commits run in it
-	m       *member
-	commits *commitBatcher
+	m       *group.Membership
+	commits *group.CommitBatcher
 
 	handovers sync.WaitGroup // afterHandover runs not done
 
@@ -40,7 +42,7 @@ type topicPartition struct {
 
 func (k topicPartition) String() string { return fmt.Sprintf("%s[%d]", k.topic, k.id) }
 
-func newHoldings(s *Sink, ctx, mctx context.Context, commits *commitBatcher) *holdings {
+func newHoldings(s *Sink, ctx, mctx context.Context, commits *group.CommitBatcher) *holdings {
 	return &holdings{s: s, ctx: ctx, mctx: mctx, commits: commits, runs: map[topicPartition]*partRun{}, changed: make(chan struct{})}
 }
 
@@ -50,8 +52,9 @@ func (h *holdings) notify() {
 	h.changed = make(chan struct{})
 }
 
-// owned lists the partitions held, for the join metadata.
-func (h *holdings) owned() map[string][]int {
+// Owned lists the partitions held, for the join metadata
+// (group.Handler).
+func (h *holdings) Owned() map[string][]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string][]int{}
@@ -110,10 +113,10 @@ func (h *holdings) empty(ctx context.Context) bool {
 	}
 }
 
-// lost drops every partition: the member is out of the group, and
-// someone else may hold them already.
-func (h *holdings) lost() {
-	h.commits.setGeneration(nil)
+// Lost drops every partition: the member is out of the group, and
+// someone else may hold them already (group.Handler).
+func (h *holdings) Lost() {
+	h.commits.SetGeneration(nil)
 	h.mu.Lock()
 	n := len(h.runs)
 	for _, r := range h.runs {
@@ -124,12 +127,13 @@ func (h *holdings) lost() {
 	h.empty(context.Background())
 }
 
-// assigned applies a generation's assignment.
-func (h *holdings) assigned(ctx context.Context, gen *generation) {
+// Assigned applies a generation's assignment (group.Handler).
+func (h *holdings) Assigned(ctx context.Context, gen *group.Generation) {
 	s := h.s
-	h.commits.setGeneration(gen)
+	s.stats.rebalances.Add(1)
+	h.commits.SetGeneration(gen)
 	var parts []string
-	for topic, ids := range gen.assigned {
+	for topic, ids := range gen.Assigned {
 		for _, id := range ids {
 			parts = append(parts, fmt.Sprintf("%s[%d]", topic, id))
 		}
@@ -146,13 +150,13 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	var kept, fresh []topicPartition
 	var leaving []*partRun
 	for k, r := range h.runs {
-		if gen.has(k.topic, int(k.id)) && !r.leaving {
+		if gen.Has(k.topic, int(k.id)) && !r.leaving {
 			kept = append(kept, k)
 		} else if !r.leaving {
 			leaving = append(leaving, r)
 		}
 	}
-	for topic, ids := range gen.assigned {
+	for topic, ids := range gen.Assigned {
 		for _, id := range ids {
 			if k := (topicPartition{topic, int32(id)}); h.runs[k] == nil {
 				fresh = append(fresh, k)
@@ -165,7 +169,7 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	h.starting += len(fresh)
 	for _, r := range leaving {
 		r.leaving = true
-		if gen.cooperative() {
+		if gen.Cooperative() {
 			r.handOver()
 		} else {
 			r.drop()
@@ -174,7 +178,7 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	h.mu.Unlock()
 
 	moved, dropped := 0, 0
-	if gen.cooperative() {
+	if gen.Cooperative() {
 		moved = len(leaving)
 	} else {
 		dropped = len(leaving)
@@ -183,9 +187,9 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	s.stats.rebalancePartitions("moved", moved)
 	s.stats.rebalancePartitions("dropped", dropped)
 	s.stats.rebalancePartitions("assigned", len(fresh))
-	s.log.Info("generation started", "generation", gen.id, "member", gen.memberID, "protocol", gen.protocol,
+	s.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID, "protocol", gen.Protocol,
 		"partitions", len(parts), "assigned", shown, "kept", len(kept), "new", len(fresh), "handed_over", moved, "dropped", dropped)
-	if len(leaving) > 0 && gen.cooperative() {
+	if len(leaving) > 0 && gen.Cooperative() {
 		h.handovers.Go(h.afterHandover)
 	}
 	// Uploads a crashed or fenced-off owner left behind are aborted on
@@ -241,12 +245,13 @@ func (h *holdings) assigned(ctx context.Context, gen *generation) {
 	}
 	wg.Wait()
 	if ctx.Err() == nil && (len(fresh) > 0 || len(kept) > 0) {
-		s.stats.rebalanceSeconds.Observe(time.Since(gen.start).Seconds())
+		s.stats.rebalanceSeconds.Observe(time.Since(gen.Start).Seconds())
 	}
 }
 
-// settle waits for the handovers under way, or for ctx to end.
-func (h *holdings) settle(ctx context.Context) {
+// Settle waits for the handovers under way, or for ctx to end
+// (group.Handler).
+func (h *holdings) Settle(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		h.handovers.Wait()
@@ -296,7 +301,7 @@ func (h *holdings) afterHandover() {
 		h.s.tables.commitAll(fctx)
 		cancel()
 	}
-	h.m.rejoin()
+	h.m.Rejoin()
 }
 
 // clock ticks every partition held until ctx ends.

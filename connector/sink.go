@@ -22,6 +22,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
+	"github.com/pqsink/pqsink/connector/group"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
@@ -414,20 +415,30 @@ func (s *Sink) resolveTopics(ctx context.Context) ([]string, error) {
 }
 
 // runGroup is a membership of the consumer group for a set of topics
-// (group.go). It returns when ctx ends, after the shutdown: the open files
+// (connector/group). It returns when ctx ends, after the shutdown: the open files
 // are finished and committed while the member is still in the group.
 func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	k := &s.cfg.Kafka
 	s.log.Info("joining consumer group", "group", k.Group, "topics", topics)
 	mctx, endMembership := context.WithCancel(context.Background())
 	defer endMembership()
-	commits := newCommitBatcher(s.kafka)
+	commits := group.NewCommitBatcher(s.kafka.client)
 	committing := make(chan struct{})
-	go func() { defer close(committing); commits.run(mctx) }()
+	go func() { defer close(committing); commits.Run(mctx) }()
 	h := newHoldings(s, ctx, mctx, commits)
-	m := newMember(s.kafka, k, s.log, h, s.stats, topics)
-	m.instanceID = s.instanceID()
-	m.failing = func(err error) { setErr(&s.kafkaErr, err) }
+	// A failed join or heartbeat is an ERROR at growing intervals
+	// (failureLog), and makes /readyz not ready until the next success.
+	var flog failureLog
+	report := func(msg string, err error) {
+		if err != nil {
+			flog.failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
+		} else {
+			flog.recovered(s.log, "consumer group reachable again", "group", k.Group)
+		}
+		setErr(&s.kafkaErr, err)
+	}
+	m := group.NewMembership(group.Options{Client: s.kafka.client, Config: k, Log: s.log, Topics: topics,
+		InstanceID: s.instanceID(), Report: report}, h)
 	h.m = m
 	go h.clock(mctx)
 	if s.regex == nil {
@@ -435,7 +446,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 		// assign: say so, and rejoin once it exists.
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go s.watchTopics(wctx, topics, m.rejoin)
+		go s.watchTopics(wctx, topics, m.Rejoin)
 	}
 
 	// A regex subscription watches for topics that appear or go, and
@@ -447,7 +458,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 				if err == nil && !slices.Equal(now, topics) {
 					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)
 					topics = now
-					m.subscribe(now)
+					m.Subscribe(now)
 				}
 			}
 		}()
@@ -470,7 +481,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 		h.drained()
 		close(stopped)
 	}()
-	m.run(mctx, stopped)
+	m.Run(mctx, stopped)
 	endMembership()
 	<-committing
 	s.log.Info("left consumer group", "group", k.Group)
@@ -488,7 +499,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
-func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
+func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	var flog failureLog
@@ -775,47 +786,28 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []fetch.Reco
 // committed offset and metadata, or, for a partition the group never
 // committed, the start position resolved to an offset and committed at
 // once, so that "latest" means the same offset after a restart.
-func (s *Sink) startPositions(ctx context.Context, gen *generation, assigned map[string][]int) (map[string]map[int]committed, error) {
-	got, err := s.kafka.fetchCommitted(ctx, gen.group, assigned)
+func (s *Sink) startPositions(ctx context.Context, gen *group.Generation, assigned map[string][]int) (map[string]map[int]committed, error) {
+	got, n, err := group.StartPositions(ctx, s.kafka.client, gen, assigned, s.cfg.Kafka.Start == "latest")
 	if err != nil {
 		return nil, err
 	}
-	missing := map[string][]int{}
-	for topic, ids := range assigned {
-		if got[topic] == nil {
-			got[topic] = map[int]committed{}
-		}
-		for _, id := range ids {
-			if c, ok := got[topic][id]; !ok || c.offset < 0 {
-				missing[topic] = append(missing[topic], id)
-			}
-		}
+	if n > 0 {
+		s.log.Info("partitions with no committed offset start at "+s.cfg.Kafka.Start, "partitions", n)
 	}
-	if len(missing) == 0 {
-		return got, nil
-	}
-	starts, err := s.kafka.startOffsets(ctx, missing, s.cfg.Kafka.Start == "latest")
-	if err != nil {
-		return nil, err
-	}
-	if err := s.kafka.commitOffsets(ctx, gen, starts); err != nil {
-		return nil, err
-	}
-	n := 0
-	for topic, offs := range starts {
-		for id, off := range offs {
-			got[topic][id] = committed{offset: off}
-			n++
+	out := make(map[string]map[int]committed, len(got))
+	for topic, ps := range got {
+		out[topic] = make(map[int]committed, len(ps))
+		for id, c := range ps {
+			out[topic][id] = committed{offset: c.Offset, metadata: c.Metadata}
 		}
 	}
-	s.log.Info("partitions with no committed offset start at "+s.cfg.Kafka.Start, "partitions", n)
-	return got, nil
+	return out, nil
 }
 
 // assign prepares a partition from its committed offset and metadata.
-func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string, id int32, c committed) (*partition, error) {
+func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed) (*partition, error) {
 	commit := func(ctx context.Context, offset int64, md string) error {
-		return commits.commit(ctx, topic, id, offset, md)
+		return commits.Commit(ctx, topic, id, offset, md)
 	}
 	skip, err := decodeMetadata(ctx, s.store, c.metadata)
 	if err != nil {
