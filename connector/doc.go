@@ -41,12 +41,12 @@
 // # Rebalances and shutdown
 //
 // The members run their own cooperative group protocol
-// (pqsink-cooperative-sticky; holdings in rebalance.go keeps a member's
-// partitions across generations). At a rebalance a partition that stays
-// with the member keeps its open files, once its committed state is
-// checked to be the one it left; one that leaves is finished and
-// committed, then handed over, and its next owner is given it only after
-// that; a new one starts from its committed offset. While a member of an
+// (pqsink-cooperative-sticky, in package connector/group, whose Holdings
+// keep a member's partitions across generations). At a rebalance a
+// partition that stays with the member keeps its open files, once its
+// committed state is checked to be the one it left; one that leaves is
+// finished and committed, then handed over, and its next owner is given it
+// only after that; a new one starts from its committed offset. While a member of an
 // earlier release is in the group, the group runs the eager range
 // protocol, and a partition that leaves has its open files dropped, its
 // next owner reading it again from the committed offset; so does every

@@ -425,7 +425,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	commits := group.NewCommitBatcher(s.kafka.client)
 	committing := make(chan struct{})
 	go func() { defer close(committing); commits.Run(mctx) }()
-	h := newHoldings(s, ctx, mctx, commits)
+	h := group.NewHoldings(ctx, mctx, &pipeline{s: s, ctx: ctx, mctx: mctx, commits: commits}, commits, s.log)
 	// A failed join or heartbeat is an ERROR at growing intervals
 	// (failureLog), and makes /readyz not ready until the next success.
 	var flog failureLog
@@ -439,8 +439,8 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	}
 	m := group.NewMembership(group.Options{Client: s.kafka.client, Config: k, Log: s.log, Topics: topics,
 		InstanceID: s.instanceID(), Report: report}, h)
-	h.m = m
-	go h.clock(mctx)
+	h.SetMembership(m)
+	go h.Clock(mctx, s.tick)
 	if s.regex == nil {
 		// A listed topic that does not exist has no partition to
 		// assign: say so, and rejoin once it exists.
@@ -469,8 +469,8 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	stopped := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		h.drain()
-		h.empty(mctx)
+		h.Drain()
+		h.Empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 			if !s.tables.commitAll(fctx) {
@@ -478,7 +478,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 			}
 			cancel()
 		}
-		h.drained()
+		h.Drained()
 		close(stopped)
 	}()
 	m.Run(mctx, stopped)
@@ -499,7 +499,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
-func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
+func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	var flog failureLog
@@ -537,11 +537,10 @@ type partRun struct {
 	dropIt context.CancelFunc
 	log    *slog.Logger
 	key    string
-	ended  func(*partRun)
+	ended  func() // tells the holdings that the run ended
 
 	handover chan struct{} // closed when the partition is handed over: finish it
 	checks   chan recheck  // the committed state at a generation that keeps the partition
-	leaving  bool          // handed over or dropped (guarded by the holdings' lock)
 
 	running atomic.Bool  // a goroutine is running the partition (or it ended)
 	wakes   atomic.Int64 // wake calls so far: work that may have arrived
@@ -557,14 +556,18 @@ func (r *partRun) wake() {
 	}
 }
 
-// handOver asks the partition to finish its files and end.
-func (r *partRun) handOver() {
+// Run starts the partition's first run (group.Partition).
+func (r *partRun) Run() { go r.run() }
+
+// HandOver asks the partition to finish its files and end
+// (group.Partition).
+func (r *partRun) HandOver() {
 	close(r.handover)
 	r.wake()
 }
 
-// drop asks the partition to drop its files and end.
-func (r *partRun) drop() {
+// Drop asks the partition to drop its files and end (group.Partition).
+func (r *partRun) Drop() {
 	r.dropIt()
 	r.wake()
 }
@@ -576,9 +579,10 @@ type recheck struct {
 	ctx context.Context
 }
 
-// recheck hands the partition the committed state read at a generation
-// that keeps it.
-func (r *partRun) recheck(c recheck) {
+// Recheck hands the partition the committed state read at a generation
+// that keeps it, and that generation's context (group.Partition).
+func (r *partRun) Recheck(ctx context.Context, gc group.Committed) {
+	c := recheck{c: committed{offset: gc.Offset, metadata: gc.Metadata}, ctx: ctx}
 	select {
 	case r.checks <- c:
 	default:
@@ -591,8 +595,8 @@ func (r *partRun) recheck(c recheck) {
 	r.wake()
 }
 
-// tick asks the partition for its clock-driven work.
-func (r *partRun) tick() {
+// Tick asks the partition for its clock-driven work (group.Partition).
+func (r *partRun) Tick() {
 	r.ticked.Store(true)
 	r.wake()
 }
@@ -749,7 +753,7 @@ func (r *partRun) end() {
 	r.s.noteReached(r.p.topic, r.p.id, max(r.p.highest, r.p.next))
 	r.p.release()
 	r.dropIt()
-	r.ended(r)
+	r.ended()
 }
 
 // abortStale aborts the uploads under the store's prefix that were
@@ -780,28 +784,6 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []fetch.Reco
 		return err
 	}
 	return p.tick(ctx, time.Now())
-}
-
-// startPositions reads where each assigned partition resumes: the
-// committed offset and metadata, or, for a partition the group never
-// committed, the start position resolved to an offset and committed at
-// once, so that "latest" means the same offset after a restart.
-func (s *Sink) startPositions(ctx context.Context, gen *group.Generation, assigned map[string][]int) (map[string]map[int]committed, error) {
-	got, n, err := group.StartPositions(ctx, s.kafka.client, gen, assigned, s.cfg.Kafka.Start == "latest")
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		s.log.Info("partitions with no committed offset start at "+s.cfg.Kafka.Start, "partitions", n)
-	}
-	out := make(map[string]map[int]committed, len(got))
-	for topic, ps := range got {
-		out[topic] = make(map[int]committed, len(ps))
-		for id, c := range ps {
-			out[topic][id] = committed{offset: c.Offset, metadata: c.Metadata}
-		}
-	}
-	return out, nil
 }
 
 // assign prepares a partition from its committed offset and metadata.

@@ -1,3 +1,7 @@
+// Package fetch is the sink's fetching from Kafka: one multiplexer (Mux)
+// fetches every assigned partition with multi-partition fetch requests,
+// within a memory budget, into each partition's Fetcher buffer. It knows
+// nothing of the sink's partition pipeline.
 package fetch
 
 import (

@@ -1,3 +1,10 @@
+// Package group is the sink's membership of its Kafka consumer group:
+// joining, heartbeats and leaving (Membership), the assignment protocols
+// behind one Balancer interface (Sticky, Range), the partitions held
+// across generations (Holdings, which drives the sink's partitions through
+// the Pipeline and Partition interfaces), the offset commits of a
+// generation (CommitBatcher) and the committed offsets read back. It
+// knows nothing of the sink's partition pipeline.
 package group
 
 import (
@@ -46,10 +53,10 @@ import (
 
 // Generation is one generation of the group as this member sees it.
 type Generation struct {
-	ID         int
-	Group      string
-	MemberID   string
-	InstanceID string
+	ID         int              // the generation id, which commits carry
+	Group      string           // the group's id
+	MemberID   string           // this member's id in the generation
+	InstanceID string           // this member's instance id, when static
 	Protocol   string           // the name of the generation's Balancer
 	Assigned   map[string][]int // to this member, by topic, sorted
 	// Start is when the rebalance that led to it started.
