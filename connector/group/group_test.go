@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/offsetcommit"
 
 	"github.com/pqsink/pqsink/config"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -260,6 +262,24 @@ func (h *genHandler) Assigned(ctx context.Context, gen *Generation) {
 }
 func (h *genHandler) Lost() {}
 
+// commitWatch is a Kafka transport that says when an OffsetCommit was
+// answered.
+type commitWatch struct {
+	kafka.RoundTripper
+	answered chan struct{}
+}
+
+func (w *commitWatch) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	resp, err := w.RoundTripper.RoundTrip(ctx, addr, req)
+	if _, ok := req.(*offsetcommit.Request); ok {
+		select {
+		case w.answered <- struct{}{}:
+		default:
+		}
+	}
+	return resp, err
+}
+
 // TestCommitAcrossGenerations checks the commit batcher's fencing: a
 // commit refused because its generation is over is sent again in the
 // next generation of the same member when that member still holds the
@@ -269,6 +289,8 @@ func TestCommitAcrossGenerations(t *testing.T) {
 	cfg := &config.Kafka{Brokers: broker.Brokers, Group: "g", ClientID: "test", SessionTimeout: 6 * time.Second,
 		HeartbeatInterval: 100 * time.Millisecond, RebalanceTimeout: 5 * time.Second, CommitTimeout: 10 * time.Second}
 	client := testClient(t, cfg)
+	watch := &commitWatch{RoundTripper: client.Transport, answered: make(chan struct{}, 1)}
+	client.Transport = watch
 	h := &genHandler{gens: make(chan *Generation, 4)}
 	m := NewMembership(Options{Client: client, Config: cfg, Log: slog.New(slog.DiscardHandler), Topics: []string{"t"}}, h)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -311,11 +333,19 @@ func TestCommitAcrossGenerations(t *testing.T) {
 		{"the membership is lost", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			select { // the last subtest's commit was answered
+			case <-watch.answered:
+			default:
+			}
 			b.SetGeneration(stale())
 			offset := int64(10 * (i + 1))
 			done := make(chan error, 1)
 			go func() { done <- b.Commit(ctx, "t", 0, offset, "") }()
-			time.Sleep(200 * time.Millisecond) // refused by now
+			select { // refused: the generation is over
+			case <-watch.answered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the commit in the stale generation was not answered")
+			}
 			b.SetGeneration(tc.next)
 			var err error
 			select {
