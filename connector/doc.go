@@ -43,8 +43,8 @@
 // # Rebalances and shutdown
 //
 // The members run their own cooperative group protocol
-// (pqsink-cooperative-sticky; holdings in rebalance.go keeps a member's
-// partitions across generations). At a rebalance:
+// (pqsink-cooperative-sticky, in package connector/group, whose Holdings
+// keep a member's partitions across generations). At a rebalance:
 //
 //   - A partition that stays with the member keeps its open files. Its
 //     committed state is read again; if someone else committed it in

@@ -79,6 +79,13 @@ func (b *budget) reserve(ctx context.Context, n int64) error {
 	}
 }
 
+// fetchBudget is the budget as the fetch multiplexer sees it.
+type fetchBudget struct{ b *budget }
+
+func (f fetchBudget) Limit() int64                               { return f.b.limit }
+func (f fetchBudget) Reserve(ctx context.Context, n int64) error { return f.b.reserve(ctx, n) }
+func (f fetchBudget) Add(n int64)                                { f.b.add(n) }
+
 // budgetPool lends the part buffers of uploads (objstore.BufferPool),
 // counting them in the budget. It never waits: the writer that asks holds
 // row groups that only it can flush, so waiting here could wait forever;

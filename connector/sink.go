@@ -21,6 +21,8 @@ import (
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/connector/fetch"
+	"github.com/pqsink/pqsink/connector/group"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
@@ -50,8 +52,8 @@ type Sink struct {
 
 	deadLetters deadletter.Destination // nil without a dead-letter destination
 	mem         *budget
-	mux         *fetchMux // fetches every partition
-	tables      *tables   // nil without a table section
+	mux         *fetch.Mux // fetches every partition
+	tables      *tables    // nil without a table section
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
 	// bucketErr is why the last listing of the store failed (a missing
@@ -107,7 +109,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		o(s)
 	}
 	s.mem = newBudget(cfg.Memory.Limit)
-	s.mux = newFetchMux(s)
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -160,6 +161,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
+	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: fetchBudget{s.mem}, Room: s.fetchSize, Log: log})
 	onRetry := func(op string, attempt int, err error) {
 		// Readiness shows a store failure from its first failed request,
 		// not only from the next probe; a probe that succeeds clears it.
@@ -331,7 +333,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	defer stopHelpers()
 	helpers.Go(func() { s.relieve(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
-	helpers.Go(func() { s.mux.run(rctx) })
+	helpers.Go(func() { s.mux.Run(rctx) })
 	if s.tables != nil {
 		helpers.Go(func() { s.tables.run(rctx) })
 		if s.tables.maint != nil {
@@ -413,28 +415,38 @@ func (s *Sink) resolveTopics(ctx context.Context) ([]string, error) {
 }
 
 // runGroup is a membership of the consumer group for a set of topics
-// (group.go). It returns when ctx ends, after the shutdown: the open files
+// (connector/group). It returns when ctx ends, after the shutdown: the open files
 // are finished and committed while the member is still in the group.
 func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	k := &s.cfg.Kafka
 	s.log.Info("joining consumer group", "group", k.Group, "topics", topics)
 	mctx, endMembership := context.WithCancel(context.Background())
 	defer endMembership()
-	commits := newCommitBatcher(s.kafka)
+	commits := group.NewCommitBatcher(s.kafka.client)
 	committing := make(chan struct{})
-	go func() { defer close(committing); commits.run(mctx) }()
-	h := newHoldings(s, ctx, mctx, commits)
-	m := newMember(s.kafka, k, s.log, h, s.stats, topics)
-	m.instanceID = s.instanceID()
-	m.failing = func(err error) { setErr(&s.kafkaErr, err) }
-	h.m = m
-	go h.clock(mctx)
+	go func() { defer close(committing); commits.Run(mctx) }()
+	h := group.NewHoldings(ctx, mctx, &pipeline{s: s, ctx: ctx, mctx: mctx, commits: commits}, commits, s.log)
+	// A failed join or heartbeat is an ERROR at growing intervals
+	// (failureLog), and makes /readyz not ready until the next success.
+	var flog failureLog
+	report := func(msg string, err error) {
+		if err != nil {
+			flog.failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
+		} else {
+			flog.recovered(s.log, "consumer group reachable again", "group", k.Group)
+		}
+		setErr(&s.kafkaErr, err)
+	}
+	m := group.NewMembership(group.Options{Client: s.kafka.client, Config: k, Log: s.log, Topics: topics,
+		InstanceID: s.instanceID(), Report: report}, h)
+	h.SetMembership(m)
+	go h.Clock(mctx, s.tick)
 	if s.regex == nil {
 		// A listed topic that does not exist has no partition to
 		// assign: say so, and rejoin once it exists.
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go s.watchTopics(wctx, topics, m.rejoin)
+		go s.watchTopics(wctx, topics, m.Rejoin)
 	}
 
 	// A regex subscription watches for topics that appear or go, and
@@ -446,7 +458,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 				if err == nil && !slices.Equal(now, topics) {
 					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)
 					topics = now
-					m.subscribe(now)
+					m.Subscribe(now)
 				}
 			}
 		}()
@@ -457,8 +469,8 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	stopped := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		h.drain()
-		h.empty(mctx)
+		h.Drain()
+		h.Empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 			if !s.tables.commitAll(fctx) {
@@ -466,10 +478,10 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 			}
 			cancel()
 		}
-		h.drained()
+		h.Drained()
 		close(stopped)
 	}()
-	m.run(mctx, stopped)
+	m.Run(mctx, stopped)
 	endMembership()
 	<-committing
 	s.log.Info("left consumer group", "group", k.Group)
@@ -487,7 +499,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
-func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBatcher, topic string, id int32, c committed, ended func(*partRun)) *partRun {
+func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	var flog failureLog
@@ -508,7 +520,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBa
 	s.mu.Lock()
 	s.parts[p] = struct{}{}
 	s.mu.Unlock()
-	r.f = s.mux.add(topic, id, p.committed, &p.lag, r.wake)
+	r.f = s.mux.Add(topic, id, p.committed, &p.lag, r.wake)
 	return r
 }
 
@@ -517,7 +529,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *commitBa
 type partRun struct {
 	s   *Sink
 	p   *partition
-	f   *fetcher
+	f   *fetch.Fetcher
 	ctx context.Context // the sink's: its end is a shutdown
 	// own ends when the partition is dropped (the member lost it, or an
 	// eager rebalance gave it to another); dropIt ends it.
@@ -525,11 +537,10 @@ type partRun struct {
 	dropIt context.CancelFunc
 	log    *slog.Logger
 	key    string
-	ended  func(*partRun)
+	ended  func() // tells the holdings that the run ended
 
 	handover chan struct{} // closed when the partition is handed over: finish it
 	checks   chan recheck  // the committed state at a generation that keeps the partition
-	leaving  bool          // handed over or dropped (guarded by the holdings' lock)
 
 	running atomic.Bool  // a goroutine is running the partition (or it ended)
 	wakes   atomic.Int64 // wake calls so far: work that may have arrived
@@ -545,14 +556,18 @@ func (r *partRun) wake() {
 	}
 }
 
-// handOver asks the partition to finish its files and end.
-func (r *partRun) handOver() {
+// Run starts the partition's first run (group.Partition).
+func (r *partRun) Run() { go r.run() }
+
+// HandOver asks the partition to finish its files and end
+// (group.Partition).
+func (r *partRun) HandOver() {
 	close(r.handover)
 	r.wake()
 }
 
-// drop asks the partition to drop its files and end.
-func (r *partRun) drop() {
+// Drop asks the partition to drop its files and end (group.Partition).
+func (r *partRun) Drop() {
 	r.dropIt()
 	r.wake()
 }
@@ -564,9 +579,10 @@ type recheck struct {
 	ctx context.Context
 }
 
-// recheck hands the partition the committed state read at a generation
-// that keeps it.
-func (r *partRun) recheck(c recheck) {
+// Recheck hands the partition the committed state read at a generation
+// that keeps it, and that generation's context (group.Partition).
+func (r *partRun) Recheck(ctx context.Context, gc group.Committed) {
+	c := recheck{c: committed{offset: gc.Offset, metadata: gc.Metadata}, ctx: ctx}
 	select {
 	case r.checks <- c:
 	default:
@@ -579,8 +595,8 @@ func (r *partRun) recheck(c recheck) {
 	r.wake()
 }
 
-// tick asks the partition for its clock-driven work.
-func (r *partRun) tick() {
+// Tick asks the partition for its clock-driven work (group.Partition).
+func (r *partRun) Tick() {
 	r.ticked.Store(true)
 	r.wake()
 }
@@ -617,7 +633,7 @@ func (r *partRun) step() bool {
 			if r.held {
 				return true
 			}
-			r.f.stop()
+			r.f.Stop()
 			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
 			err := p.shutdown(sctx, s.cfg.Shutdown != "abandon")
 			cancel()
@@ -631,7 +647,7 @@ func (r *partRun) step() bool {
 			if r.held {
 				return true
 			}
-			r.f.stop()
+			r.f.Stop()
 			sctx, cancel := context.WithTimeout(r.own, s.cfg.ShutdownTimeout)
 			err := p.handOver(sctx)
 			cancel()
@@ -652,7 +668,7 @@ func (r *partRun) step() bool {
 					r.log.Info("partition kept, but its commit changed since; reading again from the committed offset", "committed", c.offset, "ours", p.committed)
 					s.stats.rebalancePartitions("dropped", 1)
 				}
-				r.f.stop()
+				r.f.Stop()
 				p.dropAll(r.own)
 				skip, err := decodeMetadata(r.own, s.store, c.metadata)
 				if err != nil {
@@ -679,7 +695,7 @@ func (r *partRun) step() bool {
 					return false
 				}
 				r.held = false
-				r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
+				r.f = s.mux.Add(p.topic, p.id, p.committed, &p.lag, r.wake)
 			}
 			continue
 		default:
@@ -689,10 +705,10 @@ func (r *partRun) step() bool {
 		}
 		var err error
 		select {
-		case <-r.f.ready:
-			batch, bytes := r.f.take()
+		case <-r.f.Ready():
+			batch, bytes := r.f.Take()
 			err = s.handleBatch(r.own, p, batch)
-			r.f.giveBack(batch)
+			r.f.GiveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case req := <-p.ctrl:
@@ -707,16 +723,16 @@ func (r *partRun) step() bool {
 		switch {
 		case err == nil:
 		case errors.Is(err, errRestart):
-			r.f.stop()
+			r.f.Stop()
 			p.dropAll(r.own)
-			r.f = s.mux.add(p.topic, p.id, p.committed, &p.lag, r.wake)
+			r.f = s.mux.Add(p.topic, p.id, p.committed, &p.lag, r.wake)
 		default:
 			if !errors.Is(err, errGenerationOver) && r.own.Err() == nil {
 				r.log.Error("partition stopped", "error", err)
 				s.setFailed(r.key, err)
 			}
 			p.dropAll(context.Background())
-			r.f.stop()
+			r.f.Stop()
 			// Hold the partition (and its generation) without consuming:
 			// giving it up would end the generation for every partition.
 			r.held = true
@@ -730,14 +746,14 @@ func (r *partRun) step() bool {
 
 // end gives the partition up.
 func (r *partRun) end() {
-	r.f.stop()
+	r.f.Stop()
 	r.s.mu.Lock()
 	delete(r.s.parts, r.p)
 	r.s.mu.Unlock()
 	r.s.noteReached(r.p.topic, r.p.id, max(r.p.highest, r.p.next))
 	r.p.release()
 	r.dropIt()
-	r.ended(r)
+	r.ended()
 }
 
 // abortStale aborts the uploads under the store's prefix that were
@@ -754,10 +770,13 @@ func (s *Sink) abortStale(ctx context.Context) {
 
 // handleBatch hands a fetched batch to the partition, then checks the
 // clock-driven rotations.
-func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) error {
+func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []fetch.Record) error {
 	defer p.report()
+	var r record // one for the batch: handed by pointer, it lives on the heap
 	for i := range batch {
-		if err := p.handle(ctx, &batch[i]); err != nil {
+		f := &batch[i]
+		r = record{offset: f.Offset, time: f.Time, key: f.Key, value: f.Value, headers: f.Headers}
+		if err := p.handle(ctx, &r); err != nil {
 			return err
 		}
 	}
@@ -767,51 +786,10 @@ func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) er
 	return p.tick(ctx, time.Now())
 }
 
-// startPositions reads where each assigned partition resumes: the
-// committed offset and metadata, or, for a partition the group never
-// committed, the start position resolved to an offset and committed at
-// once, so that "latest" means the same offset after a restart.
-func (s *Sink) startPositions(ctx context.Context, gen *generation, assigned map[string][]int) (map[string]map[int]committed, error) {
-	got, err := s.kafka.fetchCommitted(ctx, gen.group, assigned)
-	if err != nil {
-		return nil, err
-	}
-	missing := map[string][]int{}
-	for topic, ids := range assigned {
-		if got[topic] == nil {
-			got[topic] = map[int]committed{}
-		}
-		for _, id := range ids {
-			if c, ok := got[topic][id]; !ok || c.offset < 0 {
-				missing[topic] = append(missing[topic], id)
-			}
-		}
-	}
-	if len(missing) == 0 {
-		return got, nil
-	}
-	starts, err := s.kafka.startOffsets(ctx, missing, s.cfg.Kafka.Start == "latest")
-	if err != nil {
-		return nil, err
-	}
-	if err := s.kafka.commitOffsets(ctx, gen, starts); err != nil {
-		return nil, err
-	}
-	n := 0
-	for topic, offs := range starts {
-		for id, off := range offs {
-			got[topic][id] = committed{offset: off}
-			n++
-		}
-	}
-	s.log.Info("partitions with no committed offset start at "+s.cfg.Kafka.Start, "partitions", n)
-	return got, nil
-}
-
 // assign prepares a partition from its committed offset and metadata.
-func (s *Sink) assign(ctx context.Context, commits *commitBatcher, topic string, id int32, c committed) (*partition, error) {
+func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed) (*partition, error) {
 	commit := func(ctx context.Context, offset int64, md string) error {
-		return commits.commit(ctx, topic, id, offset, md)
+		return commits.Commit(ctx, topic, id, offset, md)
 	}
 	skip, err := decodeMetadata(ctx, s.store, c.metadata)
 	if err != nil {

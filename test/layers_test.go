@@ -197,6 +197,15 @@ func TestLayers(t *testing.T) {
 		// the destination writes letters without knowing any format.
 		{"connector/deadletter imports only objstore, config, archive, rowgroup and leaves; no connector, no format",
 			connectorPart("connector/deadletter", []string{"objstore", "config", "archive", "rowgroup", "internal"}, []string{"archive/envelope", "rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil"})},
+		// The fetch multiplexer is another: connector hands it the Kafka
+		// client, the fetch settings, the memory budget behind an
+		// interface and a partition's room, and takes the records.
+		{"connector/fetch imports only config, rowgroup and leaves; no connector, no format",
+			connectorPart("connector/fetch", []string{"config", "rowgroup", "internal"}, []string{"rowgroup/avrorow", "rowgroup/protorow", "rowgroup/rowgrouptest", "internal/testutil"})},
+		// So is the consumer group membership with its assignors and
+		// offset commits: connector drives it through a Handler.
+		{"connector/group imports only config and leaves; no connector, no format",
+			connectorPart("connector/group", []string{"config", "internal"}, []string{"internal/testutil"})},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {

@@ -1,4 +1,4 @@
-package connector
+package group
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// commitBatcher sends the offset commits of a generation's partitions
+// CommitBatcher sends the offset commits of a generation's partitions
 // together: while one OffsetCommit request is out, the commits that
 // partitions ask for queue, and the next request carries all of them.
 // A sink with ten thousand partitions that all finish their files at once
@@ -20,12 +20,12 @@ import (
 // changes at each rebalance. A commit refused because the group moved on
 // is sent again in the next generation when this member still holds the
 // partition there (the same member, and the partition assigned to it, or
-// being handed over by it); otherwise it fails with errGenerationOver.
-type commitBatcher struct {
-	k *kafkaClients
+// being handed over by it); otherwise it fails with ErrGenerationOver.
+type CommitBatcher struct {
+	client *kafka.Client
 
 	mu      sync.Mutex
-	gen     *generation   // nil once the membership is lost
+	gen     *Generation   // nil once the membership is lost
 	changed chan struct{} // closed when gen changes
 	pending []*pendingCommit
 	wake    chan struct{}
@@ -33,7 +33,7 @@ type commitBatcher struct {
 
 // pendingCommit is one partition's commit waiting for its request.
 type pendingCommit struct {
-	gen       *generation
+	gen       *Generation
 	topic     string
 	partition int32
 	offset    int64
@@ -41,13 +41,15 @@ type pendingCommit struct {
 	done      chan error
 }
 
-func newCommitBatcher(k *kafkaClients) *commitBatcher {
-	return &commitBatcher{k: k, wake: make(chan struct{}, 1), changed: make(chan struct{})}
+// NewCommitBatcher returns a batcher that commits through client; Run
+// sends its requests.
+func NewCommitBatcher(client *kafka.Client) *CommitBatcher {
+	return &CommitBatcher{client: client, wake: make(chan struct{}, 1), changed: make(chan struct{})}
 }
 
-// setGeneration makes gen the generation of the next commits; nil means
+// SetGeneration makes gen the generation of the next commits; nil means
 // that the membership is lost.
-func (b *commitBatcher) setGeneration(gen *generation) {
+func (b *CommitBatcher) SetGeneration(gen *Generation) {
 	b.mu.Lock()
 	b.gen = gen
 	close(b.changed)
@@ -57,23 +59,23 @@ func (b *commitBatcher) setGeneration(gen *generation) {
 
 // generation returns the current generation, and a channel closed when
 // it changes.
-func (b *commitBatcher) generation() (*generation, <-chan struct{}) {
+func (b *CommitBatcher) generation() (*Generation, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.gen, b.changed
 }
 
-// commit commits one partition's offset and metadata and waits for the
+// Commit commits one partition's offset and metadata and waits for the
 // answer. A refusal because the group moved on is tried again in the next
 // generation while this member still holds the partition.
-func (b *commitBatcher) commit(ctx context.Context, topic string, partition int32, offset int64, md string) error {
+func (b *CommitBatcher) Commit(ctx context.Context, topic string, partition int32, offset int64, md string) error {
 	for {
 		gen, changed := b.generation()
 		if gen == nil {
-			return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, errGenerationOver)
+			return fmt.Errorf("committing %s[%d] at %d: %w", topic, partition, offset, ErrGenerationOver)
 		}
 		err := b.commitIn(ctx, gen, topic, partition, offset, md)
-		if !errors.Is(err, errGenerationOver) {
+		if !errors.Is(err, ErrGenerationOver) {
 			return err
 		}
 		for {
@@ -82,9 +84,9 @@ func (b *commitBatcher) commit(ctx context.Context, topic string, partition int3
 				return ctx.Err()
 			case <-changed:
 			}
-			var next *generation
-			if next, changed = b.generation(); next == nil || next.id != gen.id {
-				if next == nil || next.memberID != gen.memberID || !(next.cooperative() || next.has(topic, int(partition))) {
+			var next *Generation
+			if next, changed = b.generation(); next == nil || next.ID != gen.ID {
+				if next == nil || next.MemberID != gen.MemberID || !(next.Cooperative() || next.Has(topic, int(partition))) {
 					return err
 				}
 				break
@@ -94,7 +96,7 @@ func (b *commitBatcher) commit(ctx context.Context, topic string, partition int3
 }
 
 // commitIn commits in generation gen.
-func (b *commitBatcher) commitIn(ctx context.Context, gen *generation, topic string, partition int32, offset int64, md string) error {
+func (b *CommitBatcher) commitIn(ctx context.Context, gen *Generation, topic string, partition int32, offset int64, md string) error {
 	c := &pendingCommit{gen: gen, topic: topic, partition: partition, offset: offset, metadata: md, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
@@ -114,8 +116,8 @@ func (b *commitBatcher) commitIn(ctx context.Context, gen *generation, topic str
 	}
 }
 
-// run sends the queued commits until ctx ends.
-func (b *commitBatcher) run(ctx context.Context) {
+// Run sends the queued commits until ctx ends.
+func (b *CommitBatcher) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,7 +153,7 @@ func (b *commitBatcher) run(ctx context.Context) {
 }
 
 // send commits batch in one request and answers each of its commits.
-func (b *commitBatcher) send(ctx context.Context, gen *generation, batch []*pendingCommit) {
+func (b *CommitBatcher) send(ctx context.Context, gen *Generation, batch []*pendingCommit) {
 	topics := map[string][]kafka.OffsetCommit{}
 	type key struct {
 		topic     string
@@ -176,7 +178,7 @@ func (b *commitBatcher) send(ctx context.Context, gen *generation, batch []*pend
 		}
 		byKey[k] = append(byKey[k], c)
 	}
-	errs, err := b.k.commitMany(ctx, gen, topics)
+	errs, err := commitMany(ctx, b.client, gen, topics)
 	for k, cs := range byKey {
 		e := err
 		if e == nil {

@@ -1,4 +1,8 @@
-package connector
+// Package fetch is the sink's fetching from Kafka: one multiplexer (Mux)
+// fetches every assigned partition with multi-partition fetch requests,
+// within a memory budget, into each partition's Fetcher buffer. It knows
+// nothing of the sink's partition pipeline.
+package fetch
 
 import (
 	"context"
@@ -12,13 +16,15 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/pqsink/pqsink/config"
 )
 
-// fetchMux fetches every partition of the sink, whatever their number,
+// Mux fetches every partition of the sink, whatever their number,
 // with multi-partition fetch requests: a request asks one leader for
-// partitions it leads that have room for a fetch. Partitions join with add
-// and leave when their fetcher stops; records go to each partition's
-// fetcher buffer.
+// partitions it leads that have room for a fetch. Partitions join with Add
+// and leave when their Fetcher stops; records go to each partition's
+// Fetcher buffer.
 //
 // Each partition has at most one fetch out and, as it was with a fetch
 // loop per partition, the next is sent as soon as the partition has room
@@ -35,14 +41,46 @@ import (
 // fetched stay valid. A partition's first failure is logged as a warning,
 // and as an error every fetchErrorPersists while it keeps failing. Offset
 // out of range below the log start is retention: see retention.
-type fetchMux struct {
-	s    *Sink
-	log  *slog.Logger
+type Mux struct {
+	client *kafka.Client
+	cfg    config.Fetch
+	mem    Budget
+	room   func() int64
+	log    *slog.Logger
+
 	mu   sync.Mutex
 	subs map[muxKey]*muxSub
 	wake chan struct{}
 	seq  uint64      // requests made, to fetch the partitions that waited longest first
 	out  map[int]int // requests answered at once out, per leader
+}
+
+// Budget is the memory budget that fetches reserve in before they ask
+// for records, and release into as partitions take them (Fetcher.Take
+// returns what to release). Reserve waits while the budget is spent.
+type Budget interface {
+	// Limit is the budget's size in bytes.
+	Limit() int64
+	// Reserve takes n bytes, waiting while they do not fit, until ctx ends.
+	Reserve(ctx context.Context, n int64) error
+	// Add counts n more bytes held (n < 0: released).
+	Add(n int64)
+}
+
+// Options is what a Mux needs.
+type Options struct {
+	// Client sends the fetch and metadata requests; its Addr names the
+	// brokers and its Timeout bounds a request beyond fetch.max_wait.
+	Client *kafka.Client
+	// Config is the kafka.fetch section.
+	Config config.Fetch
+	// Budget is the memory budget that fetches reserve in.
+	Budget Budget
+	// Room is the most one fetch of a partition may bring, and the bytes
+	// a partition may have untaken before it gets no more fetches.
+	Room func() int64
+	// Log receives the failed fetches and the records lost to retention.
+	Log *slog.Logger
 }
 
 type muxKey struct {
@@ -58,11 +96,11 @@ const noLeader = -1
 // guarded by the multiplexer's mutex.
 type muxSub struct {
 	key   muxKey
-	f     *fetcher
+	f     *Fetcher
 	next  int64
 	lag   *atomic.Int64
 	arena []byte
-	batch []record // reused for each fetch's records
+	batch []Record // reused for each fetch's records
 
 	gone     bool      // removed: drop what arrives
 	inflight bool      // in a request that is out
@@ -75,22 +113,24 @@ type muxSub struct {
 	reported time.Time // when the failures were last logged as an error
 }
 
-func newFetchMux(s *Sink) *fetchMux {
-	return &fetchMux{s: s, log: s.log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1), out: map[int]int{}}
+func New(o Options) *Mux {
+	return &Mux{client: o.Client, cfg: o.Config, mem: o.Budget, room: o.Room, log: o.Log, subs: map[muxKey]*muxSub{}, wake: make(chan struct{}, 1), out: map[int]int{}}
 }
 
 // poke makes the fetch loop look for partitions to fetch.
-func (m *fetchMux) poke() {
+func (m *Mux) poke() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
 	}
 }
 
-// add starts fetching a partition at offset into a new fetcher buffer;
-// wake is called when records arrive.
-func (m *fetchMux) add(topic string, id int32, offset int64, lag *atomic.Int64, wake func()) *fetcher {
-	f := newFetcher(m.s.mem, wake, m.poke)
+// Add starts fetching a partition at offset into a new Fetcher buffer;
+// lag is kept at the records the partition has beyond the fetched ones
+// (the high watermark less the next offset), and wake is called when
+// records arrive. Stopping the Fetcher ends the partition's fetches.
+func (m *Mux) Add(topic string, id int32, offset int64, lag *atomic.Int64, wake func()) *Fetcher {
+	f := newFetcher(m.mem, wake, m.poke)
 	k := muxKey{topic, id}
 	// A new partition has not fetched yet; idle, its first request may
 	// wait at the broker, as a quiet partition's does.
@@ -125,8 +165,8 @@ const maxFetchPartitions = 512
 // (held twice while decoded), the maxFetchesInFlight requests of each kind
 // out at once (answered at once, waiting at the broker) reserve at most a
 // quarter of the budget each.
-func (m *fetchMux) chunk() int {
-	return int(max(16, min(maxFetchPartitions, m.s.mem.limit/32/kafkaPage)))
+func (m *Mux) chunk() int {
+	return int(max(16, min(maxFetchPartitions, m.mem.Limit()/32/kafkaPage)))
 }
 
 // maxFetchesInFlight bounds the fetch requests of each kind out at once:
@@ -150,8 +190,8 @@ const (
 	fetchErrorPersists = time.Minute
 )
 
-// run fetches until ctx ends, and returns once no request is out.
-func (m *fetchMux) run(ctx context.Context) {
+// Run fetches until ctx ends, and returns once no request is out.
+func (m *Mux) Run(ctx context.Context) {
 	done := make(chan bool, 2*maxFetchesInFlight) // a request is back; true for one that waited
 	var out [2]int                                // requests out: answered at once, waiting
 	timer := time.NewTimer(time.Hour)
@@ -196,17 +236,17 @@ func (m *fetchMux) run(ctx context.Context) {
 // Waiting requests are counted apart so that quiet partitions, whose
 // requests wait fetch.max_wait at their leaders, do not take the slots of
 // busy ones.
-func (m *fetchMux) dispatch(ctx context.Context, slots [2]int, done chan<- bool) ([2]int, time.Duration) {
+func (m *Mux) dispatch(ctx context.Context, slots [2]int, done chan<- bool) ([2]int, time.Duration) {
 	now := time.Now()
 	var ready, unknown []*muxSub
 	var retry time.Duration
-	room := m.s.fetchSize()
+	room := m.room()
 	m.mu.Lock()
 	for _, sub := range m.subs {
 		// One fetch ahead of the partition, no more: fetching further
 		// ahead would only pile up records, and the arena blocks that
 		// hold them.
-		if sub.inflight || sub.f.buffered() >= room {
+		if sub.inflight || sub.f.Buffered() >= room {
 			continue
 		}
 		if wait := sub.retryAt.Sub(now); wait > 0 {
@@ -339,7 +379,7 @@ func (m *fetchMux) dispatch(ctx context.Context, slots [2]int, done chan<- bool)
 // readLeaders reads the leaders of subs from kafka-go's metadata, the
 // view by which its transport routes the requests. A partition whose
 // leader it cannot read has failed, as a fetch fails.
-func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
+func (m *Mux) readLeaders(ctx context.Context, subs []*muxSub) {
 	var topics []string
 	seen := map[string]bool{}
 	for _, sub := range subs {
@@ -348,7 +388,7 @@ func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
 			topics = append(topics, sub.key.topic)
 		}
 	}
-	resp, err := m.s.kafka.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	resp, err := m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	leaders := map[muxKey]int{}
 	topicErrs := map[string]error{}
 	if err == nil {
@@ -391,7 +431,7 @@ func (m *fetchMux) readLeaders(ctx context.Context, subs []*muxSub) {
 // fetch.max_wait until it has fetch.min_bytes: its partitions had no
 // records last time. Without, it answers at once, so that quiet
 // partitions do not hold up a busy one.
-func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub, wait bool) {
+func (m *Mux) fetch(ctx context.Context, subs []*muxSub, wait bool) {
 	err := m.request(ctx, subs, wait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -405,7 +445,7 @@ func (m *fetchMux) fetch(ctx context.Context, subs []*muxSub, wait bool) {
 
 // failedAll sets subs up for a retry after a request for them all failed,
 // with one line in the log for the request, not one per partition.
-func (m *fetchMux) failedAll(subs []*muxSub, err error) {
+func (m *Mux) failedAll(subs []*muxSub, err error) {
 	var first, persists int
 	for _, sub := range subs {
 		if sub.gone {
@@ -430,23 +470,23 @@ func (m *fetchMux) failedAll(subs []*muxSub, err error) {
 
 // request is fetch's round trip: it returns the error of the request as
 // a whole; a partition's own error is settled here.
-func (m *fetchMux) request(ctx context.Context, subs []*muxSub, wait bool) error {
-	cfg := &m.s.cfg.Kafka
-	per := m.s.fetchSize()
-	data := min(cfg.Fetch.MaxBytes, per*int64(len(subs)), max(per, m.s.mem.limit/64))
+func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
+	cfg := &m.cfg
+	per := m.room()
+	data := min(cfg.MaxBytes, per*int64(len(subs)), max(per, m.mem.Limit()/64))
 	// Reserve what the fetch may bring before asking for it, which is
 	// where fetching pauses when the memory budget is spent: the response
 	// whole, decompressed again, and a page per partition.
 	total := 2*data + kafkaPage*int64(len(subs))
-	if err := m.s.mem.reserve(ctx, total); err != nil {
+	if err := m.mem.Reserve(ctx, total); err != nil {
 		return err
 	}
 	held := int64(0)
-	defer func() { m.s.mem.add(held - total) }() // keep only what the records hold
+	defer func() { m.mem.Add(held - total) }() // keep only what the records hold
 
 	req := &fetchapi.Request{ReplicaID: -1, MaxBytes: int32(data), SessionID: -1, SessionEpoch: -1}
 	if wait {
-		req.MaxWaitTime, req.MinBytes = int32(cfg.Fetch.MaxWait/time.Millisecond), int32(cfg.Fetch.MinBytes)
+		req.MaxWaitTime, req.MinBytes = int32(cfg.MaxWait/time.Millisecond), int32(cfg.MinBytes)
 	}
 	bySub := make(map[muxKey]*muxSub, len(subs))
 	for _, sub := range subs {
@@ -461,9 +501,9 @@ func (m *fetchMux) request(ctx context.Context, subs []*muxSub, wait bool) error
 		})
 	}
 	// A connection that stops answering must not hold the partitions.
-	rctx, cancel := context.WithTimeout(ctx, cfg.Fetch.MaxWait+max(m.s.kafka.client.Timeout, 10*time.Second))
+	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+max(m.client.Timeout, 10*time.Second))
 	defer cancel()
-	msg, err := m.s.kafka.client.Transport.RoundTrip(rctx, m.s.kafka.client.Addr, req)
+	msg, err := m.client.Transport.RoundTrip(rctx, m.client.Addr, req)
 	if err != nil {
 		return err
 	}
@@ -489,7 +529,7 @@ func (m *fetchMux) request(ctx context.Context, subs []*muxSub, wait bool) error
 
 // settle hands a partition's part of a fetch response to it and returns
 // the bytes its records hold.
-func (m *fetchMux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
+func (m *Mux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
 	k := sub.key
 	if p.ErrorCode != 0 {
 		closeRecords(p.RecordSet.Records)
@@ -506,7 +546,7 @@ func (m *fetchMux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
 		return 0
 	}
 	from := sub.next
-	var batch []record
+	var batch []Record
 	var size int64
 	var err error
 	if p.RecordSet.Records != nil {
@@ -548,7 +588,7 @@ func (m *fetchMux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
 // deleted the records before they were read, and nothing can bring them
 // back; say so, and go on from the first record there is. It reports
 // whether err was that.
-func (m *fetchMux) retention(sub *muxSub, err error, logStart int64) bool {
+func (m *Mux) retention(sub *muxSub, err error, logStart int64) bool {
 	if !errors.Is(err, kafka.OffsetOutOfRange) || sub.next >= logStart {
 		return false
 	}
@@ -571,7 +611,7 @@ const (
 // failed sets a partition's fetch up for a retry after a failure: from
 // the same offset, after a backoff, with its leader read again. It
 // returns which failure this is, for the log.
-func (m *fetchMux) failed(sub *muxSub) int {
+func (m *Mux) failed(sub *muxSub) int {
 	now := time.Now()
 	sub.failures++
 	sub.leader = noLeader
@@ -588,7 +628,7 @@ func (m *fetchMux) failed(sub *muxSub) int {
 }
 
 // logFailure logs a partition's failed fetch.
-func (m *fetchMux) logFailure(sub *muxSub, kind int, err error) {
+func (m *Mux) logFailure(sub *muxSub, kind int, err error) {
 	k := sub.key
 	switch kind {
 	case failedFirst:

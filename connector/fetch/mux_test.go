@@ -1,4 +1,4 @@
-package connector
+package fetch
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +25,8 @@ import (
 // (kfake), with faults injected into its fetch requests, and assert what
 // the partitions receive: every record once, in order.
 
-// syncBuffer is a log destination that tests read while the sink writes.
+// syncBuffer is a log destination that tests read while the multiplexer
+// writes.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -45,59 +44,110 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// muxHarness is a sink whose fetch multiplexer runs against a broker, with
-// no consumer group: the test adds partitions and takes their records.
-type muxHarness struct {
-	s     *Sink
-	log   *syncBuffer
-	topic string
+// testBudget is a memory budget as the sink's is: Reserve waits while
+// what is held and what is asked exceed the limit, unless nothing is held.
+type testBudget struct {
+	limit  int64
+	used   atomic.Int64
+	pauses atomic.Int64 // reservations that had to wait
+
+	mu   sync.Mutex
+	wake chan struct{} // closed and replaced when memory is released
 }
 
-// startMux makes a sink for brokers, with kafkaExtra added to the kafka
-// section (", fetch: {...}") and extra configuration (YAML lines), and runs its fetch multiplexer until the test ends. At the end, with
-// every fetcher stopped and the loop returned, the memory budget must be
-// back to zero.
-func startMux(t *testing.T, brokers []string, topic, kafkaExtra, extra string) *muxHarness {
+func newTestBudget(limit int64) *testBudget {
+	return &testBudget{limit: limit, wake: make(chan struct{})}
+}
+
+func (b *testBudget) Limit() int64 { return b.limit }
+
+func (b *testBudget) Add(n int64) {
+	b.used.Add(n)
+	if n < 0 {
+		b.mu.Lock()
+		close(b.wake)
+		b.wake = make(chan struct{})
+		b.mu.Unlock()
+	}
+}
+
+func (b *testBudget) Reserve(ctx context.Context, n int64) error {
+	waited := false
+	for {
+		b.mu.Lock()
+		wake := b.wake
+		b.mu.Unlock()
+		used := b.used.Load()
+		if used+n <= b.limit || used <= 0 {
+			if b.used.CompareAndSwap(used, used+n) {
+				return nil
+			}
+			continue
+		}
+		if !waited {
+			waited = true
+			b.pauses.Add(1)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// muxHarness is a fetch multiplexer that runs against a broker, with no
+// consumer group: the test adds partitions and takes their records.
+type muxHarness struct {
+	mux *Mux
+	mem *testBudget
+	log *syncBuffer
+}
+
+// defaultFetch is the kafka.fetch section's defaults.
+var defaultFetch = config.Fetch{MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond}
+
+// startMux runs a fetch multiplexer for brokers with the fetch settings
+// cfg and a memory budget of budget bytes until the test ends. A
+// partition's room is the sink's for one partition: 1/128 of the budget,
+// at least 64 KiB and at most fetch.max_bytes. At the end, with every
+// Fetcher stopped and the loop returned, the budget must be back to zero.
+func startMux(t *testing.T, brokers []string, cfg config.Fetch, budget int64) *muxHarness {
 	t.Helper()
-	schemaPath := filepath.Join(t.TempDir(), "s.schema")
-	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; }"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	text := fmt.Sprintf("kafka: {brokers: [%s], group: g, topics: [%s]%s}\nstore: {url: \"file://%s\"}\nformat: {type: json, schema_file: %s}\n%s",
-		strings.Join(brokers, ", "), topic, kafkaExtra, t.TempDir(), schemaPath, extra)
-	cfg, err := config.Parse([]byte(text), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
-	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := &kafka.Transport{ClientID: "test", DialTimeout: 10 * time.Second}
+	mem := newTestBudget(budget)
+	m := New(Options{
+		Client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr},
+		Config: cfg,
+		Budget: mem,
+		Room:   func() int64 { return max(64<<10, min(budget/128, cfg.MaxBytes)) },
+		Log:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
-	go func() { defer close(ran); s.mux.run(ctx) }()
+	go func() { defer close(ran); m.Run(ctx) }()
 	t.Cleanup(func() {
-		s.mux.mu.Lock()
-		var fs []*fetcher
-		for _, sub := range s.mux.subs {
+		m.mu.Lock()
+		var fs []*Fetcher
+		for _, sub := range m.subs {
 			fs = append(fs, sub.f)
 		}
-		s.mux.mu.Unlock()
+		m.mu.Unlock()
 		for _, f := range fs {
-			f.stop()
+			f.Stop()
 		}
 		cancel()
 		<-ran
-		if used := s.mem.used.Load(); used != 0 {
+		if used := mem.used.Load(); used != 0 {
 			t.Errorf("the memory budget counts %d bytes after the fetches stopped, want 0", used)
 		}
 		if t.Failed() {
-			t.Logf("sink log:\n%s", logs)
+			t.Logf("multiplexer log:\n%s", logs)
 		}
-		s.Close()
+		tr.CloseIdleConnections()
 	})
-	return &muxHarness{s: s, log: logs, topic: topic}
+	return &muxHarness{mux: m, mem: mem, log: logs}
 }
 
 // produce writes records [from, to) of partition p, each value the
@@ -128,26 +178,26 @@ func produce(t *testing.T, brokers []string, topic string, p, from, to, size int
 // take takes what f has (its records' offsets), if anything, and
 // releases the budget the records held, as a partition does once it has
 // written them.
-func (h *muxHarness) take(f *fetcher) []int64 {
-	batch, n := f.take()
+func (h *muxHarness) take(f *Fetcher) []int64 {
+	batch, n := f.Take()
 	offs := make([]int64, len(batch))
 	for i, r := range batch {
-		offs[i] = r.offset
+		offs[i] = r.Offset
 	}
-	f.giveBack(batch)
-	h.s.mem.add(-n)
+	f.GiveBack(batch)
+	h.mem.Add(-n)
 	return offs
 }
 
 // receive takes from f until it has the offsets [from, to), and fails if
 // they do not come, come twice or out of order.
-func (h *muxHarness) receive(t *testing.T, f *fetcher, from, to int64) {
+func (h *muxHarness) receive(t *testing.T, f *Fetcher, from, to int64) {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	next := from
 	for next < to {
 		select {
-		case <-f.ready:
+		case <-f.Ready():
 		case <-timeout:
 			t.Fatalf("received offsets up to %d, want [%d, %d)", next, from, to)
 		}
@@ -209,10 +259,10 @@ func TestFetchMuxPartitionCounts(t *testing.T) {
 			for p := range tt.partitions {
 				produce(t, broker.Brokers, "t", p, 0, tt.records, 50)
 			}
-			h := startMux(t, broker.Brokers, "t", "", "")
-			fs := make([]*fetcher, tt.partitions)
+			h := startMux(t, broker.Brokers, defaultFetch, 256<<20)
+			fs := make([]*Fetcher, tt.partitions)
 			for p := range fs {
-				fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+				fs[p] = h.mux.Add("t", int32(p), 0, new(atomic.Int64), nil)
 			}
 			for p, f := range fs {
 				h.receive(t, f, 0, int64(tt.records))
@@ -251,9 +301,9 @@ func TestFetchMuxRecoversFromErrors(t *testing.T) {
 			// has fetched some when its fetches start failing.
 			produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
 			produce(t, broker.Brokers, "t", 1, 0, n, 50)
-			h := startMux(t, broker.Brokers, "t", "", "")
-			f0 := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
-			f1 := h.s.mux.add("t", 1, 0, new(atomic.Int64), nil)
+			h := startMux(t, broker.Brokers, defaultFetch, 256<<20)
+			f0 := h.mux.Add("t", 0, 0, new(atomic.Int64), nil)
+			f1 := h.mux.Add("t", 1, 0, new(atomic.Int64), nil)
 			h.receive(t, f0, 0, n/2)
 
 			kc := broker.Kfake()
@@ -291,8 +341,8 @@ func TestFetchMuxFollowsLeaderMove(t *testing.T) {
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.NumBrokers(2), kfake.Ports(0, 0)}, 1, "t")
 	const n = 200
 	produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
-	h := startMux(t, broker.Brokers, "t", "", "")
-	f := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+	h := startMux(t, broker.Brokers, defaultFetch, 256<<20)
+	f := h.mux.Add("t", 0, 0, new(atomic.Int64), nil)
 	h.receive(t, f, 0, n/2)
 	kc := broker.Kfake()
 	from := kc.LeaderFor("t", 0)
@@ -327,16 +377,16 @@ func TestFetchMuxRetention(t *testing.T) {
 			broker := kafkatest.Start(t, 1, "t")
 			// Fetches of at most 64 KiB, and a first batch of 75 KB.
 			const size = 3000
-			h := startMux(t, broker.Brokers, "t", ", fetch: {max_bytes: 64KiB}", "")
-			var f *fetcher
+			h := startMux(t, broker.Brokers, config.Fetch{MinBytes: 1, MaxBytes: 64 << 10, MaxWait: defaultFetch.MaxWait}, 256<<20)
+			var f *Fetcher
 			if tt.fetched > 0 {
 				// A batch fetched and not taken, more than a fetch's
 				// worth: the partition has no fetch out until it takes
 				// it, and its next asks for records that are gone by
 				// then.
 				produce(t, broker.Brokers, "t", 0, 0, int(tt.fetched), size)
-				f = h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
-				for deadline := time.Now().Add(30 * time.Second); f.buffered() == 0; time.Sleep(10 * time.Millisecond) {
+				f = h.mux.Add("t", 0, 0, new(atomic.Int64), nil)
+				for deadline := time.Now().Add(30 * time.Second); f.Buffered() == 0; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
 						t.Fatal("the first batch was not fetched")
 					}
@@ -347,7 +397,7 @@ func TestFetchMuxRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 			if f == nil {
-				f = h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+				f = h.mux.Add("t", 0, 0, new(atomic.Int64), nil)
 			} else {
 				h.receive(t, f, 0, tt.fetched)
 			}
@@ -360,35 +410,42 @@ func TestFetchMuxRetention(t *testing.T) {
 	}
 }
 
-// TestFetchMuxEmptyRounds fetches partitions that have no records: every
-// request waits at the broker (fetch.max_wait, not a busy loop of empty
-// answers), and a record that arrives meanwhile is received.
+// TestFetchMuxEmptyRounds fetches partitions that have no records: each
+// of the first rounds of requests waits at the broker (fetch.max_wait and
+// min_bytes, not a busy loop of empty answers), and a record that arrives
+// meanwhile is received.
 func TestFetchMuxEmptyRounds(t *testing.T) {
 	const maxWait = 300 * time.Millisecond
+	const rounds = 15 // requests seen, each of which must wait
 	broker := kafkatest.Start(t, 3, "t")
 	kc := broker.Kfake()
 	var requests, noWait atomic.Int32
+	seen := make(chan struct{})
 	kc.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
-		requests.Add(1)
-		if kreq.(*kmsg.FetchRequest).MaxWaitMillis != int32(maxWait/time.Millisecond) {
+		// A request that waits for nothing (no max_wait, or min_bytes 0)
+		// comes back at once: a busy loop of empty answers.
+		req := kreq.(*kmsg.FetchRequest)
+		if req.MaxWaitMillis != int32(maxWait/time.Millisecond) || req.MinBytes < 1 {
 			noWait.Add(1)
+		}
+		if requests.Add(1) == rounds {
+			close(seen)
 		}
 		return nil, nil, false
 	})
-	h := startMux(t, broker.Brokers, "t", fmt.Sprintf(", fetch: {max_wait: %v}", maxWait), "")
-	fs := make([]*fetcher, 3)
+	h := startMux(t, broker.Brokers, config.Fetch{MinBytes: 1, MaxBytes: defaultFetch.MaxBytes, MaxWait: maxWait}, 256<<20)
+	fs := make([]*Fetcher, 3)
 	for p := range fs {
-		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+		fs[p] = h.mux.Add("t", int32(p), 0, new(atomic.Int64), nil)
 	}
-	time.Sleep(5 * maxWait)
+	select {
+	case <-seen:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%d fetch requests, want %d", requests.Load(), rounds)
+	}
 	if n := noWait.Load(); n > 0 {
 		t.Errorf("%d of %d fetches of partitions without records did not wait at the broker", n, requests.Load())
-	}
-	// Three partitions, each in a request that waits: some fifteen
-	// requests in that time, not thousands.
-	if n := requests.Load(); n == 0 || n > 40 {
-		t.Errorf("%d fetch requests in %v for three partitions without records", n, 5*maxWait)
 	}
 	for p, f := range fs {
 		if got := h.take(f); len(got) > 0 {
@@ -409,16 +466,16 @@ func TestFetchMuxBudgetWaits(t *testing.T) {
 	for p := range partitions {
 		produce(t, broker.Brokers, "t", p, 0, n, size)
 	}
-	// 16 MiB, the least there is: a budget of 8 MiB, less than the 24 MB
-	// produced.
-	h := startMux(t, broker.Brokers, "t", "", "memory: {limit: 16MiB}\nparquet: {row_group_bytes: 1MiB}\n")
-	fs := make([]*fetcher, partitions)
+	// A budget of 8 MiB (the sink's under memory.limit 16MiB, the least
+	// there is), less than the 24 MB produced.
+	h := startMux(t, broker.Brokers, defaultFetch, 8<<20)
+	fs := make([]*Fetcher, partitions)
 	for p := range fs {
-		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+		fs[p] = h.mux.Add("t", int32(p), 0, new(atomic.Int64), nil)
 	}
-	for deadline := time.Now().Add(30 * time.Second); h.s.mem.pauses.Load() == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); h.mem.pauses.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no fetch waited for the budget (%d of %d bytes used)", h.s.mem.used.Load(), h.s.mem.limit)
+			t.Fatalf("no fetch waited for the budget (%d of %d bytes used)", h.mem.used.Load(), h.mem.limit)
 		}
 	}
 	held := int64(0)
@@ -460,9 +517,9 @@ func TestFetchMuxPartitionWithoutLeader(t *testing.T) {
 	broker := kafkatest.Start(t, 1, "t")
 	const n = 200
 	produce(t, broker.Brokers, "t", 0, 0, n/2, 50)
-	h := startMux(t, broker.Brokers, "t", "", "")
-	missing := h.s.mux.add("t", 7, 0, new(atomic.Int64), nil)
-	f := h.s.mux.add("t", 0, 0, new(atomic.Int64), nil)
+	h := startMux(t, broker.Brokers, defaultFetch, 256<<20)
+	missing := h.mux.Add("t", 7, 0, new(atomic.Int64), nil)
+	f := h.mux.Add("t", 0, 0, new(atomic.Int64), nil)
 	h.receive(t, f, 0, n/2)
 	produce(t, broker.Brokers, "t", 0, n/2, n, 50)
 	h.receive(t, f, n/2, n)
@@ -488,10 +545,10 @@ func TestFetchMuxQuietPartitionsDoNotHoldUpBusyOnes(t *testing.T) {
 	for b := range batches {
 		produce(t, broker.Brokers, "t", 0, b*perBatch, (b+1)*perBatch, size)
 	}
-	h := startMux(t, broker.Brokers, "t", fmt.Sprintf(", fetch: {max_bytes: 64KiB, max_wait: %v}", maxWait), "")
-	fs := make([]*fetcher, partitions)
+	h := startMux(t, broker.Brokers, config.Fetch{MinBytes: 1, MaxBytes: 64 << 10, MaxWait: maxWait}, 256<<20)
+	fs := make([]*Fetcher, partitions)
 	for p := partitions - 1; p >= 0; p-- { // the quiet ones first
-		fs[p] = h.s.mux.add("t", int32(p), 0, new(atomic.Int64), nil)
+		fs[p] = h.mux.Add("t", int32(p), 0, new(atomic.Int64), nil)
 	}
 	start := time.Now()
 	h.receive(t, fs[0], 0, batches*perBatch)

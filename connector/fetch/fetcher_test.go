@@ -1,4 +1,4 @@
-package connector
+package fetch
 
 import (
 	"bytes"
@@ -7,16 +7,16 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-func records(offsets ...int64) []record {
-	rs := make([]record, len(offsets))
+func records(offsets ...int64) []Record {
+	rs := make([]Record, len(offsets))
 	for i, o := range offsets {
-		rs[i] = record{offset: o, value: []byte{byte(o)}}
+		rs[i] = Record{Offset: o, Value: []byte{byte(o)}}
 	}
 	return rs
 }
 
-func newTestFetcher() *fetcher {
-	return newFetcher(newBudget(1<<30), nil, nil)
+func newTestFetcher() *Fetcher {
+	return newFetcher(newTestBudget(1<<30), nil, nil)
 }
 
 // TestFetcherHandOver checks that batches reach the partition in order,
@@ -26,7 +26,7 @@ func TestFetcherHandOver(t *testing.T) {
 	f := newTestFetcher()
 
 	// Into an empty buffer, the batch itself becomes the buffer.
-	first := append(make([]record, 0, 8), records(1, 2, 3)...)
+	first := append(make([]Record, 0, 8), records(1, 2, 3)...)
 	next, n := f.deliver(first, 30)
 	if n != 30 || len(next) != 0 {
 		t.Fatalf("deliver: %d bytes buffered and a next batch of %d records, want 30 and 0", n, len(next))
@@ -37,17 +37,17 @@ func TestFetcherHandOver(t *testing.T) {
 	if n != 50 || len(next) != 0 || cap(next) != cap(second) {
 		t.Fatalf("deliver: %d bytes, next batch len %d cap %d, want 50, 0, %d", n, len(next), cap(next), cap(second))
 	}
-	if second[0].value != nil {
+	if second[0].Value != nil {
 		t.Fatal("an appended batch keeps references to the records' bytes")
 	}
 
-	got, bytes := f.take()
+	got, bytes := f.Take()
 	if bytes != 50 || len(got) != 5 {
 		t.Fatalf("take: %d records, %d bytes, want 5 and 50", len(got), bytes)
 	}
 	for i, r := range got {
-		if r.offset != int64(i+1) {
-			t.Fatalf("record %d has offset %d, want %d", i, r.offset, i+1)
+		if r.Offset != int64(i+1) {
+			t.Fatalf("record %d has offset %d, want %d", i, r.Offset, i+1)
 		}
 	}
 	if &got[0] != &first[0] {
@@ -55,8 +55,8 @@ func TestFetcherHandOver(t *testing.T) {
 	}
 
 	// Given back, the slice holds the next records.
-	f.giveBack(got)
-	if got[0].value != nil {
+	f.GiveBack(got)
+	if got[0].Value != nil {
 		t.Fatal("a slice given back keeps references to the records' bytes")
 	}
 	// The partition gave the slice back after it took: the next delivery
@@ -65,8 +65,8 @@ func TestFetcherHandOver(t *testing.T) {
 	if cap(next) == 0 || &next[:1][0] != &got[0] {
 		t.Fatal("the slice given back was not reused")
 	}
-	if again, _ := f.take(); len(again) != 1 || again[0].offset != 6 {
-		t.Fatalf("take after giveBack: %v", again)
+	if again, _ := f.Take(); len(again) != 1 || again[0].Offset != 6 {
+		t.Fatalf("Take after GiveBack: %v", again)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestFetcherDropsOversizedSlices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newTestFetcher()
-			f.giveBack(make([]record, tt.len, tt.cap))
+			f.GiveBack(make([]Record, tt.len, tt.cap))
 			if kept := f.spare != nil; kept != tt.kept {
 				t.Fatalf("kept = %v, want %v", kept, tt.kept)
 			}
@@ -131,9 +131,9 @@ func TestReadRecordsKeepsEmptyApartFromNull(t *testing.T) {
 		same := func(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 		for i, c := range cases {
 			r := got[i]
-			if !same(r.key, c.key) || !same(r.value, c.value) || len(r.headers) != 1 || !same(r.headers[0].Value, c.header) {
+			if !same(r.Key, c.key) || !same(r.Value, c.value) || len(r.Headers) != 1 || !same(r.Headers[0].Value, c.header) {
 				t.Errorf("arena full %v, record %d: key nil=%v len=%d, value nil=%v len=%d, header %+v; want key nil=%v, value nil=%v, header nil=%v",
-					arenaFull, i, r.key == nil, len(r.key), r.value == nil, len(r.value), r.headers,
+					arenaFull, i, r.Key == nil, len(r.Key), r.Value == nil, len(r.Value), r.Headers,
 					c.key == nil, c.value == nil, c.header == nil)
 			}
 		}

@@ -1,12 +1,17 @@
-package connector
+// Package group is the sink's membership of its Kafka consumer group:
+// joining, heartbeats and leaving (Membership), the assignment protocols
+// behind one Balancer interface (Sticky, Range), the partitions held
+// across generations (Holdings, which drives the sink's partitions through
+// the Pipeline and Partition interfaces), the offset commits of a
+// generation (CommitBatcher) and the committed offsets read back. It
+// knows nothing of the sink's partition pipeline.
+package group
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -15,8 +20,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/consumer"
 	"github.com/segmentio/kafka-go/protocol/joingroup"
 
 	"github.com/pqsink/pqsink/config"
@@ -45,48 +48,48 @@ import (
 // once, with no handover, and their old owner drops them (the exactly-once
 // protocol makes that safe, at the cost of reading the open windows
 // again).
-const (
-	protocolSticky = "pqsink-cooperative-sticky"
-	protocolRange  = "range"
-)
+//
+// Each protocol is a Balancer; a member offers Sticky, then Range.
 
-// generation is one generation of the group as this member sees it.
-type generation struct {
-	id         int
-	group      string
-	memberID   string
-	instanceID string
-	protocol   string
-	assigned   map[string][]int // by topic, sorted
-	// start is when the rebalance that led to it started.
-	start time.Time
+// Generation is one generation of the group as this member sees it.
+type Generation struct {
+	ID         int              // the generation id, which commits carry
+	Group      string           // the group's id
+	MemberID   string           // this member's id in the generation
+	InstanceID string           // this member's instance id, when static
+	Protocol   string           // the name of the generation's Balancer
+	Assigned   map[string][]int // to this member, by topic, sorted
+	// Start is when the rebalance that led to it started.
+	Start time.Time
+
+	cooperative bool // Protocol is a cooperative Balancer's
 }
 
-// cooperative says whether partitions are handed over in this generation
+// Cooperative says whether partitions are handed over in this generation
 // (the sticky protocol), rather than dropped at once (range).
-func (g *generation) cooperative() bool { return g.protocol == protocolSticky }
+func (g *Generation) Cooperative() bool { return g.cooperative }
 
-// has says whether the generation assigns the partition to this member.
-func (g *generation) has(topic string, id int) bool {
-	_, ok := slices.BinarySearch(g.assigned[topic], id)
+// Has says whether the generation assigns the partition to this member.
+func (g *Generation) Has(topic string, id int) bool {
+	_, ok := slices.BinarySearch(g.Assigned[topic], id)
 	return ok
 }
 
-// groupHandler is what a membership drives: the sink's partitions.
-type groupHandler interface {
-	// settle waits, at most until ctx ends, for the partitions being
+// Handler is what a membership drives: the sink's partitions.
+type Handler interface {
+	// Settle waits, at most until ctx ends, for the partitions being
 	// handed over to be finished: uploaded and in their tables. A join
 	// sent before would no longer claim them, and the leader could give
 	// them to their next owner while their last files are not in the
 	// table yet (KIP-429: revocation completes before the rejoin).
-	settle(ctx context.Context)
-	// owned lists the partitions held now, for the join metadata.
-	owned() map[string][]int
-	// assigned starts a generation; ctx ends with the generation.
-	assigned(ctx context.Context, gen *generation)
-	// lost drops every partition (the member is out of the group) and
+	Settle(ctx context.Context)
+	// Owned lists the partitions held now, for the join metadata.
+	Owned() map[string][]int
+	// Assigned starts a generation; ctx ends with the generation.
+	Assigned(ctx context.Context, gen *Generation)
+	// Lost drops every partition (the member is out of the group) and
 	// returns once none is held.
-	lost()
+	Lost()
 }
 
 // hbResult is why the heartbeats of a generation ended.
@@ -98,15 +101,40 @@ const (
 	hbStopped                 // the sink stopped and let every partition go
 )
 
-// member is the sink's membership of the consumer group.
-type member struct {
-	k          *kafkaClients
+// Options is what a Membership needs.
+type Options struct {
+	// Client is the sink's Kafka client: its Addr names the brokers, its
+	// Transport carries the group's requests.
+	Client *kafka.Client
+	// Config is the kafka section: the group, its timeouts and heartbeat
+	// interval, the brokers (for the log).
+	Config *config.Kafka
+	// Log receives the membership's warnings.
+	Log *slog.Logger
+	// Topics are the topics subscribed to at first (Subscribe changes
+	// them).
+	Topics []string
+	// InstanceID makes the member static (kafka.instance_id), when set.
+	InstanceID string
+	// Balancers are the protocols offered, preferred first; nil offers
+	// Sticky, then Range.
+	Balancers []Balancer
+	// Report is told of each failure to join or heartbeat (with what was
+	// tried), and of the next success (nil error); nil when nobody
+	// listens.
+	Report func(msg string, err error)
+}
+
+// Membership is the sink's membership of the consumer group.
+type Membership struct {
+	meta       *kafka.Client // the sink's: coordinator, group and topic metadata
 	client     *kafka.Client // for the group requests: its timeout allows a join's wait
 	cfg        *config.Kafka
 	log        *slog.Logger
-	h          groupHandler
-	stats      *Stats
+	h          Handler
 	instanceID string
+	balancers  []Balancer
+	report     func(msg string, err error)
 
 	mu       sync.Mutex
 	topics   []string
@@ -114,63 +142,69 @@ type member struct {
 
 	coord    net.Addr // the group's coordinator, nil until found
 	memberID string
-
-	// failing is told of each failure to join or heartbeat, and of the
-	// next success (nil), for /readyz; nil when nobody listens. flog
-	// logs those failures at growing intervals.
-	failing func(error)
-	flog    failureLog
 }
 
-// fail notes a failed join or heartbeat: an ERROR at growing intervals
-// (failureLog), and /readyz not ready.
-func (m *member) fail(msg string, err error) {
-	m.flog.failed(m.log, msg, err, "group", m.cfg.Group, "brokers", m.cfg.Brokers)
-	if m.failing != nil {
-		m.failing(err)
+// fail reports a failed join or heartbeat.
+func (m *Membership) fail(msg string, err error) {
+	if m.report != nil {
+		m.report(msg, err)
 	}
 }
 
 // ok ends a run of failures.
-func (m *member) ok() {
-	m.flog.recovered(m.log, "consumer group reachable again", "group", m.cfg.Group)
-	if m.failing != nil {
-		m.failing(nil)
+func (m *Membership) ok() {
+	if m.report != nil {
+		m.report("", nil)
 	}
 }
 
-func newMember(k *kafkaClients, cfg *config.Kafka, log *slog.Logger, h groupHandler, stats *Stats, topics []string) *member {
-	c := *k.client
-	c.Timeout = cfg.RebalanceTimeout + cfg.SessionTimeout + 10*time.Second
-	return &member{
-		k: k, client: &c, cfg: cfg, log: log, h: h, stats: stats,
-		topics: topics, rejoinCh: make(chan struct{}, 1),
+// NewMembership returns the membership that Run runs, driving h.
+func NewMembership(o Options, h Handler) *Membership {
+	c := *o.Client
+	c.Timeout = o.Config.RebalanceTimeout + o.Config.SessionTimeout + 10*time.Second
+	b := o.Balancers
+	if b == nil {
+		b = []Balancer{Sticky{}, Range{}}
+	}
+	return &Membership{
+		meta: o.Client, client: &c, cfg: o.Config, log: o.Log, h: h, instanceID: o.InstanceID,
+		balancers: b, report: o.Report, topics: o.Topics, rejoinCh: make(chan struct{}, 1),
 	}
 }
 
-// rejoin asks for a rebalance: the member's holdings changed.
-func (m *member) rejoin() {
+// balancer is the Balancer of a protocol name, nil when none offered.
+func (m *Membership) balancer(name string) Balancer {
+	for _, b := range m.balancers {
+		if b.Name() == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// Rejoin asks for a rebalance: the member's holdings changed.
+func (m *Membership) Rejoin() {
 	select {
 	case m.rejoinCh <- struct{}{}:
 	default:
 	}
 }
 
-// subscribe changes the topics of the member and rejoins.
-func (m *member) subscribe(topics []string) {
+// Subscribe changes the topics of the member and rejoins.
+func (m *Membership) Subscribe(topics []string) {
 	m.mu.Lock()
 	m.topics = topics
 	m.mu.Unlock()
-	m.rejoin()
+	m.Rejoin()
 }
 
-// run is the membership: it joins, hands each generation to the handler
+// Run is the membership: it joins, hands each generation to the handler
 // and heartbeats, until stopped is closed (the sink stopped and every
 // partition is let go). Then it leaves the group, unless it is a static
 // member, whose partitions wait for it for the session timeout. ctx bounds
 // the requests; it is not the sink's (a stopping sink still commits as a
 // member).
-func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
+func (m *Membership) Run(ctx context.Context, stopped <-chan struct{}) {
 	defer m.leave()
 	var start time.Time
 	failures := 0
@@ -211,19 +245,18 @@ func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
 		}
 		failures = 0
 		m.ok()
-		gen.start, start = start, time.Time{}
-		m.stats.rebalances.Add(1)
+		gen.Start, start = start, time.Time{}
 		gctx, endGen := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			m.h.assigned(gctx, gen)
+			m.h.Assigned(gctx, gen)
 		}()
 		res := m.heartbeat(ctx, gen, stopped)
 		endGen()
 		<-done
 		if res == hbLost {
-			m.h.lost()
+			m.h.Lost()
 		}
 		if res == hbStopped {
 			return
@@ -232,7 +265,7 @@ func (m *member) run(ctx context.Context, stopped <-chan struct{}) {
 }
 
 // join joins the group and syncs: it returns the next generation.
-func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation, error) {
+func (m *Membership) join(ctx context.Context, stopped <-chan struct{}) (*Generation, error) {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
 			return nil, ctx.Err()
@@ -248,7 +281,7 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		// Within the rebalance timeout, or the coordinator goes on
 		// without this member.
 		sctx, cancel := context.WithTimeout(ctx, m.cfg.RebalanceTimeout/2)
-		m.h.settle(sctx)
+		m.h.Settle(sctx)
 		cancel()
 		select {
 		case <-m.rejoinCh: // this join is the rejoin asked for
@@ -257,7 +290,7 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		m.mu.Lock()
 		topics := m.topics
 		m.mu.Unlock()
-		owned := m.h.owned()
+		owned := m.h.Owned()
 		var restored map[string][]int
 		if m.memberID == "" && m.instanceID != "" {
 			// A static member that comes back joins as it last joined, so
@@ -280,7 +313,7 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		case errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.FencedInstanceID):
 			m.log.Warn("consumer group: this member is no longer in the group; its partitions are dropped", "group", m.cfg.Group, "error", err)
 			m.memberID = ""
-			m.h.lost()
+			m.h.Lost()
 			continue
 		case errors.Is(err, kafka.NotCoordinatorForGroup), errors.Is(err, kafka.GroupCoordinatorNotAvailable), errors.Is(err, kafka.RebalanceInProgress):
 			m.coord = nil
@@ -290,8 +323,12 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 		}
 		m.memberID = resp.MemberID
 		var assignments []kafka.SyncGroupRequestAssignment
+		b := m.balancer(resp.ProtocolName)
+		if b == nil {
+			return nil, fmt.Errorf("joining group %s: the coordinator chose protocol %q, which this member does not offer", m.cfg.Group, resp.ProtocolName)
+		}
 		if resp.LeaderID == resp.MemberID {
-			if assignments, err = m.assign(ctx, resp.ProtocolName, resp.Members); err != nil {
+			if assignments, err = m.assign(ctx, b, resp.Members); err != nil {
 				return nil, err
 			}
 		}
@@ -309,27 +346,27 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 			continue
 		case errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.FencedInstanceID):
 			m.memberID = ""
-			m.h.lost()
+			m.h.Lost()
 			continue
 		default:
 			m.coord = nil
 			return nil, fmt.Errorf("syncing group %s: %w", m.cfg.Group, err)
 		}
-		gen := &generation{
-			id: resp.GenerationID, group: m.cfg.Group, memberID: m.memberID, instanceID: m.instanceID,
-			protocol: resp.ProtocolName, assigned: map[string][]int{},
+		gen := &Generation{
+			ID: resp.GenerationID, Group: m.cfg.Group, MemberID: m.memberID, InstanceID: m.instanceID,
+			Protocol: resp.ProtocolName, Assigned: map[string][]int{}, cooperative: b.Cooperative(),
 		}
 		for topic, ids := range sresp.Assignment.AssignedPartitions {
 			if len(ids) > 0 {
-				gen.assigned[topic] = slices.Sorted(slices.Values(ids))
+				gen.Assigned[topic] = slices.Sorted(slices.Values(ids))
 			}
 		}
 		for topic, ids := range restored {
 			for _, id := range ids {
-				if !gen.has(topic, id) {
+				if !gen.Has(topic, id) {
 					// Claimed, not held, and withheld from their new owner
 					// until this member rejoins without them.
-					m.rejoin()
+					m.Rejoin()
 				}
 			}
 		}
@@ -342,8 +379,8 @@ func (m *member) join(ctx context.Context, stopped <-chan struct{}) (*generation
 // is none or it subscribed to other topics. kafka-go does not report a
 // member's instance id; Kafka (and kfake) name a static member
 // "<instance id>-<UUID>".
-func (m *member) previousJoin(ctx context.Context, topics []string) map[string][]int {
-	resp, err := m.k.client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{m.cfg.Group}})
+func (m *Membership) previousJoin(ctx context.Context, topics []string) map[string][]int {
+	resp, err := m.meta.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{m.cfg.Group}})
 	if err != nil {
 		m.log.Debug("describing the group", "group", m.cfg.Group, "error", err)
 		return nil
@@ -380,11 +417,11 @@ func isUUID(s string) bool {
 }
 
 // findCoordinator finds the group's coordinator unless known.
-func (m *member) findCoordinator(ctx context.Context) error {
+func (m *Membership) findCoordinator(ctx context.Context) error {
 	if m.coord != nil {
 		return nil
 	}
-	resp, err := m.k.client.FindCoordinator(ctx, &kafka.FindCoordinatorRequest{Key: m.cfg.Group, KeyType: kafka.CoordinatorKeyTypeConsumer})
+	resp, err := m.meta.FindCoordinator(ctx, &kafka.FindCoordinatorRequest{Key: m.cfg.Group, KeyType: kafka.CoordinatorKeyTypeConsumer})
 	if err == nil && resp.Error != nil {
 		err = resp.Error
 	}
@@ -400,7 +437,7 @@ func (m *member) findCoordinator(ctx context.Context) error {
 
 // heartbeat keeps the member in generation gen until a rebalance starts,
 // the member is out, or the sink has stopped.
-func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan struct{}) hbResult {
+func (m *Membership) heartbeat(ctx context.Context, gen *Generation, stopped <-chan struct{}) hbResult {
 	t := time.NewTicker(m.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -414,7 +451,7 @@ func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan 
 		case <-t.C:
 		}
 		resp, err := m.client.Heartbeat(ctx, &kafka.HeartbeatRequest{
-			Addr: m.coord, GroupID: m.cfg.Group, GenerationID: int32(gen.id), MemberID: gen.memberID, GroupInstanceID: m.instanceID,
+			Addr: m.coord, GroupID: m.cfg.Group, GenerationID: int32(gen.ID), MemberID: gen.MemberID, GroupInstanceID: m.instanceID,
 		})
 		if err == nil {
 			err = heartbeatError(resp)
@@ -425,7 +462,7 @@ func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan 
 		case errors.Is(err, kafka.RebalanceInProgress):
 			return hbRejoin
 		case errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.FencedInstanceID):
-			m.log.Warn("consumer group: this member is no longer in the group; its partitions are dropped", "group", m.cfg.Group, "generation", gen.id, "error", err)
+			m.log.Warn("consumer group: this member is no longer in the group; its partitions are dropped", "group", m.cfg.Group, "generation", gen.ID, "error", err)
 			m.memberID = ""
 			return hbLost
 		case errors.Is(err, kafka.NotCoordinatorForGroup), errors.Is(err, kafka.GroupCoordinatorNotAvailable):
@@ -448,8 +485,9 @@ func (m *member) heartbeat(ctx context.Context, gen *generation, stopped <-chan 
 // sends the throttle time first: the error code arrives as the low 16 bits
 // of the throttle time in milliseconds, and Error holds the high 16 bits of
 // the throttle time (none under 65 s). A group error code found there is
-// the answer's error. TestHeartbeatSeesRebalance pins this against a
-// broker, so that a kafka-go that fixes the order is noticed.
+// the answer's error. TestMembershipHandover pins this against a
+// broker (the heartbeats must see the rebalances), so that a kafka-go
+// that fixes the order is noticed.
 func heartbeatError(resp *kafka.HeartbeatResponse) error {
 	code := kafka.Error(int16(resp.Throttle / time.Millisecond))
 	if resp.Error != nil && !errors.As(resp.Error, &code) {
@@ -468,7 +506,7 @@ func heartbeatError(resp *kafka.HeartbeatResponse) error {
 // that replaces a terminated one has another name). A static member that
 // dies without a shutdown stays in the group until the session timeout,
 // so that its restart under the same instance id moves nothing.
-func (m *member) leave() {
+func (m *Membership) leave() {
 	if m.memberID == "" || m.coord == nil {
 		return
 	}
@@ -488,41 +526,29 @@ type joinResponse struct {
 	ProtocolName string
 	LeaderID     string
 	MemberID     string
-	Members      []groupMember
+	Members      []Member
 }
 
-// joinGroup sends a JoinGroup. It goes through kafka-go's protocol
-// package, not kafka.Client.JoinGroup, which fails on the join metadata
-// of kafka-go's own ConsumerGroup (the members of earlier releases): it
-// reads every subscription as version 1, with the owned partitions that a
-// version 0 subscription does not have.
-func (m *member) joinGroup(ctx context.Context, topics []string, owned map[string][]int) (*joinResponse, error) {
-	sub := consumer.Subscription{Version: consumer.MaxVersionSupported, Topics: topics}
-	for _, topic := range slices.Sorted(maps.Keys(owned)) {
-		tp := consumer.TopicPartition{Topic: topic}
-		for _, id := range owned[topic] {
-			tp.Partitions = append(tp.Partitions, int32(id))
+// joinGroup sends a JoinGroup, offering each Balancer's protocol with
+// its metadata. It goes through kafka-go's protocol package, not
+// kafka.Client.JoinGroup, which fails on the join metadata of kafka-go's
+// own ConsumerGroup (the members of earlier releases): it reads every
+// subscription as version 1, with the owned partitions that a version 0
+// subscription does not have.
+func (m *Membership) joinGroup(ctx context.Context, topics []string, owned map[string][]int) (*joinResponse, error) {
+	protocols := make([]joingroup.RequestProtocol, 0, len(m.balancers))
+	for _, b := range m.balancers {
+		md, err := b.Metadata(topics, owned)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the join metadata of %s: %w", b.Name(), err)
 		}
-		sub.OwnedPartitions = append(sub.OwnedPartitions, tp)
-	}
-	md, err := protocol.Marshal(consumer.MaxVersionSupported, sub)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the join metadata: %w", err)
-	}
-	// The range protocol's metadata is what kafka-go's ConsumerGroup
-	// writes and reads (version 1 without owned partitions: it refuses
-	// bytes it does not read), so that a member of an earlier release can
-	// lead a group that runs range.
-	rangeMD, err := protocol.Marshal(0, consumer.Subscription{Version: 1, Topics: topics, UserData: []byte{}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the join metadata: %w", err)
+		protocols = append(protocols, joingroup.RequestProtocol{Name: b.Name(), Metadata: md})
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.client.Timeout)
 	defer cancel()
 	msg, err := m.client.Transport.RoundTrip(ctx, m.coord, &joingroup.Request{
 		GroupID: m.cfg.Group, SessionTimeoutMS: int32(m.cfg.SessionTimeout.Milliseconds()), RebalanceTimeoutMS: int32(m.cfg.RebalanceTimeout.Milliseconds()),
-		MemberID: m.memberID, GroupInstanceID: m.instanceID, ProtocolType: "consumer",
-		Protocols: []joingroup.RequestProtocol{{Name: protocolSticky, Metadata: md}, {Name: protocolRange, Metadata: rangeMD}},
+		MemberID: m.memberID, GroupInstanceID: m.instanceID, ProtocolType: "consumer", Protocols: protocols,
 	})
 	if err != nil {
 		return nil, err
@@ -535,30 +561,25 @@ func (m *member) joinGroup(ctx context.Context, topics []string, owned map[strin
 	if r.ErrorCode != 0 {
 		out.Error = kafka.Error(r.ErrorCode)
 	}
+	b := m.balancer(r.ProtocolName)
 	for _, mem := range r.Members {
-		var s consumer.Subscription
-		if r.ProtocolName != protocolSticky || protocol.Unmarshal(mem.Metadata, consumer.MaxVersionSupported, &s) != nil {
-			s = consumer.Subscription{}
-			if err := protocol.Unmarshal(mem.Metadata, 0, &s); err != nil {
-				return nil, fmt.Errorf("the join metadata of member %s: %w", mem.MemberID, err)
-			}
+		if b == nil {
+			break // join refuses the generation
 		}
-		gm := groupMember{id: mem.MemberID, topics: s.Topics, owned: map[string][]int{}}
-		for _, tp := range s.OwnedPartitions {
-			for _, id := range tp.Partitions {
-				gm.owned[tp.Topic] = append(gm.owned[tp.Topic], int(id))
-			}
+		topics, owned, err := b.Decode(mem.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("the join metadata of member %s: %w", mem.MemberID, err)
 		}
-		out.Members = append(out.Members, gm)
+		out.Members = append(out.Members, Member{ID: mem.MemberID, Topics: topics, Owned: owned})
 	}
 	return out, nil
 }
 
-// assign computes the generation's assignment as its leader.
-func (m *member) assign(ctx context.Context, protocolName string, members []groupMember) ([]kafka.SyncGroupRequestAssignment, error) {
+// assign computes the generation's assignment as its leader, with b.
+func (m *Membership) assign(ctx context.Context, b Balancer, members []Member) ([]kafka.SyncGroupRequestAssignment, error) {
 	topics := map[string]bool{}
 	for _, mem := range members {
-		for _, t := range mem.topics {
+		for _, t := range mem.Topics {
 			topics[t] = true
 		}
 	}
@@ -566,26 +587,21 @@ func (m *member) assign(ctx context.Context, protocolName string, members []grou
 	if err != nil {
 		return nil, err
 	}
-	var plan map[string]map[string][]int
-	if protocolName == protocolSticky {
-		plan = stickyAssign(members, counts)
-	} else {
-		plan = rangeAssign(members, counts)
-	}
+	plan := b.Assign(members, counts)
 	out := make([]kafka.SyncGroupRequestAssignment, 0, len(members))
 	for _, mem := range members {
-		out = append(out, kafka.SyncGroupRequestAssignment{MemberID: mem.id, Assignment: kafka.GroupProtocolAssignment{AssignedPartitions: plan[mem.id]}})
+		out = append(out, kafka.SyncGroupRequestAssignment{MemberID: mem.ID, Assignment: kafka.GroupProtocolAssignment{AssignedPartitions: plan[mem.ID]}})
 	}
 	return out, nil
 }
 
 // partitionCounts reads the number of partitions of each topic.
-func (m *member) partitionCounts(ctx context.Context, topics map[string]bool) (map[string]int, error) {
+func (m *Membership) partitionCounts(ctx context.Context, topics map[string]bool) (map[string]int, error) {
 	names := make([]string, 0, len(topics))
 	for t := range topics {
 		names = append(names, t)
 	}
-	resp, err := m.k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	resp, err := m.meta.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
 	if err != nil {
 		return nil, fmt.Errorf("reading the partitions of %v: %w", names, err)
 	}
@@ -598,135 +614,24 @@ func (m *member) partitionCounts(ctx context.Context, topics map[string]bool) (m
 	return out, nil
 }
 
-// groupMember is a member as the leader sees it.
-type groupMember struct {
-	id     string
-	topics []string
-	owned  map[string][]int
+// backoff is the wait before retry attempt n (from 1): one second,
+// doubling, at most limit.
+func backoff(n int, limit time.Duration) time.Duration {
+	d := time.Second
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }
 
-// rangeAssign is kafka-go's range assignment, for a group that runs the
-// range protocol (members of an older release among them).
-func rangeAssign(members []groupMember, counts map[string]int) map[string]map[string][]int {
-	gm := make([]kafka.GroupMember, len(members))
-	for i, m := range members {
-		gm[i] = kafka.GroupMember{ID: m.id, Topics: m.topics}
+// sleep waits for d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	var parts []kafka.Partition
-	for topic, n := range counts {
-		for id := range n {
-			parts = append(parts, kafka.Partition{Topic: topic, ID: id})
-		}
-	}
-	out := map[string]map[string][]int{}
-	for id, a := range (kafka.RangeGroupBalancer{}).AssignGroups(gm, parts) {
-		out[id] = a
-	}
-	return out
-}
-
-// stickyAssign balances the partitions of each topic between the members
-// that subscribe to it, keeping every partition with the member that
-// holds it as far as the balance allows. A partition that changes owner
-// is withheld (assigned to nobody) while its owner holds it: the owner
-// finishes it and rejoins, and the next assignment gives it to its new
-// owner. The result is a function of the members, their subscriptions and
-// holdings, so any leader computes the same.
-func stickyAssign(members []groupMember, counts map[string]int) map[string]map[string][]int {
-	members = slices.Clone(members)
-	slices.SortFunc(members, func(a, b groupMember) int { return cmp.Compare(a.id, b.id) })
-	out := map[string]map[string][]int{}
-	total := map[string]int{} // partitions assigned so far, all topics
-	for _, m := range members {
-		out[m.id] = map[string][]int{}
-	}
-	topics := make([]string, 0, len(counts))
-	for t := range counts {
-		topics = append(topics, t)
-	}
-	slices.Sort(topics)
-	for _, topic := range topics {
-		n := counts[topic]
-		var eligible []groupMember
-		for _, m := range members {
-			if slices.Contains(m.topics, topic) {
-				eligible = append(eligible, m)
-			}
-		}
-		if len(eligible) == 0 || n == 0 {
-			continue
-		}
-		// Who holds what: a partition claimed twice (cannot happen in a
-		// healthy group) stays with the first claimant.
-		owner := map[int]string{}
-		held := map[string][]int{}
-		for _, m := range eligible {
-			for _, id := range m.owned[topic] {
-				if _, dup := owner[id]; dup || id < 0 || id >= n {
-					continue
-				}
-				owner[id] = m.id
-				held[m.id] = append(held[m.id], id)
-			}
-		}
-		// Quotas: q each, and q+1 for `extra` members, preferably those
-		// that hold more than q already, then those with the fewest
-		// partitions so far.
-		q, extra := n/len(eligible), n%len(eligible)
-		order := slices.Clone(eligible)
-		slices.SortStableFunc(order, func(a, b groupMember) int {
-			ha, hb := len(held[a.id]) > q, len(held[b.id]) > q
-			switch {
-			case ha && !hb:
-				return -1
-			case hb && !ha:
-				return 1
-			}
-			return total[a.id] - total[b.id]
-		})
-		quota := map[string]int{}
-		for i, m := range order {
-			quota[m.id] = q
-			if i < extra {
-				quota[m.id]++
-			}
-		}
-		// Each keeps what it holds up to its quota; the rest is free.
-		taken := map[int]bool{}
-		for _, m := range eligible {
-			ids := slices.Sorted(slices.Values(held[m.id]))
-			keep := ids[:min(len(ids), quota[m.id])]
-			out[m.id][topic] = append(out[m.id][topic], keep...)
-			for _, id := range keep {
-				taken[id] = true
-			}
-		}
-		var free []int
-		for id := range n {
-			if !taken[id] {
-				free = append(free, id)
-			}
-		}
-		for _, m := range eligible {
-			for len(out[m.id][topic]) < quota[m.id] && len(free) > 0 {
-				id := free[0]
-				free = free[1:]
-				if o, ok := owner[id]; ok && o != m.id {
-					// Its owner finishes it first: counted in the quota,
-					// given next time.
-					quota[m.id]--
-					continue
-				}
-				out[m.id][topic] = append(out[m.id][topic], id)
-			}
-		}
-		for _, m := range eligible {
-			slices.Sort(out[m.id][topic])
-			total[m.id] += len(out[m.id][topic])
-			if len(out[m.id][topic]) == 0 {
-				delete(out[m.id], topic)
-			}
-		}
-	}
-	return out
 }
