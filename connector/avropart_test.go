@@ -15,6 +15,8 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
+	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/table"
 )
@@ -86,8 +88,8 @@ func TestAvroPartitionRefused(t *testing.T) {
 		{`["identity(p.level)"]`, `{"type":"record","name":"ev","fields":[{"name":"p","type":{"type":"record","name":"p","fields":[{"name":"level","type":{"type":"array","items":"int"}}]}}]}`, "identity cannot transform column p.level"},
 	} {
 		t.Run(c.by, func(t *testing.T) {
-			s, tc := newAvroTableSink(t, c.by)
-			ps, err := avro.MustParse(c.schema).Parquet(rowgroup.EnvelopeNodeIn(s.format.timeUnit))
+			_, tc := newAvroTableSink(t, c.by)
+			ps, err := avro.MustParse(c.schema).Parquet(rowgroup.EnvelopeNodeIn(schema.Micros))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +109,7 @@ func TestAvroPartitionRefused(t *testing.T) {
 // before the fields is a decode rejection.
 func TestAvroPartValues(t *testing.T) {
 	ctx := context.Background()
-	s, tc := newAvroTableSink(t, `["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]`)
+	_, tc := newAvroTableSink(t, `["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]`)
 	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
 		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
 	}
@@ -115,7 +117,7 @@ func TestAvroPartValues(t *testing.T) {
 	for i, text := range []string{partV1, partV2} { // in order: v1 creates the table
 		v := i + 1
 		as := avro.MustParse(text)
-		ps, err := as.Parquet(rowgroup.EnvelopeNodeIn(s.format.timeUnit))
+		ps, err := as.Parquet(rowgroup.EnvelopeNodeIn(schema.Micros))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +125,7 @@ func TestAvroPartValues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		ap, schemaErr, err := tc.newAvroPart(ctx, as, fitted)
+		ap, schemaErr, err := newAvroPart(ctx, tc, as, fitted)
 		if err != nil || schemaErr != nil {
 			t.Fatalf("v%d: %v %v", v, schemaErr, err)
 		}
@@ -180,7 +182,7 @@ func TestAvroPartValues(t *testing.T) {
 			err := parts[c.v].values(c.body, vals)
 			if c.isRej {
 				rej, ok := err.(*rejection)
-				if !ok || rej.reason != rejectDecode {
+				if !ok || rej.Reason != rejectDecode {
 					t.Fatalf("error %v, want a decode rejection", err)
 				}
 				return
@@ -192,39 +194,11 @@ func TestAvroPartValues(t *testing.T) {
 	}
 }
 
-// TestKeepsPaths: a record of one writer schema resolved onto a file's
-// reader schema keeps its partition fields' values unless the reader
-// adds one with a default other than null, renames one, drops one, or
-// lacks a symbol of the writer's enum.
-func TestKeepsPaths(t *testing.T) {
-	rec := func(fields string) *avro.Type {
-		return avro.MustParse(`{"type":"record","name":"r","fields":[` + fields + `]}`).Root
-	}
-	const base = `{"name":"id","type":"long"}`
-	for _, c := range []struct {
-		name string
-		w, r string
-		path string
-		want bool
-	}{
-		{"same", base, base, "id", true},
-		{"promoted", `{"name":"id","type":"int"}`, base, "id", true},
-		{"added with null default", base, base + `,{"name":"c","type":["null","string"],"default":null}`, "c", true},
-		{"added with a default", base, base + `,{"name":"c","type":"string","default":"web"}`, "c", false},
-		{"renamed", base + `,{"name":"old","type":"string"}`, base + `,{"name":"c","type":["null","string"],"default":null,"aliases":["old"]}`, "c", false},
-		{"dropped", base + `,{"name":"c","type":"string"}`, base, "c", false},
-		{"absent from both", base, base, "c", true},
-		{"enum grows", `{"name":"e","type":{"type":"enum","name":"e","symbols":["A"]}}`, `{"name":"e","type":{"type":"enum","name":"e","symbols":["A","B"]}}`, "e", true},
-		{"enum shrinks", `{"name":"e","type":{"type":"enum","name":"e","symbols":["A","B"]}}`, `{"name":"e","type":{"type":"enum","name":"e","symbols":["A"],"default":"A"}}`, "e", false},
-		{"nested, added with a default", `{"name":"p","type":["null",{"type":"record","name":"p","fields":[` + base + `]}],"default":null}`,
-			`{"name":"p","type":["null",{"type":"record","name":"p","fields":[` + base + `,{"name":"l","type":"int","default":3}]}],"default":null}`, "p.l", false},
-		{"nested, the same", `{"name":"p","type":["null",{"type":"record","name":"p","fields":[` + base + `]}],"default":null}`,
-			`{"name":"p","type":["null",{"type":"record","name":"p","fields":[` + base + `]}],"default":null}`, "p.id", true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := keepsPaths(rec(c.w), rec(c.r), [][]string{strings.Split(c.path, ".")}); got != c.want {
-				t.Errorf("keepsPaths = %v, want %v", got, c.want)
-			}
-		})
-	}
+// newAvroPart compiles the partition values of records of writer schema
+// w whose Parquet schema the table took as fitted, as the sink does with
+// the Avro format's lookup of a table's files.
+func newAvroPart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadPart, error, error) {
+	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+		return avrorow.NewLookup(w, paths, avrorow.MicrosTimes())
+	})
 }

@@ -25,11 +25,11 @@ import (
 // identity value names, an error of the record.
 func TestAvroTimeMillisPartValues(t *testing.T) {
 	ctx := context.Background()
-	s, tc := newAvroTableSink(t, `["bucket[4](tod)", "identity(maybe)"]`)
+	_, tc := newAvroTableSink(t, `["bucket[4](tod)", "identity(maybe)"]`)
 	as := avro.MustParse(`{"type":"record","name":"ev","fields":[
  {"name":"tod","type":{"type":"int","logicalType":"time-millis"}},
  {"name":"maybe","type":["null",{"type":"int","logicalType":"time-millis"}],"default":null}]}`)
-	ps, err := as.Parquet(rowgroup.EnvelopeNodeIn(s.format.timeUnit))
+	ps, err := as.Parquet(rowgroup.EnvelopeNodeIn(schema.Micros))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestAvroTimeMillisPartValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, schemaErr, err := tc.newAvroPart(ctx, as, fitted)
+	ap, schemaErr, err := newAvroPart(ctx, tc, as, fitted)
 	if err != nil || schemaErr != nil {
 		t.Fatalf("%v %v", schemaErr, err)
 	}

@@ -23,7 +23,7 @@ const deadLetterID = "\x00dead-letters"
 // newLetter is the dead letter of r, rejected as rej says.
 func newLetter(r *record, rej *rejection) deadletter.Letter {
 	return deadletter.Letter{Offset: r.offset, Time: r.time, Key: r.key, Value: r.value, Headers: r.headers,
-		Reason: rej.reason, Error: truncate(rej.err.Error(), 1000)}
+		Reason: rej.Reason, Error: truncate(rej.Err.Error(), 1000)}
 }
 
 // newDeadLetters opens the dead-letter destination of the config, or

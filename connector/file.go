@@ -9,26 +9,20 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
 
-// fileBuffers are what an open file holds in memory: the row group being
-// filled and the row builder over it. They outlive a file: the next file
-// of the same schema reuses them, buffers already grown.
+// fileBuffers are what an open file holds in memory: its format's
+// buffers (the row group being filled and the row builder over it) and its
+// Parquet writer. They outlive a file: the next file of the same key
+// (format.Decoder.BuffersKey) reuses them, buffers already grown.
 type fileBuffers struct {
-	schema *schema.Schema
-	g      *rowgroup.RowGroup
-	b      *rowgroup.Builder
-	av     *avroBuffers // avro: the reader schema and a builder per writer schema
-	pb     *protoSchema // protobuf with a registry: the schema id and message of the records
-	// keyValues go into the footer of each file of these buffers (the
-	// Protobuf message they hold, json_schema's schema).
-	keyValues [][2]string
+	*format.Buffers
+	key any // the format's BuffersKey of the file they were made for
 
 	// w is the Parquet writer of the file, taken from the sink's pool at
 	// the file's first row group: a file whose rows are all still
@@ -53,20 +47,6 @@ type openFile struct {
 	reserved    bool  // the row group's buffers were grown to its target
 }
 
-// newFileBuffers builds the buffers of a schema.
-func newFileBuffers(f *format, s *schema.Schema) (*fileBuffers, error) {
-	g := rowgroup.New(s)
-	payload, err := f.newPayload(g)
-	if err != nil {
-		return nil, err
-	}
-	b, err := rowgroup.NewBuilder(g, payload)
-	if err != nil {
-		return nil, err
-	}
-	return &fileBuffers{schema: s, g: g, b: b, keyValues: f.jsonUnits}, nil
-}
-
 // flush encodes the buffered rows as the file's next row group, which
 // goes out to the upload at once.
 func (f *openFile) flush(pool *writerPool) error {
@@ -75,20 +55,20 @@ func (f *openFile) flush(pool *writerPool) error {
 
 // flushHeld is flush for a caller that holds an encoding slot.
 func (f *openFile) flushHeld(pool *writerPool) error {
-	if f.buf.g.NumRows() == 0 {
+	if f.buf.Group.NumRows() == 0 {
 		return nil
 	}
 	if f.buf.w == nil {
-		w, err := pool.get(f.buf.schema, f.up)
+		w, err := pool.get(f.buf.Schema, f.up)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.key, err)
 		}
 		f.buf.w = w
 	}
-	if err := f.buf.w.WriteRowGroup(f.buf.g); err != nil {
+	if err := f.buf.w.WriteRowGroup(f.buf.Group); err != nil {
 		return fmt.Errorf("%s: row group: %w", f.key, err)
 	}
-	f.buf.g.Reset()
+	f.buf.Group.Reset()
 	f.reserved = false
 	return nil
 }
@@ -121,11 +101,7 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 		return nil, fmt.Errorf("%s: a file without rows", f.key)
 	}
 	archive.Range{Topic: topic, Partition: partition, First: f.first, Last: f.last, Records: f.records}.Footer(w.SetKeyValue)
-	if f.buf.av != nil {
-		// As parquet-java does: the Avro schema the rows follow.
-		w.SetKeyValue(avro.MetadataKey, f.buf.av.reader.avro.String())
-	}
-	for _, kv := range f.buf.keyValues {
+	for _, kv := range f.buf.KeyValues {
 		w.SetKeyValue(kv[0], kv[1])
 	}
 	md, err := w.Close()
@@ -133,7 +109,7 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 		return nil, fmt.Errorf("%s: footer: %w", f.key, err)
 	}
 	f.buf.w = nil
-	pool.put(f.buf.schema, w)
+	pool.put(f.buf.Schema, w)
 	return md, nil
 }
 

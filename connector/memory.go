@@ -256,7 +256,7 @@ func (p *partition) account() {
 		st.held += f.buf.held()
 		// What a flush gives back: the row group, not the file's fixed
 		// cost or its writer.
-		st.largest = max(st.largest, int64(f.buf.g.Capacity()))
+		st.largest = max(st.largest, int64(f.buf.Group.Capacity()))
 		if st.oldest.IsZero() || f.opened.Before(st.oldest) {
 			st.oldest = f.opened
 		}
@@ -285,7 +285,7 @@ func (p *partition) relieveMemory(ctx context.Context, r int) error {
 		var largest *openFile
 		var size int
 		for _, f := range p.files {
-			if n := f.buf.g.Capacity(); n > size {
+			if n := f.buf.Group.Capacity(); n > size {
 				largest, size = f, n
 			}
 		}
@@ -295,7 +295,7 @@ func (p *partition) relieveMemory(ctx context.Context, r int) error {
 		if err := largest.flush(p.s.writers); err != nil {
 			return p.uploadFailed(ctx, largest, err)
 		}
-		largest.buf.g.Release()
+		largest.buf.Group.Release()
 		p.s.stats.memoryFlushes.Add(1)
 	case ctrlRotate:
 		var oldest *openFile
@@ -325,8 +325,8 @@ const (
 
 // held is what the buffers hold, by capacity, with their fixed cost.
 func (fb *fileBuffers) held() int64 {
-	leaves := int64(len(fb.g.Columns()))
-	n := int64(fb.g.Capacity()) + fileOverhead + leaves*fileOverheadPerLeaf
+	leaves := int64(len(fb.Group.Columns()))
+	n := int64(fb.Group.Capacity()) + fileOverhead + leaves*fileOverheadPerLeaf
 	if fb.w != nil {
 		n += fb.w.Held() // its dictionaries can be megabytes per column
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
@@ -37,7 +38,7 @@ const (
 
 // errRestart asks the partition's loop to drop what it holds and consume
 // again from the committed offset (after an adoption or a failed upload).
-var errRestart = errors.New("restart from the committed offset")
+var errRestart = format.ErrRestart
 
 // record is one Kafka record as the partition sees it.
 type record struct {
@@ -66,8 +67,8 @@ type partition struct {
 	skip      skipSet
 	files     map[string]*openFile
 	spare     []*fileBuffers // buffers of finished files, for the next ones
-	format    recordFormat
-	pending   []record // records held back for the format's sample
+	dec       format.Decoder // the format's side of the partition
+	pending   []record       // records held back for the format's sample
 	pendingAt time.Time
 
 	tmpl    *archive.Template // the files' path: the sink's, or its table's
@@ -100,15 +101,16 @@ type partition struct {
 	// payload columns (the path's {field} parts with a table).
 	tableVals *tablePartValues
 	// payloadVals says that the table's partition fields over payload
-	// columns take their values from each record's Avro or Protobuf
-	// payload, read with its schema (payloadPart): that of the record's
-	// decoded schema, or fixedPart with format.proto_file.
+	// columns take their values from each record's payload, read with its
+	// schema (payloadPart) by a Binary format's lookup: that of the
+	// record's decoded schema (schemaValues), or fixedPart with the
+	// format's one schema (format.Format.Fixed).
 	payloadVals bool
 	fixedPart   *payloadPart
 	// payloadPaths says that, without a table, the path's {field} parts
-	// and time_field take their values from each record's Avro or
-	// Protobuf payload, read with its schema (payloadPath): that of the
-	// record's decoded schema, or fixedPath with format.proto_file.
+	// and time_field take their values from each record's payload, read
+	// with its schema (payloadPath): that of the record's decoded schema,
+	// or fixedPath with the format's one schema.
 	payloadPaths bool
 	fixedPath    *payloadPath
 
@@ -165,7 +167,7 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		ctrl:  make(chan int, 1),
 	}
 	sch := s.schema
-	var fit fitFunc
+	var fit format.FitFunc
 	if tc != nil {
 		// The table's partition values are in UTC, and its files carry
 		// its field ids.
@@ -176,35 +178,36 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 			fit = tc.fit
 		}
 	}
-	p.format = s.format.forPartition(sch, p.log, fit)
+	part := format.Partition{Log: p.log, Schema: sch, Fit: fit}
 	p.highest = committed
 	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
 	paths := p.tmpl.Fields()
-	if tc != nil && s.format.payloadLookups() {
+	f := s.format
+	var compile schemaCompiler
+	if tc != nil && f.Binary() {
 		// The values come from each record's payload, read as its
 		// shredder reads it (payloadPart).
 		paths = nil
 		p.payloadVals = len(tc.computed) > 0
-		switch pf := p.format.(type) {
-		case *avroFormat:
-			pf.table = tc
-		case *protobufRegistryFormat:
-			pf.table = tc
-		case *protobufFileFormat:
+		switch {
+		case f.SchemaPerRecord():
 			if p.payloadVals {
-				var err error
-				if p.fixedPart, err = tc.newFixedProtoPart(s.format.protoMessage); err != nil {
-					p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
-				}
+				compile.table = tc
+				part.Paths = tc.lookupPaths
+			}
+		case p.payloadVals && f.Fixed() != nil:
+			var err error
+			if p.fixedPart, err = tc.newFixedPart(f.Fixed()); err != nil {
+				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
 			}
 		}
 	} else if tc != nil {
 		paths = tc.lookupPaths
-		if jf, ok := p.format.(*jsonSchemaFormat); ok && s.format.jsRegistry() {
-			// Each schema's columns: jsonSchemaFormat.partVals.
+		if f.SchemaPerRecord() {
+			// Each schema's columns: schemaCompiler.
 			if len(tc.computed) > 0 {
-				jf.table = tc
+				compile.table = tc
 			}
 		} else {
 			var err error
@@ -216,22 +219,24 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
-	if tc == nil && s.format.payloadLookups() && len(paths) > 0 {
+	if tc == nil && f.Binary() && len(paths) > 0 {
 		p.payloadPaths = true
 		spec := s.pathSpec()
-		switch pf := p.format.(type) {
-		case *avroFormat:
-			pf.path = spec
-		case *protobufRegistryFormat:
-			pf.path = spec
-		case *protobufFileFormat:
+		if f.SchemaPerRecord() {
+			compile.path = spec
+			part.Paths = spec.paths
+		} else if fixed := f.Fixed(); fixed != nil {
 			var err error
-			if p.fixedPath, err = spec.proto(s.format.protoMessage); err != nil {
-				p.stopped = fmt.Errorf("format.message: %w", err) // checked when the sink started: not met
+			if p.fixedPath, err = spec.lookup(fixed); err != nil {
+				p.stopped = fmt.Errorf("%s: %w", fixed.Name, err) // checked when the sink started: not met
 			}
 		}
 		paths = nil
 	}
+	if compile.table != nil || compile.path != nil {
+		part.Compile = compile.compile
+	}
+	p.dec = f.NewDecoder(part)
 	p.lookup = newFieldLookup(paths)
 	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
 	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
@@ -253,12 +258,12 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 	if r.offset < p.rereadBelow {
 		p.reread++
 	}
-	if p.format.sampling() {
+	if p.dec.Sampling() {
 		if len(p.pending) == 0 {
 			p.pendingAt = time.Now()
 		}
 		p.pending = append(p.pending, *r) // the fetcher never reuses a record's bytes
-		if p.format.sample(r) {
+		if p.dec.Sample(r.value) {
 			return p.learn(ctx)
 		}
 		return nil
@@ -273,9 +278,9 @@ const checkBytes = 256 << 10
 // write appends r to the open file of its path, opening one if needed.
 func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
-		return p.reject(ctx, r, &rejection{rejectTooLarge, fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
+		return p.reject(ctx, r, &rejection{Reason: rejectTooLarge, Err: fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
 	}
-	d, rej, err := p.format.decode(ctx, r)
+	d, rej, err := p.dec.Decode(ctx, r.value, r.offset)
 	if err != nil {
 		return err
 	} else if rej != nil {
@@ -285,9 +290,9 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if err != nil {
 		var rej *rejection
 		if !errors.As(err, &rej) {
-			rej = &rejection{rejectPath, err}
+			rej = &rejection{Reason: rejectPath, Err: err}
 			if classify(err) == rejectDecode {
-				rej.reason = rejectDecode
+				rej.Reason = rejectDecode
 			}
 		}
 		return p.reject(ctx, r, rej)
@@ -299,7 +304,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	f := p.files[string(id)]
 	var b *rowgroup.Builder
 	if f != nil {
-		if b = p.format.fits(f.buf, d); b == nil {
+		if b = p.dec.Fits(f.buf.Buffers, d); b == nil {
 			// Another schema: the file ends here, and the next one, with
 			// this record's schema, starts at this record.
 			if err := p.finish(ctx, f, reasonSchema); err != nil {
@@ -317,23 +322,23 @@ func (p *partition) write(ctx context.Context, r *record) error {
 		if f, err = p.open(ctx, string(id), r.offset, d); err != nil {
 			return err
 		}
-		if b = p.format.fits(f.buf, d); b == nil {
+		if b = p.dec.Fits(f.buf.Buffers, d); b == nil {
 			// Cannot happen: the buffers were made for d.
 			p.discard(ctx, f)
-			return p.reject(ctx, r, &rejection{rejectSchema, fmt.Errorf("no builder for the record in its new file %s", f.key)})
+			return p.reject(ctx, r, &rejection{Reason: rejectSchema, Err: fmt.Errorf("no builder for the record in its new file %s", f.key)})
 		}
 	}
 	p.env = rowgroup.Envelope{Topic: p.topic, Partition: p.id, Offset: r.offset, Timestamp: r.time, Key: r.key, Headers: r.headers}
 	var env *rowgroup.Envelope
-	if p.s.format.envelope {
+	if p.s.cfg.Envelope {
 		env = &p.env
 	}
-	if err := b.Append(d.payload, env); err != nil {
+	if err := b.Append(d.Payload, env); err != nil {
 		if opened {
 			// The file's first offset must be that of its first record.
 			p.discard(ctx, f)
 		}
-		return p.reject(ctx, r, &rejection{p.format.reason(err), err})
+		return p.reject(ctx, r, &rejection{Reason: p.dec.Reason(err), Err: err})
 	}
 	f.last = r.offset
 	f.records++
@@ -350,7 +355,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if f.sinceCheck >= 32 || f.sinceBytes >= checkBytes {
 		f.sinceCheck, f.sinceBytes = 0, 0
 		// By length: the buffers keep their capacity across row groups.
-		size, target := int64(f.buf.g.Size()), p.s.rowGroupTarget()
+		size, target := int64(f.buf.Group.Size()), p.s.rowGroupTarget()
 		switch {
 		case size >= target:
 			if err := f.flush(p.s.writers); err != nil {
@@ -361,7 +366,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 			}
 		case !f.reserved && size >= target/reserveAt:
 			f.reserved = true
-			f.buf.g.Reserve(reserveRows(f.buf.g.NumRows(), size, target))
+			f.buf.Group.Reserve(reserveRows(f.buf.Group.NumRows(), size, target))
 		}
 	}
 	return nil
@@ -406,7 +411,7 @@ func (p *partition) report() {
 }
 
 // identity renders r's path identity; d is r decoded.
-func (p *partition) identity(r *record, d decoded) ([]byte, error) {
+func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 	if p.fixedID != nil {
 		return p.fixedID, nil
 	}
@@ -422,24 +427,18 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 	}
 	if p.payloadVals {
 		part := p.fixedPart
-		switch {
-		case d.writer != nil:
-			part = d.writer.part
-		case d.proto != nil:
-			part = d.proto.part
+		if d.Schema != nil {
+			part = d.Schema.Values.(*schemaValues).part
 		}
-		if err := part.values(d.payload, p.vals); err != nil {
+		if err := part.values(d.Payload, p.vals); err != nil {
 			return nil, err
 		}
 	} else if p.payloadPaths {
 		pp := p.fixedPath
-		switch {
-		case d.writer != nil:
-			pp = d.writer.path
-		case d.proto != nil:
-			pp = d.proto.path
+		if d.Schema != nil {
+			pp = d.Schema.Values.(*schemaValues).path
 		}
-		t, err := pp.values(d.payload, p.vals)
+		t, err := pp.values(d.Payload, p.vals)
 		if err != nil {
 			return nil, err
 		}
@@ -448,12 +447,12 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 		}
 	} else if len(p.lookup.paths) > 0 {
 		text := r.value
-		if d.js != nil {
-			text = d.jsonText
+		if d.Text != nil {
+			text = d.Text
 		}
 		switch err := p.lookup.lookup(text); {
 		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
-			return nil, &rejection{rejectSchema, fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
+			return nil, &rejection{Reason: rejectSchema, Err: fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
 		case errors.Is(err, errNotObject):
 			// None of the fields is there (their values are null), and
 			// the payload's shredder says whether the format takes it.
@@ -461,11 +460,15 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 			return nil, fmt.Errorf("path fields: %w", err)
 		}
 		n := len(p.vals)
-		if tv := p.tableVals; tv != nil || d.tableVals != nil {
+		var schemaVals *tablePartValues
+		if d.Schema != nil && d.Schema.Values != nil {
+			schemaVals = d.Schema.Values.(*schemaValues).tableVals
+		}
+		if tv := p.tableVals; tv != nil || schemaVals != nil {
 			// A table's values are its partition values (time_field is
 			// refused with a table).
-			if d.tableVals != nil {
-				tv = d.tableVals
+			if schemaVals != nil {
+				tv = schemaVals
 			}
 			if err := tv.values(p.lookup, p.vals); err != nil {
 				return nil, err
@@ -499,12 +502,12 @@ func (p *partition) identity(r *record, d decoded) ([]byte, error) {
 
 // open starts the file of path id whose first record, d, is at offset
 // first. The format decides the file's schema from d.
-func (p *partition) open(ctx context.Context, id string, first int64, d decoded) (*openFile, error) {
+func (p *partition) open(ctx context.Context, id string, first int64, d format.Decoded) (*openFile, error) {
 	f := &openFile{id: id, key: archive.ObjectKey(id, first), first: first, last: first - 1, opened: time.Now()}
 	if sched := p.s.cfg.Rotate.Schedule; sched > 0 {
 		f.deadline = nextBoundary(f.opened, sched, p.s.loc)
 	}
-	buf, err := p.format.buffers(d, &p.spare)
+	buf, err := p.buffers(d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.key, err)
 	}
@@ -515,7 +518,7 @@ func (p *partition) open(ctx context.Context, id string, first int64, d decoded)
 		return nil, fmt.Errorf("%s: starting upload: %w", f.key, err)
 	}
 	f.up = up
-	f.buf.g.Reset()
+	f.buf.Group.Reset()
 	p.files[id] = f
 	p.s.stats.openFiles.Add(1)
 	return f, nil
@@ -530,7 +533,7 @@ func (p *partition) discard(ctx context.Context, f *openFile) {
 		delete(p.files, f.id)
 		p.s.stats.openFiles.Add(-1)
 	}
-	f.buf.g.Reset()
+	f.buf.Group.Reset()
 	f.buf.w = nil // mid-file: not worth resetting for the pool
 	p.spare = append(p.spare, f.buf)
 }
@@ -739,7 +742,7 @@ func (p *partition) commitNow(ctx context.Context) error {
 func (p *partition) reject(ctx context.Context, r *record, err *rejection) error {
 	// The error may quote the record: escaped and cut short, it cannot
 	// reach a terminal raw or make a log line of megabytes.
-	err.err = safetext.Error(err.err)
+	err.Err = safetext.Error(err.Err)
 	if p.s.cfg.Errors == "dead_letter" && p.skip.skips([]byte(deadLetterID), r.offset) {
 		// An earlier owner of the partition made its dead letter durable.
 		p.s.stats.skippedUploaded.Add(1)
@@ -749,14 +752,14 @@ func (p *partition) reject(ctx context.Context, r *record, err *rejection) error
 		// Counted once: after a restart from the committed offset, the
 		// same record is rejected again.
 		p.rejectedTo = r.offset
-		p.s.stats.reject(err.reason, p.s.cfg.Errors)
+		p.s.stats.reject(err.Reason, p.s.cfg.Errors)
 	}
 	switch p.s.cfg.Errors {
 	case "skip":
-		p.log.Warn("record skipped", "offset", r.offset, "reason", err.reason, "error", err)
+		p.log.Warn("record skipped", "offset", r.offset, "reason", err.Reason, "error", err)
 		return nil
 	case "dead_letter":
-		p.log.Warn("record sent to the dead letters", "offset", r.offset, "reason", err.reason, "error", err)
+		p.log.Warn("record sent to the dead letters", "offset", r.offset, "reason", err.Reason, "error", err)
 		p.letters = append(p.letters, newLetter(r, err))
 		if len(p.letters) >= 1000 {
 			return p.sendLetters(ctx)
@@ -875,7 +878,7 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 // learn ends the format's sample with the records held so far (a
 // Variant shape is inferred from them), then writes them.
 func (p *partition) learn(ctx context.Context) error {
-	if err := p.format.learn(ctx); err != nil {
+	if err := p.dec.Learn(ctx); err != nil {
 		return err
 	}
 	// The records not written yet stay pending while the others are: a

@@ -7,22 +7,18 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
-	"github.com/pqsink/pqsink/rowgroup/avrorow"
-	"github.com/pqsink/pqsink/rowgroup/protorow"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // Without a table, the {field:PATH} parts of path and time_field read
 // payload fields. The JSON formats read them from the record's text
 // (fieldLookup); Avro and Protobuf read them from its binary payload, with
 // its own schema, by the lookups that a table's partition fields use
-// (avrorow.Lookup, protorow.Lookup: see avropart.go), so that a field's
+// (format.Lookup: see partvalues.go), so that a field's
 // value is the one its column holds in the file. A value is written in the
 // path as the reader's JSON writes it, strings without quotes: an Avro
 // timestamp-millis as 2024-05-01T12:00:00.000Z, a date as 2024-05-01, a
@@ -78,7 +74,7 @@ func holdsTime(leaf *schema.Node) bool {
 // fields is a rejection with the reason the shredder would give it.
 func (pp *payloadPath) values(body []byte, vals []string) (time.Time, error) {
 	if err := pp.look.Read(body); err != nil {
-		return time.Time{}, &rejection{rejectDecode, fmt.Errorf("path fields: %w", err)}
+		return time.Time{}, &rejection{Reason: rejectDecode, Err: fmt.Errorf("path fields: %w", err)}
 	}
 	for i := range pp.fields {
 		text, err := pp.text(i)
@@ -163,20 +159,11 @@ type pathSpec struct {
 	timeField string
 }
 
-// avro compiles the path values of records of writer schema w. A path to a
+// lookup compiles the path values of records of schema s. A path to a
 // field that is not a value (a record, an array, a union of several
 // types), or a time_field that holds no time, is an error of the schema.
-func (ps *pathSpec) avro(w *avro.Schema) (*payloadPath, error) {
-	look, err := avrorow.NewLookup(w, ps.paths)
-	if err != nil {
-		return nil, fmt.Errorf("path fields: %w", err)
-	}
-	return newPayloadPath(look, ps.fields, ps.timeField)
-}
-
-// proto compiles the path values of messages of type md, as avro does.
-func (ps *pathSpec) proto(md protoreflect.MessageDescriptor) (*payloadPath, error) {
-	look, err := protorow.NewLookup(md, ps.paths)
+func (ps *pathSpec) lookup(s *format.Schema) (*payloadPath, error) {
+	look, err := s.NewLookup(ps.paths, false)
 	if err != nil {
 		return nil, fmt.Errorf("path fields: %w", err)
 	}
@@ -194,4 +181,17 @@ func (s *Sink) pathSpec() *pathSpec {
 		return nil
 	}
 	return &pathSpec{paths: paths, fields: len(s.tmpl.Fields()), timeField: s.cfg.TimeField}
+}
+
+// typeText names a field's type in errors: "INT64", "BYTE_ARRAY (STRING)",
+// "group (LIST)".
+func typeText(n *schema.Node) string {
+	t := "group"
+	if n.IsLeaf() {
+		t = n.TypeName()
+	}
+	if l := n.Logical.String(); l != "" {
+		t += " (" + l + ")"
+	}
+	return t
 }

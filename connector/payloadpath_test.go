@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
@@ -89,7 +91,7 @@ func TestAvroPathValues(t *testing.T) {
 			if c.timeField != "" {
 				spec.paths = append(fields[:len(fields):len(fields)], strings.Split(c.timeField, "."))
 			}
-			pp, err := spec.avro(w)
+			pp, err := spec.lookup(avroSchema(w))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +120,7 @@ func TestAvroPathValues(t *testing.T) {
 	t.Run("not a time", func(t *testing.T) {
 		for _, f := range []string{"ok", "amount", "p"} {
 			spec := &pathSpec{paths: [][]string{{f}}, fields: 0, timeField: f}
-			_, err := spec.avro(w)
+			_, err := spec.lookup(avroSchema(w))
 			if err == nil || (f != "p" && !errors.Is(err, errNotTime)) {
 				t.Errorf("time_field %s: %v, want an error", f, err)
 			}
@@ -126,42 +128,22 @@ func TestAvroPathValues(t *testing.T) {
 	})
 	t.Run("truncated", func(t *testing.T) {
 		spec := &pathSpec{paths: [][]string{{"raw"}}, fields: 1}
-		pp, err := spec.avro(w)
+		pp, err := spec.lookup(avroSchema(w))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec := pathRecord("DE", "x", "")
 		_, err = pp.values(rec[:len(rec)-3], make([]string, 1))
 		var rej *rejection
-		if !errors.As(err, &rej) || rej.reason != rejectDecode {
+		if !errors.As(err, &rej) || rej.Reason != rejectDecode {
 			t.Errorf("truncated record: %v, want a decode rejection", err)
 		}
 	})
 }
 
-// TestAvroPathKeepsValues: under backward, a record is resolved into a
-// file of a newer reader schema only when that keeps its path fields'
-// values; without a table, those are the path's {field} parts and
-// time_field.
-func TestAvroPathKeepsValues(t *testing.T) {
-	w := &avroSchema{avro: avro.MustParse(`{"type":"record","name":"r","fields":[{"name":"id","type":"long"}]}`)}
-	r := &avroSchema{avro: avro.MustParse(`{"type":"record","name":"r","fields":[{"name":"id","type":"long"},
-		{"name":"region","type":"string","default":"eu"},{"name":"note","type":["null","string"],"default":null}]}`)}
-	for _, c := range []struct {
-		paths [][]string
-		keeps bool
-	}{
-		{[][]string{{"id"}}, true},
-		{[][]string{{"note"}}, true},    // absent in w, null by r's default: the null folder either way
-		{[][]string{{"region"}}, false}, // absent in w (null folder), "eu" once resolved
-		{[][]string{{"id"}, {"region"}}, false},
-	} {
-		a := &avroFormat{path: &pathSpec{paths: c.paths, fields: len(c.paths)}}
-		if got := a.keepsPartition(w, r); got != c.keeps {
-			t.Errorf("paths %v: keeps %v, want %v", c.paths, got, c.keeps)
-		}
-	}
-	if !(&avroFormat{}).keepsPartition(w, r) {
-		t.Error("without path fields or a table, every resolution keeps the (no) values")
-	}
+// avroSchema is writer schema w as the Avro format gives it to the sink.
+func avroSchema(w *avro.Schema) *format.Schema {
+	return &format.Schema{Name: "avro schema", NewLookup: func(paths [][]string, _ bool) (format.Lookup, error) {
+		return avrorow.NewLookup(w, paths)
+	}}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/connector/group"
+	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/all"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
@@ -32,15 +34,16 @@ import (
 // member of a consumer group. Run it with Run; several sinks (in one
 // process or many) with the same group split the partitions between them.
 type Sink struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	store  objstore.Store
-	kafka  *kafkaClients
-	format *format
-	schema *schema.Schema // nil when each partition infers its own
-	tmpl   *archive.Template
-	loc    *time.Location
-	regex  *regexp.Regexp
+	cfg     *config.Config
+	log     *slog.Logger
+	store   objstore.Store
+	kafka   *kafkaClients
+	format  format.Format    // format.type's, from formats
+	formats *format.Registry // nil: format/all's
+	schema  *schema.Schema   // nil when each partition infers its own
+	tmpl    *archive.Template
+	loc     *time.Location
+	regex   *regexp.Regexp
 
 	writers       *writerPool
 	rowGroupBytes int64
@@ -101,6 +104,10 @@ func CheckOnly() Option { return func(s *Sink) { s.checkOnly = true } }
 // dead-letter destination. Only the configuration itself is checked.
 func Offline() Option { return func(s *Sink) { s.offline = true } }
 
+// Formats makes the sink open format.type from r instead of the registry
+// of every format (format/all).
+func Formats(r *format.Registry) Option { return func(s *Sink) { s.formats = r } }
+
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
@@ -122,19 +129,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.tmpl, err = archive.Parse(cfg.Path, needTopic); err != nil {
 		return nil, fmt.Errorf("path: %w", err)
 	}
-	if s.format, err = newFormat(cfg); err != nil {
+	if s.formats == nil {
+		s.formats = all.Formats()
+	}
+	if s.format, err = s.formats.Open(cfg, format.Env{Log: log, Truncated: &s.stats.timestampsTruncated}); err != nil {
 		return nil, err
 	}
-	s.format.countTruncated(&s.stats.timestampsTruncated, log)
-	if s.schema, err = s.format.fixedSchema(); err != nil {
+	if s.schema, err = s.format.FixedSchema(); err != nil {
 		return nil, err
 	}
-	if md := s.format.protoMessage; md != nil && cfg.Table == nil {
-		// The one message type: its path fields are checked now, not
-		// found wrong by every partition.
+	if fixed := s.format.Fixed(); fixed != nil && fixed.NewLookup != nil && cfg.Table == nil {
+		// The one schema: its path fields are checked now, not found
+		// wrong by every partition.
 		if spec := s.pathSpec(); spec != nil {
-			if _, err := spec.proto(md); err != nil {
-				return nil, fmt.Errorf("format.message %s: %w", md.FullName(), err)
+			if _, err := spec.lookup(fixed); err != nil {
+				return nil, fmt.Errorf("%s: %w", fixed.Name, err)
 			}
 		}
 	}

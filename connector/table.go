@@ -17,7 +17,6 @@ import (
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
-	"github.com/pqsink/pqsink/variant"
 )
 
 // With a table section, the files of a topic are the data files of its
@@ -137,9 +136,9 @@ func openTables(ctx context.Context, s *Sink) (*tables, error) {
 	// (the table has one variant column whatever the shredding); none for
 	// Avro, whose table the first writer schema creates.
 	create := s.schema
-	if create == nil && s.format.kind == "variant" {
+	if create == nil {
 		var err error
-		if create, err = s.format.variantSchema(variant.Shape{}); err != nil {
+		if create, err = s.format.TableSchema(); err != nil {
 			return nil, err
 		}
 	}
@@ -349,7 +348,7 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	}
 	// With a registry, the files' schema follows the records: the columns
 	// are each schema's.
-	perSchema := t.s.format.registry != nil || t.s.format.protoRegistry != nil || t.s.format.jsRegistry()
+	perSchema := t.s.format.SchemaPerRecord()
 	text, computed, err := tablePath(root, spec.Fields, perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
@@ -360,13 +359,13 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	}
 	tc := &tableCommitter{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, tableCommits: commits}
 	tc.setComputed(computed)
-	if t.s.format.payloadLookups() {
-		if t.s.format.protoMessage != nil && len(computed) > 0 {
-			if _, err := tc.newFixedProtoPart(t.s.format.protoMessage); err != nil {
+	if t.s.format.Binary() {
+		if fixed := t.s.format.Fixed(); fixed != nil && len(computed) > 0 {
+			if _, err := tc.newFixedPart(fixed); err != nil {
 				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
 			}
 		}
-	} else if !t.s.format.jsRegistry() {
+	} else if !perSchema {
 		if _, err := newTablePartValues(tc); err != nil {
 			return nil, err
 		}

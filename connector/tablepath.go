@@ -48,7 +48,7 @@ type tablePartValues struct {
 func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
 	v := &tablePartValues{tc: tc, fields: tc.computed}
 	for _, f := range tc.computed {
-		c, err := rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...)
+		c, err := rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.TextOptions()...)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: partition field %s: %w", tc.h.Name(), f.Name, err)
 		}
@@ -77,7 +77,7 @@ func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *sc
 			if !f.Leaf.IsLeaf() || f.Leaf.MaxRep > 0 {
 				return nil, fmt.Errorf("partition field %s: column %s is not a value outside lists and maps", f.Name, c.Column)
 			}
-			if conv, err = rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.jsonOpts...); err != nil {
+			if conv, err = rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.TextOptions()...); err != nil {
 				return nil, fmt.Errorf("partition field %s: %w", f.Name, err)
 			}
 		}

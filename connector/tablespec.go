@@ -272,7 +272,7 @@ func (p *partition) useTable(tc *tableCommitter) error {
 	if np.stopped != nil {
 		return np.stopped
 	}
-	p.table, p.tmpl, p.pathLoc, p.format = np.table, np.tmpl, np.pathLoc, np.format
+	p.table, p.tmpl, p.pathLoc, p.dec = np.table, np.tmpl, np.pathLoc, np.dec
 	p.tableVals, p.payloadVals, p.fixedPart = np.tableVals, np.payloadVals, np.fixedPart
 	p.lookup, p.vals, p.idFixed, p.idTimeOnly = np.lookup, np.vals, np.idFixed, np.idTimeOnly
 	p.fixedID, p.idbuf, p.idWindow = nil, nil, false

@@ -101,6 +101,9 @@ func TestLayers(t *testing.T) {
 	isFormat := func(d string) bool {
 		return under(d, formatPackages...) || slices.ContainsFunc(formatLibraries, func(l string) bool { return d == l || strings.HasPrefix(d, l+"/") })
 	}
+	// The sink side of each format, each registered in format/all.
+	formatDrivers := []string{module + "format/jsonfile", module + "format/variantfmt", module + "schema/avro/avrofmt",
+		module + "schema/protobuf/protofmt", module + "schema/jsonschema/jsonschemafmt"}
 	// connectorPart is the rule of a package split out of connector: of
 	// the module, it imports only what lies under allowed but not under
 	// denied, and it depends on no connector package and no format.
@@ -206,6 +209,72 @@ func TestLayers(t *testing.T) {
 		// offset commits: connector drives it through a Handler.
 		{"connector/group imports only config and leaves; no connector, no format",
 			connectorPart("connector/group", []string{"config", "internal"}, []string{"internal/testutil"})},
+		// The format seam: package format is the interface a
+		// format implements and the registry; each format's sink side
+		// lives in its own folder and registers there; format/all is the
+		// one list that imports them all, and the sink imports that list,
+		// never a format.
+		{"the format seam imports no format and no connector", func() []string {
+			var bad []string
+			q := pkgs[module+"format"]
+			if q == nil {
+				return []string{"go list does not name " + module + "format"}
+			}
+			for _, d := range q.Deps {
+				if isFormat(d) || under(d, "connector", "format/all") || slices.Contains(formatDrivers, d) {
+					bad = append(bad, "format depends on "+d)
+				}
+			}
+			return bad
+		}},
+		{"a format's sink package imports the seam and no connector package", func() []string {
+			var bad []string
+			for _, p := range formatDrivers {
+				q := pkgs[p]
+				if q == nil {
+					bad = append(bad, "go list does not name "+p)
+					continue
+				}
+				if !slices.Contains(q.Imports, module+"format") {
+					bad = append(bad, p+" does not import "+module+"format")
+				}
+				for _, d := range q.Deps {
+					if under(d, "connector") {
+						bad = append(bad, p+" depends on "+d)
+					}
+				}
+			}
+			return bad
+		}},
+		{"only the registration list (format/all) imports a format's sink package", func() []string {
+			var bad []string
+			for _, p := range ours {
+				if p == module+"format/all" {
+					continue
+				}
+				for _, imp := range pkgs[p].Imports {
+					if slices.Contains(formatDrivers, imp) {
+						bad = append(bad, p+" imports "+imp)
+					}
+				}
+			}
+			// Every package that implements the seam is listed.
+			for _, p := range ours {
+				if p != module+"connector" && p != module+"format/all" && slices.Contains(pkgs[p].Imports, module+"format") && !slices.Contains(formatDrivers, p) {
+					bad = append(bad, p+" imports the format seam but is not among the formats the layering knows (formatDrivers)")
+				}
+			}
+			return bad
+		}},
+		{"connector imports no format package, only the seam and its registration list", func() []string {
+			var bad []string
+			for _, imp := range pkgs[module+"connector"].Imports {
+				if isFormat(imp) || slices.Contains(formatDrivers, imp) {
+					bad = append(bad, "connector imports "+imp)
+				}
+			}
+			return bad
+		}},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {

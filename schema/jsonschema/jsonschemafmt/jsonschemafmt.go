@@ -1,4 +1,17 @@
-package connector
+// Package jsonschemafmt is the JSON Schema format of the sink
+// (format.type: json_schema). With a registry, each record value is in
+// Confluent's JSON Schema wire format: magic byte 0, the 4-byte id of its
+// schema in the registry, then the JSON text; with a schema_file, each
+// value is plain JSON of that one schema. A value is validated against its
+// schema (reason schema when it fails), then shredded by the JSON shredder
+// into the columns of the schema's Parquet mapping (package
+// schema/jsonschema). Each file has one schema: a record of another schema
+// id finishes its path's file (rotation reason schema). A new schema id
+// must evolve the partition's schemas compatibly (fields only added, and
+// optional; a required field may become optional); records of one that
+// does not are rejected with reason schema, naming the field, and follow
+// the errors policy (fail stops the partition).
+package jsonschemafmt
 
 import (
 	"context"
@@ -7,12 +20,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -21,18 +34,8 @@ import (
 	"github.com/pqsink/pqsink/table"
 )
 
-// The JSON Schema format (format.type: json_schema). With a registry, each
-// record value is in Confluent's JSON Schema wire format: magic byte 0,
-// the 4-byte id of its schema in the registry, then the JSON text; with
-// a schema_file, each value is plain JSON of that one schema. A value is
-// validated against its schema (reason schema when it fails), then
-// shredded by the JSON shredder into the columns of the schema's Parquet
-// mapping (package schema/jsonschema). Each file has one schema: a record
-// of another schema id finishes its path's file (rotation reason schema).
-// A new schema id must evolve the partition's schemas compatibly (fields
-// only added, and optional; a required field may become optional);
-// records of one that does not are rejected with reason schema, naming
-// the field, and follow the errors policy (fail stops the partition).
+// Name is the format's format.type.
+const Name = "json_schema"
 
 // maxSchemaReferences bounds the schemas one registry schema may pull in
 // through its references, transitively: a reference loop or a hostile
@@ -49,10 +52,13 @@ type jsSchema struct {
 	err     error          // the schema cannot be the files' schema
 }
 
-// jsonSchemaSink is the sink's side of the format, shared by its
-// partitions: the schema_file's schema, or the registry's schemas by id,
-// compiled once and kept up to format.registry.cache_size of them.
-type jsonSchemaSink struct {
+// jsFormat is the format opened for a sink, shared by its partitions:
+// the schema_file's schema, or the registry's schemas by id, compiled once
+// and kept up to format.registry.cache_size of them.
+type jsFormat struct {
+	envelope bool
+	timeUnit schema.TimeUnit
+	opts     []rowgroup.JSONOption
 	registry *avro.Registry
 	file     *jsSchema
 
@@ -62,47 +68,74 @@ type jsonSchemaSink struct {
 	max   int
 }
 
-// newJSONSchema readies the format for format.type json_schema.
-func (f *format) newJSONSchema(cfg *config.Config) error {
-	k := &jsonSchemaSink{byID: map[uint32]*jsSchema{}, max: 1000}
+// Open is the format's format.Driver.
+func Open(cfg *config.Config, _ format.Env) (format.Format, error) {
+	k := &jsFormat{envelope: cfg.Envelope, timeUnit: format.TimeUnit(cfg.Table != nil), byID: map[uint32]*jsSchema{}, max: 1000}
 	if cfg.Format.LossyNumbers {
-		f.jsonOpts = append(f.jsonOpts, rowgroup.LossyNumbers())
+		k.opts = append(k.opts, rowgroup.LossyNumbers())
 	}
-	f.js = k
 	if cfg.Format.Registry != nil && cfg.Format.Registry.URL != "" {
 		reg, err := schemaregistry.New(cfg.Format.Registry)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		k.registry = reg
 		if cfg.Format.Registry.CacheSize > 0 {
 			k.max = cfg.Format.Registry.CacheSize
 		}
-		return nil
+		return k, nil
 	}
-	path := cfg.Format.SchemaFile
-	if !filepath.IsAbs(path) && cfg.Dir != "" {
-		path = filepath.Join(cfg.Dir, path)
-	}
+	path := format.Resolve(cfg.Dir, cfg.Format.SchemaFile)
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("format.schema_file: %w", err)
+		return nil, fmt.Errorf("format.schema_file: %w", err)
 	}
 	js, err := jsonschema.Compile(text, jsonschema.Base(path), jsonschema.LocalFiles())
 	if err != nil {
-		return fmt.Errorf("format.schema_file %s: %w", path, err)
+		return nil, fmt.Errorf("format.schema_file %s: %w", path, err)
 	}
-	s := f.jsSchema(0, js, js.Loaded(), false)
+	s := k.jsSchema(0, js, js.Loaded(), false)
 	if s.err != nil {
-		return fmt.Errorf("format.schema_file %s: %w", path, s.err)
+		return nil, fmt.Errorf("format.schema_file %s: %w", path, s.err)
 	}
 	k.file = s
-	return nil
+	return k, nil
+}
+
+// FixedSchema is the schema_file's mapping, without a registry.
+func (k *jsFormat) FixedSchema() (*schema.Schema, error) {
+	if k.file != nil {
+		return k.file.parquet, nil
+	}
+	return nil, nil
+}
+
+func (k *jsFormat) TableSchema() (*schema.Schema, error) { return nil, nil }
+func (k *jsFormat) SchemaPerRecord() bool                { return k.registry != nil }
+func (k *jsFormat) Binary() bool                         { return false }
+func (k *jsFormat) Fixed() *format.Schema                { return nil }
+func (k *jsFormat) TextOptions() []rowgroup.JSONOption   { return k.opts }
+
+// NewDecoder returns a partition's side of the format. p.Schema is the
+// files' schema the partition writes, when it is known at startup (a
+// schema_file): the sink's, or the table's, which carries the table's
+// field ids instead of the mapping's.
+func (k *jsFormat) NewDecoder(p format.Partition) format.Decoder {
+	x := &decoder{k: k, p: p, log: p.Log, verdicts: map[uint32]error{}, file: k.file, fitted: map[*jsSchema]*format.Schema{}}
+	if x.file != nil && p.Schema != nil && p.Schema != x.file.parquet {
+		c := *x.file
+		c.parquet = p.Schema
+		x.file = &c
+	}
+	if x.file != nil {
+		x.fileShared = &format.Schema{Name: "format.schema_file", Parquet: x.file.parquet, Own: x.file}
+	}
+	return x
 }
 
 // jsSchema makes the sink's record of a compiled schema: its Parquet
 // schema with the envelope, and the footer entries of its files.
-func (f *format) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.FileReference, wire bool) *jsSchema {
+func (f *jsFormat) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.FileReference, wire bool) *jsSchema {
 	s := &jsSchema{id: id, js: js, footer: [][2]string{{jsonschema.MetadataKey, string(js.Text())}}}
 	if len(refs) > 0 {
 		b, _ := json.Marshal(refs)
@@ -131,7 +164,7 @@ func (f *format) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.Fi
 // registry with its references and compiled. A schema the registry gives
 // but that cannot be used (not JSON, not valid, not mappable) comes back
 // with its err set; an error is the registry's (not found, unreachable).
-func (k *jsonSchemaSink) lookup(ctx context.Context, f *format, id uint32) (*jsSchema, error) {
+func (k *jsFormat) lookup(ctx context.Context, id uint32) (*jsSchema, error) {
 	k.mu.Lock()
 	s := k.byID[id]
 	k.mu.Unlock()
@@ -142,7 +175,7 @@ func (k *jsonSchemaSink) lookup(ctx context.Context, f *format, id uint32) (*jsS
 	if err != nil {
 		return nil, err
 	}
-	s, err = k.compile(ctx, f, id, t)
+	s, err = k.compile(ctx, id, t)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +194,7 @@ func (k *jsonSchemaSink) lookup(ctx context.Context, f *format, id uint32) (*jsS
 }
 
 // compile fetches t's references, transitively, and compiles t.
-func (k *jsonSchemaSink) compile(ctx context.Context, f *format, id uint32, t *avro.SchemaText) (*jsSchema, error) {
+func (k *jsFormat) compile(ctx context.Context, id uint32, t *avro.SchemaText) (*jsSchema, error) {
 	if t.Type != "JSON" {
 		return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: the registry holds a %s schema under it, not JSON", id, t.Type)}, nil
 	}
@@ -192,139 +225,115 @@ func (k *jsonSchemaSink) compile(ctx context.Context, f *format, id uint32, t *a
 	if err != nil {
 		return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: %w", id, err)}, nil
 	}
-	s := f.jsSchema(id, js, refs, true)
+	s := k.jsSchema(id, js, refs, true)
 	if s.err != nil {
 		s.err = fmt.Errorf("json schema id %d: %w", id, s.err)
 	}
 	return s, nil
 }
 
-// jsonSchemaFormat is a partition's side of the JSON Schema format: the
-// schemas its records were written with, and whether each evolves the
-// others compatibly.
-type jsonSchemaFormat struct {
-	f    *format
-	log  *slog.Logger
-	file *jsSchema // the schema_file's, with the partition's Parquet schema
+// decoder is a partition's side of the JSON Schema format: the schemas
+// its records were written with, and whether each evolves the others
+// compatibly.
+type decoder struct {
+	k          *jsFormat
+	p          format.Partition
+	log        *slog.Logger
+	file       *jsSchema      // the schema_file's, with the partition's Parquet schema
+	fileShared *format.Schema // file, as the sink sees it
 
 	verdicts map[uint32]error // nil: the schema's records are admitted
 	admitted []*jsSchema      // ascending ids
 	wrapped  []byte
 
-	// With a table and a registry: fit gives each schema the table's field
-	// ids (evolving the table), and fitted holds what it gave.
-	fit    fitFunc
-	fitted map[*jsSchema]*schema.Schema
-	// table is the committer of the partition's table when its partition
-	// fields over payload columns are computed with each registry schema's
-	// columns (partVals holds them by schema); nil otherwise.
-	table    *tableCommitter
-	partVals map[*jsSchema]*tablePartValues
+	// With a registry: each schema as the sink sees it, fitted to the
+	// table (p.Fit) and compiled (p.Compile).
+	fitted map[*jsSchema]*format.Schema
 }
 
-// newJSONSchemaFormat returns a partition's side of the format. fixed is
-// the files' schema the partition writes, when it is known at startup (a
-// schema_file): the sink's, or the table's, which carries the table's
-// field ids instead of the mapping's.
-func newJSONSchemaFormat(f *format, fixed *schema.Schema, log *slog.Logger, fit fitFunc) *jsonSchemaFormat {
-	x := &jsonSchemaFormat{f: f, log: log, verdicts: map[uint32]error{}, file: f.js.file, fit: fit, fitted: map[*jsSchema]*schema.Schema{}}
-	if x.file != nil && fixed != nil && fixed != x.file.parquet {
-		c := *x.file
-		c.parquet = fixed
-		x.file = &c
-	}
-	return x
-}
+func (x *decoder) Sampling() bool              { return false }
+func (x *decoder) Sample([]byte) bool          { return true }
+func (x *decoder) Learn(context.Context) error { return nil }
+func (x *decoder) Reason(err error) string     { return format.Classify(err) }
 
-func (x *jsonSchemaFormat) sampling() bool              { return false }
-func (x *jsonSchemaFormat) sample(*record) bool         { return true }
-func (x *jsonSchemaFormat) learn(context.Context) error { return nil }
-func (x *jsonSchemaFormat) reason(err error) string     { return classify(err) }
-
-// decode finds r's schema, checks that it evolves the partition's others,
-// and validates the value against it. As for Avro, a value not in the
-// wire format or of an id the registry does not know is a rejection
-// (decode), and a registry that cannot be reached an error (errRestart
+// Decode finds the value's schema, checks that it evolves the partition's
+// others, and validates the value against it. As for Avro, a value not in
+// the wire format or of an id the registry does not know is a rejection
+// (decode), and a registry that cannot be reached an error (ErrRestart
 // after a pause): the record is read again, never rejected for it.
-func (x *jsonSchemaFormat) decode(ctx context.Context, r *record) (decoded, *rejection, error) {
-	k := x.f.js
-	s, body := x.file, r.value
+func (x *decoder) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
+	k := x.k
+	s, body, shared := x.file, value, x.fileShared
 	if k.registry != nil {
-		id, rest, err := avro.SplitWire(r.value)
+		id, rest, err := avro.SplitWire(value)
 		if err != nil {
-			return decoded{}, &rejection{rejectDecode, fmt.Errorf("json schema wire format: %w", err)}, nil
+			return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("json schema wire format: %w", err)}, nil
 		}
 		body = rest
-		s, err = k.lookup(ctx, x.f, id)
+		s, err = k.lookup(ctx, id)
 		switch {
 		case err == nil:
 		case errors.Is(err, avro.ErrNotFound):
-			return decoded{}, &rejection{rejectDecode, fmt.Errorf("json schema id %d: %w", id, err)}, nil
+			return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("json schema id %d: %w", id, err)}, nil
 		case ctx.Err() != nil:
-			return decoded{}, nil, ctx.Err()
+			return format.Decoded{}, nil, ctx.Err()
 		default:
-			x.log.Error("schema registry unreachable; consuming again from the committed offset after a pause",
-				"schema_id", id, "offset", r.offset, "pause", registryPause, "error", err)
-			if !sleep(ctx, registryPause) {
-				return decoded{}, nil, ctx.Err()
-			}
-			return decoded{}, nil, errRestart
+			return format.Decoded{}, nil, format.RegistryUnreachable(ctx, x.log, err, "schema_id", id, "offset", offset)
 		}
 	}
 	if s.err != nil {
-		return decoded{}, &rejection{rejectSchema, s.err}, nil
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
 	}
 	if err := x.admit(s); err != nil {
-		return decoded{}, &rejection{rejectSchema, err}, nil
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: err}, nil
 	}
-	if x.fit != nil && k.registry != nil && x.fitted[s] == nil {
-		fitted, err := x.fit(ctx, s.parquet)
-		switch {
-		case errors.Is(err, table.ErrIncompatible):
-			err = fmt.Errorf("json schema id %d: %w", s.id, err)
-			x.verdicts[s.id] = err
-			return decoded{}, &rejection{rejectSchema, err}, nil
-		case err != nil:
-			return decoded{}, nil, catalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", r.offset)
-		}
-		x.fitted[s] = fitted
-	}
-	var vals *tablePartValues
-	if x.table != nil && k.registry != nil {
-		if vals = x.partVals[s]; vals == nil {
-			spec, err := x.table.specFields(ctx, x.fitted[s])
-			if err != nil {
-				return decoded{}, nil, catalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", r.offset)
+	if k.registry != nil {
+		if shared = x.fitted[s]; shared == nil {
+			shared = &format.Schema{Name: fmt.Sprintf("json schema id %d", s.id), Parquet: s.parquet, Own: s}
+			if x.p.Fit != nil {
+				fitted, err := x.p.Fit(ctx, s.parquet)
+				switch {
+				case errors.Is(err, table.ErrIncompatible):
+					err = fmt.Errorf("json schema id %d: %w", s.id, err)
+					x.verdicts[s.id] = err
+					return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: err}, nil
+				case err != nil:
+					return format.Decoded{}, nil, format.CatalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", offset)
+				}
+				shared.Parquet = fitted
 			}
-			if vals, err = x.table.newSchemaPartValues(spec, x.fitted[s]); err != nil {
-				err = fmt.Errorf("json schema id %d: %w", s.id, err)
-				x.verdicts[s.id] = err
-				return decoded{}, &rejection{rejectSchema, err}, nil
+			if x.p.Compile != nil {
+				schemaErr, err := x.p.Compile(ctx, shared)
+				switch {
+				case err != nil:
+					return format.Decoded{}, nil, format.CatalogUnreachable(ctx, x.log, err, "schema_id", s.id, "offset", offset)
+				case schemaErr != nil:
+					schemaErr = fmt.Errorf("json schema id %d: %w", s.id, schemaErr)
+					x.verdicts[s.id] = schemaErr
+					return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: schemaErr}, nil
+				}
 			}
-			if x.partVals == nil {
-				x.partVals = map[*jsSchema]*tablePartValues{}
-			}
-			x.partVals[s] = vals
+			x.fitted[s] = shared
 		}
 	}
 	if err := s.js.Validate(body); errors.Is(err, jsonschema.ErrNotJSON) {
-		return decoded{}, &rejection{rejectDecode, err}, nil
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: err}, nil
 	} else if err != nil {
-		return decoded{}, &rejection{rejectSchema, err}, nil
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: err}, nil
 	}
 	text := body
 	if s.js.Wrapped() {
 		x.wrapped = jsonschema.AppendWrapped(x.wrapped[:0], body)
 		body = x.wrapped
 	}
-	return decoded{payload: body, js: s, jsonText: text, tableVals: vals}, nil, nil
+	return format.Decoded{Payload: body, Schema: shared, Text: text}, nil, nil
 }
 
 // admit decides, once per schema id, whether records of s can be
 // written beside the partition's admitted schemas: s must evolve the
 // admitted schema of the next lower id, and the one of the next higher id
 // must evolve s.
-func (x *jsonSchemaFormat) admit(s *jsSchema) error {
+func (x *decoder) admit(s *jsSchema) error {
 	if err, ok := x.verdicts[s.id]; ok {
 		return err
 	}
@@ -406,46 +415,26 @@ func typeText(n *schema.Node) string {
 	return t
 }
 
-// parquet is the files' schema for records of s: its mapping, or with a
-// table, the mapping with the table's field ids.
-func (x *jsonSchemaFormat) parquet(s *jsSchema) *schema.Schema {
-	if f := x.fitted[s]; f != nil {
-		return f
+// Fits returns fb's builder when fb's file has d's schema.
+func (x *decoder) Fits(fb *format.Buffers, d format.Decoded) *rowgroup.Builder {
+	if fb.Schema == d.Schema.Parquet {
+		return fb.Builder
 	}
-	return s.parquet
-}
-
-// fits returns fb's builder when fb's file has d's schema.
-func (x *jsonSchemaFormat) fits(fb *fileBuffers, d decoded) *rowgroup.Builder {
-	if fb.schema == x.parquet(d.js) {
-		return fb.b
-	}
-	x.log.Info("schema changed: finishing the file", "record_schema_id", d.js.id)
+	x.log.Info("schema changed: finishing the file", "record_schema_id", d.Schema.Own.(*jsSchema).id)
 	return nil
 }
 
-// buffers takes idle buffers of d's schema, or makes them.
-func (x *jsonSchemaFormat) buffers(d decoded, spare *[]*fileBuffers) (*fileBuffers, error) {
-	sp := *spare
-	for i := len(sp) - 1; i >= 0; i-- {
-		if sp[i].schema == x.parquet(d.js) {
-			fb := sp[i]
-			*spare = append(sp[:i], sp[i+1:]...)
-			return fb, nil
-		}
-	}
-	if n := len(sp); n >= maxAvroSpares {
-		*spare = append(sp[:0], sp[n-maxAvroSpares+1:]...)
-	}
-	fb, err := newFileBuffers(x.f, x.parquet(d.js))
+// BuffersKey is the files' schema of d.
+func (x *decoder) BuffersKey(d format.Decoded) any { return d.Schema.Parquet }
+
+// NewBuffers makes buffers of d's schema.
+func (x *decoder) NewBuffers(d format.Decoded) (*format.Buffers, error) {
+	fb, err := format.NewBuffers(d.Schema.Parquet, func(g *rowgroup.RowGroup) (rowgroup.Payload, error) {
+		return rowgroup.NewJSONShredder(g, x.k.opts...)
+	})
 	if err != nil {
 		return nil, err
 	}
-	fb.keyValues = d.js.footer
+	fb.KeyValues = d.Schema.Own.(*jsSchema).footer
 	return fb, nil
 }
-
-// jsRegistry reports whether the format is json_schema with a registry:
-// the files' schema, and a table partition field's column, follow each
-// record's schema.
-func (f *format) jsRegistry() bool { return f.js != nil && f.js.registry != nil }

@@ -1,36 +1,28 @@
 package connector
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
 
-	"github.com/pqsink/pqsink/rowgroup/avrorow"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/table"
 )
 
-// With format.type avro, the values of a table's partition fields over
-// payload columns come from each record's Avro binary, read with its own
-// writer schema: an avrorow.Lookup of the fields' columns (the writer
-// schema projected onto them) converts each value as the Avro shredder
-// writes the column, and the field's table.PathField transforms it, with
-// the writer schema's column as its Leaf. A field that the writer schema
-// lacks, or that is null, is the null partition. The values depend on the
-// record's bytes and its schema id alone, so that a replay chooses the
-// same files. Protobuf does the same with a protorow.Lookup of the
-// record's message type (protopart.go).
+// With a Binary format (format.Format.Binary: Avro, Protobuf), the values
+// of a table's partition fields over payload columns come from each
+// record's payload, read with its own schema: a format.Lookup of the
+// fields' columns (the schema projected onto them) converts each value as
+// the format's shredder writes the column, and the field's
+// table.PathField transforms it, with the schema's column as its Leaf. A
+// field that the schema lacks, or that is null, is the null partition.
+// The values depend on the record's bytes and its schema alone, so that a
+// replay chooses the same files.
 
 // payloadLookup reads the values of the table's partition columns from a
-// record's payload, as the format's shredder writes them:
-// avrorow.Lookup, protorow.Lookup.
-type payloadLookup interface {
-	Read(body []byte) error
-	Value(i int) []byte
-	Leaf(i int) *schema.Node
-}
+// record's payload, as the format's shredder writes them.
+type payloadLookup = format.Lookup
 
 // payloadPart computes the partition values of records of one schema.
 type payloadPart struct {
@@ -67,17 +59,6 @@ func (tc *tableCommitter) specFields(ctx context.Context, fitted *schema.Schema)
 // maxSpecSchemas bounds the schemas specFields remembers, as the table's
 // handle bounds the schemas it fitted.
 const maxSpecSchemas = 256
-
-// newAvroPart compiles the partition values of records of writer schema
-// w, whose Parquet schema the table took as fitted. A schema whose partition
-// columns are not values (a record, a list, a union of several types)
-// is an error of the schema (schemaErr); any other error is a failure to
-// reach the catalog.
-func (tc *tableCommitter) newAvroPart(ctx context.Context, w *avro.Schema, fitted *schema.Schema) (ap *payloadPart, schemaErr, err error) {
-	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
-		return avrorow.NewLookup(w, paths, tc.t.s.format.avroLookupOptions()...)
-	})
-}
 
 // newSchemaPart compiles the partition values of records of one schema
 // (an Avro writer schema, a Protobuf message type), whose Parquet schema
@@ -129,7 +110,7 @@ func specField(spec []table.PathField, name string) (table.PathField, error) {
 // the reason the shredder would give it (decode).
 func (ap *payloadPart) values(body []byte, vals []string) error {
 	if err := ap.look.Read(body); err != nil {
-		return &rejection{rejectDecode, fmt.Errorf("partition fields: %w", err)}
+		return &rejection{Reason: rejectDecode, Err: fmt.Errorf("partition fields: %w", err)}
 	}
 	for i := range ap.fields {
 		var err error
@@ -141,68 +122,17 @@ func (ap *payloadPart) values(body []byte, vals []string) error {
 	return nil
 }
 
-// keepsPaths reports whether records written with w, read as r by Avro's
-// resolution rules (a file's reader schema under schema_compatibility:
-// backward), keep the values of the fields at paths: the partition of a
-// record follows its writer schema, and its file's columns must hold the
-// values its path says. A field that r adds with a default other than
-// null, that r renames with an alias, or an enum whose symbols r lacks
-// some of (read as r's default symbol), would change them.
-func keepsPaths(w, r *avro.Type, paths [][]string) bool {
-	for _, p := range paths {
-		if !keepsPath(w, r, p) {
-			return false
-		}
+// newFixedPart compiles the partition values of records of the format's
+// one schema (format.Format.Fixed): the table's schema, and its partition
+// fields, are known from the start.
+func (tc *tableCommitter) newFixedPart(fixed *format.Schema) (*payloadPart, error) {
+	look, err := fixed.NewLookup(tc.lookupPaths, true)
+	if err != nil {
+		return nil, err
 	}
-	return true
-}
-
-func keepsPath(w, r *avro.Type, p []string) bool {
-	w, r = nonNull(w), nonNull(r)
-	if len(p) == 0 {
-		if w.Kind == avro.Enum && r.Kind == avro.Enum {
-			for _, s := range w.Symbols {
-				if !slices.Contains(r.Symbols, s) {
-					return false
-				}
-			}
-		}
-		return true
+	spec := make([]table.PathField, len(tc.computed))
+	for i, f := range tc.computed {
+		spec[i] = *f
 	}
-	if w.Kind != avro.Record || r.Kind != avro.Record {
-		return w.Kind == r.Kind
-	}
-	wf, rf := recordField(w, p[0]), recordField(r, p[0])
-	switch {
-	case wf == nil && rf == nil:
-		return true
-	case rf == nil:
-		return false
-	case wf == nil:
-		for _, a := range rf.Aliases {
-			if recordField(w, a) != nil {
-				return false
-			}
-		}
-		return bytes.Equal(bytes.TrimSpace(rf.Default), []byte("null"))
-	}
-	return keepsPath(wf.Type, rf.Type, p[1:])
-}
-
-// nonNull is the type of t's values that are not null: t's other branch
-// when t is a union of null and one type.
-func nonNull(t *avro.Type) *avro.Type {
-	if i, ok := t.Nullable(); ok && len(t.Branches) == 2 {
-		return t.Branches[1-i]
-	}
-	return t
-}
-
-func recordField(t *avro.Type, name string) *avro.Field {
-	for _, f := range t.Fields {
-		if f.Name == name {
-			return f
-		}
-	}
-	return nil
+	return tc.newPayloadPart(look, spec)
 }
