@@ -296,8 +296,10 @@ func ContentType(mediaType string) PutOption {
 	return func(o *putOptions) { o.contentType = mediaType }
 }
 
-// Metadata adds a user metadata entry (x-amz-meta-key on S3). The directory
-// store ignores it.
+// Metadata adds a user metadata entry (x-amz-meta-key on S3). On Azure,
+// whose metadata names are C# identifiers, every character of key but
+// ASCII letters, digits and '_' becomes '_' (first-offset is first_offset).
+// The directory store ignores it.
 func Metadata(key, value string) PutOption {
 	return func(o *putOptions) {
 		if o.metadata == nil {

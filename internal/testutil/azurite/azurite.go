@@ -15,11 +15,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -212,4 +217,57 @@ func (s *Server) NewContainer(t testing.TB) string {
 		t.Fatalf("azurite: creating container %s: %v", name, err)
 	}
 	return name
+}
+
+// Request is one request that a Proxy passed on or answered.
+type Request struct {
+	Method      string
+	Path        string // unescaped, from the account's name on
+	Query       string // raw
+	IfNoneMatch string // the If-None-Match header
+}
+
+// Proxy is an HTTP proxy in front of the server, in the test's process,
+// which logs every request and lets the test answer some itself (an
+// outage, throttling). Shared-key signatures do not cover the host, so a
+// client reaches the account through it as through the server.
+type Proxy struct {
+	// Endpoint is the account's URL through the proxy.
+	Endpoint string
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Proxy starts a proxy in front of the server, whose requests pass
+// through wrap (nil: straight to the server), and stops it when the test
+// ends.
+func (s *Server) Proxy(t testing.TB, wrap func(http.Handler) http.Handler) *Proxy {
+	t.Helper()
+	target, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatalf("azurite: %v", err)
+	}
+	target.Path = ""
+	var handler http.Handler = httputil.NewSingleHostReverseProxy(target)
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	p := &Proxy{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, IfNoneMatch: r.Header.Get("If-None-Match")})
+		p.mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.Endpoint = srv.URL + "/" + s.Account
+	return p
+}
+
+// Requests returns the requests the proxy has seen so far, in order.
+func (p *Proxy) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.requests)
 }
