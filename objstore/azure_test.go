@@ -646,4 +646,3 @@ func TestAzureABFSS(t *testing.T) {
 		t.Errorf("blob not in the container under the prefix: %v", err)
 	}
 }
-
