@@ -187,7 +187,7 @@ func (u *azureUpload) headers() (*blob.HTTPHeaders, map[string]*string) {
 	if u.po.contentType != "" {
 		h.BlobContentType = &u.po.contentType
 	} else {
-		ct := defaultGCSContentType
+		ct := defaultContentType
 		h.BlobContentType = &ct
 	}
 	var md map[string]*string
