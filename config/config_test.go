@@ -456,9 +456,7 @@ func TestInvalid(t *testing.T) {
 		{"abfss blob host", kafkaOK + "store: {url: 'abfss://c@acct.blob.core.windows.net/x'}\n" + formatOK, []string{"store.url: want abfss://container@account.dfs.core.windows.net[/prefix]: the host is not an account's dfs endpoint"}},
 		{"abfss query", kafkaOK + "store: {url: 'abfss://c@acct.dfs.core.windows.net/x?sig=hunter2'}\n" + formatOK, []string{"store.url: must not have a query or fragment"}},
 		{"azblob table", kafkaOK + "store: {url: 'azblob://c'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
-			[]string{"table: Iceberg tables on a azblob:// store (store.url) are not supported yet"}},
-		{"abfss table", kafkaOK + "store: {url: 'abfss://c@acct.dfs.core.windows.net'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
-			[]string{"table: Iceberg tables on a abfss:// store (store.url) are not supported yet"}},
+			[]string{"table: Iceberg tables on Azure need the abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX form of store.url"}},
 		{"azblob s3 keys", kafkaOK + "store: {url: 'azblob://c', region: eu, access_key: a, secret_key: hunter2, sse: AES256, conditional_writes: false}\n" + formatOK,
 			[]string{"store.region: applies only to s3:// stores; an Azure store", "store.access_key: applies only to s3:// stores", "store.secret_key: applies only to s3:// stores",
 				"store.sse: applies only to s3:// stores", "store.conditional_writes: applies only to s3:// stores"}},
@@ -703,6 +701,11 @@ func TestAzureStore(t *testing.T) {
 		if c.Store != want {
 			t.Errorf("store = %+v, want %+v", c.Store, want)
 		}
+	}
+	// A table's warehouse on Azure is the abfss:// form.
+	cfg := kafkaOK + "store: {url: 'abfss://c@acct.dfs.core.windows.net/lake'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n"
+	if c, err := Parse([]byte(cfg), nil); err != nil || c.Table == nil {
+		t.Errorf("a table on an abfss:// store: %v", err)
 	}
 }
 

@@ -145,12 +145,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
-		for _, scheme := range []string{"gs", "azblob", "abfss"} {
-			if strings.HasPrefix(c.Store.URL, scheme+":") {
-				// The table's files are read and written by iceberg-go's
-				// own IO, which pqsink has for s3:// and file:// only.
-				top.fail("table", "Iceberg tables on a %s:// store (store.url) are not supported yet; use an s3:// or file:// store for a table", scheme)
-			}
+		// The table's files are read and written by iceberg-go's own IO,
+		// which pqsink has for s3://, abfss:// and file:// only.
+		if strings.HasPrefix(c.Store.URL, "gs:") {
+			top.fail("table", "Iceberg tables on a gs:// store (store.url) are not supported yet; use an s3://, abfss:// or file:// store for a table")
+		}
+		if strings.HasPrefix(c.Store.URL, "azblob:") {
+			top.fail("table", "Iceberg tables on Azure need the abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX form of store.url, which Iceberg readers understand")
 		}
 	}
 }
