@@ -463,8 +463,6 @@ func TestInvalid(t *testing.T) {
 		{"gs no bucket", kafkaOK + "store: {url: 'gs:///prefix'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: the bucket is missing"}},
 		{"gs port", kafkaOK + "store: {url: 'gs://b:4443/x'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: a bucket has no port"}},
 		{"gs dotdot", kafkaOK + "store: {url: 'gs://b/x/../y'}\n" + formatOK, []string{`store.url: the prefix must not contain empty or ".." segments`}},
-		{"gs table", kafkaOK + "store: {url: 'gs://b'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
-			[]string{"table: Iceberg tables on a gs:// store (store.url) are not supported yet"}},
 		{"gs s3 keys", kafkaOK + "store: {url: 'gs://b', region: eu, access_key: a, secret_key: hunter2, sse: AES256, conditional_writes: false}\n" + formatOK,
 			[]string{"store.region: applies only to s3:// stores", "store.access_key: applies only to s3:// stores", "store.secret_key: applies only to s3:// stores",
 				"store.sse: applies only to s3:// stores", "store.conditional_writes: applies only to s3:// stores"}},

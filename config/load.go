@@ -97,10 +97,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	d.parquet(par, &c.Parquet)
 	mem := top.sub("memory", memoryKeys)
 	mem.size("limit", &c.Memory.Limit, 16*mib, maxInt)
-	// An open file holds a row group and, while it uploads to S3 or GCS, a
-	// part (a chunk).
+	// An open file holds a row group and, while it uploads to S3, GCS or
+	// Azure, a part (a chunk, a block).
 	need, what := c.Parquet.RowGroupBytes, "parquet.row_group_bytes ("+formatSize(c.Parquet.RowGroupBytes)+")"
-	if strings.HasPrefix(c.Store.URL, "s3:") || strings.HasPrefix(c.Store.URL, "gs:") {
+	if !strings.HasPrefix(c.Store.URL, "file:") {
 		need += c.Store.PartSize
 		what += " plus store.part_size (" + formatSize(c.Store.PartSize) + ")"
 	}
@@ -146,10 +146,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
 		// The table's files are read and written by iceberg-go's own IO,
-		// which pqsink has for s3://, abfss:// and file:// only.
-		if strings.HasPrefix(c.Store.URL, "gs:") {
-			top.fail("table", "Iceberg tables on a gs:// store (store.url) are not supported yet; use an s3://, abfss:// or file:// store for a table")
-		}
+		// which pqsink has for s3://, gs://, abfss:// and file://.
 		if strings.HasPrefix(c.Store.URL, "azblob:") {
 			top.fail("table", "Iceberg tables on Azure need the abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX form of store.url, which Iceberg readers understand")
 		}

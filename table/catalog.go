@@ -18,6 +18,7 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/azure" // abfss:// warehouses
+	_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // gs:// warehouses
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"    // s3:// warehouses
 	itable "github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -99,6 +100,10 @@ func ioProps(s config.Store) iceberg.Properties {
 		adlsProps(s, set)
 		return p
 	}
+	if strings.HasPrefix(s.URL, "gs://") {
+		gcsProps(s, set)
+		return p
+	}
 	set(icebergio.S3EndpointURL, s.Endpoint)
 	set(icebergio.S3Region, s.Region)
 	set(icebergio.S3AccessKeyID, s.AccessKey)
@@ -148,6 +153,30 @@ func adlsProps(s config.Store, set func(k, v string)) {
 		domain = rest // https://ACCOUNT.blob.core.windows.net: the domain after the account
 	}
 	set(icebergio.ADLSEndpoint, domain)
+}
+
+// gcsProps sets the properties of iceberg-go's GCS IO for a gs://
+// warehouse as the sink's own GCS store takes store.endpoint (see
+// objstore.Open): a bare http(s)://host[:port] gets the JSON API's path,
+// and a plain http:// one is an emulator, reached without credentials.
+// Otherwise iceberg-go finds the Application Default Credentials, or the
+// emulator of STORAGE_EMULATOR_HOST, as Google's client does.
+func gcsProps(s config.Store, set func(k, v string)) {
+	if s.Endpoint == "" {
+		return
+	}
+	e, err := url.Parse(s.Endpoint)
+	if err != nil {
+		return // config checked it
+	}
+	if e.Path == "" || e.Path == "/" {
+		e.Path = "/storage/v1/"
+	}
+	set(icebergio.GCSEndpoint, e.String())
+	set(icebergio.GCSUseJSONAPI, "true")
+	if e.Scheme == "http" {
+		set(icebergio.GCSNoAuth, "true")
+	}
 }
 
 func (k *Catalog) openSQL(ctx context.Context) error {
