@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func TestTableSinkAzure(t *testing.T) {
 	// The table's data files are blobs of the container, under the prefix.
 	ctx := context.Background()
 	pager := srv.Container(t, container).NewListBlobsFlatPager(nil)
-	var data int
+	var data, metadata int
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -85,10 +86,26 @@ func TestTableSinkAzure(t *testing.T) {
 			if strings.HasPrefix(*b.Name, "lake/kafka/azure/data/") && strings.HasSuffix(*b.Name, ".parquet") {
 				data++
 			}
+			if strings.HasSuffix(*b.Name, ".metadata.json") {
+				// The table's metadata holds no credential.
+				resp, err := srv.Container(t, container).NewBlobClient(*b.Name).DownloadStream(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				text, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				metadata++
+				if strings.Contains(string(text), srv.Key) {
+					t.Errorf("%s shows the account key", *b.Name)
+				}
+			}
 		}
 	}
-	if data == 0 {
-		t.Errorf("no data file under lake/kafka/azure/data/ in container %s", container)
+	if data == 0 || metadata == 0 {
+		t.Errorf("%d data files under lake/kafka/azure/data/ and %d metadata files in container %s, want some of each", data, metadata, container)
 	}
 }
 
