@@ -230,16 +230,20 @@ type Fetch struct {
 
 // Store is the store section: the object store files are uploaded to.
 type Store struct {
-	// URL is s3://bucket[/prefix], gs://bucket[/prefix] or
+	// URL is s3://bucket[/prefix], gs://bucket[/prefix],
+	// azblob://container[/prefix],
+	// abfss://container@account.dfs.core.windows.net[/prefix] or
 	// file:///absolute/dir (url).
 	// Required; no default.
 	URL string
 	// Endpoint is the S3 API endpoint, http(s)://host[:port], for
 	// S3-compatible stores; for gs:// the JSON API's, of an emulator
 	// (http://, reached without credentials) or a private endpoint
-	// (https://) (endpoint).
+	// (https://); for azblob:// and abfss:// the storage account's URL,
+	// e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite
+	// (endpoint).
 	// Defaults to "" (AWS; Google's public endpoint, or
-	// STORAGE_EMULATOR_HOST).
+	// STORAGE_EMULATOR_HOST; https://ACCOUNT.blob.core.windows.net).
 	Endpoint string
 	// Region is the S3 region (region).
 	// Defaults to "" (the AWS SDK's own lookup: AWS_REGION, shared config).

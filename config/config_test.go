@@ -446,12 +446,23 @@ func TestInvalid(t *testing.T) {
 		{"fetch min zero", "kafka: {brokers: [b:9092], group: g, topics: [t], fetch: {min_bytes: 0}}\n" + storeOK + formatOK, []string{"kafka.fetch.min_bytes: must be positive, got 0"}},
 		{"heartbeat", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 2s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: kafka.heartbeat_interval (3s) must be less than kafka.session_timeout (2s)"}},
 		{"session zero", "kafka: {brokers: [b:9092], group: g, topics: [t], session_timeout: 0s}\n" + storeOK + formatOK, []string{"kafka.session_timeout: must be positive"}},
-		{"url scheme", kafkaOK + "store: {url: 'az://b'}\n" + formatOK, []string{`store.url: scheme "az" is not one of s3, gs, file`}},
+		{"url scheme", kafkaOK + "store: {url: 'az://b'}\n" + formatOK, []string{`store.url: scheme "az" is not one of s3, gs, azblob, abfss, file`}},
+		{"azblob no container", kafkaOK + "store: {url: 'azblob:///prefix'}\n" + formatOK, []string{"store.url: want azblob://container[/prefix]: the container is missing"}},
+		{"azblob port", kafkaOK + "store: {url: 'azblob://c:10000/x'}\n" + formatOK, []string{"store.url: want azblob://container[/prefix]: a container has no port"}},
+		{"azblob user", kafkaOK + "store: {url: 'azblob://key:hunter2@c/x'}\n" + formatOK, []string{"store.url: must not contain credentials"}},
+		{"azblob dotdot", kafkaOK + "store: {url: 'azblob://c/x/../y'}\n" + formatOK, []string{`store.url: the prefix must not contain empty or ".." segments`}},
+		{"abfss no container", kafkaOK + "store: {url: 'abfss://acct.dfs.core.windows.net/x'}\n" + formatOK, []string{"store.url: want abfss://container@account.dfs.core.windows.net[/prefix]: the container goes before the @"}},
+		{"abfss password", kafkaOK + "store: {url: 'abfss://c:hunter2@acct.dfs.core.windows.net/x'}\n" + formatOK, []string{"store.url: want abfss://container@account.dfs.core.windows.net[/prefix]: the container goes before the @"}},
+		{"abfss blob host", kafkaOK + "store: {url: 'abfss://c@acct.blob.core.windows.net/x'}\n" + formatOK, []string{"store.url: want abfss://container@account.dfs.core.windows.net[/prefix]: the host is not an account's dfs endpoint"}},
+		{"abfss query", kafkaOK + "store: {url: 'abfss://c@acct.dfs.core.windows.net/x?sig=hunter2'}\n" + formatOK, []string{"store.url: must not have a query or fragment"}},
+		{"azblob table", kafkaOK + "store: {url: 'azblob://c'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
+			[]string{"table: Iceberg tables on Azure need the abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX form of store.url"}},
+		{"azblob s3 keys", kafkaOK + "store: {url: 'azblob://c', region: eu, access_key: a, secret_key: hunter2, sse: AES256, conditional_writes: false}\n" + formatOK,
+			[]string{"store.region: applies only to s3:// stores; an Azure store", "store.access_key: applies only to s3:// stores", "store.secret_key: applies only to s3:// stores",
+				"store.sse: applies only to s3:// stores", "store.conditional_writes: applies only to s3:// stores"}},
 		{"gs no bucket", kafkaOK + "store: {url: 'gs:///prefix'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: the bucket is missing"}},
 		{"gs port", kafkaOK + "store: {url: 'gs://b:4443/x'}\n" + formatOK, []string{"store.url: want gs://bucket[/prefix]: a bucket has no port"}},
 		{"gs dotdot", kafkaOK + "store: {url: 'gs://b/x/../y'}\n" + formatOK, []string{`store.url: the prefix must not contain empty or ".." segments`}},
-		{"gs table", kafkaOK + "store: {url: 'gs://b'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n",
-			[]string{"table: Iceberg tables on a gs:// store (store.url) are not supported yet"}},
 		{"gs s3 keys", kafkaOK + "store: {url: 'gs://b', region: eu, access_key: a, secret_key: hunter2, sse: AES256, conditional_writes: false}\n" + formatOK,
 			[]string{"store.region: applies only to s3:// stores", "store.access_key: applies only to s3:// stores", "store.secret_key: applies only to s3:// stores",
 				"store.sse: applies only to s3:// stores", "store.conditional_writes: applies only to s3:// stores"}},
@@ -595,7 +606,7 @@ bogus: 1
 	}
 	want := []string{
 		`config line 5: kafka.start: "middle" is not one of earliest, latest`,
-		`config line 7: store.url: scheme "az" is not one of s3, gs, file`,
+		`config line 7: store.url: scheme "az" is not one of s3, gs, azblob, abfss, file`,
 		`config line 11: rotate.records: want an integer, got "many"`,
 		`config line 12: rotate.interval: must be positive, or 0 to turn it off`,
 		`config line 14: parquet.codec: "zstdd" is not one of none, snappy, gzip, zstd, lz4_raw, brotli`,
@@ -671,6 +682,28 @@ func TestGCSStore(t *testing.T) {
 		ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
 	if c.Store != want {
 		t.Errorf("store = %+v, want %+v", c.Store, want)
+	}
+}
+
+// TestAzureStore: azblob:// and abfss:// stores take an endpoint (the
+// account's URL), a part size and the retries.
+func TestAzureStore(t *testing.T) {
+	for _, u := range []string{"azblob://container/raw", "abfss://container@acct.dfs.core.windows.net/raw"} {
+		cfg := kafkaOK + "store: {url: '" + u + "', endpoint: 'http://127.0.0.1:10000/devstoreaccount1', part_size: 16MiB, max_retries: 3}\n" + formatOK
+		c, err := Parse([]byte(cfg), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		want := Store{URL: u, Endpoint: "http://127.0.0.1:10000/devstoreaccount1", PartSize: 16 << 20, MaxRetries: 3,
+			ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
+		if c.Store != want {
+			t.Errorf("store = %+v, want %+v", c.Store, want)
+		}
+	}
+	// A table's warehouse on Azure is the abfss:// form.
+	cfg := kafkaOK + "store: {url: 'abfss://c@acct.dfs.core.windows.net/lake'}\n" + formatOK + "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n"
+	if c, err := Parse([]byte(cfg), nil); err != nil || c.Table == nil {
+		t.Errorf("a table on an abfss:// store: %v", err)
 	}
 }
 

@@ -97,10 +97,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	d.parquet(par, &c.Parquet)
 	mem := top.sub("memory", memoryKeys)
 	mem.size("limit", &c.Memory.Limit, 16*mib, maxInt)
-	// An open file holds a row group and, while it uploads to S3 or GCS, a
-	// part (a chunk).
+	// An open file holds a row group and, while it uploads to S3, GCS or
+	// Azure, a part (a chunk, a block).
 	need, what := c.Parquet.RowGroupBytes, "parquet.row_group_bytes ("+formatSize(c.Parquet.RowGroupBytes)+")"
-	if strings.HasPrefix(c.Store.URL, "s3:") || strings.HasPrefix(c.Store.URL, "gs:") {
+	if !strings.HasPrefix(c.Store.URL, "file:") {
 		need += c.Store.PartSize
 		what += " plus store.part_size (" + formatSize(c.Store.PartSize) + ")"
 	}
@@ -145,10 +145,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
-		if strings.HasPrefix(c.Store.URL, "gs:") {
-			// The table's files are read and written by iceberg-go's
-			// own IO, which pqsink has for s3:// and file:// only.
-			top.fail("table", "Iceberg tables on a gs:// store (store.url) are not supported yet; use an s3:// or file:// store for a table")
+		// The table's files are read and written by iceberg-go's own IO,
+		// which pqsink has for s3://, gs://, abfss:// and file://.
+		if strings.HasPrefix(c.Store.URL, "azblob:") {
+			top.fail("table", "Iceberg tables on Azure need the abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX form of store.url, which Iceberg readers understand")
 		}
 	}
 }
@@ -341,25 +341,56 @@ func (d *decoder) store(s *section, st *Store) {
 			}
 		}
 	}
+	if strings.HasPrefix(st.URL, "azblob:") || strings.HasPrefix(st.URL, "abfss:") {
+		// Azure takes its credentials from the environment, always
+		// honours If-None-Match, and encrypts with keys of its own.
+		for _, key := range gcsRefusedKeys {
+			if s.has(key) {
+				s.fail(key, "applies only to s3:// stores; an Azure store takes credentials from AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN, or the default Azure credential chain")
+			}
+		}
+	}
 }
 
-// gcsRefusedKeys are the store keys that a gs:// URL does not take.
+// gcsRefusedKeys are the store keys that a gs://, azblob:// or abfss://
+// URL does not take.
 var gcsRefusedKeys = []string{"region", "path_style", "access_key", "secret_key", "session_token",
 	"conditional_writes", "sse", "sse_kms_key_id"}
 
-// checkStoreURL checks s3://bucket[/prefix], gs://bucket[/prefix] and
-// file:///abs/dir. Its
-// errors never quote the URL, which could hold credentials.
+// storeURLForms lists the forms of store.url, for errors.
+const storeURLForms = "s3://bucket[/prefix], gs://bucket[/prefix], azblob://container[/prefix], abfss://container@account.dfs.core.windows.net[/prefix] or file:///absolute/dir"
+
+// checkStoreURL checks s3://bucket[/prefix], gs://bucket[/prefix],
+// azblob://container[/prefix],
+// abfss://container@account.dfs.core.windows.net[/prefix] and
+// file:///abs/dir. Its errors never quote the URL, which could hold
+// credentials.
 func checkStoreURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a valid URL; want s3://bucket[/prefix], gs://bucket[/prefix] or file:///absolute/dir")
+		return fmt.Errorf("not a valid URL; want %s", storeURLForms)
+	}
+	if u.Scheme == "abfss" {
+		// The user part is the container.
+		_, hasPassword := u.User.Password()
+		account, suffix, isDFS := strings.Cut(u.Hostname(), ".dfs.")
+		switch {
+		case u.User == nil || u.User.Username() == "" || hasPassword:
+			return fmt.Errorf("want abfss://container@account.dfs.core.windows.net[/prefix]: the container goes before the @, and nothing else")
+		case !isDFS || account == "" || suffix == "" || u.Port() != "":
+			return fmt.Errorf("want abfss://container@account.dfs.core.windows.net[/prefix]: the host is not an account's dfs endpoint")
+		case u.RawQuery != "" || u.Fragment != "":
+			return fmt.Errorf("must not have a query or fragment; want %s", storeURLForms)
+		case strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), ".."):
+			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
+		}
+		return nil
 	}
 	if u.User != nil {
 		return fmt.Errorf("must not contain credentials; use store.access_key and store.secret_key")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("must not have a query or fragment; want s3://bucket[/prefix], gs://bucket[/prefix] or file:///absolute/dir")
+		return fmt.Errorf("must not have a query or fragment; want %s", storeURLForms)
 	}
 	switch u.Scheme {
 	case "s3":
@@ -382,12 +413,22 @@ func checkStoreURL(raw string) error {
 		if strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), "..") {
 			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
 		}
+	case "azblob":
+		if u.Host == "" {
+			return fmt.Errorf("want azblob://container[/prefix]: the container is missing")
+		}
+		if strings.Contains(u.Host, ":") {
+			return fmt.Errorf("want azblob://container[/prefix]: a container has no port; the account's URL goes in store.endpoint")
+		}
+		if strings.Contains(u.Path, "//") || slices.Contains(strings.Split(u.Path, "/"), "..") {
+			return fmt.Errorf("the prefix must not contain empty or \"..\" segments")
+		}
 	case "file":
 		if u.Opaque != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
 			return fmt.Errorf("a file URL needs an absolute path, like file:///var/lib/pqsink/out")
 		}
 	default:
-		return fmt.Errorf("scheme %s is not one of s3, gs, file", quote(u.Scheme))
+		return fmt.Errorf("scheme %s is not one of s3, gs, azblob, abfss, file", quote(u.Scheme))
 	}
 	return nil
 }

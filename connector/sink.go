@@ -299,6 +299,14 @@ func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, o
 		}
 		opts = append(opts, objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
 	}
+	if strings.HasPrefix(c.URL, "azblob://") || strings.HasPrefix(c.URL, "abfss://") {
+		// Credentials: AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, or
+		// AZURE_STORAGE_SAS_TOKEN, or the default Azure credential chain.
+		if c.Endpoint != "" {
+			opts = append(opts, objstore.Endpoint(c.Endpoint))
+		}
+		opts = append(opts, objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
+	}
 	store, err := objstore.Open(ctx, c.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)

@@ -10,9 +10,9 @@ import (
 	"cloud.google.com/go/storage"
 )
 
-// defaultGCSContentType is sent when the caller gives none, so that the
-// SDK does not sniff the object's first bytes for one.
-const defaultGCSContentType = "application/octet-stream"
+// defaultContentType is sent to GCS and Azure when the caller gives none,
+// so that GCS's SDK does not sniff the object's first bytes for one.
+const defaultContentType = "application/octet-stream"
 
 func (s *gcsStore) Create(ctx context.Context, key string, opts ...PutOption) (Upload, error) {
 	if err := checkKey(key); err != nil {
@@ -146,7 +146,7 @@ func (u *gcsUpload) writer(ctx context.Context, obj *storage.ObjectHandle) *stor
 	w := obj.NewWriter(ctx)
 	w.ContentType = u.po.contentType
 	if w.ContentType == "" {
-		w.ContentType = defaultGCSContentType
+		w.ContentType = defaultContentType
 	}
 	w.Metadata = u.po.metadata
 	return w

@@ -2,10 +2,10 @@
 // objects created only if absent, streamed in as they are produced, read
 // whole or by range, listed, deleted.
 //
-// Three implementations sit behind one interface and pass the same
+// Four implementations sit behind one interface and pass the same
 // behaviour tests: S3 (any S3-compatible endpoint, via aws-sdk-go-v2),
-// Google Cloud Storage (via cloud.google.com/go/storage) and a local
-// directory. Create-if-absent is what makes the sink's exactly-once protocol
+// Google Cloud Storage (via cloud.google.com/go/storage), Azure Blob
+// Storage (via the Azure SDK's azblob) and a local directory. Create-if-absent is what makes the sink's exactly-once protocol
 // safe against a fenced-off writer: the first object under a key wins, and a
 // later upload of the same key fails with ErrExists instead of overwriting.
 //
@@ -53,6 +53,12 @@
 // connections, with the same backoff and MaxRetries, and the store retries
 // the single request of a small object from its buffer. A retry of a write
 // that did land meets the precondition: 412, ErrExists, as on S3.
+//
+// On Azure every request that creates a blob (Put Blob, Put Block List)
+// carries If-None-Match: *, and the SDK retries every request on 408, 429,
+// 5xx and broken connections, rewinding the buffer it sends, with the
+// same MaxRetries and exponential backoff with jitter. A retry of a write
+// that did land meets the condition (409 BlobAlreadyExists): ErrExists.
 //
 // # Stores without conditional writes
 //
@@ -229,6 +235,8 @@ type ReaderAt interface {
 //
 //	s3://bucket[/prefix][?region=R&endpoint=URL&path_style=true&sse=AES256|aws:kms&sse_kms_key_id=ID&part_size=N&conditional_writes=false]
 //	gs://bucket[/prefix][?endpoint=URL&part_size=N]
+//	azblob://container[/prefix][?endpoint=URL&part_size=N]
+//	abfss://container@account.dfs.core.windows.net[/prefix][?part_size=N]
 //	file:///absolute/dir
 //
 // For S3, credentials come from the default AWS chain (environment, shared
@@ -236,7 +244,14 @@ type ReaderAt interface {
 // the URL's parameters. For GCS, they are the Application Default
 // Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, workload
 // identity); an http:// Endpoint is an emulator, reached without
-// credentials, as is STORAGE_EMULATOR_HOST without an Endpoint. The
+// credentials, as is STORAGE_EMULATOR_HOST without an Endpoint. For Azure
+// Blob Storage, Endpoint is the storage account's URL
+// (https://ACCOUNT.blob.core.windows.net, or Azurite's
+// http://127.0.0.1:10000/ACCOUNT); without one, the account is the abfss://
+// URL's, or AZURE_STORAGE_ACCOUNT's. Its credentials are the account's
+// shared key (AZURE_STORAGE_KEY), else a SAS token
+// (AZURE_STORAGE_SAS_TOKEN), else the default Azure credential chain
+// (environment, workload identity, managed identity, Azure CLI). The
 // directory of a file URL is created if needed.
 func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	u, err := url.Parse(rawURL)
@@ -248,10 +263,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 		return openS3(ctx, u, opts)
 	case "gs":
 		return openGCS(ctx, u, opts)
+	case "azblob", "abfss":
+		return openAzure(ctx, u, opts)
 	case "file":
 		return openDir(u, opts)
 	default:
-		return nil, fmt.Errorf("objstore: %s: unsupported scheme %q (want s3, gs or file)", u.Redacted(), u.Scheme)
+		return nil, fmt.Errorf("objstore: %s: unsupported scheme %q (want s3, gs, azblob, abfss or file)", azureRedactURL(u), u.Scheme)
 	}
 }
 

@@ -69,7 +69,9 @@ func Region(region string) Option {
 }
 
 // Endpoint sets the base URL of an S3-compatible service, e.g.
-// "http://127.0.0.1:9000". Defaults to AWS's endpoint for the region.
+// "http://127.0.0.1:9000". Defaults to AWS's endpoint for the region. For
+// GCS it is the JSON API's endpoint; for Azure the storage account's URL,
+// e.g. "http://127.0.0.1:10000/devstoreaccount1" for Azurite.
 func Endpoint(endpoint string) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "Endpoint")
@@ -130,7 +132,8 @@ func SSEKMS(keyID string) Option {
 // PartSize sets the size of S3 multipart upload parts, which is also the
 // size below which an upload is a single PUT, and the size of the buffers
 // taken from the BufferPool. It must be between MinPartSize and
-// MaxPartSize. Defaults to DefaultPartSize (8 MiB).
+// MaxPartSize. On GCS it is the resumable upload's chunk, on Azure the
+// block size. Defaults to DefaultPartSize (8 MiB).
 func PartSize(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "PartSize")
@@ -145,7 +148,8 @@ func PartSize(n int) Option {
 // Concurrency sets how many parts of one S3 upload may be in flight at
 // once; Write blocks while that many are. An upload then holds up to n+1
 // part buffers: n in flight and one filling. It must be between 1 and
-// MaxConcurrency. Defaults to DefaultConcurrency (2).
+// MaxConcurrency. On Azure it bounds the blocks of one upload being
+// staged at once. Defaults to DefaultConcurrency (2).
 func Concurrency(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "Concurrency")
@@ -164,7 +168,8 @@ func Concurrency(n int) Option {
 // about 40 s of waits on average, 85 s at most. It overrides
 // AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. On GCS it
 // bounds each request's retries, and a resumable upload's failures in a
-// row. It must not be negative. Defaults to DefaultMaxRetries (10), that
+// row; on Azure each request's retries, with the SDK's exponential backoff
+// and jitter between the same bounds. It must not be negative. Defaults to DefaultMaxRetries (10), that
 // is, at most 11 attempts.
 func MaxRetries(n int) Option {
 	return func(o *options) error {
@@ -209,7 +214,9 @@ func Buffers(pool BufferPool) Option {
 // failed (1 for the first) and its error, once the backoff has elapsed.
 // On GCS, the SDK decides the retries and hook is called when it does,
 // before the backoff; for a resumable upload, attempt counts the failures
-// in a row of its requests (the session's start, its chunks).
+// in a row of its requests (the session's start, its chunks). On Azure,
+// as on S3, it is called once the backoff has elapsed, with the REST
+// operation's name (e.g. "PutBlock").
 // It is called from the goroutine making the request, which waits for it:
 // it must be quick and safe for concurrent use. The directory store never
 // retries and ignores it. Defaults to none.
@@ -296,8 +303,10 @@ func ContentType(mediaType string) PutOption {
 	return func(o *putOptions) { o.contentType = mediaType }
 }
 
-// Metadata adds a user metadata entry (x-amz-meta-key on S3). The directory
-// store ignores it.
+// Metadata adds a user metadata entry (x-amz-meta-key on S3). On Azure,
+// whose metadata names are C# identifiers, every character of key but
+// ASCII letters, digits and '_' becomes '_' (first-offset is first_offset).
+// The directory store ignores it.
 func Metadata(key, value string) PutOption {
 	return func(o *putOptions) {
 		if o.metadata == nil {

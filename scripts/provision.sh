@@ -8,6 +8,9 @@
 #     Parquet reader, in its current version and in the one icebird (a
 #     JavaScript Iceberg reader) pins, which test/hyparquet_test.go reads
 #     the writer's files with;
+#   - test/azurite/node_modules, the same way: Azurite, the Azure Storage
+#     emulator whose blob service the azblob:// store's tests start
+#     (internal/testutil/azurite);
 #   - a MinIO server binary in ${PQSINK_CACHE:-$HOME/.cache/pqsink}/bin/minio,
 #     built from the version pinned in tools/minio/go.mod and rebuilt when that
 #     pin changes (a stamp next to the binary records it);
@@ -82,6 +85,19 @@ else
 	step "npm ci in test/hyparquet"
 	(cd "$hyparquet_dir" && npm ci --no-audit --no-fund --loglevel=error)
 	echo "$hyparquet_sum" >"$hyparquet_stamp"
+	done_step
+fi
+
+# --- Azurite harness (npm) ---------------------------------------------------
+azurite_dir=$repo/test/azurite
+azurite_sum=$(cat "$azurite_dir/package-lock.json" <(node --version) | sha256sum | cut -d' ' -f1)
+azurite_stamp=$azurite_dir/node_modules/.pqsink-lock.sha256
+if [[ -f $azurite_stamp && $(<"$azurite_stamp") == "$azurite_sum" ]]; then
+	echo "provision: test/azurite/node_modules is up to date"
+else
+	step "npm ci in test/azurite"
+	(cd "$azurite_dir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$azurite_sum" >"$azurite_stamp"
 	done_step
 fi
 

@@ -17,12 +17,15 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
-	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	_ "github.com/apache/iceberg-go/io/gocloud/azure" // abfss:// warehouses
+	_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // gs:// warehouses
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"    // s3:// warehouses
 	itable "github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/pgdriver"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema"
 )
 
@@ -93,6 +96,14 @@ func ioProps(s config.Store) iceberg.Properties {
 			p[k] = v
 		}
 	}
+	if strings.HasPrefix(s.URL, "abfss://") {
+		adlsProps(s, set)
+		return p
+	}
+	if strings.HasPrefix(s.URL, "gs://") {
+		gcsProps(s, set)
+		return p
+	}
 	set(icebergio.S3EndpointURL, s.Endpoint)
 	set(icebergio.S3Region, s.Region)
 	set(icebergio.S3AccessKeyID, s.AccessKey)
@@ -102,6 +113,70 @@ func ioProps(s config.Store) iceberg.Properties {
 		p[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!s.PathStyle)
 	}
 	return p
+}
+
+// adlsProps sets the properties of iceberg-go's Azure IO for an abfss://
+// warehouse, from what the sink's own Azure store uses (see
+// objstore.Open): the shared key of AZURE_STORAGE_ACCOUNT (or the URL's
+// account) and AZURE_STORAGE_KEY, else the SAS token of
+// AZURE_STORAGE_SAS_TOKEN, else nothing, and iceberg-go takes the default
+// Azure credential chain; store.endpoint, the account's URL, gives the
+// protocol and the storage domain (for Azurite, http and its host:port,
+// which iceberg-go addresses path-style as host:port/ACCOUNT).
+func adlsProps(s config.Store, set func(k, v string)) {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return // config checked it
+	}
+	host := u.Hostname()
+	account, _, _ := strings.Cut(host, ".")
+	if key := os.Getenv(objstore.EnvAzureKey); key != "" {
+		name := os.Getenv(objstore.EnvAzureAccount)
+		if name == "" {
+			name = account
+		}
+		set(icebergio.ADLSSharedKeyAccountName, name)
+		set(icebergio.ADLSSharedKeyAccountKey, key)
+	} else if sas := os.Getenv(objstore.EnvAzureSASToken); sas != "" {
+		set(icebergio.ADLSSasTokenPrefix+host, strings.TrimPrefix(sas, "?"))
+	}
+	if s.Endpoint == "" {
+		return
+	}
+	e, err := url.Parse(s.Endpoint)
+	if err != nil {
+		return
+	}
+	set(icebergio.ADLSProtocol, e.Scheme)
+	domain := e.Host
+	if first, rest, ok := strings.Cut(e.Hostname(), "."); ok && first == account && e.Port() == "" {
+		domain = rest // https://ACCOUNT.blob.core.windows.net: the domain after the account
+	}
+	set(icebergio.ADLSEndpoint, domain)
+}
+
+// gcsProps sets the properties of iceberg-go's GCS IO for a gs://
+// warehouse as the sink's own GCS store takes store.endpoint (see
+// objstore.Open): a bare http(s)://host[:port] gets the JSON API's path,
+// and a plain http:// one is an emulator, reached without credentials.
+// Otherwise iceberg-go finds the Application Default Credentials, or the
+// emulator of STORAGE_EMULATOR_HOST, as Google's client does.
+func gcsProps(s config.Store, set func(k, v string)) {
+	if s.Endpoint == "" {
+		return
+	}
+	e, err := url.Parse(s.Endpoint)
+	if err != nil {
+		return // config checked it
+	}
+	if e.Path == "" || e.Path == "/" {
+		e.Path = "/storage/v1/"
+	}
+	set(icebergio.GCSEndpoint, e.String())
+	set(icebergio.GCSUseJSONAPI, "true")
+	if e.Scheme == "http" {
+		set(icebergio.GCSNoAuth, "true")
+	}
 }
 
 func (k *Catalog) openSQL(ctx context.Context) error {
