@@ -51,6 +51,7 @@ type openFile struct {
 	sinceCheck  int   // rows since the row group size was last checked
 	sinceBytes  int64 // bytes of record values since then
 	reserved    bool  // the row group's buffers were grown to its target
+	times       recordTimes
 }
 
 // newFileBuffers builds the buffers of a schema.

@@ -756,6 +756,7 @@ func (s *Sink) abortStale(ctx context.Context) {
 // clock-driven rotations.
 func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []record) error {
 	defer p.report()
+	p.fresh.readAt = time.Now().UnixNano()
 	for i := range batch {
 		if err := p.handle(ctx, &batch[i]); err != nil {
 			return err
