@@ -64,13 +64,16 @@ func (p *partition) freshAt(r *record) int64 {
 	// A record without a timestamp (-1) has none to go by, nor has one
 	// beyond the nanoseconds an int64 holds.
 	if sec := r.time.Unix(); !p.fresh.read && sec > 0 && sec < 1<<33 {
-		return r.time.UnixNano()
+		return sec*int64(time.Second) + int64(r.time.Nanosecond())
 	}
 	return p.fresh.readAt
 }
 
 // noteFresh counts r, written to f: the only freshness work per record.
 func (p *partition) noteFresh(f *openFile, r *record) {
+	if p.table == nil {
+		return // measured for tables only
+	}
 	at := p.freshAt(r)
 	f.times.note(at)
 	p.holdFresh(at)

@@ -210,3 +210,19 @@ func TestFreshnessFromRead(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkNoteFresh is the freshness work per record written to a
+// table's file: its time's min and max on the file and the partition.
+func BenchmarkNoteFresh(b *testing.B) {
+	p := &partition{table: &tableCommitter{}}
+	f := &openFile{}
+	base := time.Now()
+	recs := make([]record, 1024)
+	for i := range recs {
+		recs[i].time = base.Add(time.Duration(i%97) * time.Millisecond)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		p.noteFresh(f, &recs[i&1023])
+	}
+}
