@@ -55,7 +55,15 @@ type partFreshness struct {
 	oldest int64
 	stale  bool
 	files  []recordTimes // of partition.tableFiles, in their order
-	// pub is oldest for the metrics, which read it from other goroutines.
+	// floor is the oldest time of the records dropped to be read again
+	// (dropAll: a failed upload, an adoption, a restart from the
+	// committed offset): they are not in the table either, and count
+	// until the partition hands files over again, by which time it has
+	// read them again. Without it, the age would fall to 0 while a
+	// failing store makes the partition wait.
+	floor int64
+	// pub is the older of oldest and floor, for the metrics, which read
+	// it from other goroutines.
 	pub atomic.Int64
 }
 
@@ -83,7 +91,7 @@ func (p *partition) noteFresh(f *openFile, r *record) {
 func (p *partition) holdFresh(at int64) {
 	if p.fresh.oldest == 0 || at < p.fresh.oldest {
 		p.fresh.oldest = at
-		p.fresh.pub.Store(at)
+		p.fresh.pub.Store(older(at, p.fresh.floor))
 	}
 }
 
@@ -116,7 +124,15 @@ func (p *partition) refreshFresh() {
 		o = older(o, at)
 	}
 	p.fresh.oldest, p.fresh.stale = o, false
-	p.fresh.pub.Store(o)
+	p.fresh.pub.Store(older(o, p.fresh.floor))
+}
+
+// droppedFresh notes that the partition dropped its open files and held
+// records, to read them again.
+func (p *partition) droppedFresh() {
+	p.fresh.floor = older(p.fresh.floor, p.fresh.oldest)
+	p.fresh.stale = true
+	p.refreshFresh()
 }
 
 // handedFresh notes that the partition's uploaded files went to the
@@ -126,6 +142,9 @@ func (p *partition) handedFresh() {
 		p.forgetFresh(t)
 	}
 	p.fresh.files = nil
+	if p.fresh.floor != 0 {
+		p.fresh.floor, p.fresh.stale = 0, true
+	}
 	p.refreshFresh()
 }
 

@@ -164,6 +164,17 @@ func TestTableFreshness(t *testing.T) {
 		t.Errorf("gauge %v s, want offset 6's age, at least %v s, and less than offset 2's", g, least)
 	}
 
+	// Dropped to be read again (a failed upload): the records still
+	// count, while the partition waits and once it has read them again.
+	p.dropAll(ctx)
+	if got := p.fresh.pub.Load(); got != at(6).UnixNano() {
+		t.Errorf("dropped to be read again: the partition's oldest %v, want offset 6's %v", time.Unix(0, got), at(6))
+	}
+	handle(p.next, 8)
+	if got := p.fresh.pub.Load(); got != at(6).UnixNano() {
+		t.Errorf("read again: the partition's oldest %v, want offset 6's %v", time.Unix(0, got), at(6))
+	}
+
 	// The rest, at shutdown: nothing is held any more.
 	if err := p.shutdown(ctx, true); err != nil {
 		t.Fatal(err)

@@ -549,8 +549,7 @@ func (p *partition) dropAll(ctx context.Context) {
 		p.discard(ctx, f)
 	}
 	p.pending = nil
-	p.fresh.stale = true
-	p.refreshFresh()
+	p.droppedFresh()
 	p.letters = p.letters[:0]
 	p.rereadBelow = max(p.rereadBelow, p.next, p.highest)
 	p.next = p.committed
