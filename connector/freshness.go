@@ -151,6 +151,9 @@ func (p *partition) handedFresh() {
 // holdTime adds the times of the file at loc, handed over by a
 // partition, to what the committer holds (tc.mu held).
 func (tc *tableCommitter) holdTime(loc string, t recordTimes) {
+	if tc.times == nil {
+		tc.times = map[string]recordTimes{}
+	}
 	tc.times[loc] = t
 	tc.oldest.Store(older(tc.oldest.Load(), t.oldest))
 }

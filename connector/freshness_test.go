@@ -3,9 +3,15 @@ package connector
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pqsink/pqsink/config"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -235,5 +241,64 @@ func BenchmarkNoteFresh(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		p.noteFresh(f, &recs[i&1023])
+	}
+}
+
+// TestTableFreshnessIdleTopic: a topic without records neither holds
+// back the commit of another topic's table nor shows an age of its own.
+func TestTableFreshnessIdleTopic(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	schemaPath := filepath.Join(dir, "s.schema")
+	if err := os.WriteFile(schemaPath, []byte("message m { required int64 n; optional binary p (STRING); }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t, idle]}
+store: {url: "file://%s/warehouse"}
+format: {type: json, schema_file: %s}
+rotate: {records: 3, interval: 1h, bytes: 0}
+table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, namespace: kafka}
+`, dir, schemaPath, dir)
+	cfg, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tc, err := s.tables.forTopic(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c commitLog
+	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p.genCtx = ctx
+	s.mu.Lock()
+	s.parts[p] = struct{}{}
+	s.mu.Unlock()
+	feed(t, p, 0, 6) // two files of 3 records
+	got := scrape(t, s)
+	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] <= 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+		t.Errorf("before the commit: ages %v (kafka.t) and %v (kafka.idle), want one above 0 and 0",
+			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+	}
+	if !s.tables.commitAll(ctx) {
+		t.Fatal("a commit failed")
+	}
+	if n, _ := histogram(t, s, "kafka.t", "oldest"); n != 2 {
+		t.Errorf("kafka.t: %d files observed, want 2", n)
+	}
+	if n, _ := histogram(t, s, "kafka.idle", "oldest"); n != 0 {
+		t.Errorf("kafka.idle: %d files observed, want none", n)
+	}
+	got = scrape(t, s)
+	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] != 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+		t.Errorf("after the commit: ages %v (kafka.t) and %v (kafka.idle), want 0",
+			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+	}
+	if len(c.offsets) != 1 || c.offsets[0] != 6 {
+		t.Errorf("Kafka commits %v, want one at 6", c.offsets)
 	}
 }
