@@ -159,6 +159,9 @@ func (c *Config) Redacted() string {
 			"name", yStr(t.Name),
 			"commit_interval", yDuration(t.CommitInterval),
 		)
+		if t.FreshnessFromRead {
+			tbl.add("freshness_from", yStr("read"))
+		}
 		if t.PartitionBySet {
 			tbl.add("partition_by", yStrs(parts))
 		}

@@ -35,6 +35,12 @@ type Table struct {
 	// consumed.
 	// Defaults to 30s.
 	CommitInterval time.Duration
+	// FreshnessFromRead is freshness_from: read (the other value is
+	// timestamp): the freshness metrics count a record's age from when
+	// the sink read it, not from its Kafka timestamp, for producers whose
+	// clocks are not trusted.
+	// Defaults to false: the Kafka timestamp.
+	FreshnessFromRead bool
 	// PartitionBy is the partition spec: Iceberg transforms of columns,
 	// each "transform(column.path)" with transform one of identity, year,
 	// month, day, hour, bucket[N] or truncate[W] (partition_by).
@@ -150,7 +156,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "partition_by", "format_version", "timestamp_precision", "maintenance"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
@@ -159,6 +165,7 @@ var (
 	catalogTypeValues = []string{"sql", "rest", "glue"}
 	transformNames    = []string{"identity", "year", "month", "day", "hour", "bucket", "truncate"}
 	precisionValues   = []string{"nanos", "micros"}
+	freshnessValues   = []string{"timestamp", "read"}
 )
 
 // table reads the table section.
@@ -199,6 +206,10 @@ func (d *decoder) table(s *section, c *Config) *Table {
 		}
 	}
 	s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
+	var from string
+	if s.oneOf("freshness_from", &from, freshnessValues, nil) {
+		t.FreshnessFromRead = from == "read"
+	}
 	var specs []string
 	// Given, even as [], partition_by is the spec; absent (or null), an
 	// existing table keeps its own.

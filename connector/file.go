@@ -45,6 +45,7 @@ type openFile struct {
 	sinceCheck  int   // rows since the row group size was last checked
 	sinceBytes  int64 // bytes of record values since then
 	reserved    bool  // the row group's buffers were grown to its target
+	times       recordTimes
 }
 
 // flush encodes the buffered rows as the file's next row group, which

@@ -230,6 +230,7 @@ func (s *Sink) collector() prometheus.Collector {
 		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
 		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
 		"tschema":    d("table_schema_updates_total", "Table schema updates made for new record schemas (columns added, types widened)."),
+		"tstale":     d("table_oldest_uncommitted_seconds", "Age of the oldest record consumed and not in the table yet (in an open file, or uploaded and waiting for the table commit), from its Kafka timestamp (or when the sink read it: table.freshness_from); 0 when every record consumed is in the table.", "table"),
 		"ttrunc":     d("table_timestamps_truncated_total", "Protobuf Timestamps, Avro timestamp-nanos and schema files' TIMESTAMP(NANOS) values written to a table's files in microseconds (table.timestamp_precision: micros) whose digits below the microsecond were cut."),
 	}}
 }
@@ -242,6 +243,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.s.stats.commitSeconds.Describe(ch)
 	c.s.stats.tableCommitSeconds.Describe(ch)
 	c.s.stats.rebalanceSeconds.Describe(ch)
+	c.s.stats.tableFreshness.Describe(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -326,6 +328,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("ttrunc", st.TimestampsTruncated)
 		ch <- prometheus.MustNewConstMetric(c.descs["tpfiles"], prometheus.GaugeValue, float64(st.TablePendingFiles))
 		ch <- prometheus.MustNewConstMetric(c.descs["tprecords"], prometheus.GaugeValue, float64(st.TablePendingRecords))
+		c.s.stats.tableFreshness.Collect(ch)
+		for name, age := range c.s.tables.oldestUncommitted(time.Now()) {
+			ch <- prometheus.MustNewConstMetric(c.descs["tstale"], prometheus.GaugeValue, age.Seconds(), name)
+		}
 	}
 }
 

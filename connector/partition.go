@@ -97,6 +97,7 @@ type partition struct {
 	table      *tableCommitter
 	tableFiles []table.File
 	genCtx     context.Context
+	fresh      partFreshness // the records' times, for the table's freshness metrics
 	// tableVals computes the values of the table's partition fields over
 	// payload columns (the path's {field} parts with a table).
 	tableVals *tablePartValues
@@ -179,6 +180,8 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		}
 	}
 	part := format.Partition{Log: p.log, Schema: sch, Fit: fit}
+	p.fresh.read = tc != nil && s.cfg.Table.FreshnessFromRead
+	p.fresh.readAt = time.Now().UnixNano()
 	p.highest = committed
 	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
@@ -263,6 +266,7 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 			p.pendingAt = time.Now()
 		}
 		p.pending = append(p.pending, *r) // the fetcher never reuses a record's bytes
+		p.holdFresh(p.freshAt(r))
 		if p.dec.Sample(r.value) {
 			return p.learn(ctx)
 		}
@@ -342,6 +346,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	f.last = r.offset
 	f.records++
+	p.noteFresh(f, r)
 	p.written++
 	rot := &p.s.cfg.Rotate
 	if rot.Records > 0 && f.records >= rot.Records {
@@ -392,6 +397,7 @@ func reserveRows(rows int, size, target int64) int {
 // report adds the records counted since the last report to the stats,
 // and notes the partition's progress.
 func (p *partition) report() {
+	p.refreshFresh()
 	if p.next > p.highest {
 		p.highest = p.next
 		p.advancedAt.Store(time.Now().UnixNano())
@@ -533,6 +539,7 @@ func (p *partition) discard(ctx context.Context, f *openFile) {
 		delete(p.files, f.id)
 		p.s.stats.openFiles.Add(-1)
 	}
+	p.forgetFresh(f.times)
 	f.buf.Group.Reset()
 	f.buf.w = nil // mid-file: not worth resetting for the pool
 	p.spare = append(p.spare, f.buf)
@@ -545,6 +552,7 @@ func (p *partition) dropAll(ctx context.Context) {
 		p.discard(ctx, f)
 	}
 	p.pending = nil
+	p.droppedFresh()
 	p.letters = p.letters[:0]
 	p.rereadBelow = max(p.rereadBelow, p.next, p.highest)
 	p.next = p.committed
@@ -581,6 +589,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	p.skipChanged = true
 	if p.table != nil {
 		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, info.Size, md))
+		p.fresh.files = append(p.fresh.files, f.times)
 	}
 	p.uploadFailures = 0
 	p.s.uploadFailingSince.Store(0)
@@ -637,6 +646,7 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 		// the two): the next table commit appends it, or drops it if the
 		// table already holds its records.
 		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, size, md))
+		p.fresh.files = append(p.fresh.files, recordTimes{oldest: f.times.oldest, newest: f.times.newest, adopted: true})
 	}
 	p.discard(ctx, f)
 	if rng.Last >= f.last {
@@ -700,8 +710,9 @@ func (p *partition) commitNow(ctx context.Context) error {
 		// records it, for a partition resuming from them (viewFor) and
 		// against a late commit of another spec (table.SpecConflictError).
 		spec := p.table.specID
-		p.table.add(p.genCtx, p.id, p.tableFiles, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.commit)
+		p.table.add(p.genCtx, p.id, p.tableFiles, p.fresh.files, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.commit)
 		p.tableFiles = nil
+		p.handedFresh()
 		p.committed = offset
 		p.noteCommit(committed{offset: offset})
 		p.skipChanged = false

@@ -790,6 +790,7 @@ func (s *Sink) abortStale(ctx context.Context) {
 func (s *Sink) handleBatch(ctx context.Context, p *partition, batch []fetch.Record) error {
 	defer p.report()
 	var r record // one for the batch: handed by pointer, it lives on the heap
+	p.fresh.readAt = time.Now().UnixNano()
 	for i := range batch {
 		f := &batch[i]
 		r = record{offset: f.Offset, time: f.Time, key: f.Key, value: f.Value, headers: f.Headers}

@@ -36,6 +36,9 @@ type Stats struct {
 
 	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
 	rebalanceSeconds                                 prometheus.Histogram
+	// tableFreshness is pqsink_table_freshness_seconds, by table and
+	// record (the oldest or the newest of a file).
+	tableFreshness *prometheus.HistogramVec
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
@@ -58,6 +61,10 @@ func newStats() *Stats {
 			Name: "pqsink_table_commit_seconds", Help: "Time of a table commit, retries included.", Buckets: buckets}),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_rebalance_seconds", Help: "Time from the start of a rebalance until every partition of this member consumes again.", Buckets: buckets}),
+		tableFreshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pqsink_table_freshness_seconds",
+			Help:    "Per data file committed to a table: the age, at the commit of the snapshot that holds it, of its oldest record (record=oldest) and of its newest (record=newest), from the record's Kafka timestamp (or when the sink read it: table.freshness_from). Every record's age lies between the two.",
+			Buckets: freshnessBuckets}, []string{"table", "record"}),
 	}
 }
 

@@ -98,6 +98,11 @@ type tableCommits struct {
 	files []table.File
 	seen  map[string]bool // locations in files
 	parts map[int32]*pendingProgress
+	// times are the record times of the files, by location, and oldest
+	// the oldest of them (0 when none): the records consumed and not in
+	// the table, for the freshness metrics (freshness.go).
+	times  map[string]recordTimes
+	oldest atomic.Int64
 
 	// cur is the view new files follow: the table's default spec's, or
 	// partition_by's. views are the views made, by spec id (viewsMu).
@@ -322,12 +327,15 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	tc, err := t.newView(ctx, topic, h, &tableCommits{seen: map[string]bool{}, parts: map[int32]*pendingProgress{}, views: map[int]*tableCommitter{}}, spec)
+	tc, err := t.newView(ctx, topic, h, &tableCommits{seen: map[string]bool{}, parts: map[int32]*pendingProgress{}, times: map[string]recordTimes{}, views: map[int]*tableCommitter{}}, spec)
 	if err != nil {
 		return nil, err
 	}
 	tc.cur.Store(tc)
 	tc.noticed = spec.ID
+	// Exported from the start, at 0 observations, for the dashboards.
+	t.s.stats.tableFreshness.WithLabelValues(h.Name(), "oldest")
+	t.s.stats.tableFreshness.WithLabelValues(h.Name(), "newest")
 	t.byTopic[topic] = tc
 	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tc.tmpl.String(), "spec_id", spec.ID)
 	return tc, nil
@@ -482,10 +490,11 @@ func (t *tables) commitAll(ctx context.Context) bool {
 	return ok
 }
 
-// add hands the table files that partition uploaded or adopted, and the
-// partition's progress after them. The Kafka commit of that progress
-// follows the table commit that holds them.
-func (tc *tableCommitter) add(ctx context.Context, partition int32, files []table.File, progress table.Progress, commit committer) {
+// add hands the table files that partition uploaded or adopted, with
+// their record times (times, in the same order), and the partition's
+// progress after them. The Kafka commit of that progress follows the
+// table commit that holds them.
+func (tc *tableCommitter) add(ctx context.Context, partition int32, files []table.File, times []recordTimes, progress table.Progress, commit committer) {
 	if tc.rb.waiting(partition) {
 		// Read before the partition learnt that the table was rolled
 		// back: it reads these records again.
@@ -493,13 +502,16 @@ func (tc *tableCommitter) add(ctx context.Context, partition int32, files []tabl
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	for _, f := range files {
+	for i, f := range files {
 		// A file adopted again (a partition re-read after a rebalance
 		// before the commit) is one data file.
 		if !tc.seen[f.Location] {
 			tc.seen[f.Location] = true
 			tc.files = append(tc.files, f)
 			tc.pending(f, 1)
+			if i < len(times) {
+				tc.holdTime(f.Location, times[i])
+			}
 		}
 	}
 	if pp := tc.parts[partition]; pp != nil {
@@ -520,8 +532,10 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	tc.commitMu.Lock()
 	defer tc.commitMu.Unlock()
 	tc.mu.Lock()
-	files, parts := tc.files, tc.parts
-	tc.files, tc.seen, tc.parts = nil, map[string]bool{}, map[int32]*pendingProgress{}
+	files, parts, times := tc.files, tc.parts, tc.times
+	// tc.oldest stays until the commit is made: the records are not in
+	// the table before.
+	tc.files, tc.seen, tc.parts, tc.times = nil, map[string]bool{}, map[int32]*pendingProgress{}, map[string]recordTimes{}
 	tc.mu.Unlock()
 	if len(files) == 0 && len(parts) == 0 {
 		return nil
@@ -569,6 +583,12 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 			}
 		}
 		tc.files, tc.seen = files, seen
+		for loc, t := range times {
+			if _, ok := tc.times[loc]; !ok && seen[loc] {
+				tc.times[loc] = t
+			}
+		}
+		tc.refreshOldest()
 		for id, pp := range tc.parts {
 			if old := parts[id]; old != nil {
 				pp.progress = mergeProgress(old.progress, pp.progress)
@@ -582,6 +602,11 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		}
 		return err
 	}
+	committedAt := time.Now()
+	tc.mu.Lock()
+	tc.refreshOldest() // the files added since
+	tc.mu.Unlock()
+	oldest, newest := tc.observeFreshness(committedAt, times)
 	tc.rb.committed(parts)
 	st.tableCommits.Add(1)
 	tc.failingSince.Store(0)
@@ -594,9 +619,15 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	for _, f := range files {
 		tc.pending(f, -1)
 	}
-	s.log.Info("table commit", "table", tc.h.Name(), "snapshot", res.SnapshotID, "appended", res.Appended,
+	attrs := []any{"table", tc.h.Name(), "snapshot", res.SnapshotID, "appended", res.Appended,
 		"already_in_table", res.Dropped, "partitions", len(parts), "attempts", res.Attempts,
-		"took", time.Since(start).Round(time.Millisecond))
+		"took", time.Since(start).Round(time.Millisecond)}
+	if oldest >= 0 {
+		// The ages of the oldest and the newest record of the files
+		// committed, as pqsink_table_freshness_seconds observes them.
+		attrs = append(attrs, "oldest_record_age", oldest.Round(time.Millisecond), "newest_record_age", newest.Round(time.Millisecond))
+	}
+	s.log.Info("table commit", attrs...)
 	// The table holds the files: the Kafka offsets may follow, carrying the
 	// same state (a table-less restart and lag monitoring read them).
 	var wg sync.WaitGroup

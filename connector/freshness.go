@@ -1,0 +1,229 @@
+package connector
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Freshness: how long a record takes from Kafka to a snapshot of its
+// table. A record's time is its Kafka timestamp, or, with
+// table.freshness_from: read (or a record without a timestamp), when the
+// sink read it. No work is done per record beyond keeping, per open file,
+// the oldest and newest of these times; the table's committer observes
+// each file's two ages at the commit that puts it in the table
+// (pqsink_table_freshness_seconds), and the oldest time still held by the
+// table's partitions or its committer is the age of its oldest record
+// not in the table yet (pqsink_table_oldest_uncommitted_seconds).
+
+// recordTimes are the oldest and newest record times of a file, Unix
+// nanoseconds; 0 when the file has no record yet.
+type recordTimes struct {
+	oldest, newest int64
+	// adopted says that the file is an earlier owner's object, whose
+	// records may be in the table already: its ages are not observed.
+	adopted bool
+}
+
+// note counts a record of time at.
+func (t *recordTimes) note(at int64) {
+	if t.oldest == 0 || at < t.oldest {
+		t.oldest = at
+	}
+	if at > t.newest {
+		t.newest = at
+	}
+}
+
+// older is the older of two record times, 0 standing for none.
+func older(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// partFreshness is a partition's part: the oldest time among the records
+// it holds that are not handed to its table's committer yet.
+type partFreshness struct {
+	read   bool  // table.freshness_from: read
+	readAt int64 // when the sink read the batch being handled (Unix nanoseconds)
+	// oldest is the oldest time among the records of the open files, the
+	// records held back for a format's sample, and the uploaded files not
+	// handed over yet (files); stale says that a file that may have held
+	// it left, and that it must be computed again (refreshFresh).
+	oldest int64
+	stale  bool
+	files  []recordTimes // of partition.tableFiles, in their order
+	// floor is the oldest time of the records dropped to be read again
+	// (dropAll: a failed upload, an adoption, a restart from the
+	// committed offset): they are not in the table either, and count
+	// until the partition hands files over again, by which time it has
+	// read them again. Without it, the age would fall to 0 while a
+	// failing store makes the partition wait.
+	floor int64
+	// pub is the older of oldest and floor, for the metrics, which read
+	// it from other goroutines.
+	pub atomic.Int64
+}
+
+// freshAt is r's time for freshness.
+func (p *partition) freshAt(r *record) int64 {
+	// A record without a timestamp (-1) has none to go by, nor has one
+	// beyond the nanoseconds an int64 holds.
+	if sec := r.time.Unix(); !p.fresh.read && sec > 0 && sec < 1<<33 {
+		return sec*int64(time.Second) + int64(r.time.Nanosecond())
+	}
+	return p.fresh.readAt
+}
+
+// noteFresh counts r, written to f: the only freshness work per record.
+func (p *partition) noteFresh(f *openFile, r *record) {
+	if p.table == nil {
+		return // measured for tables only
+	}
+	at := p.freshAt(r)
+	f.times.note(at)
+	p.holdFresh(at)
+}
+
+// holdFresh notes that the partition holds a record of time at.
+func (p *partition) holdFresh(at int64) {
+	if p.fresh.oldest == 0 || at < p.fresh.oldest {
+		p.fresh.oldest = at
+		p.fresh.pub.Store(older(at, p.fresh.floor))
+	}
+}
+
+// forgetFresh notes that the records of times are no longer held (a file
+// dropped, or handed to the committer).
+func (p *partition) forgetFresh(times recordTimes) {
+	if times.oldest != 0 && times.oldest <= p.fresh.oldest {
+		p.fresh.stale = true
+	}
+}
+
+// refreshFresh computes the oldest time held again, if a file that may
+// have held it left.
+func (p *partition) refreshFresh() {
+	if !p.fresh.stale {
+		return
+	}
+	var o int64
+	for _, f := range p.files {
+		o = older(o, f.times.oldest)
+	}
+	for _, t := range p.fresh.files {
+		o = older(o, t.oldest)
+	}
+	for i := range p.pending {
+		at := p.freshAt(&p.pending[i])
+		if p.fresh.read {
+			at = p.pendingAt.UnixNano()
+		}
+		o = older(o, at)
+	}
+	p.fresh.oldest, p.fresh.stale = o, false
+	p.fresh.pub.Store(older(o, p.fresh.floor))
+}
+
+// droppedFresh notes that the partition dropped its open files and held
+// records, to read them again.
+func (p *partition) droppedFresh() {
+	p.fresh.floor = older(p.fresh.floor, p.fresh.oldest)
+	p.fresh.stale = true
+	p.refreshFresh()
+}
+
+// handedFresh notes that the partition's uploaded files went to the
+// committer, which holds their times now.
+func (p *partition) handedFresh() {
+	for _, t := range p.fresh.files {
+		p.forgetFresh(t)
+	}
+	p.fresh.files = nil
+	if p.fresh.floor != 0 {
+		p.fresh.floor, p.fresh.stale = 0, true
+	}
+	p.refreshFresh()
+}
+
+// holdTime adds the times of the file at loc, handed over by a
+// partition, to what the committer holds (tc.mu held).
+func (tc *tableCommitter) holdTime(loc string, t recordTimes) {
+	if tc.times == nil {
+		tc.times = map[string]recordTimes{}
+	}
+	tc.times[loc] = t
+	tc.oldest.Store(older(tc.oldest.Load(), t.oldest))
+}
+
+// refreshOldest computes again the oldest record time of the files the
+// committer holds (tc.mu held).
+func (tc *tableCommitter) refreshOldest() {
+	var o int64
+	for _, t := range tc.times {
+		o = older(o, t.oldest)
+	}
+	tc.oldest.Store(o)
+}
+
+// freshnessBuckets are the bounds of pqsink_table_freshness_seconds: from
+// a second (the shortest commit_interval) to an hour.
+var freshnessBuckets = []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
+
+// observeFreshness observes the ages of the files just committed at now,
+// and returns the oldest and the newest record's ages among them (-1
+// when no file had times).
+func (tc *tableCommitter) observeFreshness(now time.Time, times map[string]recordTimes) (oldest, newest time.Duration) {
+	oldest, newest = -1, time.Duration(math.MaxInt64)
+	name := tc.h.Name()
+	hist := tc.t.s.stats.tableFreshness
+	o, n := hist.WithLabelValues(name, "oldest"), hist.WithLabelValues(name, "newest")
+	at := now.UnixNano()
+	for _, t := range times {
+		if t.adopted || t.oldest == 0 {
+			continue
+		}
+		// A producer's clock ahead of the sink's makes an age below 0: 0.
+		ao, an := time.Duration(max(at-t.oldest, 0)), time.Duration(max(at-t.newest, 0))
+		o.Observe(ao.Seconds())
+		n.Observe(an.Seconds())
+		oldest, newest = max(oldest, ao), min(newest, an)
+	}
+	if oldest < 0 {
+		newest = -1
+	}
+	return oldest, newest
+}
+
+// oldestUncommitted returns, per table, the age at now of its oldest
+// record consumed and not in the table yet: 0 for a table whose
+// partitions and committer hold no such record.
+func (t *tables) oldestUncommitted(now time.Time) map[string]time.Duration {
+	oldest := map[string]int64{}
+	t.mu.Lock()
+	for _, tc := range t.byTopic {
+		name := tc.h.Name()
+		oldest[name] = older(oldest[name], tc.oldest.Load())
+	}
+	t.mu.Unlock()
+	t.s.mu.Lock()
+	for p := range t.s.parts {
+		if p.table != nil {
+			name := p.table.h.Name()
+			oldest[name] = older(oldest[name], p.fresh.pub.Load())
+		}
+	}
+	t.s.mu.Unlock()
+	ages := make(map[string]time.Duration, len(oldest))
+	at := now.UnixNano()
+	for name, o := range oldest {
+		if o != 0 {
+			ages[name] = time.Duration(max(at-o, 0))
+		} else {
+			ages[name] = 0
+		}
+	}
+	return ages
+}
