@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/pqsink/pqsink/config"
@@ -30,7 +31,12 @@ style from the URL's query, e.g.
 s3://bucket/key?endpoint=http://127.0.0.1:9000&path_style=true&region=us-east-1,
 or from AWS_ENDPOINT_URL), or gs://bucket/key (Google Cloud Storage, with
 the Application Default Credentials; an emulator from STORAGE_EMULATOR_HOST
-or the URL's query, e.g. gs://bucket/key?endpoint=http://127.0.0.1:4443).
+or the URL's query, e.g. gs://bucket/key?endpoint=http://127.0.0.1:4443),
+or azblob://container/key or abfss://container@account.dfs.core.windows.net/key
+(Azure Blob Storage, with AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, a
+SAS token in AZURE_STORAGE_SAS_TOKEN, or the default Azure credential
+chain; an emulator such as Azurite from the URL's query, e.g.
+azblob://container/key?endpoint=http://127.0.0.1:10000/devstoreaccount1).
 
 iceberg:NAMESPACE.TABLE names an Iceberg table of the catalog in the
 --config file's table section (pqsink run's configuration; its store
@@ -141,9 +147,14 @@ func limitGoMemory(budget int64) {
 	debug.SetMemoryLimit(budget + budget/2 + 64<<20)
 }
 
-// openParquet opens a local file, an s3:// or a gs:// object for reading.
+// objectSchemes are the URL schemes inspect reads from an object store;
+// any other name is a local path.
+var objectSchemes = []string{"s3://", "gs://", "azblob://", "abfss://"}
+
+// openParquet opens a local file, or an object of one of objectSchemes, for
+// reading.
 func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*reader.File, func(), error) {
-	if !strings.HasPrefix(name, "s3://") && !strings.HasPrefix(name, "gs://") {
+	if !slices.ContainsFunc(objectSchemes, func(p string) bool { return strings.HasPrefix(name, p) }) {
 		fh, err := os.Open(name)
 		if err != nil {
 			return nil, nil, err
@@ -168,7 +179,8 @@ func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*rea
 	if u.Host == "" || key == "" {
 		return nil, nil, usagef("%s: want %s://bucket/key", name, u.Scheme)
 	}
-	storeURL := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: u.RawQuery}
+	// abfss:// names its container in the user part.
+	storeURL := url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, RawQuery: u.RawQuery}
 	var opts []objstore.Option
 	if u.Scheme == "s3" {
 		if opts, err = s3EnvKeys(); err != nil {
@@ -179,7 +191,8 @@ func openParquet(ctx context.Context, name string, ropts ...reader.Option) (*rea
 		}
 	}
 	// A gs:// object is read with the Application Default Credentials, or
-	// from the emulator that STORAGE_EMULATOR_HOST or ?endpoint= names.
+	// from the emulator that STORAGE_EMULATOR_HOST or ?endpoint= names; an
+	// Azure one with the credentials of the environment (objstore.Open).
 	store, err := objstore.Open(ctx, storeURL.String(), opts...)
 	if err != nil {
 		return nil, nil, err
