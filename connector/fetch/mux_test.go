@@ -535,12 +535,13 @@ func TestFetchMuxPartitionWithoutLeader(t *testing.T) {
 // partition among many quiet ones, on two brokers, with a long
 // fetch.max_wait: the quiet partitions' requests wait at their leaders,
 // and the busy partition must not wait behind them. It needs a fetch per
-// batch (fetches of at most 64 KiB, batches of 75 KB), twenty in all, so
-// it gets all of its records within one max_wait only if its fetches do
-// not queue behind waiting ones.
+// batch (fetches of at most 64 KiB, batches of 75 KB), twenty in all.
+// max_wait is far longer than receive's guard: a fetch queued behind a
+// waiting one would wait all of it, so the busy partition gets its records
+// at all only if its fetches never queue behind the quiet ones'.
 func TestFetchMuxQuietPartitionsDoNotHoldUpBusyOnes(t *testing.T) {
 	const partitions, batches, perBatch, size = 12, 20, 25, 3000
-	const maxWait = 10 * time.Second
+	const maxWait = 30 * time.Minute
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.NumBrokers(2), kfake.Ports(0, 0)}, partitions, "t")
 	for b := range batches {
 		produce(t, broker.Brokers, "t", 0, b*perBatch, (b+1)*perBatch, size)
@@ -550,9 +551,5 @@ func TestFetchMuxQuietPartitionsDoNotHoldUpBusyOnes(t *testing.T) {
 	for p := partitions - 1; p >= 0; p-- { // the quiet ones first
 		fs[p] = h.mux.Add("t", int32(p), 0, new(atomic.Int64), nil)
 	}
-	start := time.Now()
 	h.receive(t, fs[0], 0, batches*perBatch)
-	if took := time.Since(start); took >= maxWait {
-		t.Errorf("the busy partition took %v for %d fetches: it waited behind quiet partitions' fetches (max_wait %v)", took.Round(time.Millisecond), batches, maxWait)
-	}
 }
