@@ -113,7 +113,7 @@ func TestAvroPartValues(t *testing.T) {
 	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
 		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
 	}
-	parts := map[int]*payloadPart{}
+	parts := map[int]*payloadTablePart{}
 	for i, text := range []string{partV1, partV2} { // in order: v1 creates the table
 		v := i + 1
 		as := avro.MustParse(text)
@@ -197,8 +197,8 @@ func TestAvroPartValues(t *testing.T) {
 // newAvroPart compiles the partition values of records of writer schema
 // w whose Parquet schema the table took as fitted, as the sink does with
 // the Avro format's lookup of a table's files.
-func newAvroPart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadPart, error, error) {
-	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+func newAvroPart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadTablePart, error, error) {
+	return tc.newSchemaTablePart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
 		return avrorow.NewLookup(w, paths, avrorow.MicrosTimes())
 	})
 }

@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if fixed := s.format.Fixed(); fixed != nil && fixed.NewLookup != nil && cfg.Table == nil {
 		// The one schema: its path fields are checked now, not found
 		// wrong by every partition.
-		if spec := s.pathSpec(); spec != nil {
+		if spec := s.pathFieldSpec(); spec != nil {
 			if _, err := spec.lookup(fixed); err != nil {
 				return nil, fmt.Errorf("%s: %w", fixed.Name, err)
 			}

@@ -273,7 +273,7 @@ func (p *partition) useTable(tc *tableCommitter) error {
 		return np.stopped
 	}
 	p.table, p.tmpl, p.pathLoc, p.dec = np.table, np.tmpl, np.pathLoc, np.dec
-	p.tableVals, p.payloadVals, p.fixedPart = np.tableVals, np.payloadVals, np.fixedPart
+	p.tableVals, p.tablePartFromPayload, p.fixedTablePart = np.tableVals, np.tablePartFromPayload, np.fixedTablePart
 	p.lookup, p.vals, p.idFixed, p.idTimeOnly = np.lookup, np.vals, np.idFixed, np.idTimeOnly
 	p.fixedID, p.idbuf, p.idWindow = nil, nil, false
 	return nil
