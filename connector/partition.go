@@ -158,13 +158,17 @@ type partition struct {
 	mem   memStat
 }
 
+// newPartition returns the pipeline of Kafka partition id of topic, for a
+// sink without a table.
 func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer) *partition {
-	return newTablePartition(s, topic, id, committed, skip, commit, nil)
+	return newPartitionWithTable(s, topic, id, committed, skip, commit, nil)
 }
 
-// newTablePartition is newPartition for a partition whose files go to the
-// table of tc (none when nil).
-func newTablePartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
+// newPartitionWithTable is newPartition for a Kafka partition whose files
+// go to the table of tc (none when nil). It is a Kafka partition's
+// pipeline, not a table partition: the table partition of each record
+// comes from its values (tableVals, payloadTablePart).
+func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
 	p := &partition{
 		s: s, topic: topic, id: id, commit: commit, tmpl: s.tmpl, pathLoc: s.loc, table: tc,
 		log:       s.log.With("topic", topic, "partition", id),
@@ -432,11 +436,11 @@ func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 		return p.idbuf, nil
 	}
 	if p.tablePartFromPayload {
-		part := p.fixedTablePart
+		tp := p.fixedTablePart
 		if d.Schema != nil {
-			part = d.Schema.Values.(*schemaValues).tablePart
+			tp = d.Schema.Values.(*schemaValues).tablePart
 		}
-		if err := part.values(d.Payload, p.vals); err != nil {
+		if err := tp.values(d.Payload, p.vals); err != nil {
 			return nil, err
 		}
 	} else if p.pathFieldsFromPayload {

@@ -268,7 +268,7 @@ func (p *partition) useTable(tc *tableCommitter) error {
 	if len(p.files) > 0 || len(p.pending) > 0 {
 		return errors.New("moving to another partition spec with files open") // moveToSpec's precondition: not met
 	}
-	np := newTablePartition(p.s, p.topic, p.id, p.committed, p.skip, p.commit, tc)
+	np := newPartitionWithTable(p.s, p.topic, p.id, p.committed, p.skip, p.commit, tc)
 	if np.stopped != nil {
 		return np.stopped
 	}
