@@ -22,6 +22,7 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
@@ -346,7 +347,7 @@ func testCompactConvertsMillis(t *testing.T, avro bool) {
 	for i, m := range c.msgs {
 		o := int64(i)
 		if avro {
-			if _, body, err := pavro.SplitWire(m.Value); err != nil || !bytes.Equal(body, avroRecord(o)) || !m.Time.Equal(millisAt(o)) {
+			if _, body, err := schemaregistry.SplitWire(m.Value); err != nil || !bytes.Equal(body, avroRecord(o)) || !m.Time.Equal(millisAt(o)) {
 				t.Errorf("record %d: body %x (%v) at %s, want %x at %s", o, body, err, m.Time, avroRecord(o), millisAt(o))
 			}
 			continue

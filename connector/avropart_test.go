@@ -21,7 +21,7 @@ import (
 	"github.com/pqsink/pqsink/table"
 )
 
-// The writer schemas of TestAvroPartValues: v2 drops country, widens n to
+// The writer schemas of TestAvroTablePartValues: v2 drops country, widens n to
 // long, moves ts to the front and adds a field.
 const (
 	partV1 = `{"type":"record","name":"ev","fields":[
@@ -101,19 +101,19 @@ func TestAvroPartitionRefused(t *testing.T) {
 	}
 }
 
-// TestAvroPartValues: the table's partition values of Avro records, read
+// TestAvroTablePartValues: the table's partition values of Avro records, read
 // with each record's own writer schema (two, the table evolving from the
 // first to take the second) and transformed as iceberg-go transforms the
 // same logical values; the null partition for a null field, a field the
 // writer schema lacks and a field below a null record; a record cut short
 // before the fields is a decode rejection.
-func TestAvroPartValues(t *testing.T) {
+func TestAvroTablePartValues(t *testing.T) {
 	ctx := context.Background()
 	_, tc := newAvroTableSink(t, `["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]`)
 	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
 		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
 	}
-	parts := map[int]*payloadPart{}
+	parts := map[int]*payloadTablePart{}
 	for i, text := range []string{partV1, partV2} { // in order: v1 creates the table
 		v := i + 1
 		as := avro.MustParse(text)
@@ -125,7 +125,7 @@ func TestAvroPartValues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		ap, schemaErr, err := newAvroPart(ctx, tc, as, fitted)
+		ap, schemaErr, err := newAvroTablePart(ctx, tc, as, fitted)
 		if err != nil || schemaErr != nil {
 			t.Fatalf("v%d: %v %v", v, schemaErr, err)
 		}
@@ -194,11 +194,11 @@ func TestAvroPartValues(t *testing.T) {
 	}
 }
 
-// newAvroPart compiles the partition values of records of writer schema
+// newAvroTablePart compiles the partition values of records of writer schema
 // w whose Parquet schema the table took as fitted, as the sink does with
 // the Avro format's lookup of a table's files.
-func newAvroPart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadPart, error, error) {
-	return tc.newSchemaPart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+func newAvroTablePart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadTablePart, error, error) {
+	return tc.newSchemaTablePart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
 		return avrorow.NewLookup(w, paths, avrorow.MicrosTimes())
 	})
 }

@@ -16,14 +16,14 @@ import (
 	"github.com/pqsink/pqsink/table"
 )
 
-// TestAvroTimeMillisPartValues: a table takes a writer schema's
+// TestAvroTimeMillisTablePartValues: a table takes a writer schema's
 // time-millis as the files hold it, INT64 TIME(MICROS) (its own INT32
 // TIME(MILLIS) it refuses), and partition fields over it (a nullable
 // one too) have the values of the microseconds: bucket as iceberg-go
 // buckets the time, identity the time of day (as table renders it); a
 // null is the null partition, and a time outside the day, which no
 // identity value names, an error of the record.
-func TestAvroTimeMillisPartValues(t *testing.T) {
+func TestAvroTimeMillisTablePartValues(t *testing.T) {
 	ctx := context.Background()
 	_, tc := newAvroTableSink(t, `["bucket[4](tod)", "identity(maybe)"]`)
 	as := avro.MustParse(`{"type":"record","name":"ev","fields":[
@@ -44,7 +44,7 @@ func TestAvroTimeMillisPartValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, schemaErr, err := newAvroPart(ctx, tc, as, fitted)
+	ap, schemaErr, err := newAvroTablePart(ctx, tc, as, fitted)
 	if err != nil || schemaErr != nil {
 		t.Fatalf("%v %v", schemaErr, err)
 	}

@@ -18,25 +18,28 @@ import (
 const maxSpares = 4
 
 // schemaValues is what a partition compiled for the records of one schema
-// that the format learned from them.
+// that the format learned from them: how to compute a record's table
+// partition values, or the object path's {field} values without a table.
 type schemaValues struct {
-	// part computes the values of the table's partition fields over
-	// payload columns (a Binary format); nil without them.
-	part *payloadPart
+	// tablePart computes the values of the table's partition fields over
+	// payload columns from the record's binary payload (a Binary
+	// format); nil without them.
+	tablePart *payloadTablePart
 	// tableVals computes them from the record's JSON text, with the
 	// schema's columns; nil without them.
 	tableVals *tablePartValues
-	// path computes the path's {field} values and time_field, without a
-	// table (a Binary format); nil without them.
-	path *payloadPath
+	// pathFields computes the object path's {field} values and
+	// time_field from the record's binary payload, without a table (a
+	// Binary format); nil without them.
+	pathFields *payloadPathFields
 }
 
 // schemaCompiler compiles a partition's schemaValues: for a table's
-// partition fields over payload columns (table), or the path's {field}
-// parts and time_field without a table (path).
+// partition fields over payload columns (table), or the object path's
+// {field} parts and time_field without a table (pathFields).
 type schemaCompiler struct {
-	table *tableCommitter
-	path  *pathSpec
+	table      *tableCommitter
+	pathFields *pathFieldSpec
 }
 
 // compile is format.Partition.Compile.
@@ -44,7 +47,7 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 	v := &schemaValues{}
 	if tc := c.table; tc != nil {
 		if s.NewLookup != nil {
-			part, schemaErr, err := tc.newSchemaPart(ctx, s.Parquet, func(paths [][]string) (payloadLookup, error) {
+			part, schemaErr, err := tc.newSchemaTablePart(ctx, s.Parquet, func(paths [][]string) (payloadLookup, error) {
 				return s.NewLookup(paths, true)
 			})
 			switch {
@@ -53,7 +56,7 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 			case err != nil:
 				return nil, err
 			}
-			v.part = part
+			v.tablePart = part
 		} else {
 			spec, err := tc.specFields(ctx, s.Parquet)
 			if err != nil {
@@ -64,9 +67,9 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 			}
 		}
 	}
-	if c.path != nil {
+	if c.pathFields != nil {
 		var err error
-		if v.path, err = c.path.lookup(s); err != nil {
+		if v.pathFields, err = c.pathFields.lookup(s); err != nil {
 			return err, nil
 		}
 	}

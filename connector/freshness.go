@@ -209,7 +209,7 @@ func (t *tables) oldestUncommitted(now time.Time) map[string]time.Duration {
 	}
 	t.mu.Unlock()
 	t.s.mu.Lock()
-	for p := range t.s.parts {
+	for p := range t.s.consuming {
 		if p.table != nil {
 			name := p.table.h.Name()
 			oldest[name] = older(oldest[name], p.fresh.pub.Load())

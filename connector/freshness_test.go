@@ -88,12 +88,12 @@ func TestTableFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c commitLog
-	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c.commit, tc)
 	p.genCtx = ctx
-	idle := newTablePartition(s, "t", 1, 0, skipSet{}, c.commit, tc)
+	idle := newPartitionWithTable(s, "t", 1, 0, skipSet{}, c.commit, tc)
 	idle.genCtx = ctx
 	s.mu.Lock()
-	s.parts[p], s.parts[idle] = struct{}{}, struct{}{}
+	s.consuming[p], s.consuming[idle] = struct{}{}, struct{}{}
 	s.mu.Unlock()
 	gauge := func() float64 {
 		t.Helper()
@@ -273,10 +273,10 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 		t.Fatal(err)
 	}
 	var c commitLog
-	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c.commit, tc)
 	p.genCtx = ctx
 	s.mu.Lock()
-	s.parts[p] = struct{}{}
+	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
 	feed(t, p, 0, 6) // two files of 3 records
 	got := scrape(t, s)

@@ -184,7 +184,7 @@ func (s *Sink) relieve(ctx context.Context) {
 		clear(spares)
 		owners, spares = owners[:0], spares[:0]
 		s.mu.Lock()
-		for p := range s.parts {
+		for p := range s.consuming {
 			st := p.memStat()
 			if st.spare > 0 {
 				spares = append(spares, p)

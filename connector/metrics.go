@@ -130,7 +130,7 @@ func (s *Sink) stalled(now time.Time) []*partition {
 	}
 	var out []*partition
 	s.mu.Lock()
-	for p := range s.parts {
+	for p := range s.consuming {
 		if p.lag.Load() > 0 && now.Sub(time.Unix(0, p.advancedAt.Load())) >= limit {
 			out = append(out, p)
 		}
@@ -292,7 +292,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("memflush", st.MemoryFlushes)
 	counter("retries", st.S3Retries)
 	c.s.mu.Lock()
-	for p := range c.s.parts {
+	for p := range c.s.consuming {
 		ch <- prometheus.MustNewConstMetric(c.descs["lag"], prometheus.GaugeValue, float64(p.lag.Load()), p.topic, strconv.Itoa(int(p.id)))
 	}
 	c.s.mu.Unlock()

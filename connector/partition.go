@@ -98,22 +98,28 @@ type partition struct {
 	tableFiles []table.File
 	genCtx     context.Context
 	fresh      partFreshness // the records' times, for the table's freshness metrics
-	// tableVals computes the values of the table's partition fields over
-	// payload columns (the path's {field} parts with a table).
+	// Two kinds of values come from a record's payload, and each has its
+	// own fields: with a table, the values of its partition fields (the
+	// record's table partition); without one, the values of the object
+	// path template's {field} parts and time_field.
+	//
+	// tableVals computes the table partition values from the record's
+	// JSON text (a text format with the format's one schema).
 	tableVals *tablePartValues
-	// payloadVals says that the table's partition fields over payload
-	// columns take their values from each record's payload, read with its
-	// schema (payloadPart) by a Binary format's lookup: that of the
-	// record's decoded schema (schemaValues), or fixedPart with the
-	// format's one schema (format.Format.Fixed).
-	payloadVals bool
-	fixedPart   *payloadPart
-	// payloadPaths says that, without a table, the path's {field} parts
-	// and time_field take their values from each record's payload, read
-	// with its schema (payloadPath): that of the record's decoded schema,
-	// or fixedPath with the format's one schema.
-	payloadPaths bool
-	fixedPath    *payloadPath
+	// tablePartFromPayload says that the table partition values over
+	// payload columns come from each record's binary payload, read with
+	// its schema (payloadTablePart) by a Binary format's lookup: that of
+	// the record's decoded schema (schemaValues.tablePart), or
+	// fixedTablePart with the format's one schema (format.Format.Fixed).
+	tablePartFromPayload bool
+	fixedTablePart       *payloadTablePart
+	// pathFieldsFromPayload says that, without a table, the object path
+	// template's {field} parts and time_field take their values from each
+	// record's binary payload, read with its schema (payloadPathFields):
+	// that of the record's decoded schema (schemaValues.pathFields), or
+	// fixedPathFields with the format's one schema.
+	pathFieldsFromPayload bool
+	fixedPathFields       *payloadPathFields
 
 	letters    []deadletter.Letter // dead letters not sent yet
 	rejectedTo int64               // the offset of the last rejected record counted in the stats
@@ -153,13 +159,17 @@ type partition struct {
 	mem   memStat
 }
 
+// newPartition returns the pipeline of Kafka partition id of topic, for a
+// sink without a table.
 func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer) *partition {
-	return newTablePartition(s, topic, id, committed, skip, commit, nil)
+	return newPartitionWithTable(s, topic, id, committed, skip, commit, nil)
 }
 
-// newTablePartition is newPartition for a partition whose files go to the
-// table of tc (none when nil).
-func newTablePartition(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
+// newPartitionWithTable is newPartition for a Kafka partition whose files
+// go to the table of tc (none when nil). It is a Kafka partition's
+// pipeline, not a table partition: the table partition of each record
+// comes from its values (tableVals, payloadTablePart).
+func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
 	p := &partition{
 		s: s, topic: topic, id: id, commit: commit, tmpl: s.tmpl, pathLoc: s.loc, table: tc,
 		log:       s.log.With("topic", topic, "partition", id),
@@ -190,18 +200,18 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 	var compile schemaCompiler
 	if tc != nil && f.Binary() {
 		// The values come from each record's payload, read as its
-		// shredder reads it (payloadPart).
+		// shredder reads it (payloadTablePart).
 		paths = nil
-		p.payloadVals = len(tc.computed) > 0
+		p.tablePartFromPayload = len(tc.computed) > 0
 		switch {
 		case f.SchemaPerRecord():
-			if p.payloadVals {
+			if p.tablePartFromPayload {
 				compile.table = tc
 				part.Paths = tc.lookupPaths
 			}
-		case p.payloadVals && f.Fixed() != nil:
+		case p.tablePartFromPayload && f.Fixed() != nil:
 			var err error
-			if p.fixedPart, err = tc.newFixedPart(f.Fixed()); err != nil {
+			if p.fixedTablePart, err = tc.newFixedTablePart(f.Fixed()); err != nil {
 				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
 			}
 		}
@@ -223,26 +233,26 @@ func newTablePartition(s *Sink, topic string, id int32, committed int64, skip sk
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	if tc == nil && f.Binary() && len(paths) > 0 {
-		p.payloadPaths = true
-		spec := s.pathSpec()
+		p.pathFieldsFromPayload = true
+		spec := s.pathFieldSpec()
 		if f.SchemaPerRecord() {
-			compile.path = spec
+			compile.pathFields = spec
 			part.Paths = spec.paths
 		} else if fixed := f.Fixed(); fixed != nil {
 			var err error
-			if p.fixedPath, err = spec.lookup(fixed); err != nil {
+			if p.fixedPathFields, err = spec.lookup(fixed); err != nil {
 				p.stopped = fmt.Errorf("%s: %w", fixed.Name, err) // checked when the sink started: not met
 			}
 		}
 		paths = nil
 	}
-	if compile.table != nil || compile.path != nil {
+	if compile.table != nil || compile.pathFields != nil {
 		part.Compile = compile.compile
 	}
 	p.dec = f.NewDecoder(part)
 	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
-	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.payloadVals && !p.payloadPaths
+	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.tablePartFromPayload && !p.pathFieldsFromPayload
+	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.tablePartFromPayload && !p.pathFieldsFromPayload
 	p.vals = make([]string, len(p.tmpl.Fields()))
 	return p
 }
@@ -431,18 +441,18 @@ func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 		p.idLo, p.idHi, p.idWindow = p.tmpl.Window(at)
 		return p.idbuf, nil
 	}
-	if p.payloadVals {
-		part := p.fixedPart
+	if p.tablePartFromPayload {
+		tp := p.fixedTablePart
 		if d.Schema != nil {
-			part = d.Schema.Values.(*schemaValues).part
+			tp = d.Schema.Values.(*schemaValues).tablePart
 		}
-		if err := part.values(d.Payload, p.vals); err != nil {
+		if err := tp.values(d.Payload, p.vals); err != nil {
 			return nil, err
 		}
-	} else if p.payloadPaths {
-		pp := p.fixedPath
+	} else if p.pathFieldsFromPayload {
+		pp := p.fixedPathFields
 		if d.Schema != nil {
-			pp = d.Schema.Values.(*schemaValues).path
+			pp = d.Schema.Values.(*schemaValues).pathFields
 		}
 		t, err := pp.values(d.Payload, p.vals)
 		if err != nil {

@@ -514,7 +514,7 @@ func TestReadyStalls(t *testing.T) {
 	var c commitLog
 	p := newPartition(s, "t", 3, 0, skipSet{}, c.commit)
 	s.mu.Lock()
-	s.parts[p] = struct{}{}
+	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
 	if err := s.Ready(); err != nil {
 		t.Fatalf("a new partition: %v", err)

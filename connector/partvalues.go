@@ -24,8 +24,11 @@ import (
 // record's payload, as the format's shredder writes them.
 type payloadLookup = format.Lookup
 
-// payloadPart computes the partition values of records of one schema.
-type payloadPart struct {
+// payloadTablePart computes the values of a table's partition fields
+// (its table partition) from the binary payload of records of one schema;
+// payloadPathFields (payloadpath.go) is its counterpart for the object
+// path template's {field} parts without a table.
+type payloadTablePart struct {
 	look   payloadLookup
 	fields []table.PathField // the table's computed fields, each with the schema's column as Leaf
 	at     []int             // the path of look each field reads (tableCommitter.lookupAt)
@@ -60,13 +63,13 @@ func (tc *tableCommitter) specFields(ctx context.Context, fitted *schema.Schema)
 // handle bounds the schemas it fitted.
 const maxSpecSchemas = 256
 
-// newSchemaPart compiles the partition values of records of one schema
+// newSchemaTablePart compiles the partition values of records of one schema
 // (an Avro writer schema, a Protobuf message type), whose Parquet schema
 // the table took as fitted, with the lookup that newLookup makes of the
 // partition columns (tc.lookupPaths) in that schema. An error of newLookup, or a field no
 // longer in the table's spec, is an error of the schema (schemaErr); any
 // other error is a failure to reach the catalog.
-func (tc *tableCommitter) newSchemaPart(ctx context.Context, fitted *schema.Schema, newLookup func(paths [][]string) (payloadLookup, error)) (ap *payloadPart, schemaErr, err error) {
+func (tc *tableCommitter) newSchemaTablePart(ctx context.Context, fitted *schema.Schema, newLookup func(paths [][]string) (payloadLookup, error)) (ap *payloadTablePart, schemaErr, err error) {
 	look, schemaErr := newLookup(tc.lookupPaths)
 	if schemaErr != nil {
 		return nil, schemaErr, nil
@@ -75,14 +78,14 @@ func (tc *tableCommitter) newSchemaPart(ctx context.Context, fitted *schema.Sche
 	if err != nil {
 		return nil, nil, err
 	}
-	ap, schemaErr = tc.newPayloadPart(look, spec)
+	ap, schemaErr = tc.newPayloadTablePart(look, spec)
 	return ap, schemaErr, nil
 }
 
-// newPayloadPart computes the values of the table's computed partition
+// newPayloadTablePart computes the values of the table's computed partition
 // fields, of spec (the table's), with look's columns.
-func (tc *tableCommitter) newPayloadPart(look payloadLookup, spec []table.PathField) (*payloadPart, error) {
-	ap := &payloadPart{look: look, at: tc.lookupAt}
+func (tc *tableCommitter) newPayloadTablePart(look payloadLookup, spec []table.PathField) (*payloadTablePart, error) {
+	ap := &payloadTablePart{look: look, at: tc.lookupAt}
 	for i, c := range tc.computed {
 		f, err := specField(spec, c.Name)
 		if err != nil {
@@ -108,7 +111,7 @@ func specField(spec []table.PathField, name string) (table.PathField, error) {
 // for the record's payload (the bytes after the wire format's header). A
 // record that does not decode as far as the fields is a rejection with
 // the reason the shredder would give it (decode).
-func (ap *payloadPart) values(body []byte, vals []string) error {
+func (ap *payloadTablePart) values(body []byte, vals []string) error {
 	if err := ap.look.Read(body); err != nil {
 		return &rejection{Reason: rejectDecode, Err: fmt.Errorf("partition fields: %w", err)}
 	}
@@ -122,10 +125,10 @@ func (ap *payloadPart) values(body []byte, vals []string) error {
 	return nil
 }
 
-// newFixedPart compiles the partition values of records of the format's
+// newFixedTablePart compiles the partition values of records of the format's
 // one schema (format.Format.Fixed): the table's schema, and its partition
 // fields, are known from the start.
-func (tc *tableCommitter) newFixedPart(fixed *format.Schema) (*payloadPart, error) {
+func (tc *tableCommitter) newFixedTablePart(fixed *format.Schema) (*payloadTablePart, error) {
 	look, err := fixed.NewLookup(tc.lookupPaths, true)
 	if err != nil {
 		return nil, err
@@ -134,5 +137,5 @@ func (tc *tableCommitter) newFixedPart(fixed *format.Schema) (*payloadPart, erro
 	for i, f := range tc.computed {
 		spec[i] = *f
 	}
-	return tc.newPayloadPart(look, spec)
+	return tc.newPayloadTablePart(look, spec)
 }

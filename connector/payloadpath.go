@@ -25,10 +25,12 @@ import (
 // decimal as 12.50. A field the schema lacks, or that is null, is the null
 // folder (archive.HiveNull), as in JSON.
 
-// payloadPath computes a record's {field} values and time_field from its
-// payload: paths 0 to fields-1 of look are the template's fields, in its
+// payloadPathFields computes a record's object path template {field}
+// values and time_field from its binary payload, for a sink without a
+// table (with one, payloadTablePart computes the table partition values
+// instead): paths 0 to fields-1 of look are the template's fields, in its
 // order, and path number fields is time_field's, when there is one.
-type payloadPath struct {
+type payloadPathFields struct {
 	look      payloadLookup
 	fields    int
 	timeField string // "" without time_field
@@ -39,17 +41,17 @@ type payloadPath struct {
 // time.
 var errNotTime = errors.New("not a time")
 
-// newPayloadPath readies the path values of records read by look, whose
+// newPayloadPathFields readies the path values of records read by look, whose
 // paths are the template's fields and then, when timeField is set, its
 // path. A time_field whose column cannot hold a time (a boolean, a float,
 // bytes) is an error of the schema.
-func newPayloadPath(look payloadLookup, fields int, timeField string) (*payloadPath, error) {
+func newPayloadPathFields(look payloadLookup, fields int, timeField string) (*payloadPathFields, error) {
 	if timeField != "" {
 		if leaf := look.Leaf(fields); leaf != nil && !holdsTime(leaf) {
 			return nil, fmt.Errorf("time_field %s: %w: its column is %s; want a timestamp, a date, an integer of epoch milliseconds or a string", timeField, errNotTime, typeText(leaf))
 		}
 	}
-	return &payloadPath{look: look, fields: fields, timeField: timeField}, nil
+	return &payloadPathFields{look: look, fields: fields, timeField: timeField}, nil
 }
 
 // holdsTime reports whether leaf's values can be a record time: a
@@ -72,7 +74,7 @@ func holdsTime(leaf *schema.Node) bool {
 // header) and sets vals to its escaped {field} values; with time_field it
 // returns the record time. A payload that does not decode as far as the
 // fields is a rejection with the reason the shredder would give it.
-func (pp *payloadPath) values(body []byte, vals []string) (time.Time, error) {
+func (pp *payloadPathFields) values(body []byte, vals []string) (time.Time, error) {
 	if err := pp.look.Read(body); err != nil {
 		return time.Time{}, &rejection{Reason: rejectDecode, Err: fmt.Errorf("path fields: %w", err)}
 	}
@@ -121,7 +123,7 @@ func (pp *payloadPath) values(body []byte, vals []string) (time.Time, error) {
 // null, text as it is (and bytes that are UTF-8), anything else as the
 // reader's JSON of it without the quotes of a string (a date, a
 // timestamp, a UUID, other bytes in base64: a key must be UTF-8).
-func (pp *payloadPath) text(i int) ([]byte, error) {
+func (pp *payloadPathFields) text(i int) ([]byte, error) {
 	plain := pp.look.Value(i)
 	if plain == nil {
 		return nil, nil
@@ -150,10 +152,11 @@ func (pp *payloadPath) text(i int) ([]byte, error) {
 	return out, nil
 }
 
-// pathSpec is what the payloadPaths of a partition's schemas read: the
-// lookup's paths, the first fields of which are the template's {field}
-// parts, and the last time_field's path when timeField is set.
-type pathSpec struct {
+// pathFieldSpec is what the payloadPathFields of a partition's schemas
+// read: the lookup's paths, the first fields of which are the path
+// template's {field} parts, and the last time_field's path when timeField
+// is set.
+type pathFieldSpec struct {
 	paths     [][]string
 	fields    int
 	timeField string
@@ -162,17 +165,17 @@ type pathSpec struct {
 // lookup compiles the path values of records of schema s. A path to a
 // field that is not a value (a record, an array, a union of several
 // types), or a time_field that holds no time, is an error of the schema.
-func (ps *pathSpec) lookup(s *format.Schema) (*payloadPath, error) {
+func (ps *pathFieldSpec) lookup(s *format.Schema) (*payloadPathFields, error) {
 	look, err := s.NewLookup(ps.paths, false)
 	if err != nil {
 		return nil, fmt.Errorf("path fields: %w", err)
 	}
-	return newPayloadPath(look, ps.fields, ps.timeField)
+	return newPayloadPathFields(look, ps.fields, ps.timeField)
 }
 
-// pathSpec is the path fields of the sink's template and its time_field,
-// for a sink without a table; nil when it has neither.
-func (s *Sink) pathSpec() *pathSpec {
+// pathFieldSpec is the {field} parts of the sink's path template and its
+// time_field, for a sink without a table; nil when it has neither.
+func (s *Sink) pathFieldSpec() *pathFieldSpec {
 	paths := s.tmpl.Fields()
 	if s.cfg.TimeField != "" {
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
@@ -180,7 +183,7 @@ func (s *Sink) pathSpec() *pathSpec {
 	if len(paths) == 0 {
 		return nil
 	}
-	return &pathSpec{paths: paths, fields: len(s.tmpl.Fields()), timeField: s.cfg.TimeField}
+	return &pathFieldSpec{paths: paths, fields: len(s.tmpl.Fields()), timeField: s.cfg.TimeField}
 }
 
 // typeText names a field's type in errors: "INT64", "BYTE_ARRAY (STRING)",

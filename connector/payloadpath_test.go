@@ -87,7 +87,7 @@ func TestAvroPathValues(t *testing.T) {
 		{name: "absent time", country: "DE", text: "x", timeField: "missing", err: "time_field missing is missing or null"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec := &pathSpec{paths: fields, fields: len(fields), timeField: c.timeField}
+			spec := &pathFieldSpec{paths: fields, fields: len(fields), timeField: c.timeField}
 			if c.timeField != "" {
 				spec.paths = append(fields[:len(fields):len(fields)], strings.Split(c.timeField, "."))
 			}
@@ -119,7 +119,7 @@ func TestAvroPathValues(t *testing.T) {
 
 	t.Run("not a time", func(t *testing.T) {
 		for _, f := range []string{"ok", "amount", "p"} {
-			spec := &pathSpec{paths: [][]string{{f}}, fields: 0, timeField: f}
+			spec := &pathFieldSpec{paths: [][]string{{f}}, fields: 0, timeField: f}
 			_, err := spec.lookup(avroSchema(w))
 			if err == nil || (f != "p" && !errors.Is(err, errNotTime)) {
 				t.Errorf("time_field %s: %v, want an error", f, err)
@@ -127,7 +127,7 @@ func TestAvroPathValues(t *testing.T) {
 		}
 	})
 	t.Run("truncated", func(t *testing.T) {
-		spec := &pathSpec{paths: [][]string{{"raw"}}, fields: 1}
+		spec := &pathFieldSpec{paths: [][]string{{"raw"}}, fields: 1}
 		pp, err := spec.lookup(avroSchema(w))
 		if err != nil {
 			t.Fatal(err)

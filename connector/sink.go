@@ -78,9 +78,9 @@ type Sink struct {
 	uploadFailingSince atomic.Int64
 	uploadErr          atomic.Pointer[error]
 
-	mu     sync.Mutex
-	failed map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
-	parts  map[*partition]struct{} // being consumed, for the pressure relief
+	mu        sync.Mutex
+	failed    map[string]error        // partitions stopped by errors: fail, by "topic[partition]"
+	consuming map[*partition]struct{} // the Kafka partitions being consumed, for the pressure relief
 	// reachedAt is the highest offset reached on each partition this
 	// process held, to count the records it reads again.
 	reachedAt map[topicPartition]int64
@@ -111,7 +111,7 @@ func Formats(r *format.Registry) Option { return func(s *Sink) { s.formats = r }
 // New checks the configuration, opens the store and prepares the files'
 // schema and paths. Nothing is consumed before Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sink, error) {
-	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, parts: map[*partition]struct{}{}, reachedAt: map[topicPartition]int64{}}
+	s := &Sink{cfg: cfg, log: log, loc: cfg.Timezone, stats: newStats(), failed: map[string]error{}, consuming: map[*partition]struct{}{}, reachedAt: map[topicPartition]int64{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if fixed := s.format.Fixed(); fixed != nil && fixed.NewLookup != nil && cfg.Table == nil {
 		// The one schema: its path fields are checked now, not found
 		// wrong by every partition.
-		if spec := s.pathSpec(); spec != nil {
+		if spec := s.pathFieldSpec(); spec != nil {
 			if _, err := spec.lookup(fixed); err != nil {
 				return nil, fmt.Errorf("%s: %w", fixed.Name, err)
 			}
@@ -480,7 +480,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 			}
 		}()
 	}
-	// The shutdown: the partitions finish their files (partRun.step) as
+	// The shutdown: the partitions finish their files (partitionRun.step) as
 	// members of the generation, then the tables commit them, and only
 	// then does the member leave.
 	stopped := make(chan struct{})
@@ -516,7 +516,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 // the work is done. Ten thousand partitions each waiting in a goroutine of
 // their own held 60 to 85 MiB of stacks beside the budget, which left the
 // garbage collector no room under the memory limit.
-func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partRun {
+func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partitionRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
 	var flog failureLog
@@ -530,20 +530,20 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.Co
 	flog.recovered(log, "partition taken")
 	p.genCtx = mctx
 	own, drop := context.WithCancel(mctx)
-	r := &partRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
+	r := &partitionRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
 		ended: ended, handover: make(chan struct{}), checks: make(chan recheck, 1)}
 	r.running.Store(true) // until the first run, started by the caller
 	p.wake = r.wake
 	s.mu.Lock()
-	s.parts[p] = struct{}{}
+	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
 	r.f = s.mux.Add(topic, id, p.committed, &p.lag, r.wake)
 	return r
 }
 
-// partRun is one assigned partition and the fetch that feeds it, run by
+// partitionRun is one assigned partition and the fetch that feeds it, run by
 // whichever goroutine its work woke.
-type partRun struct {
+type partitionRun struct {
 	s   *Sink
 	p   *partition
 	f   *fetch.Fetcher
@@ -566,7 +566,7 @@ type partRun struct {
 }
 
 // wake makes sure a goroutine runs the partition's work.
-func (r *partRun) wake() {
+func (r *partitionRun) wake() {
 	r.wakes.Add(1)
 	if r.running.CompareAndSwap(false, true) {
 		go r.run()
@@ -574,17 +574,17 @@ func (r *partRun) wake() {
 }
 
 // Run starts the partition's first run (group.Partition).
-func (r *partRun) Run() { go r.run() }
+func (r *partitionRun) Run() { go r.run() }
 
 // HandOver asks the partition to finish its files and end
 // (group.Partition).
-func (r *partRun) HandOver() {
+func (r *partitionRun) HandOver() {
 	close(r.handover)
 	r.wake()
 }
 
 // Drop asks the partition to drop its files and end (group.Partition).
-func (r *partRun) Drop() {
+func (r *partitionRun) Drop() {
 	r.dropIt()
 	r.wake()
 }
@@ -598,7 +598,7 @@ type recheck struct {
 
 // Recheck hands the partition the committed state read at a generation
 // that keeps it, and that generation's context (group.Partition).
-func (r *partRun) Recheck(ctx context.Context, gc group.Committed) {
+func (r *partitionRun) Recheck(ctx context.Context, gc group.Committed) {
 	c := recheck{c: committed{offset: gc.Offset, metadata: gc.Metadata}, ctx: ctx}
 	select {
 	case r.checks <- c:
@@ -613,14 +613,14 @@ func (r *partRun) Recheck(ctx context.Context, gc group.Committed) {
 }
 
 // Tick asks the partition for its clock-driven work (group.Partition).
-func (r *partRun) Tick() {
+func (r *partitionRun) Tick() {
 	r.ticked.Store(true)
 	r.wake()
 }
 
 // run does the partition's work until there is none, then lets the
 // goroutine go; work that arrives meanwhile wakes it again.
-func (r *partRun) run() {
+func (r *partitionRun) run() {
 	for {
 		// Whoever brings work makes it visible first and wakes after: a
 		// wake counted after this load finds its work in step or runs
@@ -639,7 +639,7 @@ func (r *partRun) run() {
 
 // step does all the work there is and returns true when the partition
 // is given up: the generation or the sink ended.
-func (r *partRun) step() bool {
+func (r *partitionRun) step() bool {
 	s, p := r.s, r.p
 	for {
 		select {
@@ -762,10 +762,10 @@ func (r *partRun) step() bool {
 }
 
 // end gives the partition up.
-func (r *partRun) end() {
+func (r *partitionRun) end() {
 	r.f.Stop()
 	r.s.mu.Lock()
-	delete(r.s.parts, r.p)
+	delete(r.s.consuming, r.p)
 	r.s.mu.Unlock()
 	r.s.noteReached(r.p.topic, r.p.id, max(r.p.highest, r.p.next))
 	r.p.release()
@@ -844,7 +844,7 @@ func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic s
 		}
 	}
 	s.log.Debug("partition assigned", "topic", topic, "partition", id, "committed", c.offset, "uploaded_paths_beyond", len(skip))
-	p := newTablePartition(s, topic, id, c.offset, skip, commit, tc)
+	p := newPartitionWithTable(s, topic, id, c.offset, skip, commit, tc)
 	p.genCtx = ctx
 	p.noteCommit(c)
 	return p, nil

@@ -239,7 +239,7 @@ func tableSettings(c *config.Config) error {
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
 // field with format json, avro or protobuf, whose value the sink computes
-// from the record (tablePath; for avro and protobuf, payloadPart).
+// from the record (tablePath; for avro and protobuf, payloadTablePart).
 func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
@@ -369,7 +369,7 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	tc.setComputed(computed)
 	if t.s.format.Binary() {
 		if fixed := t.s.format.Fixed(); fixed != nil && len(computed) > 0 {
-			if _, err := tc.newFixedPart(fixed); err != nil {
+			if _, err := tc.newFixedTablePart(fixed); err != nil {
 				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
 			}
 		}

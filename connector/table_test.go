@@ -174,7 +174,7 @@ func TestTableCommitOrder(t *testing.T) {
 		t.Errorf("files' path %q, want %q", tc.tmpl.String(), want)
 	}
 	var c commitLog
-	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c.commit, tc)
 	p.genCtx = ctx
 	feed(t, p, 0, 12) // paths a and b, a file of each every 6 records
 	if len(c.offsets) != 0 {
@@ -240,7 +240,7 @@ func TestTableReadyLockedCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c commitLog
-	p := newTablePartition(s, "t", 0, 0, skipSet{}, c.commit, tc)
+	p := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c.commit, tc)
 	p.genCtx = ctx
 	feed(t, p, 0, 6)
 	s.joined.Store(true)

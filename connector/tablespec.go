@@ -268,12 +268,12 @@ func (p *partition) useTable(tc *tableCommitter) error {
 	if len(p.files) > 0 || len(p.pending) > 0 {
 		return errors.New("moving to another partition spec with files open") // moveToSpec's precondition: not met
 	}
-	np := newTablePartition(p.s, p.topic, p.id, p.committed, p.skip, p.commit, tc)
+	np := newPartitionWithTable(p.s, p.topic, p.id, p.committed, p.skip, p.commit, tc)
 	if np.stopped != nil {
 		return np.stopped
 	}
 	p.table, p.tmpl, p.pathLoc, p.dec = np.table, np.tmpl, np.pathLoc, np.dec
-	p.tableVals, p.payloadVals, p.fixedPart = np.tableVals, np.payloadVals, np.fixedPart
+	p.tableVals, p.tablePartFromPayload, p.fixedTablePart = np.tableVals, np.tablePartFromPayload, np.fixedTablePart
 	p.lookup, p.vals, p.idFixed, p.idTimeOnly = np.lookup, np.vals, np.idFixed, np.idTimeOnly
 	p.fixedID, p.idbuf, p.idWindow = nil, nil, false
 	return nil

@@ -71,8 +71,8 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	}
 
 	var c0, c1 commitLog
-	p0 := newTablePartition(s, "t", 0, 0, skipSet{}, c0.commit, tc)
-	p1 := newTablePartition(s, "t", 1, 0, skipSet{}, c1.commit, tc)
+	p0 := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c0.commit, tc)
+	p1 := newPartitionWithTable(s, "t", 1, 0, skipSet{}, c1.commit, tc)
 	p0.genCtx, p1.genCtx = ctx, ctx
 	feed(t, p0, 0, 12)
 	feed(t, p1, 0, 12)

@@ -275,6 +275,39 @@ func TestLayers(t *testing.T) {
 			}
 			return bad
 		}},
+		// The Schema Registry client is one package that every registry
+		// format uses; it stays a leaf (the standard library only), and a
+		// format reaches the registry through it, not through another
+		// format's package.
+		{"internal/schemaregistry imports only the standard library", func() []string {
+			var bad []string
+			q := pkgs[module+"internal/schemaregistry"]
+			if q == nil {
+				return []string{"go list does not name " + module + "internal/schemaregistry"}
+			}
+			for _, d := range q.Deps {
+				if p := pkgs[d]; p == nil || !p.Standard {
+					bad = append(bad, "internal/schemaregistry depends on "+d)
+				}
+			}
+			return bad
+		}},
+		{"the Protobuf and JSON Schema formats reach the registry without Avro", func() []string {
+			var bad []string
+			for _, p := range []string{"schema/protobuf", "schema/protobuf/protofmt", "schema/jsonschema", "schema/jsonschema/jsonschemafmt"} {
+				q := pkgs[module+p]
+				if q == nil {
+					bad = append(bad, "go list does not name "+module+p)
+					continue
+				}
+				for _, d := range q.Deps {
+					if under(d, "schema/avro") || strings.HasPrefix(d, "github.com/linkedin/goavro") {
+						bad = append(bad, p+" depends on "+d)
+					}
+				}
+			}
+			return bad
+		}},
 		{"no production package imports the test helpers under test/", func() []string {
 			var bad []string
 			for _, p := range ours {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // jsCanonical returns record i of the event schema in the form replay
@@ -138,7 +138,7 @@ func TestReplayJSONSchema(t *testing.T) {
 			var msgs []kafka.Message
 			frame := func(v string) []byte {
 				if registry {
-					return append(avro.AppendWire(nil, jsIDv1), v...)
+					return append(schemaregistry.AppendWire(nil, jsIDv1), v...)
 				}
 				return []byte(v)
 			}

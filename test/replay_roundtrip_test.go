@@ -23,6 +23,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector/source"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -103,7 +104,7 @@ func produceReplayEvents(t *testing.T, brokers []string, topic string, n int, av
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Value = append(avro.AppendWire(nil, replayAvroID), body...)
+			m.Value = append(schemaregistry.AppendWire(nil, replayAvroID), body...)
 		}
 		switch {
 		case i%5 == 0:
@@ -164,8 +165,8 @@ func compareReplayed(t *testing.T, src, dst map[string]produced, avroID int) {
 				problems = append(problems, fmt.Sprintf("headers %v, want %v", g.Headers, w.Headers))
 			}
 			if avroID > 0 {
-				id, body, err := avro.SplitWire(g.Value)
-				_, wbody, _ := avro.SplitWire(w.Value)
+				id, body, err := schemaregistry.SplitWire(g.Value)
+				_, wbody, _ := schemaregistry.SplitWire(w.Value)
 				if err != nil || int(id) != avroID || !bytes.Equal(body, wbody) {
 					problems = append(problems, fmt.Sprintf("avro value id %d body %x (%v), want id %d body %x", id, body, err, avroID, wbody))
 				}

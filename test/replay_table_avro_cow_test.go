@@ -16,8 +16,8 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 const (
@@ -78,7 +78,7 @@ func TestReplayTableAvroCopyOnWrite(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: append(avro.AppendWire(nil, cowAvroID), body...)})
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: append(schemaregistry.AppendWire(nil, cowAvroID), body...)})
 	}
 	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
@@ -135,7 +135,7 @@ func TestReplayTableAvroCopyOnWrite(t *testing.T) {
 	}
 	want := map[string]produced{}
 	for id, p := range truth {
-		if _, body, err := avro.SplitWire(p.Value); err == nil {
+		if _, body, err := schemaregistry.SplitWire(p.Value); err == nil {
 			native, _, err := codec.NativeFromBinary(body)
 			if err != nil {
 				t.Fatal(err)

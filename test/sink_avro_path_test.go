@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
@@ -63,7 +64,7 @@ func (c pathClick) encode() []byte {
 	} else {
 		b = avro.AppendLong(avro.AppendLong(b, 1), c.ts.UnixMilli())
 	}
-	return append(avro.AppendWire(nil, id), b...)
+	return append(schemaregistry.AppendWire(nil, id), b...)
 }
 
 // TestSinkAvroPathFields: with format avro, a path of {field:country} and

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/events"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/avroevents"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -157,7 +158,7 @@ func encodeAvro(t *testing.T, version int, e []byte, channel string) []byte {
 		s := "id-" + strconv.FormatInt(m.ID, 10)
 		body = append(append(avro.AppendLong(nil, int64(len(s))), s...), rest...)
 	}
-	return append(avro.AppendWire(nil, id), body...)
+	return append(schemaregistry.AppendWire(nil, id), body...)
 }
 
 // produceAvroStream writes the test's stream: 300 v1 records; 300 in six
@@ -193,7 +194,7 @@ func produceAvroStream(t *testing.T, brokers []string, topic string) map[string]
 	// it rotates no file before it is rejected.
 	truncated := encodeAvro(t, 3, gen.Append(nil), "")
 	for _, p := range []struct{ key, value string }{
-		{"poison-unknown-id", string(append(avro.AppendWire(nil, 999), truncated[5:]...))},
+		{"poison-unknown-id", string(append(schemaregistry.AppendWire(nil, 999), truncated[5:]...))},
 		{"poison-no-magic", `{"id":1,"user":"not avro"}`},
 		{"poison-truncated", string(truncated[:12])},
 	} {

@@ -10,10 +10,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // TestSinkJSONSchemaRegistryPathFields: with format json_schema and a
@@ -43,7 +43,7 @@ func TestSinkJSONSchemaRegistryPathFields(t *testing.T) {
 			v, s = fmt.Sprintf(`{"id":%d,"country":"DE","ts":null}`, i), sentRec{}
 		}
 		sent[key] = s
-		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: append(avro.AppendWire(nil, id), v...), Time: time.Now()})
+		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: append(schemaregistry.AppendWire(nil, id), v...), Time: time.Now()})
 	}
 	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()

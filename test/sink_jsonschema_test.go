@@ -19,13 +19,13 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/minio"
 	"github.com/pqsink/pqsink/objstore"
 	pqreader "github.com/pqsink/pqsink/reader"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
@@ -99,7 +99,7 @@ func TestSinkJSONSchema(t *testing.T) {
 				sent[key] = s
 				msgs = append(msgs, kafka.Message{Key: []byte(key), Value: value})
 			}
-			wire := func(id int, v string) []byte { return append(avro.AppendWire(nil, uint32(id)), v...) }
+			wire := func(id int, v string) []byte { return append(schemaregistry.AppendWire(nil, uint32(id)), v...) }
 			event := func(version int) {
 				v, r := jsEvent(len(msgs))
 				if !registry {
@@ -336,7 +336,7 @@ func TestSinkJSONSchemaIncompatibleFails(t *testing.T) {
 		if i >= 50 {
 			id = jsIDv3
 		}
-		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: append(avro.AppendWire(nil, uint32(id)), v...)})
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: append(schemaregistry.AppendWire(nil, uint32(id)), v...)})
 	}
 	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
@@ -453,7 +453,7 @@ func TestTableSinkJSONSchemaRegistry(t *testing.T) {
 			id = 32
 		}
 		p := plain[k]
-		msgs = append(msgs, kafka.Message{Key: p.Key, Value: append(avro.AppendWire(nil, id), p.Value...)})
+		msgs = append(msgs, kafka.Message{Key: p.Key, Value: append(schemaregistry.AppendWire(nil, id), p.Value...)})
 	}
 	if len(msgs) != n {
 		t.Fatalf("%d of %d events found by id", len(msgs), n)

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/schema"
@@ -39,7 +40,7 @@ type millisEvent struct {
 }
 
 func (e millisEvent) encode() []byte {
-	b := avro.AppendWire(nil, millisID)
+	b := schemaregistry.AppendWire(nil, millisID)
 	b = avro.AppendLong(b, e.id)
 	b = avro.AppendLong(b, e.ts.UnixMilli())
 	if e.id%4 == 3 {
@@ -83,7 +84,7 @@ func TestTableSinkAvroMillis(t *testing.T) {
 	}
 	// A timestamp-millis one past what microseconds hold (its day is a
 	// partition value, in the year 292278).
-	huge := avro.AppendLong(avro.AppendLong(avro.AppendWire(nil, millisID), 9999), math.MaxInt64/1000+1)
+	huge := avro.AppendLong(avro.AppendLong(schemaregistry.AppendWire(nil, millisID), 9999), math.MaxInt64/1000+1)
 	msgs = append(msgs, kafka.Message{Key: []byte("poison-huge"), Value: avro.AppendLong(huge, 0)})
 	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/schema"
@@ -48,7 +49,7 @@ func (e nanosEvent) encode(micros bool) []byte {
 		}
 		return at.UnixNano()
 	}
-	b := avro.AppendWire(nil, nanosID)
+	b := schemaregistry.AppendWire(nil, nanosID)
 	b = avro.AppendLong(b, e.id)
 	b = avro.AppendLong(b, ns(e.ts))
 	at, ok := e.local()
@@ -199,8 +200,8 @@ func TestTableSinkAvroNanos(t *testing.T) {
 	want := map[string]produced{}
 	for id, p := range truth {
 		e := byID[id]
-		_, body, _ := avro.SplitWire(e.encode(true))
-		p.Value = append(avro.AppendWire(nil, uint32(replayID)), body...)
+		_, body, _ := schemaregistry.SplitWire(e.encode(true))
+		p.Value = append(schemaregistry.AppendWire(nil, uint32(replayID)), body...)
 		want[id] = p
 	}
 	compareReplayedBytes(t, "replay from the table", want, readTopic(t, broker.Brokers, "replayed", partitions))

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -48,7 +49,7 @@ type partEvent struct {
 }
 
 func (e partEvent) encode() []byte {
-	b := avro.AppendWire(nil, uint32(e.schema))
+	b := schemaregistry.AppendWire(nil, uint32(e.schema))
 	b = avro.AppendLong(b, e.id)
 	if e.schema == partIDB {
 		b = append(avro.AppendLong(b, 3), "xyz"...)
@@ -126,7 +127,7 @@ func testAvroPartitioned(t *testing.T, compat string) {
 	bad := partEvent{schema: partIDA, id: 7, ts: start}.encode()
 	poison := []kafka.Message{
 		// region's union branch 5 of 2.
-		{Key: []byte("poison-branch"), Value: append(avro.AppendLong(avro.AppendLong(avro.AppendWire(nil, partIDA), 7), start.UnixMicro()), 10)},
+		{Key: []byte("poison-branch"), Value: append(avro.AppendLong(avro.AppendLong(schemaregistry.AppendWire(nil, partIDA), 7), start.UnixMicro()), 10)},
 		// cut short after id.
 		{Key: []byte("poison-cut"), Value: bad[:6]},
 	}

@@ -17,6 +17,7 @@ import (
 	itable "github.com/apache/iceberg-go/table"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/meta"
@@ -48,7 +49,7 @@ const lastMilli = 86_399_999
 func (e timeEvent) maybe() (int64, bool) { return lastMilli - e.tod, e.id%4 != 3 }
 
 func (e timeEvent) encode() []byte {
-	b := avro.AppendWire(nil, timeID)
+	b := schemaregistry.AppendWire(nil, timeID)
 	b = avro.AppendLong(b, e.id)
 	b = avro.AppendLong(b, e.tod)
 	if m, ok := e.maybe(); ok {

@@ -17,10 +17,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // TestTableSinkJSONSchemaRegistryPartitioned: format json_schema with a
@@ -80,7 +80,7 @@ func TestTableSinkJSONSchemaRegistryPartitioned(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		msgs = append(msgs, kafka.Message{Key: plain[k].Key, Value: append(avro.AppendWire(nil, id), value...)})
+		msgs = append(msgs, kafka.Message{Key: plain[k].Key, Value: append(schemaregistry.AppendWire(nil, id), value...)})
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(broker.Brokers...), Topic: env.topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {

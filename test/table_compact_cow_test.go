@@ -17,9 +17,9 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/schema/avro"
 )
 
 // TestCompactTakesBackRewritten archives a topic into a table as small
@@ -224,7 +224,7 @@ func produceCowAvro(t *testing.T, brokers []string, topic string, codec *goavro.
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: append(avro.AppendWire(nil, cowAvroID), body...)})
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: append(schemaregistry.AppendWire(nil, cowAvroID), body...)})
 	}
 	w := &kafka.Writer{Transport: testTransport(t), Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -47,7 +48,7 @@ func (r *Replayer) avroValue(ctx context.Context, text string) (*avroValue, erro
 // append appends the record rec (a top-level row) in the Confluent wire
 // format.
 func (a *avroValue) append(dst []byte, rec reader.Value) ([]byte, error) {
-	dst = avro.AppendWire(dst, a.id)
+	dst = schemaregistry.AppendWire(dst, a.id)
 	root := a.schema.Root
 	if root.Kind != avro.Record {
 		v, _ := rec.Field(avro.ValueField)

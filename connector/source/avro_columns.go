@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
@@ -286,7 +287,7 @@ func (a *anode) present() bool { return !a.first.EOF() && a.first.Def() >= a.def
 
 // append appends the next record in the Confluent wire format.
 func (c *avroColumns) append(dst []byte) ([]byte, error) {
-	dst = avro.AppendWire(dst, c.id)
+	dst = schemaregistry.AppendWire(dst, c.id)
 	var err error
 	for _, f := range c.root.fields {
 		if dst, err = encodeAvro(dst, f); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
@@ -119,7 +120,7 @@ func TestReplayAvroNanosMicros(t *testing.T) {
 		t.Fatalf("%d messages, want %d", len(c.msgs), len(cases))
 	}
 	for i, m := range c.msgs {
-		if _, body, err := avro.SplitWire(m.Value); err != nil || !bytes.Equal(body, want(i)) {
+		if _, body, err := schemaregistry.SplitWire(m.Value); err != nil || !bytes.Equal(body, want(i)) {
 			t.Errorf("record %d: body %x (%v), want %x", i, body, err, want(i))
 		}
 	}
@@ -141,7 +142,7 @@ func TestReplayAvroNanosMicros(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d through Rows: %v", i, err)
 		}
-		if w := append(avro.AppendWire(nil, 7), want(i)...); !bytes.Equal(got, w) {
+		if w := append(schemaregistry.AppendWire(nil, 7), want(i)...); !bytes.Equal(got, w) {
 			t.Errorf("record %d through Rows: %x, want %x", i, got, w)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -115,7 +116,7 @@ func TestReplayAvro(t *testing.T) {
 		t.Fatalf("schema not registered under avro-target-value: %v", reg.ids)
 	}
 	for i, m := range c.msgs {
-		id, body, err := avro.SplitWire(m.Value)
+		id, body, err := schemaregistry.SplitWire(m.Value)
 		if err != nil || id != wantID || !bytes.Equal(body, bodies[i]) {
 			t.Errorf("record %d: id %d, body %x (%v); want id %d, body %x", i, id, body, err, wantID, bodies[i])
 		}
@@ -139,7 +140,7 @@ func TestReplayAvro(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d through Rows: %v", i, err)
 		}
-		if want := append(avro.AppendWire(nil, 7), bodies[i]...); !bytes.Equal(got, want) {
+		if want := append(schemaregistry.AppendWire(nil, 7), bodies[i]...); !bytes.Equal(got, want) {
 			t.Errorf("record %d through Rows: %x, want %x", i, got, want)
 		}
 	}

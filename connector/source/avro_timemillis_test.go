@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -109,7 +110,7 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 				if err != nil {
 					t.Fatalf("record %d, columnar: %v", i, err)
 				}
-				if w := append(avro.AppendWire(nil, 7), want...); !bytes.Equal(got, w) {
+				if w := append(schemaregistry.AppendWire(nil, 7), want...); !bytes.Equal(got, w) {
 					t.Errorf("record %d, columnar: %x, want %x", i, got, w)
 				}
 			}
@@ -128,7 +129,7 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 				if err != nil {
 					t.Fatalf("record %d through Rows: %v", i, err)
 				}
-				if w := append(avro.AppendWire(nil, 7), want...); !bytes.Equal(got, w) {
+				if w := append(schemaregistry.AppendWire(nil, 7), want...); !bytes.Equal(got, w) {
 					t.Errorf("record %d through Rows: %x, want %x", i, got, w)
 				}
 			}
@@ -149,7 +150,7 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 				t.Fatalf("%d messages, want %d", len(c.msgs), len(bodies))
 			}
 			for i, m := range c.msgs {
-				if _, body, err := avro.SplitWire(m.Value); err != nil || !bytes.Equal(body, bodies[i]) {
+				if _, body, err := schemaregistry.SplitWire(m.Value); err != nil || !bytes.Equal(body, bodies[i]) {
 					t.Errorf("record %d replayed: body %x (%v), want %x", i, body, err, bodies[i])
 				}
 			}

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/internal/jsontext"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
@@ -29,9 +29,9 @@ type jsonSchemaValue struct {
 	id   uint32 // the target registry's id of the schema, when wire
 }
 
-// textRegistrar registers schemas of any type: schema/avro's Registry.
+// textRegistrar registers schemas of any type: internal/schemaregistry's Client.
 type textRegistrar interface {
-	RegisterText(ctx context.Context, subject string, s *avro.SchemaText) (uint32, error)
+	RegisterSchema(ctx context.Context, subject string, s *schemaregistry.Schema) (uint32, error)
 }
 
 // jsonSchemaValue returns the renderer of the files whose footer is kv,
@@ -78,14 +78,14 @@ func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*js
 		if !ok || r.registry == nil {
 			return nil, fmt.Errorf("the file came from a Schema Registry's JSON Schema wire format (schema id %s): set format.registry.url in the config to register its schema", id)
 		}
-		st := &avro.SchemaText{Type: "JSON", Text: text}
+		st := &schemaregistry.Schema{Type: "JSON", Text: text}
 		for _, ref := range fileRefs {
 			if ref.Subject == "" {
 				return nil, fmt.Errorf("footer %s: reference %s names no subject to register the schema with", jsonschema.ReferencesKey, ref.Name)
 			}
-			st.References = append(st.References, avro.SchemaReference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version})
+			st.References = append(st.References, schemaregistry.Reference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version})
 		}
-		if v.id, err = reg.RegisterText(ctx, r.opts.Subject, st); err != nil {
+		if v.id, err = reg.RegisterSchema(ctx, r.opts.Subject, st); err != nil {
 			return nil, fmt.Errorf("registering the JSON Schema under subject %s: %w", r.opts.Subject, err)
 		}
 		r.opts.Log.Info("json schema registered", "subject", r.opts.Subject, "id", v.id)
@@ -100,7 +100,7 @@ func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*js
 // append appends the record rec (a top-level row) of the payload fields.
 func (v *jsonSchemaValue) append(dst []byte, rec reader.Value, payload []*schema.Node) ([]byte, error) {
 	if v.wire {
-		dst = avro.AppendWire(dst, v.id)
+		dst = schemaregistry.AppendWire(dst, v.id)
 	}
 	if v.js.Wrapped() {
 		f, _ := rec.Field(jsonschema.ValueField)

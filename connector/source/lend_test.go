@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema/avro"
@@ -112,7 +113,7 @@ func TestReplayLendsFooter(t *testing.T) {
 		t.Fatalf("%d messages, want %d", len(c.msgs), len(bodies))
 	}
 	for i, m := range c.msgs {
-		id, body, err := avro.SplitWire(m.Value)
+		id, body, err := schemaregistry.SplitWire(m.Value)
 		if err != nil || id != wantID || !bytes.Equal(body, bodies[i]) {
 			t.Errorf("record %d: id %d, body %x (%v); want id %d, body %x", i, id, body, err, wantID, bodies[i])
 		}

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
@@ -89,7 +89,7 @@ func (r *Replayer) protoFromRegistry(ctx context.Context, name, idText, idxText 
 		if r.cfg.Format.Registry == nil || r.cfg.Format.Registry.URL == "" {
 			return nil, errors.New("files of Protobuf records with a schema id: replay needs format.registry in the config, to read the schema")
 		}
-		reg, err := schemaregistry.New(r.cfg.Format.Registry)
+		reg, err := registryconfig.New(r.cfg.Format.Registry)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/schema/protobuf"
 )
@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	}
 	r.registry = o.Registry
 	if r.registry == nil && cfg.Format.Registry != nil && cfg.Format.Registry.URL != "" {
-		reg, err := schemaregistry.New(cfg.Format.Registry)
+		reg, err := registryconfig.New(cfg.Format.Registry)
 		if err != nil {
 			r.Close()
 			return nil, err

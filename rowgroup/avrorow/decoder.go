@@ -113,8 +113,8 @@ func (d *Decoder) RowGroup() *rowgroup.RowGroup { return d.g }
 
 // Append fills the payload part of a row from value, one record in Avro
 // binary (for a Kafka value in the Confluent wire format, the bytes after
-// the header: see avro.SplitWire). On error the row group is as before
-// and the error is a *rowgroup.RecordError.
+// the header: see internal/schemaregistry's SplitWire). On error the row
+// group is as before and the error is a *rowgroup.RecordError.
 func (d *Decoder) Append(value []byte) error {
 	d.undo.Begin()
 	if err := d.Fill(value); err != nil {

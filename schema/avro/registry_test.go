@@ -2,139 +2,76 @@ package avro
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 )
-
-// fakeRegistry is an HTTP server implementing the part of the Confluent
-// Schema Registry REST API (https://docs.confluent.io/platform/current/schema-registry/develop/api.html)
-// that Registry uses: GET /schemas/ids/{id}, GET /subjects,
-// GET /subjects/{subject}/versions and GET /subjects/{subject}/versions/{version},
-// with the documented answers and error bodies ({"error_code": 40403,
-// "message": ...} for an unknown id, 40401 for an unknown subject, 40402
-// for an unknown version, 40101 for bad credentials). No real registry
-// runs in these tests.
-type fakeRegistry struct {
-	mu       sync.Mutex
-	subjects map[string][]int // subject → schema ids, version i+1 at i
-	schemas  map[int]string
-	user     string
-	password string
-	fail     int // answer 503 to this many requests first
-	requests atomic.Int64
-}
-
-func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.requests.Add(1)
-	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-	answerErr := func(status, code int, msg string) {
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]any{"error_code": code, "message": msg})
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail > 0 {
-		f.fail--
-		answerErr(http.StatusServiceUnavailable, 50003, "Error while forwarding the request to the leader")
-		return
-	}
-	if f.user != "" {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != f.user || p != f.password {
-			answerErr(http.StatusUnauthorized, 40101, "Unauthorized")
-			return
-		}
-	}
-	if r.Method != http.MethodGet {
-		answerErr(http.StatusMethodNotAllowed, 405, "method not allowed")
-		return
-	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	switch {
-	case len(parts) == 3 && parts[0] == "schemas" && parts[1] == "ids":
-		id, _ := strconv.Atoi(parts[2])
-		s, ok := f.schemas[id]
-		if !ok {
-			answerErr(http.StatusNotFound, 40403, fmt.Sprintf("Schema %d not found", id))
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"schema": s})
-	case len(parts) == 1 && parts[0] == "subjects":
-		var out []string
-		for s := range f.subjects {
-			out = append(out, s)
-		}
-		json.NewEncoder(w).Encode(out)
-	case len(parts) >= 3 && parts[0] == "subjects" && parts[2] == "versions":
-		ids, ok := f.subjects[parts[1]]
-		if !ok {
-			answerErr(http.StatusNotFound, 40401, "Subject '"+parts[1]+"' not found.")
-			return
-		}
-		if len(parts) == 3 {
-			var vs []int
-			for i := range ids {
-				vs = append(vs, i+1)
-			}
-			json.NewEncoder(w).Encode(vs)
-			return
-		}
-		v := len(ids)
-		if parts[3] != "latest" {
-			v, _ = strconv.Atoi(parts[3])
-		}
-		if v < 1 || v > len(ids) {
-			answerErr(http.StatusNotFound, 40402, "Version "+parts[3]+" not found.")
-			return
-		}
-		id := ids[v-1]
-		json.NewEncoder(w).Encode(map[string]any{"subject": parts[1], "version": v, "id": id, "schema": f.schemas[id]})
-	default:
-		answerErr(http.StatusNotFound, 404, "HTTP 404 Not Found")
-	}
-}
 
 const (
 	regV1 = `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`
 	regV2 = `{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"b","type":"string","default":""}]}`
 )
 
-func newFake() *fakeRegistry {
-	return &fakeRegistry{
-		subjects: map[string][]int{"orders-value": {1, 2}},
-		schemas:  map[int]string{1: regV1, 2: regV2},
-	}
+// schemaServer answers GET /schemas/ids/{id} with answers[id] (a 404 for
+// an id it does not hold) and GET /subjects/orders-value/versions/latest
+// with id 2; it counts the requests.
+type schemaServer struct {
+	answers  map[int]map[string]any
+	requests atomic.Int64
 }
 
-func TestRegistry(t *testing.T) {
-	fake := newFake()
-	fake.user, fake.password = "svc", "s3cr3t-pw"
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	ctx := context.Background()
+func (f *schemaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	if r.URL.Path == "/subjects/orders-value/versions/latest" {
+		a := map[string]any{"subject": "orders-value", "version": 2, "id": 2}
+		for k, v := range f.answers[2] {
+			a[k] = v
+		}
+		json.NewEncoder(w).Encode(a)
+		return
+	}
+	id, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/schemas/ids/"))
+	a, ok := f.answers[id]
+	if err != nil || !ok {
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(map[string]any{"error_code": 40403, "message": fmt.Sprintf("Schema %d not found", id)})
+		return
+	}
+	json.NewEncoder(w).Encode(a)
+}
 
-	// Credentials in the URL are taken and dropped from it.
-	u := strings.Replace(srv.URL, "http://", "http://svc:s3cr3t-pw@", 1)
-	r, err := NewRegistry(u, Retries(2, time.Millisecond))
+func newRegistry(t *testing.T, f *schemaServer, cacheSize int) *Registry {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := schemaregistry.New(srv.URL, schemaregistry.Retries(0, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(r.String(), "s3cr3t") {
-		t.Errorf("String() shows the password: %s", r)
-	}
+	return NewRegistry(c, cacheSize)
+}
+
+// TestRegistry: the Avro side of the registry parses AVRO schemas, keeps
+// them by id, and says which answers are final (not found, unusable).
+func TestRegistry(t *testing.T) {
+	f := &schemaServer{answers: map[int]map[string]any{
+		1: {"schema": regV1},
+		2: {"schemaType": "AVRO", "schema": regV2},
+		3: {"schemaType": "PROTOBUF", "schema": `syntax = "proto3";`},
+		4: {"schema": regV1, "references": []any{map[string]any{"name": "x", "subject": "x", "version": 1}}},
+		5: {"schema": `{"type":"nope"}`},
+	}}
+	r := newRegistry(t, f, 10)
+	ctx := context.Background()
 	s, err := r.SchemaByID(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -142,71 +79,47 @@ func TestRegistry(t *testing.T) {
 	if s.Canonical() != MustParse(regV2).Canonical() {
 		t.Errorf("schema 2 is %s", s.Canonical())
 	}
-	before := fake.requests.Load()
-	if _, err := r.SchemaByID(ctx, 2); err != nil {
-		t.Fatal(err)
+	before := f.requests.Load()
+	if again, err := r.SchemaByID(ctx, 2); err != nil || again != s {
+		t.Fatalf("schema 2 again: %v, %v", again, err)
 	}
-	if fake.requests.Load() != before {
+	if f.requests.Load() != before {
 		t.Errorf("a cached schema was fetched again")
 	}
-	_, err = r.SchemaByID(ctx, 99)
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "40403") {
-		t.Errorf("unknown id: %v", err)
+	cases := []struct {
+		id       uint32
+		notFound bool
+		want     string
+	}{
+		{id: 99, notFound: true, want: "40403"},
+		{id: 3, want: "schema registry: GET /schemas/ids/3: schema type PROTOBUF, want AVRO"},
+		{id: 4, want: "schema registry: GET /schemas/ids/4: schemas with references are not supported"},
+		{id: 5, want: "schema registry: GET /schemas/ids/5: "},
 	}
-	subjects, err := r.Subjects(ctx)
-	if err != nil || len(subjects) != 1 || subjects[0] != "orders-value" {
-		t.Errorf("subjects %v, %v", subjects, err)
-	}
-	versions, err := r.Versions(ctx, "orders-value")
-	if err != nil || fmt.Sprint(versions) != "[1 2]" {
-		t.Errorf("versions %v, %v", versions, err)
+	for _, c := range cases {
+		_, err := r.SchemaByID(ctx, c.id)
+		final := schemaregistry.ErrUnusable
+		if c.notFound {
+			final = schemaregistry.ErrNotFound
+		}
+		if !errors.Is(err, final) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("schema %d: %v, want %v with %q", c.id, err, final, c.want)
+		}
 	}
 	sv, err := r.SubjectSchema(ctx, "orders-value", "latest")
-	if err != nil || sv.ID != 2 || sv.Version != 2 {
+	if err != nil || sv.ID != 2 || sv.Version != 2 || sv.Subject != "orders-value" || sv.Schema.Canonical() != s.Canonical() {
 		t.Errorf("latest: %+v, %v", sv, err)
 	}
-	if _, err := r.SubjectSchema(ctx, "nope", "1"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown subject: %v", err)
-	}
-
-	// Bad credentials: an error that never shows the password.
-	bad, _ := NewRegistry(srv.URL, BasicAuth("svc", "wrong-pw-123"), Retries(0, 0))
-	_, err = bad.SchemaByID(ctx, 1)
-	var re *RegistryError
-	if !errors.As(err, &re) || re.Status != 401 || strings.Contains(err.Error(), "wrong-pw-123") {
-		t.Errorf("bad credentials: %v", err)
-	}
 }
 
-func TestRegistryRetries(t *testing.T) {
-	fake := newFake()
-	fake.fail = 2
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	r, _ := NewRegistry(srv.URL, Retries(3, time.Millisecond))
-	if _, err := r.SchemaByID(context.Background(), 1); err != nil {
-		t.Fatalf("after two 503s: %v", err)
-	}
-	if n := fake.requests.Load(); n != 3 {
-		t.Errorf("%d requests, want 3", n)
-	}
-	fake.fail = 5
-	r, _ = NewRegistry(srv.URL, Retries(1, time.Millisecond))
-	_, err := r.SchemaByID(context.Background(), 2)
-	var re *RegistryError
-	if !errors.As(err, &re) || re.Status != 503 {
-		t.Errorf("out of retries: %v", err)
-	}
-}
-
+// TestRegistryCacheBound: the cache keeps the cacheSize most recently
+// used schemas, and fetches an evicted one again.
 func TestRegistryCacheBound(t *testing.T) {
-	fake := newFake()
-	for i := 3; i <= 10; i++ {
-		fake.schemas[i] = regV1
+	f := &schemaServer{answers: map[int]map[string]any{}}
+	for i := 1; i <= 10; i++ {
+		f.answers[i] = map[string]any{"schema": regV1}
 	}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	r, _ := NewRegistry(srv.URL, CacheSize(3))
+	r := newRegistry(t, f, 3)
 	for i := 1; i <= 10; i++ {
 		if _, err := r.SchemaByID(context.Background(), uint32(i)); err != nil {
 			t.Fatal(err)
@@ -215,28 +128,10 @@ func TestRegistryCacheBound(t *testing.T) {
 	if n := r.lru.Len(); n != 3 {
 		t.Errorf("cache holds %d schemas, want 3", n)
 	}
-	before := fake.requests.Load()
+	before := f.requests.Load()
 	r.SchemaByID(context.Background(), 10) // most recent: cached
 	r.SchemaByID(context.Background(), 1)  // evicted: fetched
-	if got := fake.requests.Load() - before; got != 1 {
+	if got := f.requests.Load() - before; got != 1 {
 		t.Errorf("%d requests, want 1", got)
-	}
-}
-
-func TestRegistryTLS(t *testing.T) {
-	srv := httptest.NewUnstartedServer(newFake())
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below
-	srv.StartTLS()
-	defer srv.Close()
-	// Without the server's CA the handshake fails.
-	r, _ := NewRegistry(srv.URL, Retries(0, 0))
-	if _, err := r.SchemaByID(context.Background(), 1); err == nil {
-		t.Fatal("untrusted certificate accepted")
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	r, _ = NewRegistry(srv.URL, RegistryTLS(&tls.Config{RootCAs: pool}))
-	if _, err := r.SchemaByID(context.Background(), 1); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -95,19 +95,6 @@ func TestMaxFixedPrecision(t *testing.T) {
 	}
 }
 
-func TestWire(t *testing.T) {
-	v := append(AppendWire(nil, 0x01020304), 'x')
-	id, body, err := SplitWire(v)
-	if err != nil || id != 0x01020304 || string(body) != "x" {
-		t.Fatalf("SplitWire: %d %q %v", id, body, err)
-	}
-	for _, bad := range [][]byte{nil, {0, 1, 2}, {1, 0, 0, 0, 1}} {
-		if _, _, err := SplitWire(bad); !errors.Is(err, ErrWireFormat) {
-			t.Errorf("SplitWire(%x): %v", bad, err)
-		}
-	}
-}
-
 func TestEncodeDefault(t *testing.T) {
 	s := MustParse(`{"type":"record","name":"R","fields":[
 		{"name":"u","type":["null","int"]},{"name":"a","type":{"type":"array","items":"long"}},

@@ -124,13 +124,13 @@ func MessageAt(fd protoreflect.FileDescriptor, indexes []int) (protoreflect.Mess
 	var m protoreflect.MessageDescriptor
 	for depth, i := range indexes {
 		if i < 0 || i >= ms.Len() {
-			return nil, fmt.Errorf("%w: message index %d at depth %d, %s has %d there", ErrWireFormat, i, depth, fd.Path(), ms.Len())
+			return nil, fmt.Errorf("protobuf: %w: message index %d at depth %d, %s has %d there", ErrWireFormat, i, depth, fd.Path(), ms.Len())
 		}
 		m = ms.Get(i)
 		ms = m.Messages()
 	}
 	if m.IsMapEntry() {
-		return nil, fmt.Errorf("%w: message indexes %v name a map entry", ErrWireFormat, indexes)
+		return nil, fmt.Errorf("protobuf: %w: message indexes %v name a map entry", ErrWireFormat, indexes)
 	}
 	return m, nil
 }

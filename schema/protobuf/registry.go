@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 )
 
 // Bounds of the references a registry schema may pull in: a schema that
@@ -23,14 +24,14 @@ const (
 	maxReferenceDepth = 32
 )
 
-// Registry reads PROTOBUF schemas from a Confluent Schema Registry by id,
-// through pqsink's one registry client (avro.Registry: retries, timeouts,
-// credentials), resolves their references (the imports, by subject and
+// Registry is the Protobuf side of a Schema Registry: it reads PROTOBUF
+// schemas by id through pqsink's one registry client
+// (internal/schemaregistry: retries, timeouts, credentials), resolves their references (the imports, by subject and
 // version), compiles them with the well-known types built in, and keeps
 // the compiled files of the most recently used ids. It is safe for
 // concurrent use.
 type Registry struct {
-	reg  *avro.Registry
+	reg  *schemaregistry.Client
 	size int
 
 	mu    sync.Mutex
@@ -45,20 +46,14 @@ type cachedFile struct {
 
 // NewRegistry returns a Registry over reg that keeps up to cacheSize
 // compiled schemas (at least 1).
-func NewRegistry(reg *avro.Registry, cacheSize int) *Registry {
+func NewRegistry(reg *schemaregistry.Client, cacheSize int) *Registry {
 	return &Registry{reg: reg, size: max(cacheSize, 1), cache: map[uint32]*list.Element{}, lru: list.New()}
 }
 
-// unusable marks an error as avro.ErrUnusable: the registry answered, but
-// the schema cannot be used, and asking again gives the same answer.
-type unusable struct{ error }
-
-func (u unusable) Unwrap() []error { return []error{u.error, avro.ErrUnusable} }
-
 // FileByID returns the compiled schema registered under id. An id the
-// registry does not know wraps avro.ErrNotFound; a schema that is not
+// registry does not know wraps schemaregistry.ErrNotFound; a schema that is not
 // PROTOBUF, whose references cannot be resolved or that does not compile
-// wraps avro.ErrUnusable; other errors (the registry cannot be reached)
+// wraps schemaregistry.ErrUnusable; other errors (the registry cannot be reached)
 // are worth a retry.
 func (r *Registry) FileByID(ctx context.Context, id uint32) (protoreflect.FileDescriptor, error) {
 	r.mu.Lock()
@@ -85,19 +80,15 @@ func (r *Registry) FileByID(ctx context.Context, id uint32) (protoreflect.FileDe
 }
 
 func (r *Registry) fetch(ctx context.Context, id uint32) (protoreflect.FileDescriptor, error) {
-	raw, err := r.reg.RawByID(ctx, id)
+	raw, err := r.reg.SchemaByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if raw.Type != "PROTOBUF" {
-		t := raw.Type
-		if t == "" {
-			t = "AVRO"
-		}
-		return nil, unusable{fmt.Errorf("schema registry: schema id %d is %s, want PROTOBUF", id, t)}
+		return nil, schemaregistry.Unusable(fmt.Errorf("schema registry: schema id %d is %s, want PROTOBUF", id, raw.Type))
 	}
 	name := fmt.Sprintf("pqsink-registry/%d.proto", id)
-	sources := map[string]string{name: raw.Schema}
+	sources := map[string]string{name: raw.Text}
 	if err := r.references(ctx, raw.References, sources, 0); err != nil {
 		return nil, err
 	}
@@ -110,16 +101,16 @@ func (r *Registry) fetch(ctx context.Context, id uint32) (protoreflect.FileDescr
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, unusable{fmt.Errorf("schema registry: schema id %d: %w", id, err)}
+		return nil, schemaregistry.Unusable(fmt.Errorf("schema registry: schema id %d: %w", id, err))
 	}
 	return files[0], nil
 }
 
 // references fetches refs, and theirs, into sources by import name. The
 // well-known types are built in, and not fetched.
-func (r *Registry) references(ctx context.Context, refs []avro.Reference, sources map[string]string, depth int) error {
+func (r *Registry) references(ctx context.Context, refs []schemaregistry.Reference, sources map[string]string, depth int) error {
 	if depth > maxReferenceDepth {
-		return unusable{fmt.Errorf("schema registry: references nested more than %d deep", maxReferenceDepth)}
+		return schemaregistry.Unusable(fmt.Errorf("schema registry: references nested more than %d deep", maxReferenceDepth))
 	}
 	for _, ref := range refs {
 		if strings.HasPrefix(ref.Name, "google/protobuf/") {
@@ -129,17 +120,21 @@ func (r *Registry) references(ctx context.Context, refs []avro.Reference, source
 			continue
 		}
 		if len(sources) > maxReferences {
-			return unusable{fmt.Errorf("schema registry: more than %d references", maxReferences)}
+			return schemaregistry.Unusable(fmt.Errorf("schema registry: more than %d references", maxReferences))
 		}
-		raw, err := r.reg.RawBySubject(ctx, ref.Subject, ref.Version)
+		version := "latest"
+		if ref.Version > 0 {
+			version = strconv.Itoa(ref.Version)
+		}
+		raw, err := r.reg.SchemaByVersion(ctx, ref.Subject, version)
 		if err != nil {
 			err = fmt.Errorf("schema registry: reference %s (subject %s, version %d): %w", ref.Name, ref.Subject, ref.Version, err)
-			if errors.Is(err, avro.ErrNotFound) {
-				return unusable{err}
+			if errors.Is(err, schemaregistry.ErrNotFound) {
+				return schemaregistry.Unusable(err)
 			}
 			return err
 		}
-		sources[ref.Name] = raw.Schema
+		sources[ref.Name] = raw.Text
 		if err := r.references(ctx, raw.References, sources, depth+1); err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pqsink/pqsink/schema/avro"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 )
 
 // registryServer answers GET /schemas/ids/{id} and GET
@@ -61,7 +61,7 @@ func TestRegistry(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	reg, err := avro.NewRegistry(hs.URL, avro.Retries(0, 0))
+	reg, err := schemaregistry.New(hs.URL, schemaregistry.Retries(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +88,10 @@ func TestRegistry(t *testing.T) {
 		want error
 		text string
 	}{
-		{8, avro.ErrUnusable, "is AVRO, want PROTOBUF"},
-		{9, avro.ErrUnusable, "Missing"},
-		{10, avro.ErrUnusable, "reference pqsink/test/inner.proto (subject gone, version 1)"},
-		{11, avro.ErrNotFound, "HTTP 404"},
+		{8, schemaregistry.ErrUnusable, "is AVRO, want PROTOBUF"},
+		{9, schemaregistry.ErrUnusable, "Missing"},
+		{10, schemaregistry.ErrUnusable, "reference pqsink/test/inner.proto (subject gone, version 1)"},
+		{11, schemaregistry.ErrNotFound, "HTTP 404"},
 	} {
 		_, err := r.FileByID(ctx, c.id)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {

@@ -19,6 +19,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/avrorow"
 	"github.com/pqsink/pqsink/schema"
@@ -45,10 +46,11 @@ type avroFormat struct {
 
 // Open is the format's format.Driver.
 func Open(cfg *config.Config, env format.Env) (format.Format, error) {
-	reg, err := schemaregistry.New(cfg.Format.Registry)
+	client, err := registryconfig.New(cfg.Format.Registry)
 	if err != nil {
 		return nil, err
 	}
+	reg := avro.NewRegistry(client, registryconfig.CacheSize(cfg.Format.Registry))
 	f := &avroFormat{envelope: cfg.Envelope, timeUnit: format.TimeUnit(cfg.Table != nil), registry: reg,
 		backward: cfg.Format.SchemaCompatibility == "backward", truncated: env.Truncated}
 	if cfg.Table != nil && cfg.Table.TimestampMicros {
@@ -187,9 +189,9 @@ func (a *decoder) decoded(body []byte, s *writerSchema) format.Decoded {
 // rejection; a registry that cannot be reached is an error (ErrRestart
 // after a pause): the record is read again, never rejected for it.
 func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
-	id, body, err := avro.SplitWire(value)
+	id, body, err := schemaregistry.SplitWire(value)
 	if err != nil {
-		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: err}, nil
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro: %w", err)}, nil
 	}
 	if s := a.schemas[id]; s != nil {
 		if s.err != nil {
@@ -200,9 +202,9 @@ func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 	as, err := a.f.registry.SchemaByID(ctx, id)
 	switch {
 	case err == nil:
-	case errors.Is(err, avro.ErrNotFound):
+	case errors.Is(err, schemaregistry.ErrNotFound):
 		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro schema id %d: %w", id, err)}, nil
-	case errors.Is(err, avro.ErrUnusable):
+	case errors.Is(err, schemaregistry.ErrUnusable):
 		s := &writerSchema{id: id, err: fmt.Errorf("avro schema id %d: %w", id, err)}
 		a.schemas[id] = s
 		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil

@@ -27,9 +27,9 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
 	"github.com/pqsink/pqsink/table"
 )
@@ -59,7 +59,7 @@ type jsFormat struct {
 	envelope bool
 	timeUnit schema.TimeUnit
 	opts     []rowgroup.JSONOption
-	registry *avro.Registry
+	registry *schemaregistry.Client
 	file     *jsSchema
 
 	mu    sync.Mutex
@@ -75,7 +75,7 @@ func Open(cfg *config.Config, _ format.Env) (format.Format, error) {
 		k.opts = append(k.opts, rowgroup.LossyNumbers())
 	}
 	if cfg.Format.Registry != nil && cfg.Format.Registry.URL != "" {
-		reg, err := schemaregistry.New(cfg.Format.Registry)
+		reg, err := registryconfig.New(cfg.Format.Registry)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func (k *jsFormat) lookup(ctx context.Context, id uint32) (*jsSchema, error) {
 	if s != nil {
 		return s, nil
 	}
-	t, err := k.registry.SchemaTextByID(ctx, id)
+	t, err := k.registry.SchemaByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -194,14 +194,14 @@ func (k *jsFormat) lookup(ctx context.Context, id uint32) (*jsSchema, error) {
 }
 
 // compile fetches t's references, transitively, and compiles t.
-func (k *jsFormat) compile(ctx context.Context, id uint32, t *avro.SchemaText) (*jsSchema, error) {
+func (k *jsFormat) compile(ctx context.Context, id uint32, t *schemaregistry.Schema) (*jsSchema, error) {
 	if t.Type != "JSON" {
 		return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: the registry holds a %s schema under it, not JSON", id, t.Type)}, nil
 	}
 	opts := []jsonschema.Option{}
 	var refs []jsonschema.FileReference
 	seen := map[string]bool{}
-	queue := append([]avro.SchemaReference(nil), t.References...)
+	queue := append([]schemaregistry.Reference(nil), t.References...)
 	for len(queue) > 0 {
 		ref := queue[0]
 		queue = queue[1:]
@@ -211,8 +211,8 @@ func (k *jsFormat) compile(ctx context.Context, id uint32, t *avro.SchemaText) (
 		if seen[ref.Name] = true; len(seen) > maxSchemaReferences {
 			return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: more than %d references", id, maxSchemaReferences)}, nil
 		}
-		rt, err := k.registry.SchemaTextByVersion(ctx, ref.Subject, ref.Version)
-		if errors.Is(err, avro.ErrNotFound) {
+		rt, err := k.registry.SchemaByVersion(ctx, ref.Subject, strconv.Itoa(ref.Version))
+		if errors.Is(err, schemaregistry.ErrNotFound) {
 			return &jsSchema{id: id, err: fmt.Errorf("json schema id %d: reference %s (subject %s version %d): %w", id, ref.Name, ref.Subject, ref.Version, err)}, nil
 		} else if err != nil {
 			return nil, err
@@ -265,7 +265,7 @@ func (x *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 	k := x.k
 	s, body, shared := x.file, value, x.fileShared
 	if k.registry != nil {
-		id, rest, err := avro.SplitWire(value)
+		id, rest, err := schemaregistry.SplitWire(value)
 		if err != nil {
 			return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("json schema wire format: %w", err)}, nil
 		}
@@ -273,7 +273,7 @@ func (x *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 		s, err = k.lookup(ctx, id)
 		switch {
 		case err == nil:
-		case errors.Is(err, avro.ErrNotFound):
+		case errors.Is(err, schemaregistry.ErrNotFound):
 			return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("json schema id %d: %w", id, err)}, nil
 		case ctx.Err() != nil:
 			return format.Decoded{}, nil, ctx.Err()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
-	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/protorow"
 	"github.com/pqsink/pqsink/schema"
@@ -50,7 +50,7 @@ func Open(cfg *config.Config, env format.Env) (format.Format, error) {
 	}
 	p := cfg.Format.Protobuf
 	if cfg.Format.Registry != nil {
-		reg, err := schemaregistry.New(cfg.Format.Registry)
+		reg, err := registryconfig.New(cfg.Format.Registry)
 		if err != nil {
 			return nil, err
 		}

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/rowgroup/protorow"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/table"
 )
@@ -117,9 +117,9 @@ func (a *registryDecoder) lookup(ctx context.Context, id uint32, idx []int, offs
 	fd, err := a.f.registry.FileByID(ctx, id)
 	switch {
 	case err == nil:
-	case errors.Is(err, avro.ErrNotFound):
+	case errors.Is(err, schemaregistry.ErrNotFound):
 		return nil, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("protobuf schema id %d: %w", id, err)}, nil
-	case errors.Is(err, avro.ErrUnusable):
+	case errors.Is(err, schemaregistry.ErrUnusable):
 		s := &messageSchema{id: id, indexes: slices.Clone(idx), err: fmt.Errorf("protobuf schema id %d: %w", id, err)}
 		a.log.Warn("protobuf schema unusable", "schema_id", id, "error", err)
 		return s, nil, nil

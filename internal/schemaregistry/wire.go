@@ -1,4 +1,4 @@
-package avro
+package schemaregistry
 
 import (
 	"encoding/binary"
@@ -7,16 +7,17 @@ import (
 )
 
 // WireHeaderSize is the length of the Confluent wire format's header: the
-// magic byte 0 and a 4-byte big-endian schema id.
+// magic byte 0 and a 4-byte big-endian schema id. Avro and JSON Schema
+// values follow it directly; Protobuf values put their message indexes
+// first.
 const WireHeaderSize = 5
 
 // ErrWireFormat is wrapped by the errors of SplitWire: a value that does
 // not start with the Confluent wire format's header.
-var ErrWireFormat = errors.New("avro: not in the Confluent wire format")
+var ErrWireFormat = errors.New("not in the Confluent wire format")
 
 // SplitWire splits a Kafka value in the Confluent wire format into the
-// schema id and the Avro binary body that follows the header. The body
-// aliases value.
+// schema id and the body that follows the header. The body aliases value.
 func SplitWire(value []byte) (id uint32, body []byte, err error) {
 	if len(value) < WireHeaderSize {
 		return 0, nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrWireFormat, len(value), WireHeaderSize)
@@ -28,7 +29,7 @@ func SplitWire(value []byte) (id uint32, body []byte, err error) {
 }
 
 // AppendWire appends the Confluent wire format's header for schema id to
-// dst; the Avro body goes after it.
+// dst; the body goes after it.
 func AppendWire(dst []byte, id uint32) []byte {
 	return binary.BigEndian.AppendUint32(append(dst, 0), id)
 }

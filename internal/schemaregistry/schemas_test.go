@@ -1,4 +1,4 @@
-package avro
+package schemaregistry
 
 import (
 	"context"
@@ -36,32 +36,32 @@ func (f *textRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func TestSchemaText(t *testing.T) {
+func TestSchemas(t *testing.T) {
 	fake := &textRegistry{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	r, err := NewRegistry(srv.URL, Retries(0, time.Millisecond))
+	r, err := New(srv.URL, Retries(0, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := r.SchemaTextByID(ctx, 7)
+	s, err := r.SchemaByID(ctx, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Type != "JSON" || s.Text != `{"$ref":"a.json"}` || len(s.References) != 1 || s.References[0] != (SchemaReference{"a.json", "a", 3}) {
+	if s.Type != "JSON" || s.Text != `{"$ref":"a.json"}` || len(s.References) != 1 || s.References[0] != (Reference{"a.json", "a", 3}) {
 		t.Errorf("schema 7: %+v", s)
 	}
-	if s, err := r.SchemaTextByID(ctx, 8); err != nil || s.Type != "AVRO" {
+	if s, err := r.SchemaByID(ctx, 8); err != nil || s.Type != "AVRO" {
 		t.Errorf("schema 8 (no schemaType): %+v, %v", s, err)
 	}
-	if _, err := r.SchemaTextByID(ctx, 9); !errors.Is(err, ErrNotFound) {
+	if _, err := r.SchemaByID(ctx, 9); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
-	if s, err := r.SchemaTextByVersion(ctx, "a b", 3); err != nil || s.Text != `{"type":"string"}` {
+	if s, err := r.SchemaByVersion(ctx, "a b", "3"); err != nil || s.Text != `{"type":"string"}` {
 		t.Errorf("subject a b version 3: %+v, %v", s, err)
 	}
-	id, err := r.RegisterText(ctx, "t-value", &SchemaText{Type: "JSON", Text: `{}`, References: []SchemaReference{{"a.json", "a", 3}}})
+	id, err := r.RegisterSchema(ctx, "t-value", &Schema{Type: "JSON", Text: `{}`, References: []Reference{{"a.json", "a", 3}}})
 	if err != nil || id != 42 {
 		t.Fatalf("register: %d, %v", id, err)
 	}
@@ -69,7 +69,7 @@ func TestSchemaText(t *testing.T) {
 		t.Errorf("registered %v", fake.posted)
 	}
 	fake.posted = nil
-	if _, err := r.RegisterText(ctx, "t-value", &SchemaText{Type: "AVRO", Text: `"string"`}); err != nil || fake.posted["schemaType"] != nil {
+	if _, err := r.RegisterSchema(ctx, "t-value", &Schema{Type: "AVRO", Text: `"string"`}); err != nil || fake.posted["schemaType"] != nil {
 		t.Errorf("an AVRO schema is registered without schemaType: %v, %v", fake.posted, err)
 	}
 }

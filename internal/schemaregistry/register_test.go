@@ -1,4 +1,4 @@
-package avro
+package schemaregistry
 
 import (
 	"context"
@@ -64,10 +64,10 @@ func (f *registrar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"id": id})
 }
 
-// TestRegistryRegister: Register posts the schema under the subject (its
+// TestRegister: Register posts the schema under the subject (its
 // name escaped), returns the registry's id, retries a 503 like any call,
 // and fails on a refused schema or an answer without an id.
-func TestRegistryRegister(t *testing.T) {
+func TestRegister(t *testing.T) {
 	const v1 = `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`
 	cases := []struct {
 		name, subject, schema string
@@ -90,7 +90,7 @@ func TestRegistryRegister(t *testing.T) {
 			fake := &registrar{ids: map[string]int{}, fail: c.fail, answer: c.answer}
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
-			r, err := NewRegistry(srv.URL+"/", BasicAuth("svc", "pw"), Retries(3, time.Millisecond))
+			r, err := New(srv.URL+"/", BasicAuth("svc", "pw"), Retries(3, time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestRegistryRegister(t *testing.T) {
 	fake := &registrar{ids: map[string]int{}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	r, _ := NewRegistry(srv.URL)
+	r, _ := New(srv.URL)
 	var ids []uint32
 	for _, s := range []string{v1, v1, `"string"`} {
 		id, err := r.Register(context.Background(), "t-value", s)
@@ -127,8 +127,8 @@ func TestRegistryRegister(t *testing.T) {
 	if ids[0] != 100 || ids[1] != 100 || ids[2] != 101 {
 		t.Errorf("ids %v, want [100 100 101]", ids)
 	}
-	var re *RegistryError
+	var re *Error
 	if _, err := r.Register(context.Background(), "t-value", `"incompatible"`); !errors.As(err, &re) || re.Status != http.StatusConflict {
-		t.Errorf("incompatible: %v, want a RegistryError with status 409", err)
+		t.Errorf("incompatible: %v, want an Error with status 409", err)
 	}
 }
