@@ -573,7 +573,7 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 	if units, ok, err := unitsEntry(b, footers); err != nil {
 		return nil, nil, err
 	} else if ok {
-		opts = append(opts, merge.WriterOptions(writer.KeyValue(jsonTimestampUnitsKey, units)))
+		opts = append(opts, merge.WriterOptions(writer.KeyValue(archive.JSONTimestampUnitsKey, units)))
 	}
 	outs, err := merge.Merge(ctx, inputs, create, opts...)
 	if err != nil {
@@ -661,7 +661,7 @@ type footer struct {
 	// millis are the file's INT64 TIMESTAMP(MILLIS) columns, which the
 	// merge converts to microseconds (schema and sch have them in
 	// microseconds already, so that the file shares a bin with the
-	// newer files of its columns); units its jsonTimestampUnitsKey
+	// newer files of its columns); units its archive.JSONTimestampUnitsKey
 	// entry, records what records it holds (recordsKind).
 	millis  []string
 	units   string
@@ -723,7 +723,7 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 	ft := footer{schema: wide.String(), sink: err == nil && len(ranges) > 0, sch: wide, held: ranges,
 		millis: millisColumns(f.Schema()), records: recordsKind(kv)}
 	for _, e := range kv {
-		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
+		if e.Key == archive.JSONTimestampUnitsKey && e.Value != nil {
 			ft.units = *e.Value
 		}
 	}

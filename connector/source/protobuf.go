@@ -14,19 +14,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/variant"
-)
-
-// Footer entries of the sink's files of registry Protobuf records (see
-// connector/protobuf_registry.go).
-const (
-	protobufSchemaIDKey = "pqsink.protobuf.schema_id"
-	protobufIndexesKey  = "pqsink.protobuf.message_indexes"
 )
 
 // protoValue encodes the records of files that came from Protobuf: the
@@ -52,7 +46,7 @@ type protoValue struct {
 // footer records, or from the config's format.proto_file.
 func (r *Replayer) protoValue(ctx context.Context, kv map[string]string) (*protoValue, error) {
 	name := kv[protobuf.MessageKey]
-	key := name + "\x00" + kv[protobufSchemaIDKey] + "\x00" + kv[protobufIndexesKey]
+	key := name + "\x00" + kv[archive.ProtobufSchemaIDKey] + "\x00" + kv[archive.ProtobufIndexesKey]
 	r.protoMu.Lock()
 	defer r.protoMu.Unlock()
 	if v, ok := r.protoValues[key]; ok {
@@ -60,8 +54,8 @@ func (r *Replayer) protoValue(ctx context.Context, kv map[string]string) (*proto
 	}
 	var v *protoValue
 	var err error
-	if idText, ok := kv[protobufSchemaIDKey]; ok {
-		v, err = r.protoFromRegistry(ctx, name, idText, kv[protobufIndexesKey])
+	if idText, ok := kv[archive.ProtobufSchemaIDKey]; ok {
+		v, err = r.protoFromRegistry(ctx, name, idText, kv[archive.ProtobufIndexesKey])
 	} else {
 		v, err = r.protoFromFile(ctx, name)
 	}
@@ -75,13 +69,13 @@ func (r *Replayer) protoValue(ctx context.Context, kv map[string]string) (*proto
 func (r *Replayer) protoFromRegistry(ctx context.Context, name, idText, idxText string) (*protoValue, error) {
 	id, err := strconv.ParseUint(idText, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("footer %s: %q is not a schema id", protobufSchemaIDKey, idText)
+		return nil, fmt.Errorf("footer %s: %q is not a schema id", archive.ProtobufSchemaIDKey, idText)
 	}
 	var idx []int
 	for part := range strings.SplitSeq(idxText, ",") {
 		i, err := strconv.Atoi(part)
 		if err != nil || i < 0 {
-			return nil, fmt.Errorf("footer %s: %q is not a list of message indexes", protobufIndexesKey, idxText)
+			return nil, fmt.Errorf("footer %s: %q is not a list of message indexes", archive.ProtobufIndexesKey, idxText)
 		}
 		idx = append(idx, i)
 	}
@@ -354,7 +348,7 @@ func fromVariantJSON(m *dynamicpb.Message, js []byte) error {
 func protoFooter(kv []meta.KeyValue) map[string]string {
 	var out map[string]string
 	for _, e := range kv {
-		if e.Value != nil && strings.HasPrefix(e.Key, "pqsink.protobuf.") {
+		if e.Value != nil && strings.HasPrefix(e.Key, archive.ProtobufSchemaPrefix) {
 			if out == nil {
 				out = map[string]string{}
 			}
