@@ -12,7 +12,6 @@ import (
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/schema/jsonschema"
-	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // envelopeRanges places a file that holds the _kafka envelope columns but
@@ -175,8 +174,8 @@ func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, erro
 			d.kind, d.metaKey = "JSON Schema", e.Key
 		}
 	}
-	if protoFooter(d.kv) != nil {
-		d.kind, d.metaKey = "Protobuf", protobuf.MessageKey
+	if rp := r.replayerOf(d.kv); rp != nil {
+		d.kind, d.metaKey = rp.Label(), rp.Claims(d.kv)
 	}
 	return d, nil
 }

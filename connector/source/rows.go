@@ -88,8 +88,8 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 		return nil
 	case valueAvro:
 		b.arena, err = r.s.avro.append(b.arena, r.cur)
-	case valueProto:
-		b.arena, err = r.s.proto.append(b.arena, r.cur)
+	case valueFormat:
+		b.arena, err = r.s.enc.AppendRecord(b.arena, r.cur)
 	case valueJSONSchema:
 		b.arena, err = r.s.js.append(b.arena, r.cur, r.s.payload)
 	default:

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
@@ -28,13 +29,9 @@ const (
 	valueJSON       valueKind = iota // typed columns or VARIANT, as JSON
 	valueAvro                        // Avro binary in the Confluent wire format
 	valueRaw                         // the original bytes, kept in one binary column
-	valueProto                       // Protobuf binary, plain or in the Confluent wire format
+	valueFormat                      // a format's own encoding, by its format.Replayer
 	valueJSONSchema                  // JSON of a JSON Schema, plain or in the Confluent wire format
 )
-
-func (k valueKind) String() string {
-	return [...]string{"json", "avro", "bytes", "protobuf", "json_schema"}[k]
-}
 
 // Paths of the envelope leaves.
 const (
@@ -88,7 +85,8 @@ type fileStream struct {
 	payload  []*schema.Node
 	unwrap   bool
 	avro     *avroValue
-	proto    *protoValue
+	enc      format.RecordEncoder // of valueFormat
+	label    string               // of valueFormat: the format's records
 	js       *jsonSchemaValue
 	groups   []int
 	rowBases []int64
@@ -184,11 +182,11 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		}
 		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
 	}
-	protoKV := protoFooter(kv)
+	rp := r.replayerOf(kv)
 	switch {
-	case protoKV != nil:
-		s.kind = valueProto
-		if s.proto, err = r.protoValue(ctx, protoKV); err != nil {
+	case rp != nil:
+		s.kind, s.label = valueFormat, rp.Label()
+		if s.enc, err = rp.Encoder(ctx, format.ReplayFile{KV: kv, Payload: s.payload}); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.key, err)
 		}
 	case jsonSchema && avroText == "":
@@ -454,8 +452,8 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 		c.env, c.raw = cur[:5], cur[5]
 		return c, nil
 	}
-	if s.kind == valueProto { // records are assembled, then encoded
-		return nil, fmt.Errorf("%w: Protobuf records", reader.ErrNotColumnar)
+	if s.kind == valueFormat { // records are assembled, then encoded
+		return nil, fmt.Errorf("%w: %s records", reader.ErrNotColumnar, s.label)
 	}
 	if s.kind == valueAvro {
 		a, env, err := newAvroColumns(s.f, g, s.avro, cols)
