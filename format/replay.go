@@ -23,6 +23,20 @@ type ReplayDriver func(cfg *config.Config, env ReplayEnv) Replayer
 type ReplayEnv struct {
 	// Log is the replay's logger.
 	Log *slog.Logger
+	// Registry is the target's Schema Registry, in which the schemas of
+	// records that go out in its wire format are registered; nil without
+	// one. A format that registers schemas of another type than Avro
+	// asserts the methods it needs (schema/avro's Registry has
+	// RegisterText).
+	Registry SchemaRegistrar
+	// Subject is the subject they are registered under.
+	Subject string
+}
+
+// SchemaRegistrar registers an Avro schema under a subject and returns its
+// id, as POST /subjects/{subject}/versions of the Schema Registry does.
+type SchemaRegistrar interface {
+	Register(ctx context.Context, subject, schema string) (uint32, error)
 }
 
 // Replayer is the optional replay side of a format: it turns the rows of

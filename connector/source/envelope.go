@@ -11,7 +11,6 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // envelopeRanges places a file that holds the _kafka envelope columns but
@@ -170,8 +169,6 @@ func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, erro
 		case e.Value == nil:
 		case e.Key == avro.MetadataKey:
 			d.kind, d.metaKey = "Avro", e.Key
-		case e.Key == jsonschema.MetadataKey && d.kind == "":
-			d.kind, d.metaKey = "JSON Schema", e.Key
 		}
 	}
 	if rp := r.replayerOf(d.kv); rp != nil {

@@ -164,10 +164,9 @@ type Producer interface {
 }
 
 // SchemaRegistrar registers an Avro schema under a subject and returns its
-// id, as POST /subjects/{subject}/versions of the Schema Registry does.
-type SchemaRegistrar interface {
-	Register(ctx context.Context, subject, schema string) (uint32, error)
-}
+// id, as POST /subjects/{subject}/versions of the Schema Registry does; the
+// formats' replay sides take the same (format.ReplayEnv).
+type SchemaRegistrar = format.SchemaRegistrar
 
 // withDefaults fills in the defaults and checks the options.
 func (o Options) withDefaults() (Options, error) {

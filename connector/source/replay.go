@@ -90,7 +90,6 @@ type Replayer struct {
 	// replayers are the formats' replay sides, in the order they are
 	// asked whether a file is theirs.
 	replayers []format.Replayer
-	jsSchemas map[string]*jsonSchemaValue // under avroMu
 	stats     Stats
 	// deleted are the deleted rows of Options.Files, by key.
 	deleted map[string]Deletions
@@ -120,11 +119,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		return nil, err
 	}
 	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}}
-	formats := o.Formats
-	if formats == nil {
-		formats = all.Formats()
-	}
-	r.replayers = formats.Replayers(cfg, format.ReplayEnv{Log: o.Log})
 	for _, f := range o.Files {
 		if f.Deleted != nil {
 			if r.deleted == nil {
@@ -162,6 +156,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		}
 		r.registry = reg
 	}
+	formats := o.Formats
+	if formats == nil {
+		formats = all.Formats()
+	}
+	r.replayers = formats.Replayers(cfg, format.ReplayEnv{Log: o.Log, Registry: r.registry, Subject: o.Subject})
 	switch {
 	case o.Checkpoint != "":
 		r.ckpt = fileCheckpoint{path: o.Checkpoint}

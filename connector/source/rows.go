@@ -90,8 +90,6 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 		b.arena, err = r.s.avro.append(b.arena, r.cur)
 	case valueFormat:
 		b.arena, err = r.s.enc.AppendRecord(b.arena, r.cur)
-	case valueJSONSchema:
-		b.arena, err = r.s.js.append(b.arena, r.cur, r.s.payload)
 	default:
 		if r.s.unwrap {
 			v, _ := r.cur.Field(r.s.payload[0].Name)

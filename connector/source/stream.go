@@ -14,7 +14,6 @@ import (
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // ErrNotPqsink is wrapped by the error of a file that replay cannot read
@@ -26,11 +25,10 @@ var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
 type valueKind uint8
 
 const (
-	valueJSON       valueKind = iota // typed columns or VARIANT, as JSON
-	valueAvro                        // Avro binary in the Confluent wire format
-	valueRaw                         // the original bytes, kept in one binary column
-	valueFormat                      // a format's own encoding, by its format.Replayer
-	valueJSONSchema                  // JSON of a JSON Schema, plain or in the Confluent wire format
+	valueJSON   valueKind = iota // typed columns or VARIANT, as JSON
+	valueAvro                    // Avro binary in the Confluent wire format
+	valueRaw                     // the original bytes, kept in one binary column
+	valueFormat                  // a format's own encoding, by its format.Replayer
 )
 
 // Paths of the envelope leaves.
@@ -87,7 +85,6 @@ type fileStream struct {
 	avro     *avroValue
 	enc      format.RecordEncoder // of valueFormat
 	label    string               // of valueFormat: the format's records
-	js       *jsonSchemaValue
 	groups   []int
 	rowBases []int64
 	gi       int
@@ -171,7 +168,6 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		return nil, fmt.Errorf("%s: %w: no payload columns beside %s", ref.key, ErrNotPqsink, envField)
 	}
 	var avroText string
-	jsonSchema := false
 	kv := f.Metadata().KeyValueMetadata
 	if ref.lentKV != nil {
 		kv = ref.lentKV
@@ -180,18 +176,12 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 		if e.Key == avro.MetadataKey && e.Value != nil {
 			avroText = *e.Value
 		}
-		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
 	}
 	rp := r.replayerOf(kv)
 	switch {
 	case rp != nil:
 		s.kind, s.label = valueFormat, rp.Label()
 		if s.enc, err = rp.Encoder(ctx, format.ReplayFile{KV: kv, Payload: s.payload}); err != nil {
-			return nil, fmt.Errorf("%s: %w", ref.key, err)
-		}
-	case jsonSchema && avroText == "":
-		s.kind = valueJSONSchema
-		if s.js, err = r.jsonSchemaValue(ctx, kv); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.key, err)
 		}
 	case avroText != "":
@@ -391,10 +381,6 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
-	if s.kind == valueJSONSchema {
-		// Rendered from reader.Rows, as the JSON Schema asks for it.
-		return newRowsSource(s, g)
-	}
 	src, err := newColumnSource(s, g)
 	if err == nil {
 		return src, nil

@@ -23,5 +23,6 @@ func Formats() *format.Registry {
 	// The replay sides, in the order replay asks them whether a file is
 	// theirs.
 	r.RegisterReplayer(protofmt.Name, protofmt.Replay)
+	r.RegisterReplayer(jsonschemafmt.Name, jsonschemafmt.Replay)
 	return r
 }

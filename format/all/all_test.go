@@ -23,23 +23,40 @@ func TestFormats(t *testing.T) {
 func TestReplayers(t *testing.T) {
 	entry := func(k, v string) meta.KeyValue { return meta.KeyValue{Key: k, Value: &v} }
 	rps := Formats().Replayers(&config.Config{}, format.ReplayEnv{})
-	if len(rps) != 1 || rps[0].Label() != "Protobuf" {
-		t.Fatalf("%d replayers, want Protobuf's only", len(rps))
+	var labels []string
+	for _, rp := range rps {
+		labels = append(labels, rp.Label())
+	}
+	if want := []string{"Protobuf", "JSON Schema"}; !slices.Equal(labels, want) {
+		t.Fatalf("replayers %v, want %v", labels, want)
+	}
+	// claims is the key each replayer claims a footer by, "" for none.
+	claims := func(kv []meta.KeyValue) []string {
+		var out []string
+		for _, rp := range rps {
+			out = append(out, rp.Claims(kv))
+		}
+		return out
 	}
 	cases := []struct {
 		name string
 		kv   []meta.KeyValue
-		want string
+		want []string
 	}{
-		{"a .proto file's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M")}, "pqsink.protobuf.message"},
-		{"a registry's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M"), entry("pqsink.protobuf.schema_id", "7"), entry("pqsink.protobuf.message_indexes", "0")}, "pqsink.protobuf.message"},
-		{"a schema id without a message", []meta.KeyValue{entry("pqsink.protobuf.schema_id", "7")}, ""},
-		{"Avro", []meta.KeyValue{entry("avro.schema", `"string"`)}, ""},
-		{"JSON of a schema file", []meta.KeyValue{entry("pqsink.json.timestamp_units", `{}`)}, ""},
-		{"no footer", nil, ""},
+		{"a .proto file's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M")}, []string{"pqsink.protobuf.message", ""}},
+		{"a registry's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M"), entry("pqsink.protobuf.schema_id", "7"), entry("pqsink.protobuf.message_indexes", "0")}, []string{"pqsink.protobuf.message", ""}},
+		{"a schema id without a message", []meta.KeyValue{entry("pqsink.protobuf.schema_id", "7")}, []string{"", ""}},
+		{"a JSON Schema", []meta.KeyValue{entry("json.schema", `{"type":"object"}`)}, []string{"", "json.schema"}},
+		{"a registry's JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("json.schema.id", "3")}, []string{"", "json.schema"}},
+		// The sink's Avro files keep the Avro schema; one beside a JSON
+		// Schema makes the file Avro's.
+		{"Avro beside a JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("avro.schema", `"string"`)}, []string{"", ""}},
+		{"Avro", []meta.KeyValue{entry("avro.schema", `"string"`)}, []string{"", ""}},
+		{"JSON of a schema file", []meta.KeyValue{entry("pqsink.json.timestamp_units", `{}`)}, []string{"", ""}},
+		{"no footer", nil, []string{"", ""}},
 	}
 	for _, c := range cases {
-		if got := rps[0].Claims(c.kv); got != c.want {
+		if got := claims(c.kv); !slices.Equal(got, c.want) {
 			t.Errorf("%s: Claims = %q, want %q", c.name, got, c.want)
 		}
 	}
