@@ -108,3 +108,25 @@ func (r *Registry) Replayers(cfg *config.Config, env ReplayEnv) []Replayer {
 	}
 	return out
 }
+
+// ColumnEncoder is what a RecordEncoder may also implement: it encodes
+// the records of a row group column by column, without assembling rows,
+// which is faster for wide records.
+type ColumnEncoder interface {
+	// Columns binds the encoder to the payload of row group g of f, with
+	// the extra columns read under the same memory budget (replay's
+	// envelope), whose cursors it returns in their order. An error
+	// wrapping reader.ErrNotColumnar says the columns do not have the
+	// shape it reads: replay reads the row group's rows instead.
+	Columns(f *reader.File, g int, extra []int) (ColumnRecords, []*reader.ColumnCursor, error)
+}
+
+// ColumnRecords are the records of a row group, read column by column.
+type ColumnRecords interface {
+	// AppendNext appends the value of the next record to dst.
+	AppendNext(dst []byte) ([]byte, error)
+	// SkipNext consumes the next record.
+	SkipNext() error
+	// Release releases the cursors, the extra ones too.
+	Release()
+}

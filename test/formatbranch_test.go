@@ -47,12 +47,6 @@ var formatBranchDebt = map[string]struct {
 	branches int
 	reason   string
 }{
-	// Replay (connector/source) turns rows back into record bytes per
-	// format: the per-format encoders move behind the seam
-	// (format.Replayer) one format at a time; Protobuf's and JSON
-	// Schema's have.
-	"connector/source/stream.go": {5, "replay picks the encoder of Avro's files by the footer's Avro schema (valueAvro), and reads Avro's columns"},
-	"connector/source/rows.go":   {1, "replay's row loop switches on valueKind for Avro"},
 	// Compaction carries the JSON schema file's timestamp units entry and
 	// reads what records a file holds from its footer.
 	"compact/millis.go": {2, "recordsKind tells a JSON schema file's files (whose widened millisecond columns need the units entry) from Avro's, Protobuf's and JSON Schema's"},

@@ -275,19 +275,16 @@ func TestLayers(t *testing.T) {
 			}
 			return bad
 		}},
-		// Replay reaches the formats that have a replay side
-		// (format.Replayer) through the same registration list, never
-		// a format's sink package, nor the Protobuf and JSON Schema
-		// packages whose encoders moved there. (It still imports
-		// schema/avro for Avro's encoder, which has not moved.)
-		{"connector/source imports no format's sink package, only the seam and its registration list", func() []string {
+		// Replay reaches the formats' replay sides (format.Replayer)
+		// through the same registration list, never a format package.
+		{"connector/source imports no format package, only the seam and its registration list", func() []string {
 			var bad []string
 			q := pkgs[module+"connector/source"]
 			if q == nil {
 				return []string{"go list does not name " + module + "connector/source"}
 			}
 			for _, imp := range q.Imports {
-				if slices.Contains(formatDrivers, imp) || under(imp, "schema/protobuf", "rowgroup/protorow", "schema/jsonschema") {
+				if isFormat(imp) || slices.Contains(formatDrivers, imp) {
 					bad = append(bad, "connector/source imports "+imp)
 				}
 			}

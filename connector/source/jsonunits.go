@@ -65,7 +65,7 @@ func appendInUnit(dst []byte, x int64, n *schema.Node, u schema.TimeUnit) []byte
 	at := time.UnixMilli(floorDiv(x, 1000)).UTC()
 	if u == schema.Nanos {
 		layout = "2006-01-02T15:04:05.000000000"
-		at = time.Unix(0, nanosBack(x, 1000)).UTC()
+		at = time.Unix(0, schema.NanosBack(x, 1000)).UTC()
 	}
 	if n.Logical.UTC {
 		layout += "Z"

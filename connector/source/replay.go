@@ -85,8 +85,6 @@ type Replayer struct {
 	keys        *archive.Template
 	ckpt        checkpointer
 	ck          *ckState // while Run runs
-	avroMu      sync.Mutex
-	avroSchemas map[string]*avroValue
 	// replayers are the formats' replay sides, in the order they are
 	// asked whether a file is theirs.
 	replayers []format.Replayer
@@ -118,7 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}}
+	r := &Replayer{opts: o, cfg: cfg}
 	for _, f := range o.Files {
 		if f.Deleted != nil {
 			if r.deleted == nil {

@@ -24,5 +24,6 @@ func Formats() *format.Registry {
 	// theirs.
 	r.RegisterReplayer(protofmt.Name, protofmt.Replay)
 	r.RegisterReplayer(jsonschemafmt.Name, jsonschemafmt.Replay)
+	r.RegisterReplayer(avrofmt.Name, avrofmt.Replay)
 	return r
 }

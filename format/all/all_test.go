@@ -27,7 +27,7 @@ func TestReplayers(t *testing.T) {
 	for _, rp := range rps {
 		labels = append(labels, rp.Label())
 	}
-	if want := []string{"Protobuf", "JSON Schema"}; !slices.Equal(labels, want) {
+	if want := []string{"Protobuf", "JSON Schema", "Avro"}; !slices.Equal(labels, want) {
 		t.Fatalf("replayers %v, want %v", labels, want)
 	}
 	// claims is the key each replayer claims a footer by, "" for none.
@@ -43,17 +43,18 @@ func TestReplayers(t *testing.T) {
 		kv   []meta.KeyValue
 		want []string
 	}{
-		{"a .proto file's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M")}, []string{"pqsink.protobuf.message", ""}},
-		{"a registry's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M"), entry("pqsink.protobuf.schema_id", "7"), entry("pqsink.protobuf.message_indexes", "0")}, []string{"pqsink.protobuf.message", ""}},
-		{"a schema id without a message", []meta.KeyValue{entry("pqsink.protobuf.schema_id", "7")}, []string{"", ""}},
-		{"a JSON Schema", []meta.KeyValue{entry("json.schema", `{"type":"object"}`)}, []string{"", "json.schema"}},
-		{"a registry's JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("json.schema.id", "3")}, []string{"", "json.schema"}},
+		{"a .proto file's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M")}, []string{"pqsink.protobuf.message", "", ""}},
+		{"a registry's message", []meta.KeyValue{entry("pqsink.protobuf.message", "a.M"), entry("pqsink.protobuf.schema_id", "7"), entry("pqsink.protobuf.message_indexes", "0")}, []string{"pqsink.protobuf.message", "", ""}},
+		{"a schema id without a message", []meta.KeyValue{entry("pqsink.protobuf.schema_id", "7")}, []string{"", "", ""}},
+		{"a JSON Schema", []meta.KeyValue{entry("json.schema", `{"type":"object"}`)}, []string{"", "json.schema", ""}},
+		{"a registry's JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("json.schema.id", "3")}, []string{"", "json.schema", ""}},
 		// The sink's Avro files keep the Avro schema; one beside a JSON
 		// Schema makes the file Avro's.
-		{"Avro beside a JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("avro.schema", `"string"`)}, []string{"", ""}},
-		{"Avro", []meta.KeyValue{entry("avro.schema", `"string"`)}, []string{"", ""}},
-		{"JSON of a schema file", []meta.KeyValue{entry("pqsink.json.timestamp_units", `{}`)}, []string{"", ""}},
-		{"no footer", nil, []string{"", ""}},
+		{"Avro beside a JSON Schema", []meta.KeyValue{entry("json.schema", `{}`), entry("avro.schema", `"string"`)}, []string{"", "", "avro.schema"}},
+		{"Avro", []meta.KeyValue{entry("avro.schema", `"string"`)}, []string{"", "", "avro.schema"}},
+		{"JSON of a schema file", []meta.KeyValue{entry("pqsink.json.timestamp_units", `{}`)}, []string{"", "", ""}},
+		{"an empty Avro schema", []meta.KeyValue{entry("avro.schema", "")}, []string{"", "", ""}},
+		{"no footer", nil, []string{"", "", ""}},
 	}
 	for _, c := range cases {
 		if got := claims(c.kv); !slices.Equal(got, c.want) {
