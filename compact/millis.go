@@ -99,7 +99,7 @@ func unitsEntry(b Bin, footers map[string]footer) (value string, ok bool, err er
 				units[k] = v
 			}
 		}
-		if ft.records != "json" {
+		if ft.ownSchema {
 			continue
 		}
 		for _, p := range ft.millis {
@@ -116,23 +116,6 @@ func unitsEntry(b Bin, footers map[string]footer) (value string, ok bool, err er
 		return "", false, err
 	}
 	return string(text), true, nil
-}
-
-// recordsKind says what records a file holds by its footer's records'
-// schema entries: "avro", "protobuf", "jsonschema", or "json" (a schema
-// file's, or a VARIANT's: no such entry).
-func recordsKind(kv []meta.KeyValue) string {
-	for _, e := range envelope.SchemaEntries(kv) {
-		switch {
-		case e.Key == archive.AvroSchemaKey:
-			return "avro"
-		case strings.HasPrefix(e.Key, archive.ProtobufSchemaPrefix):
-			return "protobuf"
-		default:
-			return "jsonschema"
-		}
-	}
-	return "json"
 }
 
 // converted counts the files of b with millisecond timestamp columns.

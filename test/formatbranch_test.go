@@ -47,9 +47,6 @@ var formatBranchDebt = map[string]struct {
 	branches int
 	reason   string
 }{
-	// Compaction carries the JSON schema file's timestamp units entry and
-	// reads what records a file holds from its footer.
-	"compact/millis.go": {2, "recordsKind tells a JSON schema file's files (whose widened millisecond columns need the units entry) from Avro's, Protobuf's and JSON Schema's"},
 	// The configuration's parsing checks each format's keys: it moves to
 	// the Drivers (format.Driver) when the config package can hand a
 	// format its section.
