@@ -573,7 +573,7 @@ func mergeBin(ctx context.Context, store objstore.Store, keyOf func(string) (str
 	if units, ok, err := unitsEntry(b, footers); err != nil {
 		return nil, nil, err
 	} else if ok {
-		opts = append(opts, merge.WriterOptions(writer.KeyValue(jsonTimestampUnitsKey, units)))
+		opts = append(opts, merge.WriterOptions(writer.KeyValue(archive.JSONTimestampUnitsKey, units)))
 	}
 	outs, err := merge.Merge(ctx, inputs, create, opts...)
 	if err != nil {
@@ -661,11 +661,14 @@ type footer struct {
 	// millis are the file's INT64 TIMESTAMP(MILLIS) columns, which the
 	// merge converts to microseconds (schema and sch have them in
 	// microseconds already, so that the file shares a bin with the
-	// newer files of its columns); units its jsonTimestampUnitsKey
-	// entry, records what records it holds (recordsKind).
-	millis  []string
-	units   string
-	records string
+	// newer files of its columns); units its archive.JSONTimestampUnitsKey
+	// entry. ownSchema says that its records have a schema of their own
+	// in the footer (Avro, Protobuf, JSON Schema: envelope.SchemaEntries),
+	// which tells replay their millisecond columns; a JSON schema file's
+	// records, and a VARIANT's, have none.
+	millis    []string
+	units     string
+	ownSchema bool
 }
 
 // readFooters reads into out the footers of the files of bins, by
@@ -721,9 +724,9 @@ func readFooter(ctx context.Context, store objstore.Store, keyOf func(string) (s
 	ranges, err := archive.ReadRanges(kv)
 	wide := widened(f.Schema())
 	ft := footer{schema: wide.String(), sink: err == nil && len(ranges) > 0, sch: wide, held: ranges,
-		millis: millisColumns(f.Schema()), records: recordsKind(kv)}
+		millis: millisColumns(f.Schema()), ownSchema: len(envelope.SchemaEntries(kv)) > 0}
 	for _, e := range kv {
-		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
+		if e.Key == archive.JSONTimestampUnitsKey && e.Value != nil {
 			ft.units = *e.Value
 		}
 	}

@@ -28,13 +28,6 @@ import (
 // The manifests' bounds of those files were converted when the sink
 // committed them (table's metrics), and the new file gets its own.
 
-// jsonTimestampUnitsKey is the footer entry in which a table's file of a
-// JSON schema file names the columns it holds in microseconds that the
-// schema file has in milliseconds (the sink's connector/jsonmillis.go),
-// so that replay renders them in the schema file's unit
-// (connector/source reads it).
-const jsonTimestampUnitsKey = "pqsink.json.timestamp_units"
-
 // millisColumns returns the paths of the INT64 TIMESTAMP(MILLIS) leaves of
 // s, nil when it has none.
 func millisColumns(s *schema.Schema) []string {
@@ -84,7 +77,7 @@ func millisFiles(ctx context.Context, store objstore.Store, keyOf func(string) (
 	return out, nil
 }
 
-// unitsEntry returns the jsonTimestampUnitsKey entry the new file of b
+// unitsEntry returns the archive.JSONTimestampUnitsKey entry the new file of b
 // must carry for replay to render the producer's JSON: the entries of its
 // inputs (the newer files', which name the columns they widened), and
 // the millisecond columns of its inputs of a JSON schema file, the
@@ -100,13 +93,13 @@ func unitsEntry(b Bin, footers map[string]footer) (value string, ok bool, err er
 		if ft.units != "" {
 			var m map[string]string
 			if err := json.Unmarshal([]byte(ft.units), &m); err != nil {
-				return "", false, fmt.Errorf("%s: footer entry %s: %w", f.Location, jsonTimestampUnitsKey, err)
+				return "", false, fmt.Errorf("%s: footer entry %s: %w", f.Location, archive.JSONTimestampUnitsKey, err)
 			}
 			for k, v := range m {
 				units[k] = v
 			}
 		}
-		if ft.records != "json" {
+		if ft.ownSchema {
 			continue
 		}
 		for _, p := range ft.millis {
@@ -123,23 +116,6 @@ func unitsEntry(b Bin, footers map[string]footer) (value string, ok bool, err er
 		return "", false, err
 	}
 	return string(text), true, nil
-}
-
-// recordsKind says what records a file holds by its footer's records'
-// schema entries: "avro", "protobuf", "jsonschema", or "json" (a schema
-// file's, or a VARIANT's: no such entry).
-func recordsKind(kv []meta.KeyValue) string {
-	for _, e := range envelope.SchemaEntries(kv) {
-		switch {
-		case e.Key == archive.AvroSchemaKey:
-			return "avro"
-		case strings.HasPrefix(e.Key, archive.ProtobufSchemaPrefix):
-			return "protobuf"
-		default:
-			return "jsonschema"
-		}
-	}
-	return "json"
 }
 
 // converted counts the files of b with millisecond timestamp columns.

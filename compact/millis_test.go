@@ -186,7 +186,7 @@ func testCompactConvertsMillis(t *testing.T, avro bool) {
 	e := newDeleteEnvOf(t, 2, false, micro)
 	// The newer sink's JSON files name the column (Avro's schema says
 	// it), and so must the new file.
-	units := [2]string{jsonTimestampUnitsKey, `{"at":"MILLIS"}`}
+	units := [2]string{archive.JSONTimestampUnitsKey, `{"at":"MILLIS"}`}
 	var newer [][2]string
 	if !avro {
 		newer = append(newer, units)
@@ -311,8 +311,8 @@ func testCompactConvertsMillis(t *testing.T, avro bool) {
 				t.Errorf("%s: column %s is %s", filepath.Base(p), l.PathString(), l.Logical)
 			}
 		}
-		if v, _ := footerValue(rf.Metadata().KeyValueMetadata, jsonTimestampUnitsKey); v != units[1] {
-			t.Errorf("%s: footer entry %s = %q, want %q", filepath.Base(p), jsonTimestampUnitsKey, v, units[1])
+		if v, _ := footerValue(rf.Metadata().KeyValueMetadata, archive.JSONTimestampUnitsKey); v != units[1] {
+			t.Errorf("%s: footer entry %s = %q, want %q", filepath.Base(p), archive.JSONTimestampUnitsKey, v, units[1])
 		}
 		r.Close()
 		// DuckDB reads each instant.

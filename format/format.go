@@ -199,8 +199,9 @@ func NewBuffers(s *schema.Schema, newPayload func(*rowgroup.RowGroup) (rowgroup.
 
 // Registry holds formats by name.
 type Registry struct {
-	names   []string
-	drivers map[string]Driver
+	names     []string
+	drivers   map[string]Driver
+	replayers []replayer
 }
 
 // NewRegistry returns an empty registry.

@@ -1,6 +1,10 @@
 package schema
 
-import "github.com/pqsink/pqsink/meta"
+import (
+	"math"
+
+	"github.com/pqsink/pqsink/meta"
+)
 
 // WidenMillis returns s with every INT64 TIMESTAMP(MILLIS) leaf made
 // TIMESTAMP(MICROS), the unit Iceberg's timestamp types take in Parquet,
@@ -15,6 +19,25 @@ func WidenMillis(s *Schema) (*Schema, bool, error) { return retime(s, Millis) }
 // Whoever fills a narrowed column writes microseconds, and decides what
 // becomes of the nanoseconds below them.
 func NarrowNanos(s *Schema) (*Schema, bool, error) { return retime(s, Nanos) }
+
+// NanosBack returns us·mul, the nanoseconds of a floored microsecond
+// value; the few microseconds below int64's nanoseconds (a value within
+// 808 nanoseconds of its least, floored) give its least, the value cut
+// to a microsecond being all that is known of it. Replay renders a
+// NarrowNanos column's values with it (mul 1000; 1 for a column that was
+// not narrowed).
+func NanosBack(us, mul int64) int64 {
+	if mul == 1 {
+		return us
+	}
+	if us < math.MinInt64/mul {
+		return math.MinInt64
+	}
+	if us > math.MaxInt64/mul {
+		return math.MaxInt64
+	}
+	return us * mul
+}
 
 // FloorMicros is the microsecond at or before ns nanoseconds, as a
 // narrowed column holds it, and whether digits below the microsecond

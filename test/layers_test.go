@@ -260,7 +260,7 @@ func TestLayers(t *testing.T) {
 			}
 			// Every package that implements the seam is listed.
 			for _, p := range ours {
-				if p != module+"connector" && p != module+"format/all" && slices.Contains(pkgs[p].Imports, module+"format") && !slices.Contains(formatDrivers, p) {
+				if p != module+"connector" && p != module+"connector/source" && p != module+"format/all" && slices.Contains(pkgs[p].Imports, module+"format") && !slices.Contains(formatDrivers, p) {
 					bad = append(bad, p+" imports the format seam but is not among the formats the layering knows (formatDrivers)")
 				}
 			}
@@ -304,6 +304,21 @@ func TestLayers(t *testing.T) {
 					if under(d, "schema/avro") || strings.HasPrefix(d, "github.com/linkedin/goavro") {
 						bad = append(bad, p+" depends on "+d)
 					}
+				}
+			}
+			return bad
+		}},
+		// Replay reaches the formats' replay sides (format.Replayer)
+		// through the same registration list, never a format package.
+		{"connector/source imports no format package, only the seam and its registration list", func() []string {
+			var bad []string
+			q := pkgs[module+"connector/source"]
+			if q == nil {
+				return []string{"go list does not name " + module + "connector/source"}
+			}
+			for _, imp := range q.Imports {
+				if isFormat(imp) || slices.Contains(formatDrivers, imp) {
+					bad = append(bad, "connector/source imports "+imp)
 				}
 			}
 			return bad

@@ -132,13 +132,13 @@ func TestReplayAvroNanosMicros(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := &avroValue{schema: s, id: 7}
+	enc := avroEncoder(t, s)
 	for i := range cases {
 		v, err := rows.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := enc.append(nil, v)
+		got, err := enc.AppendRecord(nil, v)
 		if err != nil {
 			t.Fatalf("record %d through Rows: %v", i, err)
 		}

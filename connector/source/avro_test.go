@@ -8,7 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/all"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -66,6 +70,32 @@ func avroNative(i int) map[string]any {
 		"dec": []byte{0x01, byte(i)}, "id": fmt.Sprintf("123e4567-e89b-12d3-a456-4266141740%02d", i%100),
 		"nul": nil,
 	}
+}
+
+// fixedID is a SchemaRegistrar that gives every schema one id.
+type fixedID uint32
+
+func (f fixedID) Register(context.Context, string, string) (uint32, error) { return uint32(f), nil }
+
+// avroEncoder is the Avro format's replay encoder of s, as replay opens it
+// from the registered formats (format/all), with the schema registered as
+// id 7.
+func avroEncoder(t *testing.T, s *avro.Schema) format.RecordEncoder {
+	t.Helper()
+	text := s.String()
+	kv := []meta.KeyValue{{Key: avro.MetadataKey, Value: &text}}
+	for _, rp := range all.Formats().Replayers(&config.Config{}, format.ReplayEnv{Registry: fixedID(7), Subject: "avro-target-value"}) {
+		if rp.Claims(kv) == "" {
+			continue
+		}
+		enc, err := rp.Encoder(context.Background(), format.ReplayFile{KV: kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return enc
+	}
+	t.Fatal("no replayer claims a file of an Avro schema")
+	return nil
 }
 
 // memRegistry is a SchemaRegistrar that hands out ids from 500.
@@ -130,13 +160,13 @@ func TestReplayAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := &avroValue{schema: s, id: 7}
+	enc := avroEncoder(t, s)
 	for i := range n {
 		v, err := rows.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := enc.append(nil, v)
+		got, err := enc.AppendRecord(nil, v)
 		if err != nil {
 			t.Fatalf("record %d through Rows: %v", i, err)
 		}

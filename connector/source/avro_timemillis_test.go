@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
@@ -98,15 +98,15 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 					t.Fatalf("column %s is %s %s, want %s TIME", p, l.Physical, l.Logical, wantPhys)
 				}
 			}
-			enc := &avroValue{schema: s, id: 7}
+			enc := avroEncoder(t, s)
 
 			// The columnar path binds the file's columns.
-			cols, _, err := newAvroColumns(f, 0, enc, nil)
+			cols, _, err := enc.(format.ColumnEncoder).Columns(f, 0, nil)
 			if err != nil {
 				t.Fatalf("columnar: %v", err)
 			}
 			for i, want := range bodies {
-				got, err := cols.append(nil)
+				got, err := cols.AppendNext(nil)
 				if err != nil {
 					t.Fatalf("record %d, columnar: %v", i, err)
 				}
@@ -114,7 +114,7 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 					t.Errorf("record %d, columnar: %x, want %x", i, got, w)
 				}
 			}
-			cols.release()
+			cols.Release()
 
 			rows, err := f.Rows()
 			if err != nil {
@@ -125,7 +125,7 @@ func TestReplayAvroTimeMillis(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := enc.append(nil, v)
+				got, err := enc.AppendRecord(nil, v)
 				if err != nil {
 					t.Fatalf("record %d through Rows: %v", i, err)
 				}
@@ -192,28 +192,4 @@ func timeMillisFile(t *testing.T, s *avro.Schema, ps *schema.Schema, bodies [][]
 		t.Fatal(err)
 	}
 	return out.Bytes()
-}
-
-// TestTimeMillisBack: a time in microseconds gives its int of
-// milliseconds; one beyond an int of milliseconds, which the sink never
-// writes, is an error naming the field.
-func TestTimeMillisBack(t *testing.T) {
-	for _, c := range []struct {
-		us, want int64
-		err      bool
-	}{
-		{45_296_789_000, 45_296_789, false},
-		{math.MaxInt32 * 1000, math.MaxInt32, false},
-		{math.MinInt32 * 1000, math.MinInt32, false},
-		{(math.MaxInt32 + 1) * 1000, 0, true},
-		{math.MinInt64, 0, true},
-	} {
-		got, err := timeMillisBack(c.us, "a.tod")
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("timeMillisBack(%d) = %d, %v; want %d, error %v", c.us, got, err, c.want, c.err)
-		}
-		if err != nil && !strings.Contains(err.Error(), "a.tod") {
-			t.Errorf("error %q does not name the field", err)
-		}
-	}
 }

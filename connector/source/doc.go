@@ -28,15 +28,15 @@
 //
 // # Values
 //
-// A file whose footer holds json.schema came from format.type json_schema:
-// each record is rendered from reader.Rows as the JSON its schema
-// validates, in Confluent's wire format when the footer holds
-// json.schema.id (the schema registered with its references under the
-// target's subject).
-//
-// A file whose footer holds avro.schema came from Avro: its schema is
-// registered under the target topic's value subject and each record is
-// encoded in the Confluent wire format. A file whose payload is one
+// A file whose footer a format's replay side claims (format.Replayer,
+// registered in format/all) has its records encoded by that format: Avro
+// (avro.schema: Avro binary in the Confluent wire format, the schema
+// registered under the target topic's value subject, read column by
+// column when the columns allow), Protobuf (pqsink.protobuf.message: the
+// message again, with its Confluent header when it had one) and JSON
+// Schema (json.schema: the JSON its schema validates, in Confluent's wire
+// format when the footer holds json.schema.id). docs/formats.md describes
+// the seam. Of the other files, a file whose payload is one
 // BYTE_ARRAY column without a logical type kept the original bytes, which
 // are produced as they are (a null is a tombstone). Any other payload is
 // rendered as JSON: typed columns as an object of the record's fields (null

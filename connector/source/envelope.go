@@ -10,9 +10,6 @@ import (
 	"github.com/pqsink/pqsink/objstore"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
-	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // envelopeRanges places a file that holds the _kafka envelope columns but
@@ -166,17 +163,8 @@ func (r *Replayer) readDonor(ctx context.Context, key string) (footerDonor, erro
 	// Only the records' schema is lent: the rest of the footer (the Kafka
 	// ranges above all) is the donor's own.
 	d.kv = envelope.SchemaEntries(md.KeyValueMetadata)
-	for _, e := range d.kv {
-		switch {
-		case e.Value == nil:
-		case e.Key == avro.MetadataKey:
-			d.kind, d.metaKey = "Avro", e.Key
-		case e.Key == jsonschema.MetadataKey && d.kind == "":
-			d.kind, d.metaKey = "JSON Schema", e.Key
-		}
-	}
-	if protoFooter(d.kv) != nil {
-		d.kind, d.metaKey = "Protobuf", protobuf.MessageKey
+	if rp := r.replayerOf(d.kv); rp != nil {
+		d.kind, d.metaKey = rp.Label(), rp.Claims(d.kv)
 	}
 	return d, nil
 }

@@ -5,24 +5,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 )
 
-// jsonTimestampUnitsKey is the footer entry of a table's file of a JSON
-// schema file whose millisecond (or nanosecond) timestamps the file holds
-// in microseconds (the sink's connector/jsonmillis.go): a JSON object
-// from each such column's path to "MILLIS" or "NANOS".
-const jsonTimestampUnitsKey = "pqsink.json.timestamp_units"
-
-// jsonUnits reads the jsonTimestampUnitsKey entry of a file of schema
+// jsonUnits reads the archive.JSONTimestampUnitsKey entry of a file of schema
 // sch: the leaf columns whose microseconds render as the schema file's
 // TIMESTAMP(MILLIS) or TIMESTAMP(NANOS) columns, and that unit. It
 // returns nil when the file has none.
 func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit, error) {
 	var text string
 	for _, e := range kv {
-		if e.Key == jsonTimestampUnitsKey && e.Value != nil {
+		if e.Key == archive.JSONTimestampUnitsKey && e.Value != nil {
 			text = *e.Value
 		}
 	}
@@ -31,7 +26,7 @@ func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit,
 	}
 	var units map[string]string
 	if err := json.Unmarshal([]byte(text), &units); err != nil {
-		return nil, fmt.Errorf("footer entry %s: %w", jsonTimestampUnitsKey, err)
+		return nil, fmt.Errorf("footer entry %s: %w", archive.JSONTimestampUnitsKey, err)
 	}
 	cols := map[int]schema.TimeUnit{}
 	for path, u := range units {
@@ -42,10 +37,10 @@ func jsonUnits(kv []meta.KeyValue, sch *schema.Schema) (map[int]schema.TimeUnit,
 		}
 		switch {
 		case u != schema.Millis.String() && u != schema.Nanos.String():
-			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS and NANOS are known", jsonTimestampUnitsKey, path, u)
+			return nil, fmt.Errorf("footer entry %s: column %s in %s: only MILLIS and NANOS are known", archive.JSONTimestampUnitsKey, path, u)
 		case l == nil || l.Physical != meta.TypeInt64 || l.Logical.Unit != schema.Micros ||
 			l.Logical.Kind != schema.Timestamp && (l.Logical.Kind != schema.Time || unit != schema.Millis):
-			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) or TIME(MICROS) column of the file", jsonTimestampUnitsKey, path)
+			return nil, fmt.Errorf("footer entry %s: %s is not an INT64 TIMESTAMP(MICROS) or TIME(MICROS) column of the file", archive.JSONTimestampUnitsKey, path)
 		}
 		cols[l.Column] = unit
 	}
@@ -70,7 +65,7 @@ func appendInUnit(dst []byte, x int64, n *schema.Node, u schema.TimeUnit) []byte
 	at := time.UnixMilli(floorDiv(x, 1000)).UTC()
 	if u == schema.Nanos {
 		layout = "2006-01-02T15:04:05.000000000"
-		at = time.Unix(0, nanosBack(x, 1000)).UTC()
+		at = time.Unix(0, schema.NanosBack(x, 1000)).UTC()
 	}
 	if n.Logical.UTC {
 		layout += "Z"

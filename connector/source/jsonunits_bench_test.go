@@ -34,7 +34,7 @@ const unitsBenchSchema = `message m {
 // writeUnitsFile writes n records of unitsBenchSchema as the sink lands
 // them (zstd, one row group) into dir: as a table's file, its
 // millisecond columns in microseconds and named in the footer entry
-// jsonTimestampUnitsKey, when table; as a file without a table
+// archive.JSONTimestampUnitsKey, when table; as a file without a table
 // otherwise.
 func writeUnitsFile(tb testing.TB, dir string, n int, table bool) {
 	tb.Helper()
@@ -98,7 +98,7 @@ func writeUnitsFile(tb testing.TB, dir string, n int, table bool) {
 		w.SetKeyValue(k, val)
 	}
 	if footer != "" {
-		w.SetKeyValue(jsonTimestampUnitsKey, footer)
+		w.SetKeyValue(archive.JSONTimestampUnitsKey, footer)
 	}
 	if _, err := w.Close(); err != nil {
 		tb.Fatal(err)

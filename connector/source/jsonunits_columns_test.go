@@ -110,7 +110,7 @@ func retimedFile(t *testing.T, values []string) []byte {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{archive.FooterTopic: "t", archive.FooterPartition: "0", archive.FooterFirstOffset: "0",
-		archive.FooterLastOffset: strconv.Itoa(len(values) - 1), archive.FooterRecords: strconv.Itoa(len(values)), jsonTimestampUnitsKey: string(footer)} {
+		archive.FooterLastOffset: strconv.Itoa(len(values) - 1), archive.FooterRecords: strconv.Itoa(len(values)), archive.JSONTimestampUnitsKey: string(footer)} {
 		w.SetKeyValue(k, v)
 	}
 	if _, err := w.Close(); err != nil {

@@ -73,7 +73,7 @@ func TestReplayJSONMillisWidened(t *testing.T) {
 }
 
 // replayJSON writes values, JSON records of s, into a file as the sink
-// does (its footer entry jsonTimestampUnitsKey footer, unless empty) and
+// does (its footer entry archive.JSONTimestampUnitsKey footer, unless empty) and
 // returns what a replay of it produces, one line per record.
 func replayJSON(t *testing.T, s *schema.Schema, values []string, footer string, opts ...rowgroup.JSONOption) []byte {
 	t.Helper()
@@ -110,7 +110,7 @@ func replayJSON(t *testing.T, s *schema.Schema, values []string, footer string, 
 	w.SetKeyValue(archive.FooterLastOffset, strconv.Itoa(len(values)-1))
 	w.SetKeyValue(archive.FooterRecords, strconv.Itoa(len(values)))
 	if footer != "" {
-		w.SetKeyValue(jsonTimestampUnitsKey, footer)
+		w.SetKeyValue(archive.JSONTimestampUnitsKey, footer)
 	}
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)

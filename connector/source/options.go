@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -124,6 +125,10 @@ type Options struct {
 	// Registry overrides the Schema Registry used to register Avro
 	// schemas. Defaults to the config's format.registry.
 	Registry SchemaRegistrar
+	// Formats overrides the registry of formats whose replay sides
+	// (format.Replayer) encode the records of their files. Defaults to
+	// every format (format/all).
+	Formats *format.Registry
 }
 
 // Object is an object of the store, by key.
@@ -159,10 +164,9 @@ type Producer interface {
 }
 
 // SchemaRegistrar registers an Avro schema under a subject and returns its
-// id, as POST /subjects/{subject}/versions of the Schema Registry does.
-type SchemaRegistrar interface {
-	Register(ctx context.Context, subject, schema string) (uint32, error)
-}
+// id, as POST /subjects/{subject}/versions of the Schema Registry does; the
+// formats' replay sides take the same (format.ReplayEnv).
+type SchemaRegistrar = format.SchemaRegistrar
 
 // withDefaults fills in the defaults and checks the options.
 func (o Options) withDefaults() (Options, error) {

@@ -20,9 +20,11 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/all"
 	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
-	"github.com/pqsink/pqsink/schema/protobuf"
 )
 
 // ErrInterrupted is wrapped by the error of a replay stopped by its context
@@ -83,20 +85,26 @@ type Replayer struct {
 	keys        *archive.Template
 	ckpt        checkpointer
 	ck          *ckState // while Run runs
-	avroMu      sync.Mutex
-	avroSchemas map[string]*avroValue
-
-	// Protobuf: the encoders by footer, and the registry their schemas
-	// come from (made when a file needs it).
-	protoMu       sync.Mutex
-	protoValues   map[string]*protoValue
-	protoRegistry *protobuf.Registry
-	jsSchemas     map[string]*jsonSchemaValue // under avroMu
-	stats         Stats
+	// replayers are the formats' replay sides, in the order they are
+	// asked whether a file is theirs.
+	replayers []format.Replayer
+	stats     Stats
 	// deleted are the deleted rows of Options.Files, by key.
 	deleted map[string]Deletions
 	// bounds are the Bounds of Options.Files, by key.
 	bounds map[string]*Bounds
+}
+
+// replayerOf returns the format's replay side that claims a file of
+// footer entries kv, or nil: its records are the sink's JSON, Avro's, JSON
+// Schema's or raw bytes.
+func (r *Replayer) replayerOf(kv []meta.KeyValue) format.Replayer {
+	for _, rp := range r.replayers {
+		if rp.Claims(kv) != "" {
+			return rp
+		}
+	}
+	return nil
 }
 
 // New prepares a replay of opts with the kafka, store and format.registry
@@ -108,7 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &Replayer{opts: o, cfg: cfg, avroSchemas: map[string]*avroValue{}, protoValues: map[string]*protoValue{}}
+	r := &Replayer{opts: o, cfg: cfg}
 	for _, f := range o.Files {
 		if f.Deleted != nil {
 			if r.deleted == nil {
@@ -146,6 +154,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Replayer, erro
 		}
 		r.registry = reg
 	}
+	formats := o.Formats
+	if formats == nil {
+		formats = all.Formats()
+	}
+	r.replayers = formats.Replayers(cfg, format.ReplayEnv{Log: o.Log, Registry: r.registry, Subject: o.Subject})
 	switch {
 	case o.Checkpoint != "":
 		r.ckpt = fileCheckpoint{path: o.Checkpoint}

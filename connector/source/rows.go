@@ -15,8 +15,9 @@ import (
 // timeOfMillis is the time of a Kafka timestamp.
 func timeOfMillis(ms int64) time.Time { return time.UnixMilli(ms) }
 
-// rowsSource reads a row group through reader.Rows: for Avro values, and
-// for payload shapes the columnar assembler does not handle.
+// rowsSource reads a row group through reader.Rows: for the values of a
+// format's encoder that does not read columns (format.ColumnEncoder), and
+// for payload shapes the columnar readers do not handle.
 type rowsSource struct {
 	s    *fileStream
 	rows *reader.Rows
@@ -86,12 +87,8 @@ func (r *rowsSource) emit(b *batch, m *kafka.Message) error {
 			m.Value = b.bytesOf(v.Bytes())
 		}
 		return nil
-	case valueAvro:
-		b.arena, err = r.s.avro.append(b.arena, r.cur)
-	case valueProto:
-		b.arena, err = r.s.proto.append(b.arena, r.cur)
-	case valueJSONSchema:
-		b.arena, err = r.s.js.append(b.arena, r.cur, r.s.payload)
+	case valueFormat:
+		b.arena, err = r.s.enc.AppendRecord(b.arena, r.cur)
 	default:
 		if r.s.unwrap {
 			v, _ := r.cur.Field(r.s.payload[0].Name)

@@ -9,11 +9,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
-	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
 // ErrNotPqsink is wrapped by the error of a file that replay cannot read
@@ -25,16 +24,10 @@ var ErrNotPqsink = errors.New("not a pqsink file with a Kafka envelope")
 type valueKind uint8
 
 const (
-	valueJSON       valueKind = iota // typed columns or VARIANT, as JSON
-	valueAvro                        // Avro binary in the Confluent wire format
-	valueRaw                         // the original bytes, kept in one binary column
-	valueProto                       // Protobuf binary, plain or in the Confluent wire format
-	valueJSONSchema                  // JSON of a JSON Schema, plain or in the Confluent wire format
+	valueJSON   valueKind = iota // typed columns or VARIANT, as JSON
+	valueRaw                     // the original bytes, kept in one binary column
+	valueFormat                  // a format's own encoding, by its format.Replayer
 )
-
-func (k valueKind) String() string {
-	return [...]string{"json", "avro", "bytes", "protobuf", "json_schema"}[k]
-}
 
 // Paths of the envelope leaves.
 const (
@@ -87,9 +80,8 @@ type fileStream struct {
 	kind     valueKind
 	payload  []*schema.Node
 	unwrap   bool
-	avro     *avroValue
-	proto    *protoValue
-	js       *jsonSchemaValue
+	enc      format.RecordEncoder // of valueFormat
+	label    string               // of valueFormat: the format's records
 	groups   []int
 	rowBases []int64
 	gi       int
@@ -172,33 +164,15 @@ func (r *Replayer) openStream(ctx context.Context, ref *fileRef, part string, do
 	if len(s.payload) == 0 {
 		return nil, fmt.Errorf("%s: %w: no payload columns beside %s", ref.key, ErrNotPqsink, envField)
 	}
-	var avroText string
-	jsonSchema := false
 	kv := f.Metadata().KeyValueMetadata
 	if ref.lentKV != nil {
 		kv = ref.lentKV
 	}
-	for _, e := range kv {
-		if e.Key == avro.MetadataKey && e.Value != nil {
-			avroText = *e.Value
-		}
-		jsonSchema = jsonSchema || e.Key == jsonschema.MetadataKey && e.Value != nil
-	}
-	protoKV := protoFooter(kv)
+	rp := r.replayerOf(kv)
 	switch {
-	case protoKV != nil:
-		s.kind = valueProto
-		if s.proto, err = r.protoValue(ctx, protoKV); err != nil {
-			return nil, fmt.Errorf("%s: %w", ref.key, err)
-		}
-	case jsonSchema && avroText == "":
-		s.kind = valueJSONSchema
-		if s.js, err = r.jsonSchemaValue(ctx, kv); err != nil {
-			return nil, fmt.Errorf("%s: %w", ref.key, err)
-		}
-	case avroText != "":
-		s.kind = valueAvro
-		if s.avro, err = r.avroValue(ctx, avroText); err != nil {
+	case rp != nil:
+		s.kind, s.label = valueFormat, rp.Label()
+		if s.enc, err = rp.Encoder(ctx, format.ReplayFile{KV: kv, Payload: s.payload}); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.key, err)
 		}
 	case len(s.payload) == 1 && s.payload[0].IsLeaf() && s.payload[0].Physical == meta.TypeByteArray &&
@@ -393,10 +367,6 @@ func (s *fileStream) close() {
 // newSource returns the reader of row group g: columnar for JSON and raw
 // values when the payload's shape allows, reader.Rows otherwise.
 func (s *fileStream) newSource(g int) (rowSource, error) {
-	if s.kind == valueJSONSchema {
-		// Rendered from reader.Rows, as the JSON Schema asks for it.
-		return newRowsSource(s, g)
-	}
 	src, err := newColumnSource(s, g)
 	if err == nil {
 		return src, nil
@@ -412,7 +382,7 @@ func (s *fileStream) newSource(g int) (rowSource, error) {
 type columnSource struct {
 	env  []*reader.ColumnCursor // offset, timestamp, key, header key, header value
 	json *reader.JSONAssembler
-	avro *avroColumns
+	recs format.ColumnRecords // of a format's ColumnEncoder
 	raw  *reader.ColumnCursor
 	hdef uint8 // definition level of a present header entry
 	hrep uint8 // repetition level of a header after the first
@@ -454,15 +424,16 @@ func newColumnSource(s *fileStream, g int) (rowSource, error) {
 		c.env, c.raw = cur[:5], cur[5]
 		return c, nil
 	}
-	if s.kind == valueProto { // records are assembled, then encoded
-		return nil, fmt.Errorf("%w: Protobuf records", reader.ErrNotColumnar)
-	}
-	if s.kind == valueAvro {
-		a, env, err := newAvroColumns(s.f, g, s.avro, cols)
+	if s.kind == valueFormat {
+		ce, ok := s.enc.(format.ColumnEncoder)
+		if !ok { // records are assembled, then encoded
+			return nil, fmt.Errorf("%w: %s records", reader.ErrNotColumnar, s.label)
+		}
+		recs, env, err := ce.Columns(s.f, g, cols)
 		if err != nil {
 			return nil, err
 		}
-		c.avro, c.env = a, env
+		c.recs, c.env = recs, env
 		return c, nil
 	}
 	// The envelope is read under the assembler's memory budget.
@@ -545,8 +516,8 @@ func (c *columnSource) emit(b *batch, m *kafka.Message) error {
 	}
 	start := len(b.arena)
 	var err error
-	if c.avro != nil {
-		b.arena, err = c.avro.append(b.arena)
+	if c.recs != nil {
+		b.arena, err = c.recs.AppendNext(b.arena)
 	} else {
 		b.arena, err = c.json.Append(b.arena)
 	}
@@ -583,15 +554,15 @@ func (c *columnSource) skip() error {
 	switch {
 	case c.raw != nil:
 		return c.raw.Advance()
-	case c.avro != nil:
-		return c.avro.skip()
+	case c.recs != nil:
+		return c.recs.SkipNext()
 	}
 	return c.json.Skip()
 }
 
 func (c *columnSource) release() {
-	if c.avro != nil {
-		c.avro.release() // the envelope's cursors too
+	if c.recs != nil {
+		c.recs.Release() // the envelope's cursors too
 		return
 	}
 	if c.json != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/pqsink/pqsink/schema/protobuf/protofmt"
 )
 
-// Formats returns a registry of every format, by its format.type.
+// Formats returns a registry of every format, by its format.type, with
+// the replay sides of those that have one.
 func Formats() *format.Registry {
 	r := format.NewRegistry()
 	r.Register(jsonfile.Name, jsonfile.Open)
@@ -19,5 +20,10 @@ func Formats() *format.Registry {
 	r.Register(avrofmt.Name, avrofmt.Open)
 	r.Register(protofmt.Name, protofmt.Open)
 	r.Register(jsonschemafmt.Name, jsonschemafmt.Open)
+	// The replay sides, in the order replay asks them whether a file is
+	// theirs.
+	r.RegisterReplayer(protofmt.Name, protofmt.Replay)
+	r.RegisterReplayer(jsonschemafmt.Name, jsonschemafmt.Replay)
+	r.RegisterReplayer(avrofmt.Name, avrofmt.Replay)
 	return r
 }

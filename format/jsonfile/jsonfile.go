@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -24,7 +25,8 @@ const Name = "json"
 // millisecond times of day it holds in microseconds: a JSON object from
 // each such column's path to the unit of the schema file, "MILLIS" or
 // "NANOS", so that replay renders them as the schema file's columns.
-const TimestampUnitsKey = "pqsink.json.timestamp_units"
+// It is declared once, in archive, since compaction carries it.
+const TimestampUnitsKey = archive.JSONTimestampUnitsKey
 
 // jsonFile is the format opened for a sink.
 type jsonFile struct {

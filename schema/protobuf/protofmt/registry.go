@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -29,10 +30,11 @@ import (
 
 // Footer entries of a file of registry Protobuf records: the schema id
 // and the message indexes its records were written with, so that replay
-// can write their Confluent header again.
+// can write their Confluent header again. They are declared once, in
+// archive, whose readers (envelope, merge, compact) import no format.
 const (
-	SchemaIDKey = "pqsink.protobuf.schema_id"
-	IndexesKey  = "pqsink.protobuf.message_indexes"
+	SchemaIDKey = archive.ProtobufSchemaIDKey
+	IndexesKey  = archive.ProtobufIndexesKey
 )
 
 // messageSchema is a (schema id, message) seen by a partition, with its

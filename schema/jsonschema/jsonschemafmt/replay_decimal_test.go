@@ -1,4 +1,4 @@
-package source
+package jsonschemafmt
 
 import (
 	"math/big"

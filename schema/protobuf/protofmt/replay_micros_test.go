@@ -1,4 +1,4 @@
-package source
+package protofmt
 
 import (
 	"bytes"
@@ -122,7 +122,7 @@ message M {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := &protoValue{message: md}
+	pv := &encoder{message: md}
 	for i := 0; ; i++ {
 		v, err := rows.Next()
 		if errors.Is(err, io.EOF) {
@@ -134,7 +134,7 @@ message M {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := pv.append(nil, v)
+		got, err := pv.AppendRecord(nil, v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package source
+package jsonschemafmt
 
 import (
 	"context"
@@ -8,8 +8,12 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/jsontext"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
 	"github.com/pqsink/pqsink/meta"
@@ -18,28 +22,73 @@ import (
 	"github.com/pqsink/pqsink/schema/jsonschema"
 )
 
-// jsonSchemaValue renders the records of files whose values were JSON of
-// a JSON Schema (the footer's json.schema): as compact JSON in the form
-// the schema validates (numbers as numbers, formats as their strings),
-// in Confluent's wire format when they came in it (json.schema.id), with
-// the schema registered under the target's subject.
-type jsonSchemaValue struct {
+// Replay is the format's replay side (format.ReplayDriver): the records
+// of a file whose footer holds a JSON Schema (jsonschema.MetadataKey, and
+// no Avro schema) are rendered as compact JSON in the form the schema
+// validates (numbers as numbers, formats as their strings), in
+// Confluent's wire format when they came in it (jsonschema.IDKey), with
+// the schema registered under the replay's subject in the target's
+// registry.
+func Replay(_ *config.Config, env format.ReplayEnv) format.Replayer {
+	return &replayer{env: env, schemas: map[string]*compiled{}}
+}
+
+// replayer is the format's replay side for one replay.
+type replayer struct {
+	env format.ReplayEnv
+	// mu guards schemas: workers share them, and one registers each.
+	mu      sync.Mutex
+	schemas map[string]*compiled
+}
+
+func (r *replayer) Label() string { return "JSON Schema" }
+
+func (r *replayer) Claims(kv []meta.KeyValue) string {
+	js := false
+	for _, e := range kv {
+		if e.Value == nil {
+			continue
+		}
+		switch e.Key {
+		case archive.AvroSchemaKey:
+			if *e.Value != "" {
+				return "" // Avro's records, whose schema the sink kept beside
+			}
+		case jsonschema.MetadataKey:
+			js = true
+		}
+	}
+	if !js {
+		return ""
+	}
+	return jsonschema.MetadataKey
+}
+
+// compiled is a footer's JSON Schema, compiled, and its id in the target
+// registry.
+type compiled struct {
 	js   *jsonschema.Schema
 	wire bool
 	id   uint32 // the target registry's id of the schema, when wire
 }
 
-// textRegistrar registers schemas of any type: internal/schemaregistry's Client.
+// encoder renders the records of one file.
+type encoder struct {
+	compiled *compiled
+	payload  []*schema.Node
+}
+
+// textRegistrar registers schemas of any type: schema/avro's Registry.
 type textRegistrar interface {
 	RegisterSchema(ctx context.Context, subject string, s *schemaregistry.Schema) (uint32, error)
 }
 
-// jsonSchemaValue returns the renderer of the files whose footer is kv,
-// compiling the schema (with the references the footer keeps) and, for
-// the wire format, registering it, once per replay.
-func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*jsonSchemaValue, error) {
+// Encoder returns the renderer of a file whose footer is f.KV, compiling
+// the schema (with the references the footer keeps) and, for the wire
+// format, registering it, once per replay.
+func (r *replayer) Encoder(ctx context.Context, f format.ReplayFile) (format.RecordEncoder, error) {
 	var text, refs, id string
-	for _, e := range kv {
+	for _, e := range f.KV {
 		if e.Value == nil {
 			continue
 		}
@@ -52,11 +101,11 @@ func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*js
 			id = *e.Value
 		}
 	}
-	r.avroMu.Lock() // workers share the schemas; one registers each
-	defer r.avroMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	cacheKey := text + "\x00" + refs + "\x00" + id
-	if v, ok := r.jsSchemas[cacheKey]; ok {
-		return v, nil
+	if v, ok := r.schemas[cacheKey]; ok {
+		return &encoder{compiled: v, payload: f.Payload}, nil
 	}
 	var fileRefs []jsonschema.FileReference
 	if refs != "" {
@@ -72,10 +121,10 @@ func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*js
 	if err != nil {
 		return nil, fmt.Errorf("footer %s: %w", jsonschema.MetadataKey, err)
 	}
-	v := &jsonSchemaValue{js: js, wire: id != ""}
+	v := &compiled{js: js, wire: id != ""}
 	if v.wire {
-		reg, ok := r.registry.(textRegistrar)
-		if !ok || r.registry == nil {
+		reg, ok := r.env.Registry.(textRegistrar)
+		if !ok || r.env.Registry == nil {
 			return nil, fmt.Errorf("the file came from a Schema Registry's JSON Schema wire format (schema id %s): set format.registry.url in the config to register its schema", id)
 		}
 		st := &schemaregistry.Schema{Type: "JSON", Text: text}
@@ -85,20 +134,19 @@ func (r *Replayer) jsonSchemaValue(ctx context.Context, kv []meta.KeyValue) (*js
 			}
 			st.References = append(st.References, schemaregistry.Reference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version})
 		}
-		if v.id, err = reg.RegisterSchema(ctx, r.opts.Subject, st); err != nil {
-			return nil, fmt.Errorf("registering the JSON Schema under subject %s: %w", r.opts.Subject, err)
+		if v.id, err = reg.RegisterSchema(ctx, r.env.Subject, st); err != nil {
+			return nil, fmt.Errorf("registering the JSON Schema under subject %s: %w", r.env.Subject, err)
 		}
-		r.opts.Log.Info("json schema registered", "subject", r.opts.Subject, "id", v.id)
+		r.env.Log.Info("json schema registered", "subject", r.env.Subject, "id", v.id)
 	}
-	if r.jsSchemas == nil {
-		r.jsSchemas = map[string]*jsonSchemaValue{}
-	}
-	r.jsSchemas[cacheKey] = v
-	return v, nil
+	r.schemas[cacheKey] = v
+	return &encoder{compiled: v, payload: f.Payload}, nil
 }
 
-// append appends the record rec (a top-level row) of the payload fields.
-func (v *jsonSchemaValue) append(dst []byte, rec reader.Value, payload []*schema.Node) ([]byte, error) {
+// AppendRecord appends the record rec (a top-level row) of the file's
+// payload fields.
+func (e *encoder) AppendRecord(dst []byte, rec reader.Value) ([]byte, error) {
+	v := e.compiled
 	if v.wire {
 		dst = schemaregistry.AppendWire(dst, v.id)
 	}
@@ -106,13 +154,13 @@ func (v *jsonSchemaValue) append(dst []byte, rec reader.Value, payload []*schema
 		f, _ := rec.Field(jsonschema.ValueField)
 		return v.value(dst, f)
 	}
-	return v.members(dst, rec, payload)
+	return v.members(dst, rec, e.payload)
 }
 
 // members appends a group as an object of its fields in schema order; a
 // null field is left out, unless the schema requires the property and
 // admits null (jsonschema.Schema.KeepsNull).
-func (v *jsonSchemaValue) members(dst []byte, g reader.Value, fields []*schema.Node) ([]byte, error) {
+func (v *compiled) members(dst []byte, g reader.Value, fields []*schema.Node) ([]byte, error) {
 	dst = append(dst, '{')
 	comma := false
 	var err error
@@ -134,7 +182,7 @@ func (v *jsonSchemaValue) members(dst []byte, g reader.Value, fields []*schema.N
 }
 
 // value appends one value as the JSON its schema validates.
-func (v *jsonSchemaValue) value(dst []byte, x reader.Value) ([]byte, error) {
+func (v *compiled) value(dst []byte, x reader.Value) ([]byte, error) {
 	n, l := x.Node(), x.Logical()
 	switch x.Kind() {
 	case reader.KindNull:

@@ -1,4 +1,4 @@
-package source
+package protofmt
 
 import (
 	"context"
@@ -6,14 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
@@ -22,16 +27,39 @@ import (
 	"github.com/pqsink/pqsink/variant"
 )
 
-// Footer entries of the sink's files of registry Protobuf records (see
-// connector/protobuf_registry.go).
-const (
-	protobufSchemaIDKey = "pqsink.protobuf.schema_id"
-	protobufIndexesKey  = "pqsink.protobuf.message_indexes"
-)
+// Replay is the format's replay side (format.ReplayDriver): the records
+// of a file whose footer names a Protobuf message (protobuf.MessageKey)
+// are that message again, with their Confluent header (the schema id and
+// message indexes the footer records: SchemaIDKey, IndexesKey) when they
+// had one. The schema comes from the registry by its id
+// (format.registry), or from the config's format.proto_file.
+func Replay(cfg *config.Config, env format.ReplayEnv) format.Replayer {
+	return &replayer{cfg: cfg, log: env.Log, encoders: map[string]*encoder{}}
+}
 
-// protoValue encodes the records of files that came from Protobuf: the
+// replayer is the format's replay side for one replay.
+type replayer struct {
+	cfg *config.Config
+	log *slog.Logger
+	// mu guards the encoders by footer, and the registry their schemas
+	// come from (made when a file needs it).
+	mu       sync.Mutex
+	encoders map[string]*encoder
+	registry *protobuf.Registry
+}
+
+func (r *replayer) Label() string { return "Protobuf" }
+
+func (r *replayer) Claims(kv []meta.KeyValue) string {
+	if footer(kv) == nil {
+		return ""
+	}
+	return protobuf.MessageKey
+}
+
+// encoder writes the records of files that came from Protobuf: the
 // message the footer names, and for records that had one, their Confluent
-// header (the schema id and message indexes the footer records).
+// header.
 //
 // A record is written again as Go's protobuf library writes a message
 // deterministically: fields in number order, repeated scalars packed as
@@ -42,50 +70,54 @@ const (
 // that ordered map entries otherwise, wrote fields out of order or
 // unpacked, wrote a default value out, or wrote fields the schema lacks
 // (dropped by the sink) gets the same message in other bytes.
-type protoValue struct {
+type encoder struct {
 	message protoreflect.MessageDescriptor
 	header  []byte // Confluent's; nil for plain messages
 }
 
-// protoValue returns the encoder of the files whose footer entries are kv
-// (by key), reading the schema from the registry by the schema id the
-// footer records, or from the config's format.proto_file.
-func (r *Replayer) protoValue(ctx context.Context, kv map[string]string) (*protoValue, error) {
+// Encoder returns the encoder of the files whose footer entries are
+// f.KV, reading the schema from the registry by the schema id the footer
+// records, or from the config's format.proto_file.
+func (r *replayer) Encoder(ctx context.Context, f format.ReplayFile) (format.RecordEncoder, error) {
+	kv := footer(f.KV)
+	if kv == nil {
+		return nil, errors.New("protobuf: the footer names no message")
+	}
 	name := kv[protobuf.MessageKey]
-	key := name + "\x00" + kv[protobufSchemaIDKey] + "\x00" + kv[protobufIndexesKey]
-	r.protoMu.Lock()
-	defer r.protoMu.Unlock()
-	if v, ok := r.protoValues[key]; ok {
+	key := name + "\x00" + kv[SchemaIDKey] + "\x00" + kv[IndexesKey]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.encoders[key]; ok {
 		return v, nil
 	}
-	var v *protoValue
+	var v *encoder
 	var err error
-	if idText, ok := kv[protobufSchemaIDKey]; ok {
-		v, err = r.protoFromRegistry(ctx, name, idText, kv[protobufIndexesKey])
+	if idText, ok := kv[SchemaIDKey]; ok {
+		v, err = r.fromRegistry(ctx, name, idText, kv[IndexesKey])
 	} else {
-		v, err = r.protoFromFile(ctx, name)
+		v, err = r.fromFile(ctx, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r.protoValues[key] = v
+	r.encoders[key] = v
 	return v, nil
 }
 
-func (r *Replayer) protoFromRegistry(ctx context.Context, name, idText, idxText string) (*protoValue, error) {
+func (r *replayer) fromRegistry(ctx context.Context, name, idText, idxText string) (*encoder, error) {
 	id, err := strconv.ParseUint(idText, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("footer %s: %q is not a schema id", protobufSchemaIDKey, idText)
+		return nil, fmt.Errorf("footer %s: %q is not a schema id", SchemaIDKey, idText)
 	}
 	var idx []int
 	for part := range strings.SplitSeq(idxText, ",") {
 		i, err := strconv.Atoi(part)
 		if err != nil || i < 0 {
-			return nil, fmt.Errorf("footer %s: %q is not a list of message indexes", protobufIndexesKey, idxText)
+			return nil, fmt.Errorf("footer %s: %q is not a list of message indexes", IndexesKey, idxText)
 		}
 		idx = append(idx, i)
 	}
-	if r.protoRegistry == nil {
+	if r.registry == nil {
 		if r.cfg.Format.Registry == nil || r.cfg.Format.Registry.URL == "" {
 			return nil, errors.New("files of Protobuf records with a schema id: replay needs format.registry in the config, to read the schema")
 		}
@@ -93,9 +125,9 @@ func (r *Replayer) protoFromRegistry(ctx context.Context, name, idText, idxText 
 		if err != nil {
 			return nil, err
 		}
-		r.protoRegistry = protobuf.NewRegistry(reg, r.cfg.Format.Registry.CacheSize)
+		r.registry = protobuf.NewRegistry(reg, r.cfg.Format.Registry.CacheSize)
 	}
-	fd, err := r.protoRegistry.FileByID(ctx, uint32(id))
+	fd, err := r.registry.FileByID(ctx, uint32(id))
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +138,11 @@ func (r *Replayer) protoFromRegistry(ctx context.Context, name, idText, idxText 
 	if string(md.FullName()) != name {
 		return nil, fmt.Errorf("schema id %d, message indexes %s: message %s, the footer says %s", id, idxText, md.FullName(), name)
 	}
-	r.opts.Log.Info("protobuf schema", "id", id, "message", name)
-	return &protoValue{message: md, header: protobuf.AppendWire(nil, uint32(id), idx)}, nil
+	r.log.Info("protobuf schema", "id", id, "message", name)
+	return &encoder{message: md, header: protobuf.AppendWire(nil, uint32(id), idx)}, nil
 }
 
-func (r *Replayer) protoFromFile(ctx context.Context, name string) (*protoValue, error) {
+func (r *replayer) fromFile(ctx context.Context, name string) (*encoder, error) {
 	p := r.cfg.Format.Protobuf
 	if p == nil || p.ProtoFile == "" {
 		return nil, fmt.Errorf("files of plain Protobuf messages (%s): replay needs format.proto_file (and format.import_paths) in the config, to read the schema", name)
@@ -119,11 +151,11 @@ func (r *Replayer) protoFromFile(ctx context.Context, name string) (*protoValue,
 	if err != nil {
 		return nil, err
 	}
-	return &protoValue{message: md}, nil
+	return &encoder{message: md}, nil
 }
 
-// append writes rec's payload fields as a message, after the header.
-func (p *protoValue) append(dst []byte, rec reader.Value) ([]byte, error) {
+// AppendRecord writes rec's payload fields as a message, after the header.
+func (p *encoder) AppendRecord(dst []byte, rec reader.Value) ([]byte, error) {
 	m := dynamicpb.NewMessage(p.message)
 	if err := fillMessage(m, rec, ""); err != nil {
 		return dst, err
@@ -181,6 +213,14 @@ func fillMessage(m *dynamicpb.Message, v reader.Value, path string) error {
 		}
 	}
 	return nil
+}
+
+// fieldPath names the field at path in errors.
+func fieldPath(path string) string {
+	if path == "" {
+		return "(root)"
+	}
+	return path
 }
 
 func join(path, name string) string {
@@ -349,12 +389,12 @@ func fromVariantJSON(m *dynamicpb.Message, js []byte) error {
 	return nil // a message without fields
 }
 
-// protoFooter returns the footer entries that say a file came from
-// Protobuf, or nil.
-func protoFooter(kv []meta.KeyValue) map[string]string {
+// footer returns the footer entries that say a file came from Protobuf,
+// by key, or nil.
+func footer(kv []meta.KeyValue) map[string]string {
 	var out map[string]string
 	for _, e := range kv {
-		if e.Value != nil && strings.HasPrefix(e.Key, "pqsink.protobuf.") {
+		if e.Value != nil && strings.HasPrefix(e.Key, archive.ProtobufSchemaPrefix) {
 			if out == nil {
 				out = map[string]string{}
 			}

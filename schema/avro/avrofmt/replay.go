@@ -1,4 +1,4 @@
-package source
+package avrofmt
 
 import (
 	"context"
@@ -6,48 +6,90 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"sync"
 
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/schemaregistry"
+	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/reader"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
 
-// avroValue encodes the records of files that came from Avro: the schema of
+// Replay is the format's replay side (format.ReplayDriver): the records
+// of a file whose footer holds an Avro schema (avro.MetadataKey) are
+// written in Avro binary again, in Confluent's wire format, with the
+// schema registered under the replay's subject in the target's registry.
+func Replay(_ *config.Config, env format.ReplayEnv) format.Replayer {
+	return &replayer{env: env, encoders: map[string]*encoder{}}
+}
+
+// replayer is the format's replay side for one replay.
+type replayer struct {
+	env format.ReplayEnv
+	// mu guards encoders: workers share them, and one registers each
+	// schema.
+	mu       sync.Mutex
+	encoders map[string]*encoder
+}
+
+func (r *replayer) Label() string { return "Avro" }
+
+func (r *replayer) Claims(kv []meta.KeyValue) string {
+	if schemaText(kv) == "" {
+		return ""
+	}
+	return avro.MetadataKey
+}
+
+// schemaText is the footer's Avro schema, "" when it has none.
+func schemaText(kv []meta.KeyValue) string {
+	var text string
+	for _, e := range kv {
+		if e.Key == avro.MetadataKey && e.Value != nil {
+			text = *e.Value
+		}
+	}
+	return text
+}
+
+// encoder encodes the records of files that came from Avro: the schema of
 // the footer's avro.schema, registered under the target's subject.
-type avroValue struct {
+type encoder struct {
 	schema *avro.Schema
 	id     uint32
 }
 
-// avroValue returns the encoder of an avro.schema text, registering the
-// schema once per replay.
-func (r *Replayer) avroValue(ctx context.Context, text string) (*avroValue, error) {
-	r.avroMu.Lock() // workers share the schemas; one registers each
-	defer r.avroMu.Unlock()
-	if v, ok := r.avroSchemas[text]; ok {
+// Encoder returns the encoder of a file's avro.schema text, registering
+// the schema once per replay.
+func (r *replayer) Encoder(ctx context.Context, f format.ReplayFile) (format.RecordEncoder, error) {
+	text := schemaText(f.KV)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.encoders[text]; ok {
 		return v, nil
 	}
 	s, err := avro.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("footer %s: %w", avro.MetadataKey, err)
 	}
-	if r.registry == nil {
+	if r.env.Registry == nil {
 		return nil, fmt.Errorf("the file came from Avro: set format.registry.url in the config to register its schema for the Confluent wire format")
 	}
-	id, err := r.registry.Register(ctx, r.opts.Subject, s.String())
+	id, err := r.env.Registry.Register(ctx, r.env.Subject, s.String())
 	if err != nil {
-		return nil, fmt.Errorf("registering the Avro schema under subject %s: %w", r.opts.Subject, err)
+		return nil, fmt.Errorf("registering the Avro schema under subject %s: %w", r.env.Subject, err)
 	}
-	r.opts.Log.Info("avro schema registered", "subject", r.opts.Subject, "id", id)
-	v := &avroValue{schema: s, id: id}
-	r.avroSchemas[text] = v
+	r.env.Log.Info("avro schema registered", "subject", r.env.Subject, "id", id)
+	v := &encoder{schema: s, id: id}
+	r.encoders[text] = v
 	return v, nil
 }
 
-// append appends the record rec (a top-level row) in the Confluent wire
-// format.
-func (a *avroValue) append(dst []byte, rec reader.Value) ([]byte, error) {
+// AppendRecord appends the record rec (a top-level row) in the Confluent
+// wire format.
+func (a *encoder) AppendRecord(dst []byte, rec reader.Value) ([]byte, error) {
 	dst = schemaregistry.AppendWire(dst, a.id)
 	root := a.schema.Root
 	if root.Kind != avro.Record {
@@ -55,6 +97,16 @@ func (a *avroValue) append(dst []byte, rec reader.Value) ([]byte, error) {
 		return appendAvro(dst, root, v, avro.ValueField)
 	}
 	return appendAvro(dst, root, rec, "")
+}
+
+// Columns binds the encoder to the payload of row group g of f
+// (format.ColumnEncoder).
+func (a *encoder) Columns(f *reader.File, g int, extra []int) (format.ColumnRecords, []*reader.ColumnCursor, error) {
+	c, cur, err := newAvroColumns(f, g, a, extra)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, cur, nil
 }
 
 // appendAvro appends v, a value of the Parquet column that Avro type t
@@ -93,7 +145,7 @@ func appendAvro(dst []byte, t *avro.Type, v reader.Value, path string) ([]byte, 
 		if v.Kind() != reader.KindInt64 {
 			return mismatch()
 		}
-		return avro.AppendLong(dst, nanosBack(v.Int64()/millisDivisor(t, v.Node()), nanosMultiplier(t, v.Node()))), nil
+		return avro.AppendLong(dst, schema.NanosBack(v.Int64()/millisDivisor(t, v.Node()), nanosMultiplier(t, v.Node()))), nil
 	case avro.Float:
 		if v.Kind() != reader.KindFloat {
 			return mismatch()

@@ -1,4 +1,4 @@
-package source
+package avrofmt
 
 import (
 	"encoding/binary"
@@ -52,7 +52,7 @@ type avroColumns struct {
 // the extra columns read under the same budget (the envelope's); it
 // returns the encoder and the extra cursors, or an error wrapping
 // reader.ErrNotColumnar when the columns do not have the mapping's shape.
-func newAvroColumns(f *reader.File, g int, a *avroValue, extra []int) (*avroColumns, []*reader.ColumnCursor, error) {
+func newAvroColumns(f *reader.File, g int, a *encoder, extra []int) (*avroColumns, []*reader.ColumnCursor, error) {
 	sch := f.Schema()
 	var pairs []struct {
 		t *avro.Type
@@ -97,7 +97,7 @@ func newAvroColumns(f *reader.File, g int, a *avroValue, extra []int) (*avroColu
 	for _, p := range pairs {
 		an, err := bindAvro(p.t, p.n, byCol, false)
 		if err != nil {
-			c.release()
+			c.Release()
 			return nil, nil, err
 		}
 		c.root.fields = append(c.root.fields, an)
@@ -115,7 +115,7 @@ func leafColumns(n *schema.Node, cols *[]int) {
 	}
 }
 
-func (c *avroColumns) release() {
+func (c *avroColumns) Release() {
 	for _, cur := range c.cursors {
 		cur.Release()
 	}
@@ -285,8 +285,8 @@ func skipAll(a *anode) error {
 // present says whether a's optional column holds a value here.
 func (a *anode) present() bool { return !a.first.EOF() && a.first.Def() >= a.def }
 
-// append appends the next record in the Confluent wire format.
-func (c *avroColumns) append(dst []byte) ([]byte, error) {
+// AppendNext appends the next record in the Confluent wire format.
+func (c *avroColumns) AppendNext(dst []byte) ([]byte, error) {
 	dst = schemaregistry.AppendWire(dst, c.id)
 	var err error
 	for _, f := range c.root.fields {
@@ -297,8 +297,8 @@ func (c *avroColumns) append(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// skip consumes the next record.
-func (c *avroColumns) skip() error {
+// SkipNext consumes the next record.
+func (c *avroColumns) SkipNext() error {
 	for _, f := range c.root.fields {
 		if err := skipAll(f); err != nil {
 			return err
@@ -346,7 +346,7 @@ func encodeAvro(dst []byte, a *anode) ([]byte, error) {
 			v /= a.div
 		}
 		if a.mul > 1 {
-			v = nanosBack(v, a.mul)
+			v = schema.NanosBack(v, a.mul)
 		}
 		dst = avro.AppendLong(dst, v)
 	case avro.Float:

@@ -1,8 +1,6 @@
-package source
+package avrofmt
 
 import (
-	"math"
-
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/schema/avro"
 )
@@ -17,21 +15,4 @@ func nanosMultiplier(t *avro.Type, n *schema.Node) int64 {
 		return 1000
 	}
 	return 1
-}
-
-// nanosBack returns us·mul, the nanoseconds of a floored microsecond
-// value; the few microseconds below int64's nanoseconds (a value within
-// 808 nanoseconds of its least, floored) give its least, the value cut
-// to a microsecond being all that is known of it.
-func nanosBack(us, mul int64) int64 {
-	if mul == 1 {
-		return us
-	}
-	if us < math.MinInt64/mul {
-		return math.MinInt64
-	}
-	if us > math.MaxInt64/mul {
-		return math.MaxInt64
-	}
-	return us * mul
 }
