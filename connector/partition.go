@@ -320,10 +320,15 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if f != nil {
 		if b = p.dec.Fits(f.buf.Buffers, d); b == nil {
 			// Another schema: the file ends here, and the next one, with
-			// this record's schema, starts at this record.
+			// this record's schema, starts at this record. r is in no file
+			// yet, so the commit that follows the upload must stop at it:
+			// committing past it would lose it to a crash before its file
+			// is uploaded, and make a table's next file overlap the state.
+			p.next = r.offset
 			if err := p.finish(ctx, f, reasonSchema); err != nil {
 				return err
 			}
+			p.next = r.offset + 1
 			f = nil
 			if p.skip.skips(id, r.offset) { // an adopted object holds this record
 				p.s.stats.skippedUploaded.Add(1)
