@@ -219,11 +219,12 @@ type fileReader struct {
 	id     uint32
 }
 
-// errCorrupt wraps every error of bytes that are not a valid file.
-var errCorrupt = errors.New("corrupt key index file")
+// ErrCorrupt is wrapped by every error about bytes that are not a valid
+// snapshot or chain of snapshots, as opposed to an error reading them.
+var ErrCorrupt = errors.New("corrupt key index")
 
 func corrupt(format string, args ...any) error {
-	return fmt.Errorf("keyindex: %w: "+format, append([]any{errCorrupt}, args...)...)
+	return fmt.Errorf("keyindex: %w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
 // openFile reads and checks a file's header, trailer and footer. The

@@ -25,7 +25,8 @@ type Options struct {
 	// into one. Defaults to 8.
 	MaxRuns int
 	// MaxDeltas is the number of delta snapshots after a full one past
-	// which the next snapshot is full again. Defaults to 16.
+	// which the next snapshot is full again; negative, every snapshot is
+	// full. Defaults to 16.
 	MaxDeltas int
 }
 
@@ -58,7 +59,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxDeltas = 16
 	}
 	if o.MaxDeltas < 0 {
-		return o, fmt.Errorf("keyindex: MaxDeltas %d, at least 0", o.MaxDeltas)
+		o.MaxDeltas = 0
 	}
 	return o, nil
 }
@@ -225,11 +226,14 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 	return 0, false, nil
 }
 
-// memSorted returns the in-memory table's entries in key order.
-func (x *Index) memSorted() []entry {
-	ents := make([]entry, 0, len(x.mem))
+// memSorted returns the in-memory table's entries of minEpoch and after
+// in key order.
+func (x *Index) memSorted(minEpoch uint64) []entry {
+	var ents []entry
 	for k, e := range x.mem {
-		ents = append(ents, entry{key: []byte(k), off: e.off, epoch: e.epoch})
+		if e.epoch >= minEpoch {
+			ents = append(ents, entry{key: []byte(k), off: e.off, epoch: e.epoch})
+		}
 	}
 	slices.SortFunc(ents, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
 	return ents
@@ -241,7 +245,7 @@ func (x *Index) spill() error {
 	if len(x.mem) == 0 {
 		return nil
 	}
-	ents := x.memSorted()
+	ents := x.memSorted(0)
 	r, err := x.writeRun(&sliceIter{ents: ents}, uint64(len(ents)), false)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package keyindex
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"os"
@@ -37,12 +38,16 @@ func (r *run) get(key []byte, scratch *[]byte) (entry, bool, error) {
 	var found entry
 	var ok bool
 	err = r.fr.blockEntries(i, buf, nil, func(e entry) error {
-		if !ok && bytes.Equal(e.key, key) {
+		switch c := bytes.Compare(e.key, key); {
+		case c == 0:
 			found, ok = e, true
+			return errStop
+		case c > 0:
+			return errStop
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errStop {
 		return entry{}, false, fmt.Errorf("keyindex: spilled run %s: %w", r.path, err)
 	}
 	return found, ok, nil
@@ -55,6 +60,9 @@ func (r *run) close() error {
 	}
 	return err
 }
+
+// errStop ends a walk of a block's entries early.
+var errStop = errors.New("stop")
 
 // bloom is a bloom filter of 10 bits a key and 7 probes (about 1% false
 // positives), so that a key absent from a run costs no read of it.

@@ -57,9 +57,19 @@ func (x *Index) WriteSnapshot(ctx context.Context, w io.Writer, mode SnapshotMod
 	if full {
 		meta = fileMeta{kind: KindFull, seq: s.seq + 1}
 	}
-	srcs := []source{&sliceIter{ents: x.memSorted()}}
+	// A delta reads the changes after the committed snapshot's epoch: in
+	// memory, and in the runs that hold any (the others hold no key's
+	// latest change after it, since a newer run holds each key's newer
+	// changes).
+	minEpoch := uint64(0)
+	if !full {
+		minEpoch = s.epoch + 1
+	}
+	srcs := []source{&sliceIter{ents: x.memSorted(minEpoch)}}
 	for i := len(x.runs) - 1; i >= 0; i-- {
-		srcs = append(srcs, x.runs[i].fr.iter())
+		if x.runs[i].fr.meta.maxEpoch >= minEpoch {
+			srcs = append(srcs, x.runs[i].fr.iter())
+		}
 	}
 	m := newMergeIter(srcs)
 	fw := newFileWriter(w, meta)
@@ -136,14 +146,14 @@ func Load(ctx context.Context, opts Options, chain ...Object) (*Index, error) {
 		m := fr.meta
 		switch {
 		case i == 0 && m.kind != KindFull:
-			return nil, fmt.Errorf("keyindex: %w: the first snapshot of a chain is a %s one, not a full one", errCorrupt, m.kind)
+			return nil, fmt.Errorf("keyindex: %w: the first snapshot of a chain is a %s one, not a full one", ErrCorrupt, m.kind)
 		case i > 0 && m.kind != KindDelta:
-			return nil, fmt.Errorf("keyindex: %w: snapshot %d of the chain is a %s one, not a delta", errCorrupt, i+1, m.kind)
+			return nil, fmt.Errorf("keyindex: %w: snapshot %d of the chain is a %s one, not a delta", ErrCorrupt, i+1, m.kind)
 		case i > 0 && (m.baseSeq != files[i-1].meta.seq || m.baseID != files[i-1].id || m.seq != m.baseSeq+1):
 			return nil, fmt.Errorf("keyindex: %w: snapshot %d (sequence %d) is based on %d (%08x), the snapshot before it is %d (%08x)",
-				errCorrupt, i+1, m.seq, m.baseSeq, m.baseID, files[i-1].meta.seq, files[i-1].id)
+				ErrCorrupt, i+1, m.seq, m.baseSeq, m.baseID, files[i-1].meta.seq, files[i-1].id)
 		case m.seq == 0:
-			return nil, fmt.Errorf("keyindex: %w: snapshot %d has sequence number 0", errCorrupt, i+1)
+			return nil, fmt.Errorf("keyindex: %w: snapshot %d has sequence number 0", ErrCorrupt, i+1)
 		}
 		files[i] = fr
 	}
@@ -180,7 +190,7 @@ func (x *Index) load(ctx context.Context, files []*fileReader) error {
 			if i == 0 {
 				// A full snapshot's keys are distinct and live: no lookup.
 				if e.off < 0 {
-					return fmt.Errorf("keyindex: %w: the full snapshot holds a deleted key", errCorrupt)
+					return fmt.Errorf("keyindex: %w: the full snapshot holds a deleted key", ErrCorrupt)
 				}
 				x.mem[string(e.key)] = memEntry{off: e.off, epoch: x.epoch}
 				x.memBytes += int64(len(e.key)) + memEntryBytes
