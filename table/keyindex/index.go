@@ -34,10 +34,14 @@ type Options struct {
 const MinMemoryLimit = 1 << 20
 
 // memEntryBytes is what a key of the in-memory table costs besides its
-// bytes: the map's slot (string header, value, control byte, the load
-// factor's slack) and the key's allocation rounding, measured with
-// runtime.MemStats on Go's swiss-table maps (BenchmarkPut reports it).
+// bytes (rounded up to 8, as the allocator does for small keys): the
+// map's slot (string header, value, control byte, the load factor's
+// slack), measured with runtime.MemStats on Go's swiss-table maps
+// (BenchmarkPut reports both the heap's and the accounted bytes a key).
 const memEntryBytes = 80
+
+// memCost is what a key costs in the in-memory table.
+func memCost(key []byte) int64 { return int64((len(key)+7)&^7) + memEntryBytes }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
@@ -206,7 +210,7 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 		return 0, false, nil // nothing to delete
 	}
 	if _, inMem := x.mem[string(key)]; !inMem {
-		x.memBytes += int64(len(key)) + memEntryBytes
+		x.memBytes += memCost(key)
 	}
 	x.mem[string(key)] = memEntry{off: off, epoch: x.epoch}
 	switch {

@@ -193,7 +193,7 @@ func (x *Index) load(ctx context.Context, files []*fileReader) error {
 					return fmt.Errorf("keyindex: %w: the full snapshot holds a deleted key", ErrCorrupt)
 				}
 				x.mem[string(e.key)] = memEntry{off: e.off, epoch: x.epoch}
-				x.memBytes += int64(len(e.key)) + memEntryBytes
+				x.memBytes += memCost(e.key)
 				x.live++
 				if x.memBytes+x.runMem > x.opts.MemoryLimit {
 					if err := x.spill(); err != nil {
