@@ -2,6 +2,8 @@ package keyindex
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -233,13 +235,32 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 // memSorted returns the in-memory table's entries of minEpoch and after
 // in key order.
 func (x *Index) memSorted(minEpoch uint64) []entry {
-	var ents []entry
+	// Sorted by the keys' first 8 bytes held in the slice first, then by
+	// the keys: most comparisons then touch no key, whose bytes lie all
+	// over the heap (a sort of 1M keys by their bytes alone is ten times
+	// slower).
+	type sortEntry struct {
+		prefix uint64
+		e      entry
+	}
+	var ses []sortEntry
 	for k, e := range x.mem {
 		if e.epoch >= minEpoch {
-			ents = append(ents, entry{key: []byte(k), off: e.off, epoch: e.epoch})
+			var p [8]byte
+			copy(p[:], k)
+			ses = append(ses, sortEntry{prefix: binary.BigEndian.Uint64(p[:]), e: entry{key: []byte(k), off: e.off, epoch: e.epoch}})
 		}
 	}
-	slices.SortFunc(ents, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
+	slices.SortFunc(ses, func(a, b sortEntry) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return bytes.Compare(a.e.key, b.e.key)
+	})
+	ents := make([]entry, len(ses))
+	for i := range ses {
+		ents[i] = ses[i].e
+	}
 	return ents
 }
 
