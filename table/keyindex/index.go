@@ -237,8 +237,8 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 func (x *Index) memSorted(minEpoch uint64) []entry {
 	// Sorted by the keys' first 8 bytes held in the slice first, then by
 	// the keys: most comparisons then touch no key, whose bytes lie all
-	// over the heap (a sort of 1M keys by their bytes alone is ten times
-	// slower).
+	// over the heap (BenchmarkWriteSnapshot at 1M keys: 2.6 s against
+	// 4.3 s sorting by the keys' bytes alone, on a loaded machine).
 	type sortEntry struct {
 		prefix uint64
 		e      entry
