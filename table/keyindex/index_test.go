@@ -61,7 +61,7 @@ func TestRandomOperations(t *testing.T) {
 		ops  int
 	}{
 		{"in memory", Options{}, 2000, 20000},
-		{"spilling and merging", Options{MemoryLimit: MinMemoryLimit, MaxRuns: 2, MaxDeltas: 3}, 30000, 80000},
+		{"spilling and merging", Options{MemoryLimit: MinMemoryLimit, MaxRuns: 1, MaxDeltas: 3}, 30000, 80000},
 		{"spilling, full snapshots only", Options{MemoryLimit: MinMemoryLimit, MaxRuns: 1, MaxDeltas: -1}, 30000, 60000},
 	}
 	for _, c := range cases {
@@ -373,5 +373,44 @@ func TestBadArguments(t *testing.T) {
 				t.Error("no error")
 			}
 		})
+	}
+}
+
+// TestLoadAsRun: a full snapshot larger than the memory limit is loaded as
+// a run, checked as thoroughly as one loaded into memory.
+func TestLoadAsRun(t *testing.T) {
+	ctx := context.Background()
+	x := newIndex(t, Options{})
+	model := map[int]int64{}
+	for i := 0; i < 20000; i++ {
+		x.Put(testKey(i), int64(i))
+		model[i] = int64(i)
+	}
+	var b bytes.Buffer
+	if _, err := x.WriteSnapshot(ctx, &b, Full); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Dir: t.TempDir(), MemoryLimit: MinMemoryLimit}
+	y, err := Load(ctx, opts, bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if s := y.Stats(); s.Runs != 1 || s.DiskBytes != int64(b.Len()) {
+		t.Errorf("loaded as %+v, want one run of the snapshot's %d bytes", s, b.Len())
+	}
+	checkModel(t, y, model, 20001, "loaded as a run")
+	for _, at := range []int{headerLen + 100, b.Len() / 2, b.Len() - trailerLen - 10} {
+		bad := bytes.Clone(b.Bytes())
+		bad[at] ^= 0x10
+		if z, err := Load(ctx, opts, bytes.NewReader(bad)); err == nil {
+			z.Close()
+			t.Errorf("byte %d changed: loaded", at)
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("byte %d changed: %v, not ErrCorrupt", at, err)
+		}
+	}
+	if ents, _ := os.ReadDir(opts.Dir); len(ents) != 1 {
+		t.Errorf("%d entries in the spill directory after failed loads, want the one of the loaded index", len(ents))
 	}
 }

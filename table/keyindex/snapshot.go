@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 )
 
 // SnapshotInfo describes a snapshot written by WriteSnapshot.
@@ -175,7 +177,74 @@ func Load(ctx context.Context, opts Options, chain ...Object) (*Index, error) {
 }
 
 func (x *Index) load(ctx context.Context, files []*fileReader) error {
-	for i, fr := range files {
+	// A full snapshot that the in-memory table could not hold becomes a
+	// run as it is (it is sorted, in the runs' format): a copy, not a
+	// million inserts and spills.
+	if full := files[0]; int64(full.meta.count)*memEntryBytes+full.size > x.opts.MemoryLimit {
+		if err := x.loadAsRun(ctx, full); err != nil {
+			return err
+		}
+		files = files[1:]
+		return x.loadChanges(ctx, files, 1)
+	}
+	return x.loadChanges(ctx, files, 0)
+}
+
+// loadAsRun copies a full snapshot into a run, checking every entry as it
+// builds the run's bloom filter.
+func (x *Index) loadAsRun(ctx context.Context, full *fileReader) error {
+	path := filepath.Join(x.dir, fmt.Sprintf("run-%06d.kix", x.nextRun))
+	x.nextRun++
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("keyindex: loading: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if _, err := io.Copy(f, io.NewSectionReader(full.r, 0, full.size)); err != nil {
+		return fail(fmt.Errorf("keyindex: loading into %s: %w", path, err))
+	}
+	fr, err := openFile(f, full.size)
+	if err != nil {
+		return fail(fmt.Errorf("keyindex: snapshot 1: %w", err))
+	}
+	bl := newBloom(x.seed, fr.meta.count)
+	it := fr.iter()
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fail(fmt.Errorf("keyindex: loading: %w", err))
+			}
+		}
+		e, ok := it.next()
+		if !ok {
+			break
+		}
+		if e.off < 0 {
+			return fail(fmt.Errorf("keyindex: %w: the full snapshot holds a deleted key", ErrCorrupt))
+		}
+		bl.add(e.key)
+	}
+	if err := it.error(); err != nil {
+		return fail(fmt.Errorf("keyindex: snapshot 1: %w", err))
+	}
+	mem := int64(len(bl.bits) * 8)
+	for _, b := range fr.blocks {
+		mem += int64(len(b.firstKey)) + 48
+	}
+	x.addRun(&run{path: path, f: f, fr: fr, bloom: bl, mem: mem})
+	x.live = int64(fr.meta.count)
+	return nil
+}
+
+// loadChanges applies snapshots: the first one, when first is 0, is the
+// full one, the others deltas; first is the number of files before them.
+func (x *Index) loadChanges(ctx context.Context, files []*fileReader, first int) error {
+	for j, fr := range files {
+		i := j + first
 		it := fr.iter()
 		for n := 0; ; n++ {
 			if n%4096 == 0 {
@@ -207,7 +276,7 @@ func (x *Index) load(ctx context.Context, files []*fileReader) error {
 			}
 		}
 		if err := it.error(); err != nil {
-			return fmt.Errorf("keyindex: snapshot %d of %d: %w", i+1, len(files), err)
+			return fmt.Errorf("keyindex: snapshot %d: %w", i+1, err)
 		}
 	}
 	return nil
