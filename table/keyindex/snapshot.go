@@ -187,6 +187,7 @@ func (x *Index) load(ctx context.Context, files []*fileReader) error {
 		files = files[1:]
 		return x.loadChanges(ctx, files, 1)
 	}
+	x.mem = make(map[string]memEntry, files[0].meta.count) // grown once, not by doubling
 	return x.loadChanges(ctx, files, 0)
 }
 
