@@ -49,5 +49,7 @@
 // written snapshot the base of the next; a snapshot never committed (its
 // upload or the table commit failed) is simply written again, larger.
 // Load reads a chain (a full snapshot and the deltas after it), checking
-// every byte and the links, into a new index.
+// every byte and the links, into a new index: the full snapshot into the
+// in-memory table when the memory limit holds it, else copied as a run
+// as it is (it is sorted, in the runs' format), and then the deltas.
 package keyindex
