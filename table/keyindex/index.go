@@ -21,7 +21,9 @@ type Options struct {
 	// MemoryLimit bounds the bytes the index keeps in memory: the
 	// in-memory table, and the block index and bloom filter of each run
 	// spilled. Past it, the in-memory table is spilled as a sorted run.
-	// At least MinMemoryLimit. Defaults to 64 MiB.
+	// The runs' parts take about 1.5 bytes a key; past three quarters of
+	// the limit (some 500k keys a MiB), the index keeps a quarter for the
+	// table and goes over. At least MinMemoryLimit. Defaults to 64 MiB.
 	MemoryLimit int64
 	// MaxRuns is the number of spilled runs past which they are merged
 	// into one. Defaults to 8.
@@ -221,7 +223,7 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 	case !had && off >= 0:
 		x.live++
 	}
-	if x.memBytes+x.runMem > x.opts.MemoryLimit {
+	if x.overLimit() {
 		if err := x.spill(); err != nil {
 			return 0, false, err
 		}
@@ -230,6 +232,15 @@ func (x *Index) set(key []byte, off int64) (int64, bool, error) {
 		return e.off, true, nil
 	}
 	return 0, false, nil
+}
+
+// overLimit reports whether the in-memory table must be spilled: when it
+// and the runs' in-memory parts pass the limit, or, once the runs' parts
+// take more than three quarters of it (about 1.5 bytes a key, so past
+// some 500k keys a MiB), when the table alone passes a quarter: then the
+// index goes over its limit rather than spilling a run at every change.
+func (x *Index) overLimit() bool {
+	return x.memBytes+x.runMem > x.opts.MemoryLimit && x.memBytes > x.opts.MemoryLimit/4
 }
 
 // memSorted returns the in-memory table's entries of minEpoch and after

@@ -265,7 +265,7 @@ func (x *Index) loadChanges(ctx context.Context, files []*fileReader, first int)
 				x.mem[string(e.key)] = memEntry{off: e.off, epoch: x.epoch}
 				x.memBytes += memCost(e.key)
 				x.live++
-				if x.memBytes+x.runMem > x.opts.MemoryLimit {
+				if x.overLimit() {
 					if err := x.spill(); err != nil {
 						return err
 					}
