@@ -209,6 +209,26 @@ func TestLayers(t *testing.T) {
 		// offset commits: connector drives it through a Handler.
 		{"connector/group imports only config and leaves; no connector, no format",
 			connectorPart("connector/group", []string{"config", "internal"}, []string{"internal/testutil"})},
+		// The key index of upsert tables is a leaf: the sink and the
+		// table code use it, it knows no table, format or connector.
+		{"table/keyindex imports nothing of the module", func() []string {
+			q := pkgs[module+"table/keyindex"]
+			if q == nil {
+				return []string{"go list does not name " + module + "table/keyindex"}
+			}
+			var bad []string
+			for _, imp := range q.Imports {
+				if strings.HasPrefix(imp, module) {
+					bad = append(bad, "table/keyindex imports "+imp)
+				}
+			}
+			for _, d := range q.Deps {
+				if under(d, "connector") || isFormat(d) {
+					bad = append(bad, "table/keyindex depends on "+d)
+				}
+			}
+			return bad
+		}},
 		// The format seam: package format is the interface a
 		// format implements and the registry; each format's sink side
 		// lives in its own folder and registers there; format/all is the
