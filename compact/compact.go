@@ -130,12 +130,18 @@ type Options struct {
 	Folders map[string]bool
 	// Tiered takes a compacted file only while it is no larger than the
 	// files it joins (the folder's small sink files, and the smaller
-	// compacted files taken before it, smallest first): runs triggered
-	// every few seconds then rewrite a byte about log2(target / files'
-	// size) times, not once per run, and a folder keeps about as many
-	// small compacted files, of sizes at least doubling. Without it,
-	// every small compacted file is taken, as a scheduled run does.
+	// compacted files taken before it, smallest first), or while more
+	// than KeepCompacted would stay out: runs triggered every few seconds
+	// then rewrite a byte a few times (about log2(target / files' size)),
+	// not once per run, and a folder keeps a few small compacted files,
+	// of sizes about doubling. Without it, every small compacted file is
+	// taken, as a scheduled run does.
 	Tiered bool
+	// KeepCompacted, with Tiered, is the most small compacted files a
+	// folder keeps out of the run (0: no limit): files of similar sizes,
+	// each larger than the sink files of a run, are merged once there
+	// are more.
+	KeepCompacted int
 
 	// convert are the files with millisecond timestamp columns, which
 	// Plan takes whatever their size (millisFiles).
@@ -304,7 +310,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	for _, dir := range folders {
 		fs := byFolder[dir]
 		if o.Tiered {
-			fs = tiered(fs)
+			fs = tiered(fs, o.KeepCompacted)
 		}
 		slices.SortFunc(fs, planOrder)
 		cur := Bin{Folder: dir}
@@ -349,9 +355,10 @@ func folderOf(loc string) string { return loc[:max(strings.LastIndexByte(loc, '/
 // tiered leaves out of a folder's small files the compacted ones larger
 // than what they would join (Options.Tiered): the sink's files, then the
 // compacted files smallest first, each taken while no larger than the
-// sum of those taken before it. A compacted file that delete files may
-// apply to is taken whatever its size.
-func tiered(fs []table.LiveFile) []table.LiveFile {
+// sum of those taken before it, or while more than keep (when positive)
+// would be left. A compacted file that delete files may apply to is
+// taken whatever its size.
+func tiered(fs []table.LiveFile, keep int) []table.LiveFile {
 	var sum int64
 	var out, compacted []table.LiveFile
 	for _, f := range fs {
@@ -363,8 +370,8 @@ func tiered(fs []table.LiveFile) []table.LiveFile {
 		sum += f.Size
 	}
 	slices.SortStableFunc(compacted, func(a, b table.LiveFile) int { return cmp.Compare(a.Size, b.Size) })
-	for _, f := range compacted {
-		if f.Size > sum {
+	for i, f := range compacted {
+		if f.Size > sum && (keep <= 0 || len(compacted)-i <= keep) {
 			break
 		}
 		out = append(out, f)

@@ -269,6 +269,13 @@ func TestPlanTiered(t *testing.T) {
 			compacted("d=1", "big", 64*kib), compacted("d=1", "mid", 4*kib), compacted("d=1", "low", 2*kib),
 			file("d=1", 0, kib), file("d=1", 1, kib), file("d=1", 2, kib)}, nil,
 			"compacted-mid-0,compacted-low-0,t+0+00000000000000000000,t+0+00000000000000000001,t+0+00000000000000000002"},
+		// Three compacted files of 8 KiB, each larger than the sink
+		// files, and at most two kept: the smallest is taken, then the
+		// others, no larger than what they join.
+		{"compacted beyond those kept", []table.LiveFile{
+			compacted("d=1", "a", 8*kib), compacted("d=1", "b", 8*kib+1), compacted("d=1", "c", 8*kib+2), compacted("d=1", "big", 64*kib),
+			file("d=1", 0, kib), file("d=1", 1, kib)}, nil,
+			"compacted-c-0,compacted-b-0,compacted-a-0,t+0+00000000000000000000,t+0+00000000000000000001"},
 		{"a compacted file with deletes taken", []table.LiveFile{
 			func() table.LiveFile { f := compacted("d=1", "big", 64*kib); f.Deletes = 1; return f }(),
 			file("d=1", 0, kib)}, nil,
@@ -279,7 +286,7 @@ func TestPlanTiered(t *testing.T) {
 			"t+0+00000000000000000003,t+0+00000000000000000004,t+0+00000000000000000005"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, Tiered: true, Now: func() time.Time { return now }}
+			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, Tiered: true, KeepCompacted: 2, Now: func() time.Time { return now }}
 			if tc.folders != nil {
 				o.Folders = map[string]bool{}
 				for _, f := range tc.folders {

@@ -264,8 +264,8 @@ func (m *Scheduler) round(ctx context.Context) {
 // which lists the table's objects, waits for the run). The compaction is
 // tiered (compact.Options.Tiered): it takes the folder's small files of
 // any age, and the small compacted files only while no larger than what
-// they join, so that a table committed every second is not rewritten
-// whole every few seconds. Nothing is recorded in the lease: the
+// they join or while more than half the bound would stay, so that a
+// table committed every second is not rewritten whole every few seconds. Nothing is recorded in the lease: the
 // scheduled run stays due when it was.
 func (m *Scheduler) smallFiles(ctx context.Context, h *table.Handle, l *lease) {
 	name := h.Name()
@@ -291,10 +291,15 @@ func (m *Scheduler) smallFiles(ctx context.Context, h *table.Handle, l *lease) {
 		}
 		most = max(most, n)
 	}
+	// Counted: the next look reads the manifests again only when the
+	// table has another snapshot. A folder over the bound whose files
+	// the compaction below cannot take (another engine's, of too many
+	// schemas) is planned again at the sinks' next commit, not every
+	// tick; one it fails on, likewise.
+	m.mu.Lock()
+	m.seen[name] = counts.Snapshot
+	m.mu.Unlock()
 	if len(over) == 0 {
-		m.mu.Lock()
-		m.seen[name] = counts.Snapshot
-		m.mu.Unlock()
 		return
 	}
 	m.triggered.Add(1)
@@ -428,7 +433,9 @@ func (m *Scheduler) compact(ctx context.Context, h *table.Handle) error {
 // compactFolders rewrites the small files of the folders of h named,
 // whatever their age, tiered (see smallFiles).
 func (m *Scheduler) compactFolders(ctx context.Context, h *table.Handle, folders map[string]bool) error {
-	return m.run(ctx, h, compact.Options{Folders: folders, Tiered: true})
+	// At most half the bound in small compacted files, so that a folder
+	// just compacted is well within it.
+	return m.run(ctx, h, compact.Options{Folders: folders, Tiered: true, KeepCompacted: max(m.cfg.SmallFilesAbove/2, 1)})
 }
 
 // run compacts h with o and the settings' target, within a share of the
