@@ -120,9 +120,13 @@ type Scheduler struct {
 	// holder names this member in its leases: host, process and a random
 	// tag, different at every start.
 	holder string
-	// tick is how often leases are checked and runs started when due.
-	tick time.Duration
-	now  func() time.Time
+	// tick is how often runs are started when due and, with
+	// small_files_above, the tables held looked at; leaseTick how often
+	// the leases are read (a listing and a read of the store per table),
+	// checked the last time they were.
+	tick, leaseTick time.Duration
+	checked         time.Time
+	now             func() time.Time
 
 	mu     sync.Mutex
 	leases map[string]*lease // by table name
@@ -173,19 +177,20 @@ func New(o Options) *Scheduler {
 		tables = func() []*table.Handle { return nil }
 	}
 	return &Scheduler{
-		cfg:      o.Settings,
-		store:    o.Store,
-		storeURL: o.StoreURL,
-		tables:   tables,
-		mem:      o.Memory,
-		memLimit: o.MemoryLimit,
-		log:      log,
-		holder:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(tag[:])),
-		tick:     tick(o.Settings),
-		now:      time.Now,
-		leases:   map[string]*lease{},
-		seen:     map[string]int64{},
-		descs:    maintenanceDescs(),
+		cfg:       o.Settings,
+		store:     o.Store,
+		storeURL:  o.StoreURL,
+		tables:    tables,
+		mem:       o.Memory,
+		memLimit:  o.MemoryLimit,
+		log:       log,
+		holder:    fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(tag[:])),
+		tick:      tick(o.Settings),
+		leaseTick: max(min(o.Settings.CompactEvery, 10*time.Second), time.Millisecond),
+		now:       time.Now,
+		leases:    map[string]*lease{},
+		seen:      map[string]int64{},
+		descs:     maintenanceDescs(),
 	}
 }
 
@@ -194,9 +199,10 @@ func New(o Options) *Scheduler {
 // and a read of its manifests when it has a new snapshot.
 const smallFilesTick = 2 * time.Second
 
-// tick is how often a Scheduler with settings c looks at its leases and
-// tables: every compact_every, at most every 10s, and every
-// smallFilesTick with small_files_above.
+// tick is how often a Scheduler with settings c looks at its tables:
+// every compact_every, at most every 10s (when it reads the leases too),
+// and every smallFilesTick with small_files_above (the leases it holds
+// only).
 func tick(c config.Maintenance) time.Duration {
 	d := min(c.CompactEvery, 10*time.Second)
 	if c.SmallFilesAbove > 0 {
@@ -220,9 +226,18 @@ func (m *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// round checks the lease of every table the sink knows, and maintains
-// those it holds that are due.
+// round checks the lease of every table the sink knows (every leaseTick),
+// maintains those it holds that are due, and, with small_files_above,
+// compacts the folders of the others it holds that are over the bound.
 func (m *Scheduler) round(ctx context.Context) {
+	now := m.now()
+	// Between the lease checks (small_files_above's shorter ticks), a
+	// lease is taken as held while it was at the last check and has not
+	// expired since: it was renewed with more than two thirds to go.
+	leases := m.cfg.SmallFilesAbove <= 0 || now.Sub(m.checked) >= m.leaseTick
+	if leases {
+		m.checked = now
+	}
 	handles := map[string]*table.Handle{}
 	for _, h := range m.tables() {
 		handles[h.Name()] = h
@@ -238,12 +253,15 @@ func (m *Scheduler) round(ctx context.Context) {
 			m.leases[name] = l
 		}
 		m.mu.Unlock()
-		held, err := m.hold(ctx, l)
-		if err != nil {
-			if ctx.Err() == nil {
-				m.log.Warn("table maintenance: checking the lease", "table", name, "error", err)
+		held := l.held && now.Before(l.doc.Expires)
+		if leases {
+			var err error
+			if held, err = m.hold(ctx, l); err != nil {
+				if ctx.Err() == nil {
+					m.log.Warn("table maintenance: checking the lease", "table", name, "error", err)
+				}
+				continue
 			}
-			continue
 		}
 		if !held {
 			continue
