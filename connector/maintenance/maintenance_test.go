@@ -547,3 +547,41 @@ func TestSmallFiles(t *testing.T) {
 	}
 	m.release()
 }
+
+// TestSmallFilesLeaseCadence: with small_files_above a Scheduler looks at
+// its tables every smallFilesTick but reads the leases only every
+// leaseTick: a lease another member gives up is taken at the next lease
+// check, not at the next look.
+func TestSmallFilesLeaseCadence(t *testing.T) {
+	ctx := context.Background()
+	e := newCompactionTable(t)
+	e.commit(t, 0, 2)
+	opts := Options{
+		Settings: config.Maintenance{CompactEvery: time.Hour, SmallFilesAbove: 5, TargetFileSize: 1 << 20, RewriteManifestsAbove: 100,
+			ExpireSnapshotsOlderThan: 7 * 24 * time.Hour, KeepSnapshots: 100, RemoveOrphansOlderThan: time.Hour},
+		Store:       e.store,
+		StoreURL:    e.url,
+		Tables:      func() []*table.Handle { return []*table.Handle{e.h} },
+		MemoryLimit: 1 << 30,
+	}
+	a, b := New(opts), New(opts)
+	if b.tick != smallFilesTick || b.leaseTick != 10*time.Second {
+		t.Fatalf("ticks %s and %s, want %s and 10s", b.tick, b.leaseTick, smallFilesTick)
+	}
+	a.round(ctx)
+	b.round(ctx)
+	if a.held.Load() != 1 || b.held.Load() != 0 {
+		t.Fatalf("leases held %d and %d, want 1 and 0", a.held.Load(), b.held.Load())
+	}
+	a.release()
+	b.round(ctx) // a look, not a lease check
+	if b.held.Load() != 0 {
+		t.Errorf("b took the lease at a look between lease checks")
+	}
+	b.checked = b.checked.Add(-b.leaseTick) // the next lease check is due
+	b.round(ctx)
+	if b.held.Load() != 1 {
+		t.Errorf("b did not take the lease given up at its lease check")
+	}
+	b.release()
+}
