@@ -166,11 +166,23 @@ func TestTableSmallFilesBounded(t *testing.T) {
 	// What the sink wrote: its files are all still in the store (orphan
 	// removal waits for the hourly run).
 	sinkFiles := 0
+	var sinkBytes, compactedBytes int64
+	dir := strings.TrimPrefix(env.warehouse, "file://")
 	for _, key := range env.files(t) {
-		if !strings.HasPrefix(path.Base(key), "compacted-") {
+		fi, err := os.Stat(path.Join(dir, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(path.Base(key), "compacted-") {
+			compactedBytes += fi.Size()
+		} else {
 			sinkFiles++
+			sinkBytes += fi.Size()
 		}
 	}
+	// Every compaction's output is still in the store: the bytes written
+	// again for each byte the sink wrote.
+	amplification := float64(compactedBytes) / float64(sinkBytes)
 	if sinkFiles < 4*bound {
 		t.Errorf("the sink wrote %d files: too few to test a bound of %d", sinkFiles, bound)
 	}
@@ -179,6 +191,7 @@ func TestTableSmallFilesBounded(t *testing.T) {
 	}
 	env.check(t, readTopic(t, broker.Brokers, env.topic, partitions))
 	final := env.sampleTable(t, small)
+	t.Logf("compactions wrote %d bytes for the sink's %d: %.2f times", compactedBytes, sinkBytes, amplification)
 	t.Logf("%d records, %d sink files written, %v small-files compactions rewrote %v files into %v; at most during the bursts: live %d, small %d, in a folder %d (compacted %d), snapshots %d, manifests %d, metadata %d bytes; at the end: live %d, snapshots %d, manifests %d, metadata %d bytes",
 		produced, sinkFiles, triggered, rewritten, written, most.live, most.small, most.mostSmall, most.mostCompacted, most.snapshots, most.manifests, most.metadataBytes,
 		final.live, final.snapshots, final.manifests, final.metadataBytes)
