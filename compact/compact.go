@@ -54,6 +54,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -122,6 +123,25 @@ type Options struct {
 	// upgrade. Without it only the small files, whose footers a run reads
 	// anyway, are looked at, and converted when they are compacted.
 	ConvertMillis bool
+
+	// Folders, when set, are the only folders (as Bin.Folder names them)
+	// planned: a compaction the small files of a few folders triggered
+	// leaves the others to the scheduled runs.
+	Folders map[string]bool
+	// Tiered takes a compacted file only while it is no larger than the
+	// files it joins (the folder's small sink files, and the smaller
+	// compacted files taken before it, smallest first), or while more
+	// than KeepCompacted would stay out: runs triggered every few seconds
+	// then rewrite a byte a few times (about log2(target / files' size)),
+	// not once per run, and a folder keeps a few small compacted files,
+	// of sizes about doubling. Without it, every small compacted file is
+	// taken, as a scheduled run does.
+	Tiered bool
+	// KeepCompacted, with Tiered, is the most small compacted files a
+	// folder keeps out of the run (0: no limit): files of similar sizes,
+	// each larger than the sink files of a run, are merged once there
+	// are more.
+	KeepCompacted int
 
 	// convert are the files with millisecond timestamp columns, which
 	// Plan takes whatever their size (millisFiles).
@@ -267,7 +287,7 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	byFolder := map[string][]table.LiveFile{}
 	var alone []Bin
 	for _, f := range files {
-		if f.Added.After(cutoff) {
+		if f.Added.After(cutoff) || (o.Folders != nil && !o.Folders[folderOf(f.Location)]) {
 			continue
 		}
 		if f.Size >= small && !o.convert[f.Location] {
@@ -289,6 +309,9 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	var bins []Bin
 	for _, dir := range folders {
 		fs := byFolder[dir]
+		if o.Tiered {
+			fs = tiered(fs, o.KeepCompacted)
+		}
 		slices.SortFunc(fs, planOrder)
 		cur := Bin{Folder: dir}
 		flush := func() {
@@ -323,6 +346,38 @@ func Plan(files []table.LiveFile, o Options) []Bin {
 	}
 	slices.SortFunc(alone, func(a, b Bin) int { return strings.Compare(a.Files[0].Location, b.Files[0].Location) })
 	return append(bins, alone...)
+}
+
+// folderOf is the folder of the file at loc: not path.Dir, which would
+// fold a URI's "//".
+func folderOf(loc string) string { return loc[:max(strings.LastIndexByte(loc, '/'), 0)] }
+
+// tiered leaves out of a folder's small files the compacted ones larger
+// than what they would join (Options.Tiered): the sink's files, then the
+// compacted files smallest first, each taken while no larger than the
+// sum of those taken before it, or while more than keep (when positive)
+// would be left. A compacted file that delete files may apply to is
+// taken whatever its size.
+func tiered(fs []table.LiveFile, keep int) []table.LiveFile {
+	var sum int64
+	var out, compacted []table.LiveFile
+	for _, f := range fs {
+		if isCompacted(f.Location) && f.Deletes == 0 {
+			compacted = append(compacted, f)
+			continue
+		}
+		out = append(out, f)
+		sum += f.Size
+	}
+	slices.SortStableFunc(compacted, func(a, b table.LiveFile) int { return cmp.Compare(a.Size, b.Size) })
+	for i, f := range compacted {
+		if f.Size > sum && (keep <= 0 || len(compacted)-i <= keep) {
+			break
+		}
+		out = append(out, f)
+		sum += f.Size
+	}
+	return out
 }
 
 // tooYoung counts the files committed after cutoff, which Plan leaves

@@ -231,3 +231,71 @@ func TestTooYoung(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanTiered: a triggered plan (Options.Tiered, Options.Folders)
+// takes only the folders named, and a compacted file only while it is no
+// larger than the files it joins, smallest first.
+func TestPlanTiered(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	const kib = 1 << 10
+	file := func(folder string, i int, size int64) table.LiveFile {
+		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/t+0+%020d.parquet", folder, i), Size: size, Records: size / 10, Added: now}
+	}
+	compacted := func(folder, name string, size int64) table.LiveFile {
+		return table.LiveFile{Location: fmt.Sprintf("s3://b/w/t/data/%s/compacted-%s-0.parquet", folder, name), Size: size, Records: size / 10, Added: now.Add(-time.Duration(size))}
+	}
+	names := func(bins []Bin) string {
+		var out []string
+		for _, b := range bins {
+			var n []string
+			for _, f := range b.Files {
+				n = append(n, strings.TrimSuffix(path.Base(f.Location), ".parquet"))
+			}
+			out = append(out, strings.Join(n, ","))
+		}
+		return strings.Join(out, " | ")
+	}
+	for _, tc := range []struct {
+		name    string
+		files   []table.LiveFile
+		folders []string
+		want    string
+	}{
+		{"sink files only", []table.LiveFile{file("d=1", 0, kib), file("d=1", 1, kib), file("d=1", 2, kib)}, nil,
+			"t+0+00000000000000000000,t+0+00000000000000000001,t+0+00000000000000000002"},
+		// 3 KiB of sink files take the 2 KiB compacted file (5 KiB then),
+		// then the 4 KiB one, not the 64 KiB one.
+		{"compacted while no larger", []table.LiveFile{
+			compacted("d=1", "big", 64*kib), compacted("d=1", "mid", 4*kib), compacted("d=1", "low", 2*kib),
+			file("d=1", 0, kib), file("d=1", 1, kib), file("d=1", 2, kib)}, nil,
+			"compacted-mid-0,compacted-low-0,t+0+00000000000000000000,t+0+00000000000000000001,t+0+00000000000000000002"},
+		// Three compacted files of 8 KiB, each larger than the sink
+		// files, and at most two kept: the smallest is taken, then the
+		// others, no larger than what they join.
+		{"compacted beyond those kept", []table.LiveFile{
+			compacted("d=1", "a", 8*kib), compacted("d=1", "b", 8*kib+1), compacted("d=1", "c", 8*kib+2), compacted("d=1", "big", 64*kib),
+			file("d=1", 0, kib), file("d=1", 1, kib)}, nil,
+			"compacted-c-0,compacted-b-0,compacted-a-0,t+0+00000000000000000000,t+0+00000000000000000001"},
+		{"a compacted file with deletes taken", []table.LiveFile{
+			func() table.LiveFile { f := compacted("d=1", "big", 64*kib); f.Deletes = 1; return f }(),
+			file("d=1", 0, kib)}, nil,
+			"compacted-big-0,t+0+00000000000000000000"},
+		{"only the folders named", []table.LiveFile{
+			file("d=1", 0, kib), file("d=1", 1, kib), file("d=1", 2, kib),
+			file("d=2", 3, kib), file("d=2", 4, kib), file("d=2", 5, kib)}, []string{"s3://b/w/t/data/d=2"},
+			"t+0+00000000000000000003,t+0+00000000000000000004,t+0+00000000000000000005"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{TargetFileSize: 1 << 20, MinInputFiles: 2, Tiered: true, KeepCompacted: 2, Now: func() time.Time { return now }}
+			if tc.folders != nil {
+				o.Folders = map[string]bool{}
+				for _, f := range tc.folders {
+					o.Folders[f] = true
+				}
+			}
+			if got := names(Plan(tc.files, o)); got != tc.want {
+				t.Errorf("bins %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

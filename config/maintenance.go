@@ -17,6 +17,14 @@ type Maintenance struct {
 	// orphans removed (compact_every).
 	// Defaults to 1h.
 	CompactEvery time.Duration
+	// SmallFilesAbove is how many small data files (under three quarters
+	// of TargetFileSize) a folder of a table (a partition tuple) may
+	// hold before they are compacted, between the runs of CompactEvery:
+	// checked every few seconds, it keeps a table committed to every few
+	// seconds from piling up files (small_files_above); 0 leaves them to
+	// the runs of CompactEvery.
+	// Defaults to 20.
+	SmallFilesAbove int
 	// TargetFileSize is the size compaction aims its files at; files of
 	// three quarters of it or more are left alone (target_file_size).
 	// Defaults to 256MiB.
@@ -44,12 +52,13 @@ type Maintenance struct {
 }
 
 // The keys of table.maintenance.
-var maintenanceKeys = []string{"compact_every", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "remove_orphans_older_than"}
+var maintenanceKeys = []string{"compact_every", "small_files_above", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "remove_orphans_older_than"}
 
 // DefaultMaintenance is table.maintenance with every key at its default.
 func DefaultMaintenance() Maintenance {
 	return Maintenance{
 		CompactEvery:             time.Hour,
+		SmallFilesAbove:          20,
 		TargetFileSize:           256 * mib,
 		RewriteManifestsAbove:    100,
 		ExpireSnapshotsOlderThan: 7 * day,
@@ -82,6 +91,7 @@ func MinOrphanAge(commitInterval time.Duration, r Rotate) time.Duration {
 func (d *decoder) maintenance(s *section, c *Config, t *Table) *Maintenance {
 	m := DefaultMaintenance()
 	s.duration("compact_every", &m.CompactEvery, time.Second, maxInt)
+	s.intValue("small_files_above", &m.SmallFilesAbove, 0, math.MaxInt32)
 	s.size("target_file_size", &m.TargetFileSize, mib, maxInt)
 	s.intValue("rewrite_manifests_above", &m.RewriteManifestsAbove, 0, math.MaxInt32)
 	s.age("expire_snapshots_older_than", &m.ExpireSnapshotsOlderThan, 0, maxInt)
@@ -153,6 +163,7 @@ func (m *Maintenance) node() *node {
 	age := func(d time.Duration) *node { return yScalar("!!str", formatAge(d)) }
 	return yMap(
 		"compact_every", yDuration(m.CompactEvery),
+		"small_files_above", yInt(int64(m.SmallFilesAbove)),
 		"target_file_size", ySize(m.TargetFileSize),
 		"rewrite_manifests_above", yInt(int64(m.RewriteManifestsAbove)),
 		"expire_snapshots_older_than", age(m.ExpireSnapshotsOlderThan),

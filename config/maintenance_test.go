@@ -19,13 +19,13 @@ func TestMaintenance(t *testing.T) {
 	}{
 		{"absent", tbl(""), nil},
 		{"null", tbl(", maintenance: null"), nil},
-		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
+		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
 		{"issue", tbl(", maintenance: {compact_every: 1h, target_file_size: 256MiB, expire_snapshots_older_than: 7d, keep_snapshots: 100, remove_orphans_older_than: 3d}"),
-			&Maintenance{time.Hour, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
-		{"every key", tbl(", maintenance: {compact_every: 10m, target_file_size: 64MB, rewrite_manifests_above: 0, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, remove_orphans_older_than: 90m}"),
-			&Maintenance{10 * time.Minute, 64_000_000, 0, 36 * time.Hour, 5, 90 * time.Minute}},
+			&Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
+		{"every key", tbl(", maintenance: {compact_every: 10m, small_files_above: 0, target_file_size: 64MB, rewrite_manifests_above: 0, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, remove_orphans_older_than: 90m}"),
+			&Maintenance{10 * time.Minute, 0, 64_000_000, 0, 36 * time.Hour, 5, 90 * time.Minute}},
 		{"short schedule", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {compact_every: 2s, remove_orphans_older_than: 64s}}\n",
-			&Maintenance{2 * time.Second, 256 << 20, 100, 7 * 24 * time.Hour, 100, 64 * time.Second}},
+			&Maintenance{2 * time.Second, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 64 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(tc.text), nil)
@@ -58,6 +58,7 @@ func TestMaintenanceInvalid(t *testing.T) {
 	}{
 		{"compact_every", tbl("compact_every: 10ms"), "table.maintenance.compact_every: must be at least 1s"},
 		{"target", tbl("target_file_size: 1KiB"), "table.maintenance.target_file_size: must be at least 1MiB"},
+		{"small files", tbl("small_files_above: -3"), "table.maintenance.small_files_above: must not be negative, got -3"},
 		{"manifests", tbl("rewrite_manifests_above: -1"), "table.maintenance.rewrite_manifests_above: must not be negative, got -1"},
 		{"days", tbl("expire_snapshots_older_than: 7days"), `table.maintenance.expire_snapshots_older_than: want a duration like 7d, 36h or 90m, got "7days"`},
 		{"keep", tbl("keep_snapshots: 0"), "table.maintenance.keep_snapshots: "},

@@ -3,7 +3,11 @@
 // table; every compact_every it compacts the table's small files (package
 // compact, as `pqsink compact` does), then merges its manifests when the
 // current snapshot lists too many, then expires its old snapshots, then
-// removes its orphans (package table). A Scheduler does this in a goroutine
+// removes its orphans (package table). Between those runs, every few
+// seconds, it compacts the folders of a table that hold more than
+// small_files_above small files (tiered, so that a table committed every
+// second is not rewritten whole each time), then rewrites manifests and
+// expires snapshots likewise. A Scheduler does this in a goroutine
 // of its own, apart from the partitions, and takes compaction's memory
 // from the sink's budget without holding the partitions back.
 //
@@ -27,6 +31,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -36,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pqsink/pqsink/archive"
@@ -114,12 +120,20 @@ type Scheduler struct {
 	// holder names this member in its leases: host, process and a random
 	// tag, different at every start.
 	holder string
-	// tick is how often leases are checked and runs started when due.
-	tick time.Duration
-	now  func() time.Time
+	// tick is how often runs are started when due and, with
+	// small_files_above, the tables held looked at; leaseTick how often
+	// the leases are read (a listing and a read of the store per table),
+	// checked the last time they were.
+	tick, leaseTick time.Duration
+	checked         time.Time
+	now             func() time.Time
 
 	mu     sync.Mutex
 	leases map[string]*lease // by table name
+	// seen is, by table name, the snapshot whose small files were last
+	// counted and found within small_files_above: the count is not read
+	// again until the table has another.
+	seen map[string]int64
 
 	// Metrics, by task (maintenanceTasks order).
 	runs, errs [4]atomic.Int64
@@ -136,6 +150,10 @@ type Scheduler struct {
 	// delete files it removed with them, and takenBack the files another
 	// engine rewrote (copy-on-write) that it merged back.
 	deletedRows, deleteFilesRemoved, takenBack atomic.Int64
+
+	// triggered are the compactions that small_files_above started
+	// between scheduled runs.
+	triggered atomic.Int64
 
 	// withDeletes is, by table name, how many data files the member's
 	// last compaction of the table left as they are because other
@@ -159,19 +177,38 @@ func New(o Options) *Scheduler {
 		tables = func() []*table.Handle { return nil }
 	}
 	return &Scheduler{
-		cfg:      o.Settings,
-		store:    o.Store,
-		storeURL: o.StoreURL,
-		tables:   tables,
-		mem:      o.Memory,
-		memLimit: o.MemoryLimit,
-		log:      log,
-		holder:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(tag[:])),
-		tick:     min(o.Settings.CompactEvery, 10*time.Second),
-		now:      time.Now,
-		leases:   map[string]*lease{},
-		descs:    maintenanceDescs(),
+		cfg:       o.Settings,
+		store:     o.Store,
+		storeURL:  o.StoreURL,
+		tables:    tables,
+		mem:       o.Memory,
+		memLimit:  o.MemoryLimit,
+		log:       log,
+		holder:    fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(tag[:])),
+		tick:      tick(o.Settings),
+		leaseTick: max(min(o.Settings.CompactEvery, 10*time.Second), time.Millisecond),
+		now:       time.Now,
+		leases:    map[string]*lease{},
+		seen:      map[string]int64{},
+		descs:     maintenanceDescs(),
 	}
+}
+
+// smallFilesTick is how often, with small_files_above, each table held is
+// looked at for folders with too many small files: a load of the table,
+// and a read of its manifests when it has a new snapshot.
+const smallFilesTick = 2 * time.Second
+
+// tick is how often a Scheduler with settings c looks at its tables:
+// every compact_every, at most every 10s (when it reads the leases too),
+// and every smallFilesTick with small_files_above (the leases it holds
+// only).
+func tick(c config.Maintenance) time.Duration {
+	d := min(c.CompactEvery, 10*time.Second)
+	if c.SmallFilesAbove > 0 {
+		d = min(d, smallFilesTick)
+	}
+	return max(d, time.Millisecond)
 }
 
 // Run maintains the tables until ctx ends, then gives up the leases held.
@@ -189,9 +226,18 @@ func (m *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// round checks the lease of every table the sink knows, and maintains
-// those it holds that are due.
+// round checks the lease of every table the sink knows (every leaseTick),
+// maintains those it holds that are due, and, with small_files_above,
+// compacts the folders of the others it holds that are over the bound.
 func (m *Scheduler) round(ctx context.Context) {
+	now := m.now()
+	// Between the lease checks (small_files_above's shorter ticks), a
+	// lease is taken as held while it was at the last check and has not
+	// expired since: it was renewed with more than two thirds to go.
+	leases := m.cfg.SmallFilesAbove <= 0 || now.Sub(m.checked) >= m.leaseTick
+	if leases {
+		m.checked = now
+	}
 	handles := map[string]*table.Handle{}
 	for _, h := range m.tables() {
 		handles[h.Name()] = h
@@ -207,17 +253,99 @@ func (m *Scheduler) round(ctx context.Context) {
 			m.leases[name] = l
 		}
 		m.mu.Unlock()
-		held, err := m.hold(ctx, l)
-		if err != nil {
-			if ctx.Err() == nil {
-				m.log.Warn("table maintenance: checking the lease", "table", name, "error", err)
+		held := l.held && now.Before(l.doc.Expires)
+		if leases {
+			var err error
+			if held, err = m.hold(ctx, l); err != nil {
+				if ctx.Err() == nil {
+					m.log.Warn("table maintenance: checking the lease", "table", name, "error", err)
+				}
+				continue
+			}
+		}
+		if !held {
+			continue
+		}
+		if m.now().Before(l.doc.Last.Add(m.cfg.CompactEvery)) {
+			if m.cfg.SmallFilesAbove > 0 {
+				m.smallFiles(ctx, handles[name], l)
 			}
 			continue
 		}
-		if !held || m.now().Before(l.doc.Last.Add(m.cfg.CompactEvery)) {
+		m.maintain(ctx, handles[name], l)
+	}
+}
+
+// smallFiles compacts, between the scheduled runs, the folders of h that
+// hold more than small_files_above small files, then merges the
+// manifests and expires the snapshots as a run does (orphan removal,
+// which lists the table's objects, waits for the run). The compaction is
+// tiered (compact.Options.Tiered): it takes the folder's small files of
+// any age, and the small compacted files only while no larger than what
+// they join or while more than half the bound would stay, so that a
+// table committed every second is not rewritten whole every few seconds. Nothing is recorded in the lease: the
+// scheduled run stays due when it was.
+func (m *Scheduler) smallFiles(ctx context.Context, h *table.Handle, l *lease) {
+	name := h.Name()
+	m.mu.Lock()
+	seen := m.seen[name]
+	m.mu.Unlock()
+	small := m.cfg.TargetFileSize / 4 * 3
+	counts, err := h.SmallFiles(ctx, small, seen)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, catalog.ErrNoSuchTable) {
+			m.log.Warn("table maintenance: counting small files", "table", name, "error", err)
+		}
+		return
+	}
+	if counts.ByFolder == nil {
+		return // no snapshot, or the one counted last
+	}
+	over := map[string]bool{}
+	most := 0
+	for dir, n := range counts.ByFolder {
+		if n > m.cfg.SmallFilesAbove {
+			over[dir] = true
+		}
+		most = max(most, n)
+	}
+	// Counted: the next look reads the manifests again only when the
+	// table has another snapshot. A folder over the bound whose files
+	// the compaction below cannot take (another engine's, of too many
+	// schemas) is planned again at the sinks' next commit, not every
+	// tick; one it fails on, likewise.
+	m.mu.Lock()
+	m.seen[name] = counts.Snapshot
+	m.mu.Unlock()
+	if len(over) == 0 {
+		return
+	}
+	m.triggered.Add(1)
+	m.log.Info("table maintenance: small files", "table", name, "snapshot", counts.Snapshot, "folders_over", len(over),
+		"most_in_a_folder", most, "small_files_above", m.cfg.SmallFilesAbove)
+	for i, task := range maintenanceTasks {
+		if task == taskOrphans || ctx.Err() != nil || !l.held {
+			return
+		}
+		m.runs[i].Add(1)
+		err := m.whileHeld(ctx, l, func(ctx context.Context) error {
+			switch task {
+			case taskCompact:
+				return m.compactFolders(ctx, h, over)
+			case taskManifests:
+				return m.manifests(ctx, h)
+			default:
+				return m.expire(ctx, h)
+			}
+		})
+		if err != nil {
+			m.errs[i].Add(1)
+			if ctx.Err() == nil {
+				m.log.Error("table maintenance failed", "table", name, "task", task, "error", err)
+			}
 			continue
 		}
-		m.maintain(ctx, handles[name], l)
+		m.last[i].Store(m.now().UnixNano())
 	}
 }
 
@@ -314,6 +442,23 @@ func (m *Scheduler) whileHeld(ctx context.Context, l *lease, task func(context.C
 
 // compact rewrites h's small files, within a share of the memory budget.
 func (m *Scheduler) compact(ctx context.Context, h *table.Handle) error {
+	return m.run(ctx, h, compact.Options{
+		// Files younger than a run's interval wait for the next run.
+		OlderThan: min(m.cfg.CompactEvery, 10*time.Minute),
+	})
+}
+
+// compactFolders rewrites the small files of the folders of h named,
+// whatever their age, tiered (see smallFiles).
+func (m *Scheduler) compactFolders(ctx context.Context, h *table.Handle, folders map[string]bool) error {
+	// At most half the bound in small compacted files, so that a folder
+	// just compacted is well within it.
+	return m.run(ctx, h, compact.Options{Folders: folders, Tiered: true, KeepCompacted: max(m.cfg.SmallFilesAbove/2, 1)})
+}
+
+// run compacts h with o and the settings' target, within a share of the
+// memory budget, and counts and logs what it did.
+func (m *Scheduler) run(ctx context.Context, h *table.Handle, o compact.Options) error {
 	limit := max(m.memLimit/8, 2<<20)
 	if m.mem != nil {
 		if err := m.mem.Reserve(ctx, limit); err != nil {
@@ -321,15 +466,11 @@ func (m *Scheduler) compact(ctx context.Context, h *table.Handle) error {
 		}
 		defer m.mem.Release(limit)
 	}
-	rep, err := compact.Table(ctx, h, m.store, m.storeURL, compact.Options{
-		TargetFileSize: m.cfg.TargetFileSize,
-		// Files younger than a run's interval wait for the next run.
-		OlderThan:   min(m.cfg.CompactEvery, 10*time.Minute),
-		MemoryLimit: limit,
-		// Its files must be committed long before orphan removal (this
-		// member's or another's) may take them for orphans.
-		CommitWithin: m.cfg.RemoveOrphansOlderThan / 2,
-	})
+	o.TargetFileSize, o.MemoryLimit = m.cfg.TargetFileSize, limit
+	// Its files must be committed long before orphan removal (this
+	// member's or another's) may take them for orphans.
+	o.CommitWithin = m.cfg.RemoveOrphansOlderThan / 2
+	rep, err := compact.Table(ctx, h, m.store, m.storeURL, o)
 	if err != nil {
 		return err
 	}
@@ -341,7 +482,7 @@ func (m *Scheduler) compact(ctx context.Context, h *table.Handle) error {
 		m.deleteFilesRemoved.Add(int64(rep.DeleteFilesRemoved))
 		m.takenBack.Add(int64(rep.TakenBack))
 	}
-	m.log.Info("table maintenance: compaction", "table", h.Name(), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
+	m.log.Info("table maintenance: compaction", "table", h.Name(), "folders", len(o.Folders), "snapshot", rep.Snapshot, "bins", len(rep.Bins),
 		"files_in", rep.FilesIn, "files_out", rep.FilesOut, "bytes_in", rep.BytesIn, "bytes_out", rep.BytesOut,
 		"rows", rep.Rows, "deleted_rows", rep.DeletedRows, "delete_files_removed", rep.DeleteFilesRemoved,
 		"live_files", rep.LiveFiles, "left_for_deletes", rep.WithDeletes, "left_foreign", rep.Foreign, "taken_back", rep.TakenBack, "converted_millis", rep.Converted, "took", rep.Took)

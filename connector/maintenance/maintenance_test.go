@@ -456,3 +456,132 @@ func TestRound(t *testing.T) {
 	})
 	b.release()
 }
+
+// TestSmallFiles: between scheduled runs, a round that finds a folder of
+// the table with more than small_files_above small files compacts it
+// (files of any age), expires snapshots, and leaves the scheduled run due
+// when it was; a folder within the bound is left alone, and a snapshot
+// counted once is not read again.
+func TestSmallFiles(t *testing.T) {
+	ctx := context.Background()
+	e := newCompactionTable(t)
+	for first := int64(0); first < 12; first += 3 {
+		e.commit(t, first, first+2) // 4 files
+	}
+	m := New(Options{
+		Settings: config.Maintenance{CompactEvery: time.Hour, SmallFilesAbove: 5, TargetFileSize: 1 << 20, RewriteManifestsAbove: 100,
+			ExpireSnapshotsOlderThan: 0, KeepSnapshots: 2, RemoveOrphansOlderThan: time.Hour},
+		Store:       e.store,
+		StoreURL:    e.url,
+		Tables:      func() []*table.Handle { return []*table.Handle{e.h} },
+		MemoryLimit: 1 << 30,
+	})
+	if m.tick != smallFilesTick {
+		t.Errorf("tick %s, want %s", m.tick, smallFilesTick)
+	}
+	live := func() int {
+		t.Helper()
+		files, _, err := e.h.Live(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files)
+	}
+	// The first round is the scheduled run: the files are too young for
+	// it.
+	m.round(ctx)
+	last := m.leases["kafka.events"].doc.Last
+	if n := live(); n != 4 || m.triggered.Load() != 0 {
+		t.Fatalf("after the scheduled run: %d live files, %d triggered runs; want 4 and 0", n, m.triggered.Load())
+	}
+	// Within the bound: nothing.
+	e.commit(t, 12, 14)
+	m.round(ctx)
+	if n := live(); n != 5 || m.triggered.Load() != 0 {
+		t.Fatalf("5 files, bound 5: %d live files, %d triggered runs; want 5 and 0", n, m.triggered.Load())
+	}
+	if seen := m.seen["kafka.events"]; seen == 0 {
+		t.Error("the snapshot counted is not remembered")
+	}
+	// Over it: compacted into one file, snapshots expired.
+	e.commit(t, 15, 17)
+	m.round(ctx)
+	if n := live(); n != 1 || m.triggered.Load() != 1 {
+		t.Fatalf("6 files, bound 5: %d live files, %d triggered runs; want 1 and 1", n, m.triggered.Load())
+	}
+	tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > 3 {
+		t.Errorf("%d snapshots after the expiry, keep_snapshots 2 (and the one with the state)", n)
+	}
+	if got := m.leases["kafka.events"].doc.Last; !got.Equal(last) {
+		t.Errorf("the triggered run moved the scheduled run's time from %s to %s", last, got)
+	}
+	got := gatherMaintenance(t, m)
+	for k, v := range map[string]float64{
+		"pqsink_table_maintenance_small_files_runs_total":     1,
+		"pqsink_table_maintenance_files_rewritten_total":      6,
+		"pqsink_table_maintenance_runs_total{task=compact}":   2,
+		"pqsink_table_maintenance_runs_total{task=orphans}":   1,
+		"pqsink_table_maintenance_errors_total{task=compact}": 0,
+		"pqsink_table_maintenance_errors_total{task=expire}":  0,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	// Every record once.
+	tbl, err = e.other.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrow, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arrow.Release()
+	if n := arrow.NumRows(); n != 18 {
+		t.Errorf("%d rows after the compaction, want 18", n)
+	}
+	m.release()
+}
+
+// TestSmallFilesLeaseCadence: with small_files_above a Scheduler looks at
+// its tables every smallFilesTick but reads the leases only every
+// leaseTick: a lease another member gives up is taken at the next lease
+// check, not at the next look.
+func TestSmallFilesLeaseCadence(t *testing.T) {
+	ctx := context.Background()
+	e := newCompactionTable(t)
+	e.commit(t, 0, 2)
+	opts := Options{
+		Settings: config.Maintenance{CompactEvery: time.Hour, SmallFilesAbove: 5, TargetFileSize: 1 << 20, RewriteManifestsAbove: 100,
+			ExpireSnapshotsOlderThan: 7 * 24 * time.Hour, KeepSnapshots: 100, RemoveOrphansOlderThan: time.Hour},
+		Store:       e.store,
+		StoreURL:    e.url,
+		Tables:      func() []*table.Handle { return []*table.Handle{e.h} },
+		MemoryLimit: 1 << 30,
+	}
+	a, b := New(opts), New(opts)
+	if b.tick != smallFilesTick || b.leaseTick != 10*time.Second {
+		t.Fatalf("ticks %s and %s, want %s and 10s", b.tick, b.leaseTick, smallFilesTick)
+	}
+	a.round(ctx)
+	b.round(ctx)
+	if a.held.Load() != 1 || b.held.Load() != 0 {
+		t.Fatalf("leases held %d and %d, want 1 and 0", a.held.Load(), b.held.Load())
+	}
+	a.release()
+	b.round(ctx) // a look, not a lease check
+	if b.held.Load() != 0 {
+		t.Errorf("b took the lease at a look between lease checks")
+	}
+	b.checked = b.checked.Add(-b.leaseTick) // the next lease check is due
+	b.round(ctx)
+	if b.held.Load() != 1 {
+		t.Errorf("b did not take the lease given up at its lease check")
+	}
+	b.release()
+}

@@ -25,6 +25,7 @@ func maintenanceDescs() map[string]*prometheus.Desc {
 		"delrows":   prometheus.NewDesc("pqsink_table_maintenance_deleted_rows_total", "Rows that other engines' delete files delete and that compaction applied, leaving them out of the files it wrote.", nil, nil),
 		"delfiles":  prometheus.NewDesc("pqsink_table_maintenance_delete_files_removed_total", "Other engines' delete files that compaction removed, as they applied to no data file left live.", nil, nil),
 		"takenback": prometheus.NewDesc("pqsink_table_maintenance_rewritten_files_taken_back_total", "Data files that another engine rewrote (copy-on-write) and that compaction took back, merged with the sink's.", nil, nil),
+		"triggered": prometheus.NewDesc("pqsink_table_maintenance_small_files_runs_total", "Compactions started between the scheduled runs because a folder of a table held more than small_files_above small files.", nil, nil),
 		"held":      prometheus.NewDesc("pqsink_table_maintenance_leases_held", "Tables whose maintenance lease this member holds.", nil, nil),
 		"deletes":   prometheus.NewDesc("pqsink_table_maintenance_files_with_deletes", "Data files that this member's last compaction of the table left as they are because it could not apply other engines' delete files that may apply to them, by table.", []string{"table"}, nil),
 	}
@@ -49,6 +50,7 @@ func (m *Scheduler) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.descs["delrows"], prometheus.CounterValue, float64(m.deletedRows.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["delfiles"], prometheus.CounterValue, float64(m.deleteFilesRemoved.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["takenback"], prometheus.CounterValue, float64(m.takenBack.Load()))
+	ch <- prometheus.MustNewConstMetric(m.descs["triggered"], prometheus.CounterValue, float64(m.triggered.Load()))
 	ch <- prometheus.MustNewConstMetric(m.descs["held"], prometheus.GaugeValue, float64(m.held.Load()))
 	m.withDeletes.Range(func(name, n any) bool {
 		ch <- prometheus.MustNewConstMetric(m.descs["deletes"], prometheus.GaugeValue, float64(n.(int64)), name.(string))
