@@ -36,7 +36,7 @@ func CacheSize(c *config.Registry) int {
 // for https and asks for TLS 1.2 at least.
 func New(c *config.Registry) (*schemaregistry.Client, error) {
 	if c == nil || c.URL == "" {
-		return nil, errors.New("format.registry.url: required when format.type is avro")
+		return nil, errors.New("format.registry.url: required to read or register schemas in a Schema Registry (format.type avro, or protobuf and json_schema with a registry)")
 	}
 	if c.CacheSize < 0 {
 		return nil, fmt.Errorf("format.registry: schema registry: cache size %d, want at least 1", c.CacheSize)
