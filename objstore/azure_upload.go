@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -28,9 +27,8 @@ func (s *azureStore) Create(ctx context.Context, key string, opts ...PutOption) 
 		key:   key,
 		po:    newPutOptions(opts),
 		nonce: rand.Text()[:16],
-		slots: make(chan struct{}, s.concurrency),
 	}
-	u.ctx, u.cancel = context.WithCancel(ctx)
+	u.init(ctx, s.pool, s.blockSize, s.concurrency, "block")
 	return u, nil
 }
 
@@ -45,70 +43,16 @@ type azureUpload struct {
 	key   string
 	po    putOptions
 	nonce string // starts the upload's block ids (see azureStore)
-	// ctx is the Create context; cancel ends it early, to stop the blocks
-	// in flight when the upload fails or is aborted.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	// Owned by the goroutine that calls Write, Commit and Abort.
-	state   uploadState
-	buf     []byte // block being filled, from the pool; nil until a byte needs it
-	n       int    // bytes of buf filled
-	written int64  // bytes accepted by Write
-	blocks  []string
-
-	slots    chan struct{}  // a token per block in flight
-	inflight sync.WaitGroup // block goroutines
-
-	mu  sync.Mutex
-	err error // the upload's first failure
+	partUpload
+	blocks []string // the ids of the blocks shipped, in order; owned as buf is
 }
-
-func (u *azureUpload) Written() int64 { return u.written }
 
 func (u *azureUpload) Write(p []byte) (int, error) {
-	if err := u.check(); err != nil {
-		return 0, u.errorf("write", err)
-	}
-	total := 0
-	for len(p) > 0 {
-		if u.buf != nil && u.n == len(u.buf) {
-			if err := u.ship(u.ctx); err != nil {
-				return total, u.errorf("write", u.fail(err))
-			}
-		}
-		if u.buf == nil {
-			if err := u.getBuffer(); err != nil {
-				return total, u.errorf("write", u.fail(err))
-			}
-		}
-		c := copy(u.buf[u.n:], p)
-		u.n += c
-		u.written += int64(c)
-		total += c
-		p = p[c:]
-	}
-	return total, nil
-}
-
-// getBuffer takes the next block buffer from the pool, waiting for it
-// within the Create context.
-func (u *azureUpload) getBuffer() error {
-	buf, err := u.s.pool.Get(u.ctx, u.s.blockSize)
+	n, err := u.fill(p, u.ship)
 	if err != nil {
-		return fmt.Errorf("getting a block buffer: %w", err)
+		return n, u.errorf("write", err)
 	}
-	if len(buf) != u.s.blockSize {
-		u.s.pool.Put(buf)
-		return fmt.Errorf("buffer pool returned %d bytes, want %d", len(buf), u.s.blockSize)
-	}
-	// A block may have failed while Get waited.
-	if err := u.failure(); err != nil {
-		u.s.pool.Put(buf)
-		return err
-	}
-	u.buf = buf
-	return nil
+	return n, nil
 }
 
 // blockID returns the id of block number (from 0): the upload's nonce and
@@ -158,21 +102,6 @@ func (u *azureUpload) stageBlock(number int, id string, buf []byte, n int) {
 		return
 	}
 	u.s.pool.Put(buf) // Azure has stored every byte: the transport has read them all
-}
-
-// wait waits, within ctx, until no block is in flight.
-func (u *azureUpload) wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		u.inflight.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // azureIfAbsent is If-None-Match: *, create-if-absent.
@@ -354,39 +283,6 @@ func (u *azureUpload) cleanup() {
 		u.s.pool.Put(u.buf)
 		u.buf, u.n = nil, 0
 	}
-}
-
-// check reports why the upload cannot go on, if it cannot.
-func (u *azureUpload) check() error {
-	if err := u.state.errFinished(); err != nil {
-		return err
-	}
-	if err := u.failure(); err != nil {
-		return err
-	}
-	return u.ctx.Err()
-}
-
-// fail marks the upload failed by err, or by an earlier failure that err
-// is only a consequence of, and returns the failure.
-func (u *azureUpload) fail(err error) error {
-	u.state = uploadFailed
-	u.setErr(err)
-	return u.failure()
-}
-
-func (u *azureUpload) setErr(err error) {
-	u.mu.Lock()
-	if u.err == nil {
-		u.err = err
-	}
-	u.mu.Unlock()
-}
-
-func (u *azureUpload) failure() error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.err
 }
 
 func (u *azureUpload) errorf(op string, err error) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -23,12 +22,11 @@ func (s *s3Store) Create(ctx context.Context, key string, opts ...PutOption) (Up
 		return nil, fmt.Errorf("objstore: create %s: %w", s.location(key), err)
 	}
 	u := &s3Upload{
-		s:     s,
-		key:   key,
-		po:    newPutOptions(opts),
-		slots: make(chan struct{}, s.concurrency),
+		s:   s,
+		key: key,
+		po:  newPutOptions(opts),
 	}
-	u.ctx, u.cancel = context.WithCancel(ctx)
+	u.init(ctx, s.pool, s.partSize, s.concurrency, "part")
 	return u, nil
 }
 
@@ -42,71 +40,19 @@ type s3Upload struct {
 	s   *s3Store
 	key string
 	po  putOptions
-	// ctx is the Create context; cancel ends it early, to stop the parts
-	// in flight when the upload fails or is aborted.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	// Owned by the goroutine that calls Write, Commit and Abort.
-	state    uploadState
-	buf      []byte  // part being filled, from the pool; nil until a byte needs it
-	n        int     // bytes of buf filled
-	written  int64   // bytes accepted by Write
-	uploadID *string // the multipart upload, once the first part is shipped
-
-	slots    chan struct{}  // a token per part in flight
-	inflight sync.WaitGroup // part goroutines
-
-	mu    sync.Mutex
-	parts []types.CompletedPart // by part number-1; a part's entry is set when it is uploaded
-	err   error                 // the upload's first failure
+	partUpload
+	uploadID *string // the multipart upload, once the first part is shipped; owned as buf is
+	// parts, guarded by mu, are by part number-1; a part's entry is set
+	// when it is uploaded.
+	parts []types.CompletedPart
 }
-
-func (u *s3Upload) Written() int64 { return u.written }
 
 func (u *s3Upload) Write(p []byte) (int, error) {
-	if err := u.check(); err != nil {
-		return 0, u.errorf("write", err)
-	}
-	total := 0
-	for len(p) > 0 {
-		if u.buf != nil && u.n == len(u.buf) {
-			if err := u.ship(u.ctx); err != nil {
-				return total, u.errorf("write", u.fail(err))
-			}
-		}
-		if u.buf == nil {
-			if err := u.getBuffer(); err != nil {
-				return total, u.errorf("write", u.fail(err))
-			}
-		}
-		c := copy(u.buf[u.n:], p)
-		u.n += c
-		u.written += int64(c)
-		total += c
-		p = p[c:]
-	}
-	return total, nil
-}
-
-// getBuffer takes the next part buffer from the pool, waiting for it
-// within the Create context.
-func (u *s3Upload) getBuffer() error {
-	buf, err := u.s.pool.Get(u.ctx, u.s.partSize)
+	n, err := u.fill(p, u.ship)
 	if err != nil {
-		return fmt.Errorf("getting a part buffer: %w", err)
+		return n, u.errorf("write", err)
 	}
-	if len(buf) != u.s.partSize {
-		u.s.pool.Put(buf)
-		return fmt.Errorf("buffer pool returned %d bytes, want %d", len(buf), u.s.partSize)
-	}
-	// A part may have failed while Get waited.
-	if err := u.failure(); err != nil {
-		u.s.pool.Put(buf)
-		return err
-	}
-	u.buf = buf
-	return nil
+	return n, nil
 }
 
 func (u *s3Upload) Commit(ctx context.Context) (Info, error) {
@@ -166,40 +112,6 @@ func (u *s3Upload) Abort(ctx context.Context) error {
 	}
 	u.state = uploadAborted
 	return nil
-}
-
-// check reports why the upload cannot go on, if it cannot.
-func (u *s3Upload) check() error {
-	if err := u.state.errFinished(); err != nil {
-		return err
-	}
-	if err := u.failure(); err != nil {
-		return err
-	}
-	return u.ctx.Err()
-}
-
-// fail marks the upload failed by err, or by an earlier failure that err
-// is only a consequence of (a part's failure cancels the context that a
-// later wait then reports), and returns the failure.
-func (u *s3Upload) fail(err error) error {
-	u.state = uploadFailed
-	u.setErr(err)
-	return u.failure()
-}
-
-func (u *s3Upload) setErr(err error) {
-	u.mu.Lock()
-	if u.err == nil {
-		u.err = err
-	}
-	u.mu.Unlock()
-}
-
-func (u *s3Upload) failure() error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.err
 }
 
 func (u *s3Upload) errorf(op string, err error) error {
@@ -343,21 +255,6 @@ func (u *s3Upload) uploadPart(uploadID *string, number int32, buf []byte, n int)
 	u.mu.Lock()
 	u.parts[number-1] = completedPart(number, out)
 	u.mu.Unlock()
-}
-
-// wait waits, within ctx, until no part is in flight.
-func (u *s3Upload) wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		u.inflight.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // complete completes the multipart upload once every part is in.
