@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +77,7 @@ func openAzure(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: %s: %w", loc, err)
 	}
-	urlOpts, err := azureParams(u.Query())
+	urlOpts, err := urlParams(u.Query())
 	if err != nil {
 		return nil, fmt.Errorf("objstore: %s: %w", loc, err)
 	}
@@ -247,32 +245,6 @@ func azureAccountURL(endpoint, accountHost, envAccount string) (string, string, 
 // be an account (not an IP address nor localhost).
 func hostNamesAccount(host string) bool {
 	return strings.Contains(host, ".") && strings.Trim(host, "0123456789.:[]") != "" && host != "localhost"
-}
-
-// azureParams turns the query parameters of an azblob:// URL into
-// options, which run before the caller's.
-func azureParams(q url.Values) ([]Option, error) {
-	var opts []Option
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		values := q[name]
-		if len(values) != 1 {
-			return nil, fmt.Errorf("parameter %s given %d times", name, len(values))
-		}
-		v := values[0]
-		switch name {
-		case "endpoint":
-			opts = append(opts, Endpoint(v))
-		case "part_size":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, fmt.Errorf("part_size=%q: want a number of bytes", v)
-			}
-			opts = append(opts, PartSize(n))
-		default:
-			return nil, fmt.Errorf("unknown parameter %q (want endpoint or part_size)", name)
-		}
-	}
-	return opts, nil
 }
 
 // azureRedactURL returns u for errors, without its query (a SAS token

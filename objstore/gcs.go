@@ -75,7 +75,7 @@ func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("objstore: %s: no bucket", u.Redacted())
 	}
-	urlOpts, err := gcsParams(u.Query())
+	urlOpts, err := urlParams(u.Query())
 	if err != nil {
 		return nil, fmt.Errorf("objstore: %s: %w", u.Redacted(), err)
 	}
@@ -161,9 +161,9 @@ func (s *gcsStore) retryOptions(decide func(error, *storage.RetryContext) bool) 
 	}
 }
 
-// gcsParams turns the query parameters of a gs:// URL into options, which
-// run before the caller's.
-func gcsParams(q url.Values) ([]Option, error) {
+// urlParams turns the query parameters of a gs://, azblob:// or abfss://
+// URL (endpoint, part_size) into options, which run before the caller's.
+func urlParams(q url.Values) ([]Option, error) {
 	var opts []Option
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		values := q[name]
