@@ -124,6 +124,14 @@ type Result struct {
 	Dropped int
 	// Attempts is how many times the commit was tried (conflicts + 1).
 	Attempts int
+	// RowsDeleted is how many rows the snapshot deleted (DeleteOffsets);
+	// DeleteFiles how many delete files (deletion vectors: blobs) it
+	// added for them.
+	RowsDeleted int64
+	DeleteFiles int
+	// AlreadyDeleted is how many offsets of DeleteOffsets had their rows
+	// deleted already, and were left as they were.
+	AlreadyDeleted int
 }
 
 // Commit retries a conflicting commit this many times, backing off
@@ -170,13 +178,14 @@ func (h *Handle) Commit(ctx context.Context, group string, files []File, state S
 	}
 	var res Result
 	var err error
-	res.Attempts, err = h.retry(ctx, "commit", func() error {
-		id, appended, dropped, err := h.tryCommit(ctx, group, files, ranges, state, o.seen)
+	attempts, err := h.retry(ctx, "commit", func() error {
+		r, err := h.tryCommit(ctx, group, files, ranges, state, o)
 		if err == nil {
-			res.SnapshotID, res.Appended, res.Dropped = id, appended, dropped
+			res = r
 		}
 		return err
 	})
+	res.Attempts = attempts
 	return res, err
 }
 
@@ -216,26 +225,26 @@ func conflict(err error) bool {
 }
 
 // tryCommit is one attempt of Commit.
-func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state, seen State) (snapshot int64, appended, dropped int, err error) {
+func (h *Handle) tryCommit(ctx context.Context, group string, files []File, ranges []archive.Range, state State, o commitOptions) (res Result, err error) {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	if err := noLibraryRetry(tbl); err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	h.seenSpec.Store(int64(tbl.Metadata().DefaultPartitionSpec()))
 	cur, err := h.state(ctx, tbl)
 	if err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	// Whichever group wrote a record into the table, the table holds it.
 	view := cur.As(group)
-	if held := rolledBack(view, seen); held != nil {
-		return 0, 0, 0, &RolledBackError{Held: held}
+	if held := rolledBack(view, o.seen); held != nil {
+		return res, &RolledBackError{Held: held}
 	}
 	if held := specConflicts(view, group, files, ranges, state); held != nil {
-		return 0, 0, 0, &SpecConflictError{Held: held}
+		return res, &SpecConflictError{Held: held}
 	}
 	var add []iceberg.DataFile
 	// Format version 3 numbers rows (row lineage): the files take
@@ -250,15 +259,15 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		covered := view[Partition{group, r.Topic, r.Partition}].covered(f.PathID)
 		switch {
 		case r.Last <= covered:
-			dropped++
+			res.Dropped++
 			continue
 		case r.First <= covered:
-			return 0, 0, 0, fmt.Errorf("file %s (%s[%d] offsets %d to %d, path %q): %w up to offset %d",
+			return res, fmt.Errorf("file %s (%s[%d] offsets %d to %d, path %q): %w up to offset %d",
 				f.Location, r.Topic, r.Partition, r.First, r.Last, f.PathID, ErrOverlap, covered)
 		}
 		df, err := dataFile(tbl, f, rowID)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("file %s: %w", f.Location, err)
+			return res, fmt.Errorf("file %s: %w", f.Location, err)
 		}
 		if rowID != nil {
 			*rowID += f.Footer.NumRows
@@ -280,43 +289,70 @@ func (h *Handle) tryCommit(ctx context.Context, group string, files []File, rang
 		}
 		merged[k] = p
 	}
+	// The rows the commit deletes, of the partitions whose records the
+	// table does not hold yet.
+	var deletes *rowDeletes
+	if want := pendingDeletes(o.deletes, group, state, view); len(want) > 0 {
+		if deletes, err = h.resolveDeletes(ctx, tbl, want, add); err != nil {
+			return res, err
+		}
+		res.AlreadyDeleted = deletes.already
+		moved = true
+	}
 	if len(add) == 0 && !moved {
-		return 0, 0, dropped, nil
+		return res, nil
 	}
 	value, obj, doc, err := summaryValue(merged)
 	if err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	if obj != "" {
 		loc := h.stateLocation(obj)
 		if err := writeObject(ctx, tbl, loc, doc); err != nil {
-			return 0, 0, 0, fmt.Errorf("storing the state object %s: %w", loc, err)
+			return res, fmt.Errorf("storing the state object %s: %w", loc, err)
 		}
 		value = archive.CommitState + loc
 	}
-	if len(add) == 0 {
+	var addDeletes, replaced []iceberg.DataFile
+	if deletes != nil {
+		if addDeletes, replaced, err = deleteFilesFor(ctx, tbl, deletes); err != nil {
+			return res, err
+		}
+	}
+	if len(add) == 0 && len(addDeletes) == 0 {
 		// The state moved without a file: a snapshot of its own.
-		snapshot, err := h.commitState(ctx, tbl, value)
-		return snapshot, 0, dropped, err
+		res.SnapshotID, err = h.commitState(ctx, tbl, value)
+		return res, err
+	}
+	if len(addDeletes) > 0 {
+		// Data files and deletes in one snapshot, the replaced deletion
+		// vectors removed.
+		if res.SnapshotID, err = h.commitRowDelta(ctx, tbl, add, addDeletes, replaced, value); err != nil {
+			return res, err
+		}
+		res.Appended = len(add)
+		res.RowsDeleted, res.DeleteFiles = deletes.rows(), len(addDeletes)
+		return res, nil
 	}
 	if h.beforeSwap != nil {
 		h.beforeSwap()
 	}
 	tx := tbl.NewTransaction()
 	// The duplicate check of iceberg-go reads every manifest of the table
-	// at each commit; the state check above is what keeps a file from being
-	// appended twice.
+	// at each commit; the state check above is what keeps a file from
+	// being appended twice.
 	if err := tx.AddDataFiles(ctx, add, iceberg.Properties{SummaryState: value}, itable.WithoutDuplicateCheck()); err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return res, err
 	}
 	if s := next.CurrentSnapshot(); s != nil {
-		snapshot = s.SnapshotID
+		res.SnapshotID = s.SnapshotID
 	}
-	return snapshot, len(add), dropped, nil
+	res.Appended = len(add)
+	return res, nil
 }
 
 // stateLocation is where a state object named obj is stored: under the

@@ -12,6 +12,8 @@ type CommitOption func(*commitOptions)
 
 type commitOptions struct {
 	seen State
+	// deletes are the rows the commit deletes (DeleteOffsets).
+	deletes map[KafkaPartition][]int64
 }
 
 // Seen gives Commit what the committer last saw the table hold of its

@@ -61,7 +61,9 @@ func (h *Handle) commitState(ctx context.Context, tbl *itable.Table, value strin
 // one, that lists manifests, with the operation op and summary: it
 // writes its manifest list next to the table's metadata, and the catalog
 // swaps it in as main's head only if main is still the snapshot read (a
-// conflict otherwise). The snapshot adds no row.
+// conflict otherwise). On format version 3, the data manifests without a
+// first row id (those the snapshot adds) take theirs from the table's
+// next row id, which the snapshot moves past their rows.
 func (h *Handle) commitManifests(ctx context.Context, tbl *itable.Table, id int64, manifests []iceberg.ManifestFile, op itable.Operation, summary iceberg.Properties) error {
 	md := tbl.Metadata()
 	var parent *int64
@@ -69,21 +71,31 @@ func (h *Handle) commitManifests(ctx context.Context, tbl *itable.Table, id int6
 		parent = &cur.SnapshotID
 	}
 	version := md.Version()
-	// Sequence numbers begin with format version 2, row ids with 3 (the
-	// snapshot takes the next one, and adds no row).
+	// Sequence numbers begin with format version 2, row ids with 3.
 	var seq int64
 	var seqPtr, firstRowID, addedRows *int64
 	if version >= 2 {
 		seq = md.LastSequenceNumber() + 1
 		seqPtr = &seq
 	}
-	nextRow, zero := md.NextRowID(), int64(0)
-	if version >= 3 {
-		firstRowID, addedRows = &nextRow, &zero
-	}
+	nextRow := md.NextRowID()
 	var list bytes.Buffer
-	if err := iceberg.WriteManifestList(version, &list, id, parent, seqPtr, nextRow, manifests); err != nil {
+	lw, err := manifestListWriter(version, &list, id, parent, seqPtr, nextRow)
+	if err != nil {
 		return fmt.Errorf("writing the manifest list: %w", err)
+	}
+	if err := lw.AddManifests(manifests); err != nil {
+		return fmt.Errorf("writing the manifest list: %w", err)
+	}
+	if err := lw.Close(); err != nil {
+		return fmt.Errorf("writing the manifest list: %w", err)
+	}
+	if version >= 3 {
+		added := int64(0)
+		if n := lw.NextRowID(); n != nil {
+			added = *n - nextRow
+		}
+		firstRowID, addedRows = &nextRow, &added
 	}
 	loc := fmt.Sprintf("%s/metadata/snap-%d-1-%s.avro", tbl.Location(), id, uuid.New())
 	if err := writeObject(ctx, tbl, loc, list.Bytes()); err != nil {
@@ -109,8 +121,22 @@ func (h *Handle) commitManifests(ctx context.Context, tbl *itable.Table, id int6
 	if h.beforeSwap != nil {
 		h.beforeSwap()
 	}
-	_, _, err := h.cat.CommitTable(ctx, h.ident, reqs, updates)
+	_, _, err = h.cat.CommitTable(ctx, h.ident, reqs, updates)
 	return err
+}
+
+// manifestListWriter starts the manifest list of snapshot id of a table
+// of format version.
+func manifestListWriter(version int, out *bytes.Buffer, id int64, parent, seq *int64, nextRow int64) (*iceberg.ManifestListWriter, error) {
+	switch version {
+	case 1:
+		return iceberg.NewManifestListWriterV1(out, id, parent)
+	case 2:
+		return iceberg.NewManifestListWriterV2(out, id, *seq, parent)
+	case 3:
+		return iceberg.NewManifestListWriterV3(out, id, *seq, nextRow, parent)
+	}
+	return nil, fmt.Errorf("format version %d is not supported", version)
 }
 
 // newSnapshotID draws a snapshot id that md does not hold yet: positive,
