@@ -310,3 +310,118 @@ func TestCommitDeletesRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitDeletesOnly: a commit of tombstones alone (no data file, its
+// state moving) deletes rows in a snapshot of operation delete, of the
+// Kafka partition named only: partition 1's file, whose bounds hold the
+// same offsets, keeps its rows.
+func TestCommitDeletesOnly(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t)
+			e.cfg.Table.FormatVersion = version
+			c := e.open(t)
+			h, err := c.Table(ctx, "events", eventSchema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := c.Location("events")
+			files := []File{
+				writeFile(t, h, loc, "events", 0, 0, 9, sameDay),
+				writeFile(t, h, loc, "events", 1, 100, 109, sameDay),
+			}
+			state := State{{"g", "events", 0}: {Committed: 10}, {"g", "events", 1}: {Committed: 110}}
+			if _, err := h.Commit(ctx, "g", files, state); err != nil {
+				t.Fatal(err)
+			}
+			state = State{{"g", "events", 1}: {Committed: 115}}
+			res, err := h.Commit(ctx, "g", nil, state, DeleteOffsets(map[KafkaPartition][]int64{{"events", 1}: {102, 105}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RowsDeleted != 2 || res.Appended != 0 || res.SnapshotID == 0 {
+				t.Errorf("commit of deletes alone: %+v, want 2 rows deleted", res)
+			}
+			tbl, err := c.cat.LoadTable(ctx, h.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op := tbl.CurrentSnapshot().Summary.Operation; op != "delete" {
+				t.Errorf("snapshot operation %q, want delete", op)
+			}
+			got, err := h.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := got[Partition{"g", "events", 1}]; p.Committed != 115 {
+				t.Errorf("state of partition 1 after the deletes: %+v, want committed 115", p)
+			}
+			want := append(upTo(10), without(seq(100, 109, -1), 102, 105)...)
+			if ids := scanIDs(t, e, h, 0); !slices.Equal(ids, want) {
+				t.Errorf("iceberg-go reads %v, want %v", ids, want)
+			}
+		})
+	}
+}
+
+// TestDeleteCandidates checks which data files, by their envelope bounds,
+// may hold the offsets wanted, and which pin one Kafka partition.
+func TestDeleteCandidates(t *testing.T) {
+	known := func(lo, hi int64) Range[int64] { return Range[int64]{Min: lo, Max: hi, HasMin: true, HasMax: true} }
+	topic := func(lo, hi string) Range[string] {
+		return Range[string]{Min: lo, Max: hi, HasMin: true, HasMax: true}
+	}
+	want := map[KafkaPartition][]int64{{"events", 0}: {5, 50}, {"orders", 2}: {7}}
+	cases := []struct {
+		name     string
+		env      Envelope
+		may, pin bool
+	}{
+		{"offsets around 5", Envelope{Offset: known(0, 9), Partition: known(0, 0), Topic: topic("events", "events")}, true, true},
+		{"offsets between the wanted", Envelope{Offset: known(6, 49), Partition: known(0, 0), Topic: topic("events", "events")}, false, true},
+		{"offsets after", Envelope{Offset: known(51, 90), Partition: known(0, 0), Topic: topic("events", "events")}, false, true},
+		{"another partition", Envelope{Offset: known(0, 9), Partition: known(1, 1), Topic: topic("events", "events")}, false, false},
+		{"another topic", Envelope{Offset: known(0, 9), Partition: known(0, 0), Topic: topic("logs", "logs")}, false, false},
+		{"unknown bounds", Envelope{}, true, false},
+		{"unknown offsets", Envelope{Partition: known(2, 2), Topic: topic("orders", "orders")}, true, false},
+		{"several partitions", Envelope{Offset: known(7, 7), Partition: known(0, 3), Topic: topic("events", "orders")}, true, false},
+		{"truncated topic bounds", Envelope{Offset: known(40, 60), Partition: known(0, 0), Topic: topic("ev", "ew")}, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mayHold(c.env, want); got != c.may {
+				t.Errorf("mayHold = %v, want %v", got, c.may)
+			}
+			if got := pinned(c.env, KafkaPartition{"events", 0}); got != c.pin {
+				t.Errorf("pinned to events[0] = %v, want %v", got, c.pin)
+			}
+		})
+	}
+}
+
+// TestPendingDeletes: a partition's offsets are resolved while the
+// commit's state moves it, sorted and once each, and not once the table
+// holds that state (the commit was made already).
+func TestPendingDeletes(t *testing.T) {
+	deletes := map[KafkaPartition][]int64{{"events", 0}: {9, 3, 9}, {"events", 1}: {4}, {"events", 2}: nil}
+	state := State{{"g", "events", 0}: {Committed: 20}, {"g", "events", 1}: {Committed: 10}}
+	cases := []struct {
+		name string
+		view State
+		want map[KafkaPartition][]int64
+	}{
+		{"nothing held", State{}, map[KafkaPartition][]int64{{"events", 0}: {3, 9}, {"events", 1}: {4}}},
+		{"partition 1 held", State{{"g", "events", 1}: {Committed: 10}}, map[KafkaPartition][]int64{{"events", 0}: {3, 9}}},
+		{"partition 1 held further", State{{"g", "events", 1}: {Committed: 12}}, map[KafkaPartition][]int64{{"events", 0}: {3, 9}}},
+		{"partition 0 behind", State{{"g", "events", 0}: {Committed: 19}}, map[KafkaPartition][]int64{{"events", 0}: {3, 9}, {"events", 1}: {4}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := pendingDeletes(deletes, "g", state, c.view)
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("pendingDeletes = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
