@@ -159,7 +159,8 @@ var ErrOverlap = errors.New("file overlaps records already in the table")
 // the committer saw is not committed to (*RolledBackError); nor is one
 // that holds, beyond a partition's committed offset, paths of another
 // partition spec than the commit's files or progress of it
-// (*SpecConflictError).
+// (*SpecConflictError). With DeleteOffsets, the same snapshot deletes
+// the rows of the Kafka records given (see DeleteOffsets).
 func (h *Handle) Commit(ctx context.Context, group string, files []File, state State, opts ...CommitOption) (Result, error) {
 	var o commitOptions
 	for _, opt := range opts {

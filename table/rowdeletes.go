@@ -156,10 +156,14 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 		}
 		// The rows already deleted from the candidates, by the snapshot's
 		// delete files as replay applies them.
+		seqs := make(map[string]int64, len(live))
+		for _, f := range live {
+			seqs[f.Location] = f.seq
+		}
 		var data, dels []snapFile
 		seen := map[string]bool{}
 		for _, c := range cands {
-			data = append(data, snapFile{df: c.df, seq: seqOf(live, c.df.FilePath())})
+			data = append(data, snapFile{df: c.df, seq: seqs[c.df.FilePath()]})
 			for _, d := range c.deletes {
 				if !seen[d] {
 					seen[d] = true
@@ -198,7 +202,7 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 			return nil, err
 		}
 		var rows []int64
-		err := scanOffsets(fsys, c, want, offF, partF, topicF, func(kp KafkaPartition, off, row int64) {
+		err := scanOffsets(ctx, fsys, c, want, offF, partF, topicF, func(kp KafkaPartition, off, row int64) {
 			h := found[kp][off]
 			if h == nil {
 				return
@@ -250,16 +254,6 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 
 func compareKafkaPartitions(a, b KafkaPartition) int {
 	return comparePartitions(Partition{"", a.Topic, a.Partition}, Partition{"", b.Topic, b.Partition})
-}
-
-// seqOf is the data sequence number of the live file at loc.
-func seqOf(live []liveFile, loc string) int64 {
-	for _, f := range live {
-		if f.Location == loc {
-			return f.seq
-		}
-	}
-	return -1
 }
 
 // mayHold says whether a data file of envelope bounds env may hold a
@@ -315,7 +309,7 @@ const maxOffsetsMemory = 256 << 20
 // offset want has for its partition. A file without a _kafka.offset column
 // holds no Kafka record. Row groups whose offset statistics hold none of
 // the offsets wanted are skipped.
-func scanOffsets(fsys icebergio.IO, c candidate, want map[KafkaPartition][]int64, offF, partF, topicF envelopeField, hit func(kp KafkaPartition, off, row int64)) error {
+func scanOffsets(ctx context.Context, fsys icebergio.IO, c candidate, want map[KafkaPartition][]int64, offF, partF, topicF envelopeField, hit func(kp KafkaPartition, off, row int64)) error {
 	// The partitions the file may hold; with one whose bounds pin it,
 	// only the offsets are read.
 	var kps []KafkaPartition
@@ -360,6 +354,9 @@ func scanOffsets(fsys icebergio.IO, c candidate, want map[KafkaPartition][]int64
 	}
 	var base int64
 	for g, rg := range f.Metadata().RowGroups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if skipGroup(rg, offLeaf, lo, hi) {
 			base += rg.NumRows
 			continue

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/internal/testutil"
 )
 
@@ -146,6 +147,15 @@ func TestCommitDeletesByOffset(t *testing.T) {
 				}
 			}
 			if version == 3 {
+				// Row ids: the snapshots that deleted rows moved the
+				// table's next row id past the rows they appended.
+				tbl, err := c.cat.LoadTable(ctx, h.ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next := tbl.Metadata().NextRowID(); next != 30 {
+					t.Errorf("next row id %d after 30 rows appended, want 30", next)
+				}
 				if len(perFile) != 3 {
 					t.Errorf("deletion vectors of %d data files, want 3", len(perFile))
 				}
@@ -159,8 +169,15 @@ func TestCommitDeletesByOffset(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, f := range snap.Files {
-					if f.Location == a.Location && (f.Deleted == nil || !slices.Equal(f.Deleted.Sorted(), []int64{3, 5, 7})) {
-						t.Errorf("deleted rows of %s: %v, want 3, 5, 7", f.Location, f.Deleted)
+					if f.Location != a.Location {
+						continue
+					}
+					var rows []int64
+					if f.Deleted != nil {
+						rows = f.Deleted.Sorted()
+					}
+					if !slices.Equal(rows, []int64{3, 5, 7}) {
+						t.Errorf("deleted rows of %s: %v, want 3, 5, 7", f.Location, rows)
 					}
 				}
 			}
@@ -421,6 +438,83 @@ func TestPendingDeletes(t *testing.T) {
 			got := pendingDeletes(deletes, "g", state, c.view)
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("pendingDeletes = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCommitDeletesPartitioned: on a table partitioned by day, deletes
+// of rows of two days' files are written per partition (a position
+// delete file each on version 2, naming its one data file; a vector
+// each on version 3, in the data file's partition), and readers apply
+// them.
+func TestCommitDeletesPartitioned(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, config.PartitionField{Transform: "day", Column: "_kafka.timestamp"})
+			e.cfg.Table.FormatVersion = version
+			c := e.open(t)
+			h, err := c.Table(ctx, "events", eventSchema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := c.Location("events")
+			day := func(o int64) int { return int(o / 10) }
+			files := []File{
+				writeFile(t, h, loc, "events", 0, 0, 9, day),
+				writeFile(t, h, loc, "events", 0, 10, 19, day),
+			}
+			if _, err := h.Commit(ctx, "g", files, State{{"g", "events", 0}: {Committed: 20}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Commit(ctx, "g", nil, State{{"g", "events", 0}: {Committed: 25}}, DeleteOffsets(map[KafkaPartition][]int64{{"events", 0}: {2, 11, 12}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RowsDeleted != 3 || res.DeleteFiles != 2 {
+				t.Errorf("commit: %+v, want 3 rows deleted with 2 delete files", res)
+			}
+			byFile := map[string]iceberg.DataFile{}
+			for _, d := range deleteFiles(t, c, h) {
+				target := string(d.LowerBoundValues()[posDeleteFilePathID])
+				if ref := d.ReferencedDataFile(); ref != nil {
+					target = *ref
+				}
+				byFile[target] = d
+			}
+			for _, f := range files {
+				d, ok := byFile[f.Location]
+				if !ok {
+					t.Errorf("no delete file names %s alone", f.Location)
+					continue
+				}
+				tbl, err := c.cat.LoadTable(ctx, h.ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				live, _, err := liveFiles(ctx, tbl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, lf := range live {
+					if lf.Location == f.Location && !inPartitionOf(lf.df, d) {
+						t.Errorf("the delete of %s is in partition %v, the file in %v", f.Location, d.Partition(), lf.df.Partition())
+					}
+				}
+			}
+			want := without(upTo(20), 2, 11, 12)
+			if ids := scanIDs(t, e, h, 0); !slices.Equal(ids, want) {
+				t.Errorf("iceberg-go reads %v, want %v", ids, want)
+			}
+			if version == 2 {
+				ids, err := icebirdIDs(t, c, h)
+				if err != nil {
+					t.Fatalf("icebird: %v", err)
+				}
+				if !slices.Equal(ids, want) {
+					t.Errorf("icebird reads %v, want %v", ids, want)
+				}
 			}
 		})
 	}
