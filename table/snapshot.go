@@ -23,8 +23,9 @@ var ErrNoSuchTable = errors.New("no such table")
 var ErrNoSuchSnapshot = errors.New("no such snapshot")
 
 // ErrDeleteFiles is wrapped by the error of an operation on a snapshot
-// whose delete files it cannot take into account. pqsink writes no delete
-// file; another engine's deletes or updates do. Catalog.Snapshot applies
+// whose delete files it cannot take into account. The sink writes no
+// delete file (Commit's DeleteOffsets, for upsert tables, is not used by
+// it yet); another engine's deletes or updates do. Catalog.Snapshot applies
 // position delete files, deletion vectors and equality delete files
 // (DataFile.Deleted), and wraps it for delete files of other formats.
 var ErrDeleteFiles = errors.New("the snapshot has delete files")
