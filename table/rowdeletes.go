@@ -36,9 +36,36 @@ type KafkaPartition struct {
 
 // ErrNoLiveRow is wrapped by the error of a Commit given, with
 // DeleteOffsets, a Kafka offset that no row of the table holds, live or
-// deleted: the caller's index and the table disagree. Nothing was
-// committed.
+// deleted (a *NoLiveRowError): the caller's index and the table
+// disagree, or another engine removed the row (a copy-on-write DELETE,
+// which rewrites the file without it). Nothing was committed.
 var ErrNoLiveRow = errors.New("no row of the table holds the Kafka record")
+
+// NoLiveRowError is the error of a Commit given offsets that no row of
+// the table holds (ErrNoLiveRow). The caller may commit again without
+// them, once it knows why they are missing.
+type NoLiveRowError struct {
+	// Offsets are the offsets no row holds, sorted, by Kafka partition.
+	Offsets map[KafkaPartition][]int64
+}
+
+func (e *NoLiveRowError) Error() string {
+	var missing []string
+	for _, kp := range slices.SortedFunc(maps.Keys(e.Offsets), compareKafkaPartitions) {
+		for _, off := range e.Offsets[kp] {
+			missing = append(missing, fmt.Sprintf("%s[%d]@%d", kp.Topic, kp.Partition, off))
+		}
+	}
+	more := ""
+	if len(missing) > 10 {
+		more = fmt.Sprintf(" and %d more", len(missing)-10)
+		missing = missing[:10]
+	}
+	return fmt.Sprintf("%s: %s%s (no live data file holds them, and no delete deleted them: the key index and the table disagree, or another engine removed the rows)", ErrNoLiveRow, strings.Join(missing, ", "), more)
+}
+
+// Unwrap makes errors.Is(err, ErrNoLiveRow) hold.
+func (e *NoLiveRowError) Unwrap() error { return ErrNoLiveRow }
 
 // DeleteOffsets gives Commit the rows it deletes, by the Kafka offset of
 // the record each holds: per Kafka partition, the offsets of the rows that
@@ -138,7 +165,7 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 	}
 	tsF, offF, partF, topicF := envelopeFields(md, fieldsOf)
 	if offF.id == 0 {
-		return nil, fmt.Errorf("%w: the table has no _kafka.offset column", ErrNoLiveRow)
+		return nil, &NoLiveRowError{Offsets: want} // the table has no _kafka.offset column
 	}
 	var cands []candidate
 	var deleteFiles map[string]snapFile
@@ -203,15 +230,15 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 		}
 		var rows []int64
 		err := scanOffsets(ctx, fsys, c, want, offF, partF, topicF, func(kp KafkaPartition, off, row int64) {
-			h := found[kp][off]
-			if h == nil {
+			st := found[kp][off]
+			if st == nil {
 				return
 			}
 			if c.deleted != nil && c.deleted.Contains(row) {
-				h.deleted = true
+				st.deleted = true
 				return
 			}
-			h.live = true
+			st.live = true
 			rows = append(rows, row)
 		})
 		if err != nil {
@@ -229,25 +256,20 @@ func (h *Handle) resolveDeletes(ctx context.Context, tbl *itable.Table, want map
 		}
 		out.targets[c.df.FilePath()] = t
 	}
-	var missing []string
-	for _, kp := range slices.SortedFunc(maps.Keys(found), compareKafkaPartitions) {
-		for _, off := range want[kp] {
-			switch h := found[kp][off]; {
-			case h.live:
-			case h.deleted:
+	missing := map[KafkaPartition][]int64{}
+	for kp, offs := range want {
+		for _, off := range offs {
+			switch st := found[kp][off]; {
+			case st.live:
+			case st.deleted:
 				out.already++
 			default:
-				missing = append(missing, fmt.Sprintf("%s[%d]@%d", kp.Topic, kp.Partition, off))
+				missing[kp] = append(missing[kp], off)
 			}
 		}
 	}
 	if len(missing) > 0 {
-		more := ""
-		if len(missing) > 10 {
-			more = fmt.Sprintf(" and %d more", len(missing)-10)
-			missing = missing[:10]
-		}
-		return nil, fmt.Errorf("%w: %s%s (no live data file holds them; the key index and the table disagree)", ErrNoLiveRow, strings.Join(missing, ", "), more)
+		return nil, &NoLiveRowError{Offsets: missing}
 	}
 	return out, nil
 }

@@ -519,3 +519,77 @@ func TestCommitDeletesPartitioned(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitDeletesAfterOtherEngine: another engine deleted id 3 of the
+// first file, merge-on-read (a position delete file on version 2, a
+// deletion vector on 3) or copy-on-write (the file rewritten without the
+// row, its later rows one position earlier). A commit deleting offsets
+// 3, 5 and 13 leaves 3 as it is (merge-on-read) or fails naming it
+// (copy-on-write: no row holds it), and deletes the rows of 5 and 13
+// where they are now; on version 3 merge-on-read, the first file's vector
+// is replaced by one holding both rows.
+func TestCommitDeletesAfterOtherEngine(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		for _, mode := range []string{"merge-on-read", "copy-on-write"} {
+			t.Run(fmt.Sprintf("v%d %s", version, mode), func(t *testing.T) {
+				ctx := context.Background()
+				e := newEnv(t)
+				e.cfg.Table.FormatVersion = version
+				c := e.open(t)
+				h, err := c.Table(ctx, "events", eventSchema(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				loc := c.Location("events")
+				files := []File{writeFile(t, h, loc, "events", 0, 0, 9, sameDay), writeFile(t, h, loc, "events", 0, 10, 19, sameDay)}
+				if _, err := h.Commit(ctx, "g", files, State{{"g", "events", 0}: {Committed: 20}}); err != nil {
+					t.Fatal(err)
+				}
+				otherEngineDelete(t, c, h, mode, 3)
+				f := writeFile(t, h, loc, "events", 0, 20, 29, sameDay)
+				res, err := commitDeleting(t, h, f, 29, 3, 5, 13)
+				already := 1
+				if mode == "copy-on-write" {
+					// The row is gone, not deleted: the caller hears
+					// which offsets, and commits again without them.
+					var missing *NoLiveRowError
+					if !errors.As(err, &missing) || !errors.Is(err, ErrNoLiveRow) || fmt.Sprint(missing.Offsets) != "map[{events 0}:[3]]" {
+						t.Fatalf("deleting a row copy-on-write removed: %v, want a NoLiveRowError of offset 3", err)
+					}
+					res, err = commitDeleting(t, h, f, 29, 5, 13)
+					already = 0
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RowsDeleted != 2 || res.AlreadyDeleted != already {
+					t.Errorf("commit: %+v, want 2 rows deleted and %d deleted already", res, already)
+				}
+				want := without(upTo(30), 3, 5, 13)
+				if ids := scanIDs(t, e, h, 0); !slices.Equal(ids, want) {
+					t.Errorf("iceberg-go reads %v, want %v", ids, want)
+				}
+				if version == 3 && mode == "merge-on-read" {
+					vectors := 0
+					for _, d := range deleteFiles(t, c, h) {
+						if ref := d.ReferencedDataFile(); ref != nil && *ref == files[0].Location {
+							vectors++
+						}
+					}
+					if vectors != 1 {
+						t.Errorf("%d deletion vectors of %s, want 1", vectors, files[0].Location)
+					}
+				}
+				if version == 2 {
+					ids, err := icebirdIDs(t, c, h)
+					if err != nil {
+						t.Fatalf("icebird: %v", err)
+					}
+					if !slices.Equal(ids, want) {
+						t.Errorf("icebird reads %v, want %v", ids, want)
+					}
+				}
+			})
+		}
+	}
+}
