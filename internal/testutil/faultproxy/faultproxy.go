@@ -116,6 +116,8 @@ type Proxy struct {
 	srv   *httptest.Server
 	proxy *httputil.ReverseProxy
 	tr    *http.Transport
+	// classify names a request's operation.
+	classify Classifier
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -149,17 +151,26 @@ type event struct {
 // ends.
 func Start(t testing.TB, target string, seed uint64) *Proxy {
 	t.Helper()
+	return StartFor(t, target, seed, Operation)
+}
+
+// StartFor is Start for a store of another protocol, whose requests
+// classify names (GCSOperation, AzureOperation). Its error answers are
+// S3's XML all the same: the clients of those stores retry by status.
+func StartFor(t testing.TB, target string, seed uint64, classify Classifier) *Proxy {
+	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		t.Fatalf("faultproxy: target %q is not a base URL (%v)", target, err)
 	}
 	p := &Proxy{
-		t:      t,
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		perOp:  map[Op]Rates{},
-		queued: map[Op][]Fault{},
-		ops:    map[Op]*counts{},
-		tr:     http.DefaultTransport.(*http.Transport).Clone(),
+		t:        t,
+		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		perOp:    map[Op]Rates{},
+		queued:   map[Op][]Fault{},
+		ops:      map[Op]*counts{},
+		tr:       http.DefaultTransport.(*http.Transport).Clone(),
+		classify: classify,
 	}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -389,7 +400,7 @@ type forward struct {
 type forwardKey struct{}
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := Operation(r)
+	op := p.classify(r)
 	d := p.decide(op)
 	e := p.begin(op, r, d.fault)
 	defer p.end(e)

@@ -1,0 +1,119 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/pqsink/pqsink/internal/testutil/azurite"
+	"github.com/pqsink/pqsink/internal/testutil/fakegcs"
+	"github.com/pqsink/pqsink/internal/testutil/faultproxy"
+	"github.com/pqsink/pqsink/internal/testutil/minio"
+	"github.com/pqsink/pqsink/objstore"
+)
+
+// storeTarget is an object store that a sink test archives into, started
+// by the test: its store.url, the rest of the store section that reaches
+// it, and a handle of the test's own for reading back. The exactly-once
+// tests run over several (storeKinds) with one body.
+type storeTarget struct {
+	kind string // file, s3, gcs or azure
+	url  string // store.url
+	// keys are the store section's lines after url (endpoint,
+	// credentials), each indented by two spaces and ending in a newline.
+	keys string
+	// base is the server's base URL (scheme://host:port), "" for a
+	// directory, and keysVia the keys that reach the store through
+	// another base URL: a proxy's in front of the server.
+	base    string
+	keysVia func(base string) string
+	// classify names the store's requests for a faultproxy.
+	classify faultproxy.Classifier
+	// s3 is MinIO's own client, for an s3 target.
+	s3 *s3.Client
+	// open opens a location of the store (url: the target's or another
+	// in the same bucket) for the test to read back, as the sink reaches it.
+	open func(t *testing.T, url string) objstore.Store
+	// emulatorOnly names what the emulator lets through that the real
+	// service would not, or "" (see docs/stores.md).
+	emulatorOnly string
+}
+
+// storeKinds are the stores the exactly-once tests run over: a local
+// directory, Google Cloud Storage (fake-gcs-server) and Azure Blob Storage
+// (Azurite). MinIO has the S3-specific tests of its own (TestSinkFaults).
+var storeKinds = []string{"file", "gcs", "azure"}
+
+// newStoreTarget starts a store of the kind (and its server, for the
+// test's lifetime) and returns a target in it under prefix.
+func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
+	t.Helper()
+	switch kind {
+	case "file":
+		return storeTarget{kind: kind, url: "file://" + t.TempDir() + "/" + prefix,
+			open: func(t *testing.T, url string) objstore.Store { return openStore(t, url) }}
+	case "s3":
+		srv := minio.Start(t)
+		bucket := srv.NewBucket(t)
+		keysVia := func(base string) string {
+			return fmt.Sprintf("  endpoint: %s\n  region: %s\n  path_style: true\n  access_key: %s\n  secret_key: %s\n", base, srv.Region, srv.AccessKey, srv.SecretKey)
+		}
+		return storeTarget{kind: kind, url: fmt.Sprintf("s3://%s/%s", bucket, prefix),
+			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.Operation, s3: srv.Client(),
+			open: func(t *testing.T, url string) objstore.Store {
+				return openStore(t, url+"?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region,
+					objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
+			}}
+	case "gcs":
+		srv := fakegcs.Start(t)
+		keysVia := func(base string) string { return fmt.Sprintf("  endpoint: %s\n", base) }
+		return storeTarget{kind: kind, url: fmt.Sprintf("gs://%s/%s", srv.NewBucket(), prefix),
+			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.GCSOperation,
+			open: func(t *testing.T, url string) objstore.Store {
+				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
+			},
+			emulatorOnly: "fake-gcs-server serves the JSON API over plain HTTP without authentication"}
+	case "azure":
+		srv := azurite.Start(t)
+		// The sink processes inherit the environment.
+		t.Setenv(objstore.EnvAzureAccount, srv.Account)
+		t.Setenv(objstore.EnvAzureKey, srv.Key)
+		t.Setenv(objstore.EnvAzureSASToken, "")
+		// The account's URL is path-style: base URL and account name.
+		base := strings.TrimSuffix(srv.Endpoint, "/"+srv.Account)
+		keysVia := func(base string) string { return fmt.Sprintf("  endpoint: %s/%s\n", base, srv.Account) }
+		return storeTarget{kind: kind, url: fmt.Sprintf("azblob://%s/%s", srv.NewContainer(t), prefix),
+			keys: keysVia(base), base: base, keysVia: keysVia, classify: faultproxy.AzureOperation,
+			open: func(t *testing.T, url string) objstore.Store {
+				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
+			},
+			emulatorOnly: "Azurite refuses a conditional Put Blob over uncommitted blocks, which the service takes"}
+	}
+	t.Fatalf("no store kind %q", kind)
+	return storeTarget{}
+}
+
+// openStore opens a store that the test closes when it ends.
+func openStore(t *testing.T, url string, opts ...objstore.Option) objstore.Store {
+	t.Helper()
+	s, err := objstore.Open(context.Background(), url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// store opens the target's own location.
+func (s storeTarget) store(t *testing.T) objstore.Store {
+	t.Helper()
+	return s.open(t, s.url)
+}
+
+// config sets cfg's store.url to the target's, with the keys that reach it.
+func (s storeTarget) config(cfg *sinkConfig) {
+	cfg.storeURL, cfg.storeKeys = s.url, s.keys
+}
