@@ -118,6 +118,7 @@ type Proxy struct {
 	tr    *http.Transport
 	// classify names a request's operation.
 	classify Classifier
+	keepHost bool // pass the client's Host header on (S3)
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -151,13 +152,19 @@ type event struct {
 // ends.
 func Start(t testing.TB, target string, seed uint64) *Proxy {
 	t.Helper()
-	return StartFor(t, target, seed, Operation)
+	return start(t, target, seed, Operation, true)
 }
 
 // StartFor is Start for a store of another protocol, whose requests
 // classify names (GCSOperation, AzureOperation). Its error answers are
 // S3's XML all the same: the clients of those stores retry by status.
+// Requests reach the server with its own Host header, not the proxy's.
 func StartFor(t testing.TB, target string, seed uint64, classify Classifier) *Proxy {
+	t.Helper()
+	return start(t, target, seed, classify, false)
+}
+
+func start(t testing.TB, target string, seed uint64, classify Classifier, isS3 bool) *Proxy {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -171,12 +178,17 @@ func StartFor(t testing.TB, target string, seed uint64, classify Classifier) *Pr
 		ops:      map[Op]*counts{},
 		tr:       http.DefaultTransport.(*http.Transport).Clone(),
 		classify: classify,
+		keepHost: isS3,
 	}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
-			// The client signed the Host it sent (SigV4): keep it.
-			r.Out.Host = r.In.Host
+			// An S3 client signed the Host it sent (SigV4): keep it.
+			// Neither GCS nor Azure signs it, and fake-gcs-server routes
+			// its XML API by it: theirs is the server's.
+			if p.keepHost {
+				r.Out.Host = r.In.Host
+			}
 		},
 		Transport:      p.tr,
 		ModifyResponse: p.answered,
