@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/pqsink/pqsink/internal/testutil/azurite"
@@ -34,6 +36,11 @@ type storeTarget struct {
 	classify faultproxy.Classifier
 	// s3 is MinIO's own client, for an s3 target.
 	s3 *s3.Client
+	// tableURL is the location as a table's warehouse names it (Azure:
+	// abfss://, the form Iceberg readers take), and iceberg the
+	// properties with which iceberg-go's own IO reaches the store.
+	tableURL string
+	iceberg  iceberg.Properties
 	// open opens a location of the store (url: the target's or another
 	// in the same bucket) for the test to read back, as the sink reaches it.
 	open func(t *testing.T, url string) objstore.Store
@@ -53,7 +60,8 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 	t.Helper()
 	switch kind {
 	case "file":
-		return storeTarget{kind: kind, url: "file://" + t.TempDir() + "/" + prefix,
+		url := "file://" + t.TempDir() + "/" + prefix
+		return storeTarget{kind: kind, url: url, tableURL: url, iceberg: iceberg.Properties{},
 			open: func(t *testing.T, url string) objstore.Store { return openStore(t, url) }}
 	case "s3":
 		srv := minio.Start(t)
@@ -61,8 +69,11 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 		keysVia := func(base string) string {
 			return fmt.Sprintf("  endpoint: %s\n  region: %s\n  path_style: true\n  access_key: %s\n  secret_key: %s\n", base, srv.Region, srv.AccessKey, srv.SecretKey)
 		}
-		return storeTarget{kind: kind, url: fmt.Sprintf("s3://%s/%s", bucket, prefix),
+		url := fmt.Sprintf("s3://%s/%s", bucket, prefix)
+		return storeTarget{kind: kind, url: url, tableURL: url,
 			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.Operation, s3: srv.Client(),
+			iceberg: iceberg.Properties{icebergio.S3EndpointURL: srv.Endpoint, icebergio.S3Region: srv.Region,
+				icebergio.S3AccessKeyID: srv.AccessKey, icebergio.S3SecretAccessKey: srv.SecretKey, icebergio.S3ForceVirtualAddressing: "false"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url+"?endpoint="+srv.Endpoint+"&path_style=true&region="+srv.Region,
 					objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
@@ -70,8 +81,10 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 	case "gcs":
 		srv := fakegcs.Start(t)
 		keysVia := func(base string) string { return fmt.Sprintf("  endpoint: %s\n", base) }
-		return storeTarget{kind: kind, url: fmt.Sprintf("gs://%s/%s", srv.NewBucket(), prefix),
+		url := fmt.Sprintf("gs://%s/%s", srv.NewBucket(), prefix)
+		return storeTarget{kind: kind, url: url, tableURL: url,
 			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.GCSOperation,
+			iceberg: iceberg.Properties{icebergio.GCSEndpoint: srv.Endpoint + "/storage/v1/", icebergio.GCSNoAuth: "true", icebergio.GCSUseJSONAPI: "true"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
 			},
@@ -85,8 +98,12 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 		// The account's URL is path-style: base URL and account name.
 		base := strings.TrimSuffix(srv.Endpoint, "/"+srv.Account)
 		keysVia := func(base string) string { return fmt.Sprintf("  endpoint: %s/%s\n", base, srv.Account) }
-		return storeTarget{kind: kind, url: fmt.Sprintf("azblob://%s/%s", srv.NewContainer(t), prefix),
-			keys: keysVia(base), base: base, keysVia: keysVia, classify: faultproxy.AzureOperation,
+		container := srv.NewContainer(t)
+		return storeTarget{kind: kind, url: fmt.Sprintf("azblob://%s/%s", container, prefix),
+			tableURL: fmt.Sprintf("abfss://%s@%s.dfs.core.windows.net/%s", container, srv.Account, prefix),
+			keys:     keysVia(base), base: base, keysVia: keysVia, classify: faultproxy.AzureOperation,
+			iceberg: iceberg.Properties{icebergio.ADLSSharedKeyAccountName: srv.Account, icebergio.ADLSSharedKeyAccountKey: srv.Key,
+				icebergio.ADLSEndpoint: strings.TrimPrefix(base, "http://"), icebergio.ADLSProtocol: "http"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
 			},
@@ -116,4 +133,10 @@ func (s storeTarget) store(t *testing.T) objstore.Store {
 // config sets cfg's store.url to the target's, with the keys that reach it.
 func (s storeTarget) config(cfg *sinkConfig) {
 	cfg.storeURL, cfg.storeKeys = s.url, s.keys
+}
+
+// tableConfig sets cfg's store.url to the target's table form (a
+// warehouse), with the keys that reach it.
+func (s storeTarget) tableConfig(cfg *sinkConfig) {
+	cfg.storeURL, cfg.storeKeys = s.tableURL, s.keys
 }
