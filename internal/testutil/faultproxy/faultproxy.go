@@ -118,7 +118,8 @@ type Proxy struct {
 	tr    *http.Transport
 	// classify names a request's operation.
 	classify Classifier
-	keepHost bool // pass the client's Host header on (S3)
+	keepHost bool   // pass the client's Host header on (S3)
+	target   string // the server's base URL, without a trailing slash
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -158,7 +159,9 @@ func Start(t testing.TB, target string, seed uint64) *Proxy {
 // StartFor is Start for a store of another protocol, whose requests
 // classify names (GCSOperation, AzureOperation). Its error answers are
 // S3's XML all the same: the clients of those stores retry by status.
-// Requests reach the server with its own Host header, not the proxy's.
+// Requests reach the server with its own Host header, not the proxy's,
+// and a Location header that points at the server (a GCS resumable
+// upload's session URI) points at the proxy when it reaches the client.
 func StartFor(t testing.TB, target string, seed uint64, classify Classifier) *Proxy {
 	t.Helper()
 	return start(t, target, seed, classify, false)
@@ -179,6 +182,7 @@ func start(t testing.TB, target string, seed uint64, classify Classifier, isS3 b
 		tr:       http.DefaultTransport.(*http.Transport).Clone(),
 		classify: classify,
 		keepHost: isS3,
+		target:   strings.TrimSuffix(target, "/"),
 	}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -505,6 +509,12 @@ func (p *Proxy) Journal() string {
 // passed on (ReverseProxy.ModifyResponse).
 func (p *Proxy) answered(resp *http.Response) error {
 	fw, _ := resp.Request.Context().Value(forwardKey{}).(forward)
+	// A URL of the server's in an answer (the session URI of a GCS
+	// resumable upload) becomes the proxy's: what the client sends
+	// there passes through the proxy too.
+	if loc := resp.Header.Get("Location"); !p.keepHost && strings.HasPrefix(loc, p.target) {
+		resp.Header.Set("Location", p.URL+strings.TrimPrefix(loc, p.target))
+	}
 	p.mu.Lock()
 	p.ops[fw.op].answers[resp.StatusCode]++
 	fw.e.status = resp.StatusCode
