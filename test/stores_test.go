@@ -44,15 +44,13 @@ type storeTarget struct {
 	// open opens a location of the store (url: the target's or another
 	// in the same bucket) for the test to read back, as the sink reaches it.
 	open func(t *testing.T, url string) objstore.Store
-	// emulatorOnly names what the emulator lets through that the real
-	// service would not, or "" (see docs/stores.md).
-	emulatorOnly string
 }
 
-// storeKinds are the stores the exactly-once tests run over: a local
-// directory, Google Cloud Storage (fake-gcs-server) and Azure Blob Storage
-// (Azurite). MinIO has the S3-specific tests of its own (TestSinkFaults).
-var storeKinds = []string{"file", "gcs", "azure"}
+// storeKinds are the stores that the exactly-once tests of sink
+// processes run over: a local directory, Google Cloud Storage
+// (fake-gcs-server) and Azure Blob Storage (Azurite). S3 (MinIO) has its
+// own tests of these (TestSinkFaults, TestSinkEndToEnd, ...).
+func storeKinds() []string { return []string{"file", "gcs", "azure"} }
 
 // newStoreTarget starts a store of the kind (and its server, for the
 // test's lifetime) and returns a target in it under prefix.
@@ -87,8 +85,7 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 			iceberg: iceberg.Properties{icebergio.GCSEndpoint: srv.Endpoint + "/storage/v1/", icebergio.GCSNoAuth: "true", icebergio.GCSUseJSONAPI: "true"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
-			},
-			emulatorOnly: "fake-gcs-server serves the JSON API over plain HTTP without authentication"}
+			}}
 	case "azure":
 		srv := azurite.Start(t)
 		// The sink processes inherit the environment.
@@ -106,8 +103,7 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 				icebergio.ADLSEndpoint: strings.TrimPrefix(base, "http://"), icebergio.ADLSProtocol: "http"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
-			},
-			emulatorOnly: "Azurite refuses a conditional Put Blob over uncommitted blocks, which the service takes"}
+			}}
 	}
 	t.Fatalf("no store kind %q", kind)
 	return storeTarget{}
