@@ -61,7 +61,7 @@ func testSinkFaults(t *testing.T, target storeTarget) {
 		}
 	}
 	t.Logf("fault seed %d (PQSINK_FAULT_SEED)", seed)
-	proxy := faultproxy.StartFor(t, target.base, seed, target.classify)
+	proxy := target.faultProxy(t, seed)
 	const partitions, topic = 4, "faults"
 	const n1, n2 = 36000, 4000
 	broker := kafkatest.Start(t, partitions, topic)

@@ -27,13 +27,11 @@ type storeTarget struct {
 	// keys are the store section's lines after url (endpoint,
 	// credentials), each indented by two spaces and ending in a newline.
 	keys string
-	// base is the server's base URL (scheme://host:port), "" for a
-	// directory, and keysVia the keys that reach the store through
-	// another base URL: a proxy's in front of the server.
-	base    string
-	keysVia func(base string) string
-	// classify names the store's requests for a faultproxy.
-	classify faultproxy.Classifier
+	// faultProxy starts a faultproxy in front of the store's server, and
+	// keysVia returns the keys that reach the store through a proxy's
+	// base URL. Neither is set for a directory.
+	faultProxy func(t *testing.T, seed uint64) *faultproxy.Proxy
+	keysVia    func(base string) string
 	// s3 is MinIO's own client, for an s3 target.
 	s3 *s3.Client
 	// tableURL is the location as a table's warehouse names it (Azure:
@@ -69,7 +67,10 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 		}
 		url := fmt.Sprintf("s3://%s/%s", bucket, prefix)
 		return storeTarget{kind: kind, url: url, tableURL: url,
-			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.Operation, s3: srv.Client(),
+			keys: keysVia(srv.Endpoint), keysVia: keysVia, s3: srv.Client(),
+			faultProxy: func(t *testing.T, seed uint64) *faultproxy.Proxy {
+				return faultproxy.Start(t, srv.Endpoint, seed) // which keeps the signed Host
+			},
 			iceberg: iceberg.Properties{icebergio.S3EndpointURL: srv.Endpoint, icebergio.S3Region: srv.Region,
 				icebergio.S3AccessKeyID: srv.AccessKey, icebergio.S3SecretAccessKey: srv.SecretKey, icebergio.S3ForceVirtualAddressing: "false"},
 			open: func(t *testing.T, url string) objstore.Store {
@@ -81,7 +82,10 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 		keysVia := func(base string) string { return fmt.Sprintf("  endpoint: %s\n", base) }
 		url := fmt.Sprintf("gs://%s/%s", srv.NewBucket(), prefix)
 		return storeTarget{kind: kind, url: url, tableURL: url,
-			keys: keysVia(srv.Endpoint), base: srv.Endpoint, keysVia: keysVia, classify: faultproxy.GCSOperation,
+			keys: keysVia(srv.Endpoint), keysVia: keysVia,
+			faultProxy: func(t *testing.T, seed uint64) *faultproxy.Proxy {
+				return faultproxy.StartFor(t, srv.Endpoint, seed, faultproxy.GCSOperation)
+			},
 			iceberg: iceberg.Properties{icebergio.GCSEndpoint: srv.Endpoint + "/storage/v1/", icebergio.GCSNoAuth: "true", icebergio.GCSUseJSONAPI: "true"},
 			open: func(t *testing.T, url string) objstore.Store {
 				return openStore(t, url, objstore.Endpoint(srv.Endpoint))
@@ -98,7 +102,10 @@ func newStoreTarget(t *testing.T, kind, prefix string) storeTarget {
 		container := srv.NewContainer(t)
 		return storeTarget{kind: kind, url: fmt.Sprintf("azblob://%s/%s", container, prefix),
 			tableURL: fmt.Sprintf("abfss://%s@%s.dfs.core.windows.net/%s", container, srv.Account, prefix),
-			keys:     keysVia(base), base: base, keysVia: keysVia, classify: faultproxy.AzureOperation,
+			keys:     keysVia(base), keysVia: keysVia,
+			faultProxy: func(t *testing.T, seed uint64) *faultproxy.Proxy {
+				return faultproxy.StartFor(t, base, seed, faultproxy.AzureOperation)
+			},
 			iceberg: iceberg.Properties{icebergio.ADLSSharedKeyAccountName: srv.Account, icebergio.ADLSSharedKeyAccountKey: srv.Key,
 				icebergio.ADLSEndpoint: strings.TrimPrefix(base, "http://"), icebergio.ADLSProtocol: "http"},
 			open: func(t *testing.T, url string) objstore.Store {
