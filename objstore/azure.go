@@ -279,7 +279,7 @@ func azureError(err error) error {
 			msg += " (" + re.ErrorCode + ")"
 		}
 	} else {
-		msg = azureSig.ReplaceAllString(err.Error(), "sig=REDACTED")
+		msg = oneLine(azureSig.ReplaceAllString(err.Error(), "sig=REDACTED"))
 	}
 	e := &redactedError{msg: msg, err: err}
 	switch {
@@ -292,6 +292,36 @@ func azureError(err error) error {
 		return fmt.Errorf("%w: %w", ErrExists, e)
 	}
 	return e
+}
+
+// oneLine joins the lines of an error's text for a log line: the
+// default Azure credential chain's error lists the credentials it tried
+// one per indented line, after a heading, and a credential's failure
+// quotes the response under a rule of dashes. Rules go, and listed items
+// are separated by "; ".
+func oneLine(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	var b strings.Builder
+	prevItem := false
+	for _, line := range strings.Split(s, "\n") {
+		item := strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ")
+		line = strings.TrimSpace(line)
+		if strings.Trim(line, "-=") == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if item && prevItem {
+				b.WriteString("; ")
+			} else {
+				b.WriteString(" ")
+			}
+		}
+		b.WriteString(line)
+		prevItem = item
+	}
+	return b.String()
 }
 
 // location names an object in errors.

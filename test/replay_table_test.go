@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,11 +22,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	icebergio "github.com/apache/iceberg-go/io"
 	itable "github.com/apache/iceberg-go/table"
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/internal/testutil/minio"
 )
 
 // TestReplayTable archives a topic into a table in two runs (land, commit,
@@ -33,35 +32,27 @@ import (
 // iceberg:kafka.TOPIC`: at the first run's snapshot the target gets
 // exactly the records of the first run, at the current one all of them,
 // each with the key, headers, timestamp and value bytes it was produced
-// with, in order; on a file:// warehouse and on MinIO. A rerun with the
-// completed checkpoint produces nothing, and the checkpoint, which names
-// its snapshot, refuses another one. A table, a snapshot or files that are
-// not pqsink's are clear errors.
+// with, in order; on a file:// warehouse and on MinIO. (Not yet on GCS
+// or Azure: replay opens only s3:// and file:// stores, a table's
+// warehouse too; see docs/stores.md.) A rerun
+// with the completed checkpoint produces nothing, and the checkpoint,
+// which names its snapshot, refuses another one. A table, a snapshot or
+// files that are not pqsink's are clear errors.
 func TestReplayTable(t *testing.T) {
-	for _, s3 := range []bool{false, true} {
-		name := "file"
-		if s3 {
-			name = "s3"
-		}
-		t.Run(name, func(t *testing.T) { testReplayTable(t, s3) })
+	for _, kind := range []string{"file", "s3"} {
+		t.Run(kind, func(t *testing.T) { testReplayTable(t, newStoreTarget(t, kind, "warehouse")) })
 	}
 }
 
-func testReplayTable(t *testing.T, s3 bool) {
+func testReplayTable(t *testing.T, target storeTarget) {
 	const partitions, n1, n2 = 3, 900, 600
 	topic := "orders"
 	broker := kafkatest.Start(t, partitions, topic, "at-first", "at-current", "errors")
 	dir := t.TempDir()
 	cfg := sinkConfig{brokers: broker.Brokers, group: "g-replay-table", topic: topic, format: "json",
-		envelope: true, records: 200, interval: "500ms", noPath: true, storeURL: "file://" + filepath.Join(dir, "warehouse")}
-	props := iceberg.Properties{}
-	if s3 {
-		srv := minio.Start(t)
-		cfg.storeURL = fmt.Sprintf("s3://%s/warehouse", srv.NewBucket(t))
-		cfg.s3 = &s3Target{endpoint: srv.Endpoint, region: srv.Region, access: srv.AccessKey, secret: srv.SecretKey}
-		props = iceberg.Properties{icebergio.S3EndpointURL: srv.Endpoint, icebergio.S3Region: srv.Region,
-			icebergio.S3AccessKeyID: srv.AccessKey, icebergio.S3SecretAccessKey: srv.SecretKey, icebergio.S3ForceVirtualAddressing: "false"}
-	}
+		envelope: true, records: 200, interval: "500ms", noPath: true}
+	target.tableConfig(&cfg)
+	props := maps.Clone(target.iceberg)
 	props["warehouse"] = cfg.storeURL
 	uri := "sqlite://" + filepath.Join(dir, "catalog.db")
 	cfg.extra = fmt.Sprintf(`table:

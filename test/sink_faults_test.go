@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	"github.com/pqsink/pqsink/internal/testutil/faultproxy"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/internal/testutil/minio"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -37,16 +35,23 @@ const (
 	faultInterval = 3 * time.Second
 )
 
-// TestSinkFaults archives a topic into MinIO through a proxy that fails,
-// cuts and delays S3 requests, including answers lost after S3 carried the
-// request out (a PutObject or CompleteMultipartUpload that succeeded while
-// the sink saw an error), and then refuses every connection for a few
-// seconds. Every record must land exactly once, files must tell their
-// ranges right, and no multipart upload may be left behind.
+// TestSinkFaults archives a topic into a store through a proxy that fails,
+// cuts and delays its requests, including answers lost after the store
+// carried the request out (an upload that succeeded while the sink saw an
+// error), and then refuses every connection for a few seconds. Every
+// record must land exactly once, and files must tell their ranges right.
+// It runs on S3 (MinIO), Google Cloud Storage (fake-gcs-server) and Azure
+// Blob Storage (Azurite), with the same faults: the proxy names their
+// requests after the S3 operations that do the same job
+// (faultproxy.GCSOperation, faultproxy.AzureOperation).
 func TestSinkFaults(t *testing.T) {
+	for _, kind := range []string{"s3", "gcs", "azure"} {
+		t.Run(kind, func(t *testing.T) { testSinkFaults(t, newStoreTarget(t, kind, "archive")) })
+	}
+}
+
+func testSinkFaults(t *testing.T, target storeTarget) {
 	db := duckdb.Start(t)
-	srv := minio.Start(t)
-	bucket := srv.NewBucket(t)
 	seed := uint64(20261123)
 	if s := os.Getenv("PQSINK_FAULT_SEED"); s != "" {
 		// To explore: the same run with other sequences of faults.
@@ -56,35 +61,47 @@ func TestSinkFaults(t *testing.T) {
 		}
 	}
 	t.Logf("fault seed %d (PQSINK_FAULT_SEED)", seed)
-	proxy := faultproxy.Start(t, srv.Endpoint, seed)
+	proxy := target.faultProxy(t, seed)
 	const partitions, topic = 4, "faults"
 	const n1, n2 = 36000, 4000
 	broker := kafkatest.Start(t, partitions, topic)
-	ctx := context.Background()
 
 	// The sink's store goes through the proxy; the test's own, for
-	// waiting and reading back, straight to MinIO.
-	store, err := objstore.Open(ctx, fmt.Sprintf("s3://%s/archive?endpoint=%s&path_style=true&region=%s", bucket, srv.Endpoint, srv.Region),
-		objstore.StaticCredentials(srv.AccessKey, srv.SecretKey, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	// waiting and reading back, straight to the store.
+	store := target.store(t)
 
 	faults := faultproxy.Rates{Error500: 0.05, Error503: 0.05, DropBefore: 0.015, DropAfter: 0.015, Delay: 0.2, MaxDelay: 200 * time.Millisecond}
 	proxy.SetRates(faults)
 	// A CreateMultipartUpload whose answer is lost leaves an upload that
 	// no one knows the id of: only stale_upload_age cleans it (after a
 	// day, by default), so it would fail the check that no upload is
-	// left behind, though nothing is wrong. Its other faults stay.
+	// left behind, though nothing is wrong. Its other faults stay. (On
+	// GCS it is the start of a resumable upload, whose lost session
+	// creates nothing; Azure has no such request.)
 	creates := faults
 	creates.DropAfter = 0
 	proxy.SetRatesFor(creates, faultproxy.CreateMultipartUpload)
+	// fake-gcs-server takes a chunk of a resumable upload twice when its
+	// answer is lost and the SDK sends it again (GCS does not: see
+	// objstore's TestGCSChunkAnswerLost), which makes a corrupt object
+	// that no client could prevent: on it, chunks keep their other faults.
+	// The last chunk, which finalizes the object, loses answers as
+	// everything else does.
+	dropAfterParts := target.kind != "gcs"
+	if !dropAfterParts {
+		parts := faults
+		parts.DropAfter = 0
+		proxy.SetRatesFor(parts, faultproxy.UploadPart)
+	}
 	// Some sixty requests make the run (parts are 5 MiB): at these rates
 	// a kind of fault could miss the operations that matter most. Their
 	// first requests meet each kind for sure; the rates add more at random.
+	partFaults := []faultproxy.Fault{faultproxy.Error500, faultproxy.DropBefore, faultproxy.Error503}
+	if dropAfterParts {
+		partFaults = append(partFaults, faultproxy.DropAfter)
+	}
 	for op, fs := range map[faultproxy.Op][]faultproxy.Fault{
-		faultproxy.UploadPart:              {faultproxy.Error500, faultproxy.DropBefore, faultproxy.Error503, faultproxy.DropAfter},
+		faultproxy.UploadPart:              partFaults,
 		faultproxy.CompleteMultipartUpload: {faultproxy.DropAfter, faultproxy.Error503},
 		faultproxy.PutObject:               {faultproxy.DropAfter, faultproxy.DropBefore},
 		faultproxy.CreateMultipartUpload:   {faultproxy.Error503},
@@ -101,12 +118,10 @@ func TestSinkFaults(t *testing.T) {
 	t.Logf("produced %d records in %v", n1, time.Since(start).Round(time.Millisecond))
 
 	cfg := sinkConfig{brokers: broker.Brokers, group: "g-faults", topic: topic,
-		storeURL: fmt.Sprintf("s3://%s/archive", bucket),
-		s3:       &s3Target{endpoint: proxy.URL, region: srv.Region, access: srv.AccessKey, secret: srv.SecretKey},
-		format:   "variant", shred: "auto", envelope: true, records: 1000000, interval: faultInterval.String(),
+		storeURL: target.url, storeKeys: target.keysVia(proxy.URL) + "  part_size: 5MiB\n  max_retries: 30\n",
+		format: "variant", shred: "auto", envelope: true, records: 1000000, interval: faultInterval.String(),
 		path: "{topic}/{topic}+{partition}+{first_offset}.parquet"}
 	text := cfg.yaml(t)
-	text = replaceYAML(t, text, "  path_style: true\n", "  path_style: true\n  part_size: 5MiB\n  max_retries: 30\n")
 	text = replaceYAML(t, text, "  bytes: 256MiB\n", "  bytes: 6MiB\n")
 	text = replaceYAML(t, text, "  row_group_bytes: 1MiB\n", "  row_group_bytes: 2MiB\n")
 	sink, stop := startSink(t, text)
@@ -122,14 +137,15 @@ func TestSinkFaults(t *testing.T) {
 	waitLanded(t, store, n1, 90*time.Second)
 	t.Logf("phase 1 landed after %v", time.Since(start).Round(time.Millisecond))
 
-	// Phase 2: S3 unreachable while more records arrive, until a second
-	// after the upload of their files (due rotate.interval after they
-	// open) was first refused; then back. Not much longer: each refused
-	// attempt doubles the store's next backoff, which is what the sink
-	// then waits for after S3 is back.
+	// Phase 2: the store unreachable while more records arrive, until a
+	// second after the upload of their files (due rotate.interval after
+	// they open) was first refused; then back. Not much longer: each
+	// refused attempt doubles the store's next backoff, which is what the
+	// sink then waits for after the store is back.
 	proxy.SetDown(true)
 	down := time.Now()
-	// Phase 1 had the faults at random; this one is about S3 being away.
+	// Phase 1 had the faults at random; this one is about the store
+	// being away.
 	proxy.SetRates(faultproxy.Rates{})
 	proxy.SetRatesFor(faultproxy.Rates{}, faultproxy.CreateMultipartUpload)
 	producePadded(t, broker.Brokers, topic, n1, n2)
@@ -137,7 +153,7 @@ func TestSinkFaults(t *testing.T) {
 	before := proxy.Refusals() + proxy.Count("", faultproxy.Refused)
 	for deadline := time.Now().Add(15 * time.Second); proxy.Refusals()+proxy.Count("", faultproxy.Refused) == before; {
 		if time.Now().After(deadline) {
-			t.Fatalf("the sink made no S3 request in the %v that S3 was down", time.Since(down))
+			t.Fatalf("the sink made no request of the store in the %v that it was down", time.Since(down))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -164,26 +180,58 @@ func TestSinkFaults(t *testing.T) {
 	}
 	lostPuts, lostCompletes := proxy.LostSuccesses(faultproxy.PutObject), proxy.LostSuccesses(faultproxy.CompleteMultipartUpload)
 	if lostPuts == 0 || lostCompletes == 0 {
-		t.Errorf("answers lost after success: %d PutObject, %d CompleteMultipartUpload; want some of each", lostPuts, lostCompletes)
+		t.Errorf("answers lost after success: %d single-request uploads, %d completions; want some of each", lostPuts, lostCompletes)
 	}
 	// Each object whose answer was lost exists, and its retry (or a later
-	// upload of the same file) found it there: the sink adopted it.
+	// upload of the same file) found it there: the sink adopted it. (On
+	// fake-gcs-server, the retry of a resumable upload's last chunk whose
+	// answer was lost meets a forgotten session, 404, and the sink's
+	// later upload of the file adopts it; GCS answers that retry with the
+	// object, and the upload succeeds without adopting: see objstore's
+	// TestGCSFinalChunkAnswerLost.)
 	if st.Adopted < int64(lostPuts+lostCompletes) {
 		t.Errorf("%d objects adopted, but the answers of %d uploads that succeeded were lost", st.Adopted, lostPuts+lostCompletes)
 	}
+	// Objects up to one part go up in a single request, larger ones in
+	// parts; both kinds occur.
+	if proxy.Requests(faultproxy.PutObject) == 0 || proxy.Requests(faultproxy.UploadPart) == 0 || proxy.Requests(faultproxy.CompleteMultipartUpload) == 0 {
+		t.Errorf("requests: %d single-request uploads, %d parts, %d completions: want some of each",
+			proxy.Requests(faultproxy.PutObject), proxy.Requests(faultproxy.UploadPart), proxy.Requests(faultproxy.CompleteMultipartUpload))
+	}
+	if st.Files["bytes"] == 0 {
+		t.Errorf("no file rotated by bytes: %v", st.Files)
+	}
+	if target.kind == "s3" {
+		checkS3Uploads(t, target, store)
+	}
 
-	// Nothing is left half-uploaded.
-	ups, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	// Every record exactly once, as DuckDB reads the files.
+	truth := readTopic(t, broker.Brokers, topic, partitions)
+	if len(truth) != n1+n2 {
+		t.Fatalf("Kafka holds %d records, want %d", len(truth), n1+n2)
+	}
+	files := download(t, store, t.TempDir())
+	checkFileRanges(t, files)
+	rows := readWithDuckDB(t, db, files, "variant", true)
+	checkExactlyOnce(t, topic, truth, rows, "variant", true)
+	t.Logf("checked after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkS3Uploads checks what S3 tells of the uploads: none left
+// half-done, and objects of more than a part made of as many 5 MiB parts
+// as they need (MinIO's ETag of those ends in "-" and the number of
+// parts, as S3's does), the others of a single PUT.
+func checkS3Uploads(t *testing.T, target storeTarget, store objstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	bucket, _, _ := strings.Cut(strings.TrimPrefix(target.url, "s3://"), "/")
+	ups, err := target.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range ups.Uploads {
 		t.Errorf("multipart upload left behind: %s (id %s, started %v)", aws.ToString(u.Key), aws.ToString(u.UploadId), aws.ToTime(u.Initiated))
 	}
-
-	// Objects up to one part are single PUTs, larger ones multipart uploads
-	// of 5 MiB parts (MinIO's ETag of those ends in "-" and the number of
-	// parts, as S3's does); both kinds occur.
 	single, multi := 0, 0
 	for info, err := range store.List(ctx, "") {
 		if err != nil {
@@ -205,7 +253,6 @@ func TestSinkFaults(t *testing.T) {
 		if parts != want {
 			t.Errorf("%s: %d bytes in %d parts (ETag %s), want %d parts (0: a single PUT)", info.Key, info.Size, parts, info.ETag, want)
 		}
-		t.Logf("%s: %d bytes, ETag %s", info.Key, info.Size, info.ETag)
 		if parts == 0 {
 			single++
 		} else {
@@ -216,20 +263,6 @@ func TestSinkFaults(t *testing.T) {
 	if single == 0 || multi == 0 {
 		t.Errorf("%d single PUTs and %d multipart uploads: want both", single, multi)
 	}
-	if st.Files["bytes"] == 0 {
-		t.Errorf("no file rotated by bytes: %v", st.Files)
-	}
-
-	// Every record exactly once, as DuckDB reads the files.
-	truth := readTopic(t, broker.Brokers, topic, partitions)
-	if len(truth) != n1+n2 {
-		t.Fatalf("Kafka holds %d records, want %d", len(truth), n1+n2)
-	}
-	files := download(t, store, t.TempDir())
-	checkFileRanges(t, files)
-	rows := readWithDuckDB(t, db, files, "variant", true)
-	checkExactlyOnce(t, topic, truth, rows, "variant", true)
-	t.Logf("checked after %v", time.Since(start).Round(time.Millisecond))
 }
 
 // replaceYAML replaces the one occurrence of old in a rendered config.

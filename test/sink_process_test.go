@@ -19,7 +19,6 @@ import (
 
 	"github.com/pqsink/pqsink/internal/testutil/duckdb"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
-	"github.com/pqsink/pqsink/objstore"
 )
 
 // sinkProcess is `pqsink run` in a child process.
@@ -165,19 +164,39 @@ func produceSlowly(t *testing.T, brokers []string, topic string, n, chunks int, 
 	return &wg
 }
 
+// crashLoopKills is how many times TestSinkCrashLoop kills the sink on a
+// store: twelve on a directory; six on each emulator, which keeps each of
+// their runs under a minute and still kills uploads in flight at every
+// stage (the kill times are random, and files rotate every 300 ms).
+func crashLoopKills(kind string) int {
+	if kind == "file" {
+		return 12
+	}
+	return 6
+}
+
 // TestSinkCrashLoop kills the sink with SIGKILL at random moments while
 // records arrive and files rotate by wall-clock age many times a second;
-// after a last clean run every record is in the output exactly once.
+// after a last clean run every record is in the output exactly once. It
+// runs on each of storeKinds. Dead letters go to a directory on every
+// store: dead_letter.url takes s3:// and file:// URLs only.
 func TestSinkCrashLoop(t *testing.T) {
-	const partitions, n, kills = 4, 24000, 12
+	for _, kind := range storeKinds() {
+		t.Run(kind, func(t *testing.T) { testSinkCrashLoop(t, newStoreTarget(t, kind, "crash"), crashLoopKills(kind)) })
+	}
+}
+
+func testSinkCrashLoop(t *testing.T, target storeTarget, kills int) {
+	const partitions, n = 4, 24000
 	topic := "crash"
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
-	dir, dlDir := t.TempDir(), t.TempDir()
+	dlDir := t.TempDir()
 	cfg := sinkConfig{
-		brokers: broker.Brokers, group: "crash", topic: topic, storeURL: "file://" + dir,
+		brokers: broker.Brokers, group: "crash", topic: topic,
 		format: "json", envelope: true, records: 3000, interval: "300ms",
 		extra: "dead_letter:\n  url: file://" + dlDir + "\n",
 	}
+	target.config(&cfg)
 	text := cfg.yaml(t)
 	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 1s")
 	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 200ms")
@@ -221,11 +240,7 @@ func TestSinkCrashLoop(t *testing.T) {
 	}
 
 	last := startSinkProcess(t, "sink-last", text)
-	store, err := objstore.Open(context.Background(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := target.store(t)
 	waitLanded(t, store, n, 3*time.Minute)
 	last.waitLog(t, "generation started", time.Minute)
 	last.terminate(t, 30*time.Second)
@@ -244,20 +259,29 @@ func TestSinkCrashLoop(t *testing.T) {
 	if len(letters) != len(poison) {
 		t.Errorf("%d dead letters, want %d", len(letters), len(poison))
 	}
-	t.Logf("%d kills, %d files, %d dead letters", kills, len(files), len(letters))
+	t.Logf("%s: %d kills, %d files, %d dead letters", target.url, kills, len(files), len(letters))
 }
 
 // TestSinkGroupMembership runs two sink processes in one group, adds a
 // third and stops one while records arrive: every record exactly once.
+// Partitions move while files are open, so a member that has lost a
+// partition and one that has gained it can upload the same key at once:
+// the store's create-if-absent decides. It runs on each of storeKinds.
 func TestSinkGroupMembership(t *testing.T) {
+	for _, kind := range storeKinds() {
+		t.Run(kind, func(t *testing.T) { testSinkGroupMembership(t, newStoreTarget(t, kind, "members")) })
+	}
+}
+
+func testSinkGroupMembership(t *testing.T, target storeTarget) {
 	const partitions, n = 6, 30000
 	topic := "members"
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
-	dir := t.TempDir()
 	cfg := sinkConfig{
-		brokers: broker.Brokers, group: "members", topic: topic, storeURL: "file://" + dir,
+		brokers: broker.Brokers, group: "members", topic: topic,
 		format: "variant", shred: "auto", envelope: true, records: 2000, interval: "500ms",
 	}
+	target.config(&cfg)
 	text := cfg.yaml(t)
 	text = replaceLine(text, "  session_timeout: 6s", "  session_timeout: 2s")
 	text = replaceLine(text, "  heartbeat_interval: 500ms", "  heartbeat_interval: 300ms")
@@ -273,11 +297,7 @@ func TestSinkGroupMembership(t *testing.T) {
 	producing.Wait()
 	truth := readTopic(t, broker.Brokers, topic, partitions)
 
-	store, err := objstore.Open(context.Background(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := target.store(t)
 	waitLanded(t, store, n, 3*time.Minute)
 	for _, p := range []*sinkProcess{a, b, c} {
 		p.waitLog(t, "generation started", time.Minute)

@@ -139,6 +139,7 @@ type sinkConfig struct {
 	topic     string
 	storeURL  string
 	s3        *s3Target
+	storeKeys string // more lines of the store section (storeTarget.keys)
 	format    string // json | variant
 	shred     string
 	envelope  bool
@@ -163,6 +164,7 @@ func (c sinkConfig) yaml(t *testing.T) string {
 	if c.s3 != nil {
 		fmt.Fprintf(&b, "  endpoint: %s\n  region: %s\n  path_style: true\n  access_key: %s\n  secret_key: %s\n", c.s3.endpoint, c.s3.region, c.s3.access, c.s3.secret)
 	}
+	b.WriteString(c.storeKeys)
 	fmt.Fprintf(&b, "format:\n  type: %s\n", c.format)
 	if c.format == "json" {
 		dir := c.schemaDir

@@ -116,6 +116,10 @@ type Proxy struct {
 	srv   *httptest.Server
 	proxy *httputil.ReverseProxy
 	tr    *http.Transport
+	// classify names a request's operation.
+	classify Classifier
+	keepHost bool   // pass the client's Host header on (S3)
+	target   string // the server's base URL, without a trailing slash
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -149,23 +153,46 @@ type event struct {
 // ends.
 func Start(t testing.TB, target string, seed uint64) *Proxy {
 	t.Helper()
+	return start(t, target, seed, Operation, true)
+}
+
+// StartFor is Start for a store of another protocol, whose requests
+// classify names (GCSOperation, AzureOperation). Its error answers are
+// S3's XML all the same: the clients of those stores retry by status.
+// Requests reach the server with its own Host header, not the proxy's,
+// and a Location header that points at the server (a GCS resumable
+// upload's session URI) points at the proxy when it reaches the client.
+func StartFor(t testing.TB, target string, seed uint64, classify Classifier) *Proxy {
+	t.Helper()
+	return start(t, target, seed, classify, false)
+}
+
+func start(t testing.TB, target string, seed uint64, classify Classifier, isS3 bool) *Proxy {
+	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		t.Fatalf("faultproxy: target %q is not a base URL (%v)", target, err)
 	}
 	p := &Proxy{
-		t:      t,
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		perOp:  map[Op]Rates{},
-		queued: map[Op][]Fault{},
-		ops:    map[Op]*counts{},
-		tr:     http.DefaultTransport.(*http.Transport).Clone(),
+		t:        t,
+		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		perOp:    map[Op]Rates{},
+		queued:   map[Op][]Fault{},
+		ops:      map[Op]*counts{},
+		tr:       http.DefaultTransport.(*http.Transport).Clone(),
+		classify: classify,
+		keepHost: isS3,
+		target:   strings.TrimSuffix(target, "/"),
 	}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
-			// The client signed the Host it sent (SigV4): keep it.
-			r.Out.Host = r.In.Host
+			// An S3 client signed the Host it sent (SigV4): keep it.
+			// Neither GCS nor Azure signs it, and fake-gcs-server routes
+			// its XML API by it: theirs is the server's.
+			if p.keepHost {
+				r.Out.Host = r.In.Host
+			}
 		},
 		Transport:      p.tr,
 		ModifyResponse: p.answered,
@@ -389,7 +416,7 @@ type forward struct {
 type forwardKey struct{}
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := Operation(r)
+	op := p.classify(r)
 	d := p.decide(op)
 	e := p.begin(op, r, d.fault)
 	defer p.end(e)
@@ -482,6 +509,12 @@ func (p *Proxy) Journal() string {
 // passed on (ReverseProxy.ModifyResponse).
 func (p *Proxy) answered(resp *http.Response) error {
 	fw, _ := resp.Request.Context().Value(forwardKey{}).(forward)
+	// A URL of the server's in an answer (the session URI of a GCS
+	// resumable upload) becomes the proxy's: what the client sends
+	// there passes through the proxy too.
+	if loc := resp.Header.Get("Location"); !p.keepHost && strings.HasPrefix(loc, p.target) {
+		resp.Header.Set("Location", p.URL+strings.TrimPrefix(loc, p.target))
+	}
 	p.mu.Lock()
 	p.ops[fw.op].answers[resp.StatusCode]++
 	fw.e.status = resp.StatusCode

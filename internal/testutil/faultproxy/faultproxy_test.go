@@ -369,3 +369,47 @@ func TestOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestGCSAndAzureOperations names requests as the GCS and Azure SDKs
+// send them.
+func TestGCSAndAzureOperations(t *testing.T) {
+	for _, c := range []struct {
+		name                         string
+		classify                     Classifier
+		method, target, contentRange string
+		want                         Op
+	}{
+		{"gcs", GCSOperation, "POST", "/upload/storage/v1/b/bk/o?alt=json&ifGenerationMatch=0&name=a%2Fk&uploadType=multipart", "", PutObject},
+		{"gcs", GCSOperation, "POST", "/upload/storage/v1/b/bk/o?ifGenerationMatch=0&uploadType=resumable", "", CreateMultipartUpload},
+		{"gcs", GCSOperation, "PUT", "/upload/storage/v1/b/bk/o?uploadType=resumable&upload_id=u1", "bytes 0-5242879/*", UploadPart},
+		{"gcs", GCSOperation, "PUT", "/upload/storage/v1/b/bk/o?uploadType=resumable&upload_id=u1", "bytes 5242880-9000000/9000001", CompleteMultipartUpload},
+		{"gcs", GCSOperation, "PUT", "/upload/storage/v1/b/bk/o?uploadType=resumable&upload_id=u1", "bytes */9000001", CompleteMultipartUpload},
+		{"gcs", GCSOperation, "PUT", "/upload/storage/v1/b/bk/o?uploadType=resumable&upload_id=u1", "bytes */*", ListParts},
+		{"gcs", GCSOperation, "DELETE", "/upload/storage/v1/b/bk/o?uploadType=resumable&upload_id=u1", "", AbortMultipartUpload},
+		{"gcs", GCSOperation, "GET", "/storage/v1/b/bk/o/a/k.parquet?alt=json", "", HeadObject},
+		{"gcs", GCSOperation, "GET", "/storage/v1/b/bk/o/a/k.parquet?alt=media", "", GetObject},
+		{"gcs", GCSOperation, "GET", "/download/storage/v1/b/bk/o/a/k.parquet?alt=media", "", GetObject},
+		{"gcs", GCSOperation, "GET", "/bk/a/k.parquet", "", GetObject},
+		{"gcs", GCSOperation, "GET", "/storage/v1/b/bk/o?prefix=a%2F", "", ListObjects},
+		{"gcs", GCSOperation, "DELETE", "/storage/v1/b/bk/o/a/k.parquet", "", DeleteObject},
+		{"gcs", GCSOperation, "POST", "/storage/v1/b", "", Other},
+		{"azure", AzureOperation, "PUT", "/acct/c/a/k.parquet", "", PutObject},
+		{"azure", AzureOperation, "PUT", "/acct/c/a/k.parquet?blockid=YQ%3D%3D&comp=block", "", UploadPart},
+		{"azure", AzureOperation, "PUT", "/acct/c/a/k.parquet?comp=blocklist", "", CompleteMultipartUpload},
+		{"azure", AzureOperation, "GET", "/acct/c/a/k.parquet?blocklisttype=uncommitted&comp=blocklist", "", ListParts},
+		{"azure", AzureOperation, "GET", "/acct/c/a/k.parquet", "", GetObject},
+		{"azure", AzureOperation, "HEAD", "/acct/c/a/k.parquet", "", HeadObject},
+		{"azure", AzureOperation, "GET", "/acct/c?comp=list&prefix=a%2F&restype=container", "", ListObjects},
+		{"azure", AzureOperation, "DELETE", "/acct/c/a/k.parquet", "", DeleteObject},
+		{"azure", AzureOperation, "PUT", "/acct/c?restype=container", "", CreateBucket},
+		{"azure", AzureOperation, "GET", "/acct/?comp=properties&restype=service", "", Other},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		if c.contentRange != "" {
+			r.Header.Set("Content-Range", c.contentRange)
+		}
+		if got := c.classify(r); got != c.want {
+			t.Errorf("%s: %s %s (%s): %s, want %s", c.name, c.method, c.target, c.contentRange, got, c.want)
+		}
+	}
+}
