@@ -9,7 +9,6 @@ import (
 	"github.com/pqsink/pqsink/internal/kafkaconn"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/pqsink/pqsink/internal/schemaregistry/registryconfig"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/objstore/fromconfig"
 )
 
 // ErrInterrupted is wrapped by the error of a replay stopped by its context
@@ -191,25 +191,11 @@ func (r *Replayer) Close() error {
 // Stats returns the replay's counters.
 func (r *Replayer) Stats() *Stats { return &r.stats }
 
-// openStore opens the store of the --from URL with the config's store
-// settings (endpoint, region, credentials).
+// openStore opens the store of the --from URL (s3://, gs://, azblob://,
+// abfss:// or file://) with the config's store settings (endpoint,
+// region, credentials).
 func openStore(ctx context.Context, from string, c *config.Store) (objstore.Store, error) {
-	var opts []objstore.Option
-	if strings.HasPrefix(from, "s3://") {
-		if c.Endpoint != "" {
-			opts = append(opts, objstore.Endpoint(c.Endpoint))
-		}
-		if c.Region != "" {
-			opts = append(opts, objstore.Region(c.Region))
-		}
-		opts = append(opts, objstore.PathStyle(c.PathStyle), objstore.MaxRetries(c.MaxRetries))
-		if c.AccessKey != "" {
-			opts = append(opts, objstore.StaticCredentials(c.AccessKey, c.SecretKey.Value(), c.SessionToken.Value()))
-		}
-	} else if !strings.HasPrefix(from, "file://") {
-		return nil, fmt.Errorf("replay: --from %q: want s3://bucket/prefix or file:///dir", from)
-	}
-	s, err := objstore.Open(ctx, from, opts...)
+	s, err := fromconfig.Open(ctx, from, c)
 	if err != nil {
 		return nil, fmt.Errorf("replay: --from: %w", err)
 	}
