@@ -66,4 +66,15 @@
 // which someone else may hold already. On shutdown the open files are
 // finished and committed (shutdown: finish) or dropped (shutdown:
 // abandon), within the shutdown timeout.
+//
+// # Around the core
+//
+// The partition pipeline is this package's core; the jobs around it are
+// packages of their own, each handed what it needs: the group membership
+// (connector/group), fetching (connector/fetch), dead letters
+// (connector/deadletter), the tables' maintenance (connector/maintenance)
+// and replay (connector/source). None imports this package. The metrics
+// look from the other side: connector/metrics imports this package and
+// reads a sink's Reading, Histograms and Ready (serving /metrics,
+// /healthz and /readyz), and this package does not import it.
 package connector

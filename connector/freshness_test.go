@@ -51,7 +51,7 @@ func TestRecordTimes(t *testing.T) {
 func histogram(t *testing.T, s *Sink, table, record string) (uint64, float64) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(s.collector()); err != nil {
+	if err := reg.Register(s.Histograms().TableFreshness); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()
@@ -97,7 +97,7 @@ func TestTableFreshness(t *testing.T) {
 	s.mu.Unlock()
 	gauge := func() float64 {
 		t.Helper()
-		return scrape(t, s)["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"]
+		return s.Reading(time.Now()).TableAges["kafka.t"].Seconds()
 	}
 	if g := gauge(); g != 0 {
 		t.Fatalf("before any record: %v s", g)
@@ -279,10 +279,10 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
 	feed(t, p, 0, 6) // two files of 3 records
-	got := scrape(t, s)
-	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] <= 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+	got := s.Reading(time.Now()).TableAges
+	if got["kafka.t"] <= 0 || got["kafka.idle"] != 0 {
 		t.Errorf("before the commit: ages %v (kafka.t) and %v (kafka.idle), want one above 0 and 0",
-			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+			got["kafka.t"], got["kafka.idle"])
 	}
 	if !s.tables.commitAll(ctx) {
 		t.Fatal("a commit failed")
@@ -293,10 +293,10 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 	if n, _ := histogram(t, s, "kafka.idle", "oldest"); n != 0 {
 		t.Errorf("kafka.idle: %d files observed, want none", n)
 	}
-	got = scrape(t, s)
-	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] != 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+	got = s.Reading(time.Now()).TableAges
+	if age, ok := got["kafka.idle"]; got["kafka.t"] != 0 || age != 0 || !ok {
 		t.Errorf("after the commit: ages %v (kafka.t) and %v (kafka.idle), want 0",
-			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+			got["kafka.t"], got["kafka.idle"])
 	}
 	if len(c.offsets) != 1 || c.offsets[0] != 6 {
 		t.Errorf("Kafka commits %v, want one at 6", c.offsets)

@@ -14,7 +14,7 @@ import (
 // side of it: what the scheduler is handed (the settings, the store, the
 // tables the committers know, the memory budget, the logger), started by
 // Run with the partitions' helpers, and its collector, registered with
-// the sink's metrics by ServeMetrics.
+// the sink's metrics (connector/metrics) through MaintenanceCollector.
 
 // newMaintainer returns the maintenance scheduler of t's tables, nil when
 // table.maintenance is not set.
@@ -57,9 +57,9 @@ func (m budgetMemory) Reserve(ctx context.Context, n int64) error { return m.b.r
 // Release gives n bytes back to the budget.
 func (m budgetMemory) Release(n int64) { m.b.add(-n) }
 
-// maintenanceCollector is the maintenance scheduler's collector, nil
-// without table.maintenance.
-func (s *Sink) maintenanceCollector() prometheus.Collector {
+// MaintenanceCollector is the maintenance scheduler's collector of the
+// pqsink_table_maintenance_* metrics, nil without table.maintenance.
+func (s *Sink) MaintenanceCollector() prometheus.Collector {
 	if s.tables == nil || s.tables.maint == nil {
 		return nil
 	}
