@@ -166,7 +166,7 @@ func (s *Sink) Ready() error {
 	if s.tables != nil {
 		// Two intervals: one failed commit that the next one mends is
 		// not an outage.
-		if err := s.tables.failing(now, max(uploadFailingFor, 2*s.cfg.Table.CommitInterval)); err != nil {
+		if err := s.tables.Failing(now, max(uploadFailingFor, 2*s.cfg.Table.CommitInterval)); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
@@ -94,7 +95,7 @@ type partition struct {
 	// With a table: its committer, the files uploaded or adopted since the
 	// last commitNow (handed to the committer there), and the generation's
 	// context, in which the committer commits the Kafka offsets.
-	table      *tableCommitter
+	table      *tablecommit.Committer
 	tableFiles []table.File
 	genCtx     context.Context
 	fresh      partFreshness // the records' times, for the table's freshness metrics
@@ -169,7 +170,7 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 // go to the table of tc (none when nil). It is a Kafka partition's
 // pipeline, not a table partition: the table partition of each record
 // comes from its values (tableVals, payloadTablePart).
-func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
+func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tablecommit.Committer) *partition {
 	p := &partition{
 		s: s, topic: topic, id: id, commit: commit, tmpl: s.tmpl, pathLoc: s.loc, table: tc,
 		log:       s.log.With("topic", topic, "partition", id),
@@ -182,11 +183,11 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 	if tc != nil {
 		// The table's partition values are in UTC, and its files carry
 		// its field ids.
-		p.tmpl, p.pathLoc = tc.tmpl, time.UTC
+		p.tmpl, p.pathLoc = tc.Template(), time.UTC
 		if sch != nil {
-			sch = tc.h.Schema()
+			sch = tc.Table().Schema()
 		} else {
-			fit = tc.fit
+			fit = tc.Fit
 		}
 	}
 	part := format.Partition{Log: p.log, Schema: sch, Fit: fit}
@@ -202,29 +203,29 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		// The values come from each record's payload, read as its
 		// shredder reads it (payloadTablePart).
 		paths = nil
-		p.tablePartFromPayload = len(tc.computed) > 0
+		p.tablePartFromPayload = len(tc.Computed()) > 0
 		switch {
 		case f.SchemaPerRecord():
 			if p.tablePartFromPayload {
 				compile.table = tc
-				part.Paths = tc.lookupPaths
+				part.Paths = tc.LookupPaths()
 			}
 		case p.tablePartFromPayload && f.Fixed() != nil:
 			var err error
-			if p.fixedTablePart, err = tc.newFixedTablePart(f.Fixed()); err != nil {
-				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
+			if p.fixedTablePart, err = newFixedTablePart(tc, f.Fixed()); err != nil {
+				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.Name(), err) // checked when the table was opened: not met
 			}
 		}
 	} else if tc != nil {
-		paths = tc.lookupPaths
+		paths = tc.LookupPaths()
 		if f.SchemaPerRecord() {
 			// Each schema's columns: schemaCompiler.
-			if len(tc.computed) > 0 {
-				compile.table = tc
+			if len(tc.Computed()) > 0 {
+				compile.table, compile.textOpts = tc, f.TextOptions()
 			}
 		} else {
 			var err error
-			if p.tableVals, err = newTablePartValues(tc); err != nil {
+			if p.tableVals, err = newTablePartValues(tc, f.TextOptions()); err != nil {
 				p.stopped = err // checked when the table was opened: not met
 			}
 		}
@@ -603,7 +604,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	p.skip.extend(f.id, f.last)
 	p.skipChanged = true
 	if p.table != nil {
-		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, info.Size, md))
+		p.tableFiles = append(p.tableFiles, p.table.File(f.key, f.id, info.Size, md))
 		p.fresh.files = append(p.fresh.files, f.times)
 	}
 	p.uploadFailures = 0
@@ -660,8 +661,8 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 		// Uploaded, perhaps never committed to the table (a crash between
 		// the two): the next table commit appends it, or drops it if the
 		// table already holds its records.
-		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, size, md))
-		p.fresh.files = append(p.fresh.files, recordTimes{oldest: f.times.oldest, newest: f.times.newest, adopted: true})
+		p.tableFiles = append(p.tableFiles, p.table.File(f.key, f.id, size, md))
+		p.fresh.files = append(p.fresh.files, tablecommit.RecordTimes{Oldest: f.times.Oldest, Newest: f.times.Newest, Adopted: true})
 	}
 	p.discard(ctx, f)
 	if rng.Last >= f.last {
@@ -722,10 +723,10 @@ func (p *partition) commitNow(ctx context.Context) error {
 			paths[id] = last
 		}
 		// The paths follow the spec of the partition's view: the state
-		// records it, for a partition resuming from them (viewFor) and
+		// records it, for a partition resuming from them (ViewFor) and
 		// against a late commit of another spec (table.SpecConflictError).
-		spec := p.table.specID
-		p.table.add(p.genCtx, p.id, p.tableFiles, p.fresh.files, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.commit)
+		spec := p.table.SpecID()
+		p.table.Add(p.genCtx, p.id, p.tableFiles, p.fresh.files, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.offsetCommit())
 		p.tableFiles = nil
 		p.handedFresh()
 		p.committed = offset
@@ -868,7 +869,7 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 func (p *partition) tick(ctx context.Context, now time.Time) error {
 	defer p.report() // the records of a sample ended now
 	if p.table != nil {
-		if held, ok := p.table.rb.take(p.id); ok {
+		if held, ok := p.table.TakeRestart(p.id); ok {
 			return p.restartFromTable(ctx, held)
 		}
 	}
@@ -960,7 +961,7 @@ func (p *partition) noteCommit(c committed) {
 // in which the table's state is read once.
 func (p *partition) leftAt(ctx context.Context, c committed) bool {
 	if p.table != nil {
-		tp, ok, err := p.table.tableState(ctx, p.s.cfg.Kafka.Group, p.topic, p.id)
+		tp, ok, err := p.table.State(ctx, p.id)
 		if err != nil {
 			return false
 		}
@@ -975,6 +976,26 @@ func (p *partition) leftAt(ctx context.Context, c committed) bool {
 		}
 	}
 	return false
+}
+
+// offsetCommit returns the commit of the partition's Kafka offset with a
+// state its table holds (tablecommit.OffsetCommit), which the committer
+// calls from its own goroutine: the state objects written first, as for a
+// commit without a table.
+func (p *partition) offsetCommit() tablecommit.OffsetCommit {
+	s, topic, id, commit := p.s, p.topic, p.id, p.commit
+	return func(ctx context.Context, pr table.Progress) error {
+		md, err := encodeMetadata(ctx, s.store, s.cfg.Kafka.Group, topic, id, pr.Committed, skipSet(pr.Paths))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := commit(ctx, pr.Committed, md); err != nil {
+			return err
+		}
+		s.stats.commitLatency(time.Since(start))
+		return nil
+	}
 }
 
 // restartAt makes the partition consume again from a committed state

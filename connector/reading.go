@@ -63,7 +63,7 @@ func (s *Sink) Reading(now time.Time) Reading {
 	}
 	s.mu.Unlock()
 	if s.tables != nil {
-		r.TableAges = s.tables.oldestUncommitted(now)
+		r.TableAges = s.oldestUncommitted(now)
 	}
 	return r
 }
@@ -82,7 +82,7 @@ type Histograms struct {
 func (s *Sink) Histograms() Histograms {
 	st := s.stats
 	return Histograms{Upload: st.uploadSeconds, Commit: st.commitSeconds, Rebalance: st.rebalanceSeconds,
-		TableCommit: st.tableCommitSeconds, TableFreshness: st.tableFreshness}
+		TableCommit: st.tables.CommitSeconds, TableFreshness: st.tables.Freshness}
 }
 
 // rotationReasons are the reasons a file is finished, as
