@@ -25,11 +25,11 @@ type partFreshness struct {
 	readAt int64 // when the sink read the batch being handled (Unix nanoseconds)
 	// oldest is the oldest time among the records of the open files, the
 	// records held back for a format's sample, and the uploaded files not
-	// handed over yet (files); stale says that a file that may have held
-	// it left, and that it must be computed again (refreshFresh).
+	// handed over yet (partition.handoff); stale says that a file that
+	// may have held it left, and that it must be computed again
+	// (refreshFresh).
 	oldest int64
 	stale  bool
-	files  []tablecommit.RecordTimes // of partition.tableFiles, in their order
 	// floor is the oldest time of the records dropped to be read again
 	// (dropAll: a failed upload, an adoption, a restart from the
 	// committed offset): they are not in the table either, and count
@@ -88,7 +88,7 @@ func (p *partition) refreshFresh() {
 	for _, f := range p.files {
 		o = tablecommit.Older(o, f.times.Oldest)
 	}
-	for _, t := range p.fresh.files {
+	for _, t := range p.handoff.Times {
 		o = tablecommit.Older(o, t.Oldest)
 	}
 	for i := range p.pending {
@@ -110,13 +110,12 @@ func (p *partition) droppedFresh() {
 	p.refreshFresh()
 }
 
-// handedFresh notes that the partition's uploaded files went to the
-// committer, which holds their times now.
-func (p *partition) handedFresh() {
-	for _, t := range p.fresh.files {
+// handedFresh notes that the partition's uploaded files, of the record
+// times handed, went to the committer, which holds their times now.
+func (p *partition) handedFresh(handed []tablecommit.RecordTimes) {
+	for _, t := range handed {
 		p.forgetFresh(t)
 	}
-	p.fresh.files = nil
 	if p.fresh.floor != 0 {
 		p.fresh.floor, p.fresh.stale = 0, true
 	}

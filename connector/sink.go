@@ -536,7 +536,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.Co
 	r := &partitionRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
 		ended: ended, handover: make(chan struct{}), checks: make(chan recheck, 1)}
 	r.running.Store(true) // until the first run, started by the caller
-	p.wake = r.wake
+	p.relief.wake = r.wake
 	s.mu.Lock()
 	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
@@ -731,7 +731,7 @@ func (r *partitionRun) step() bool {
 			r.f.GiveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
-		case req := <-p.ctrl:
+		case req := <-p.relief.ctrl:
 			err = p.relieveMemory(r.own, req)
 		default:
 			if !r.ticked.Swap(false) {

@@ -88,10 +88,8 @@ func (p *partition) useTable(tc *tablecommit.Committer) error {
 	if np.stopped != nil {
 		return np.stopped
 	}
-	p.table, p.tmpl, p.pathLoc, p.dec = np.table, np.tmpl, np.pathLoc, np.dec
-	p.tableVals, p.tablePartFromPayload, p.fixedTablePart = np.tableVals, np.tablePartFromPayload, np.fixedTablePart
-	p.lookup, p.vals, p.idFixed, p.idTimeOnly = np.lookup, np.vals, np.idFixed, np.idTimeOnly
-	p.fixedID, p.idbuf, p.idWindow = nil, nil, false
+	// The path's identity starts afresh: nothing rendered yet.
+	p.table, p.dec, p.path = np.table, np.dec, np.path
 	return nil
 }
 
@@ -100,8 +98,10 @@ func (p *partition) useTable(tc *tablecommit.Committer) error {
 // has not handed the committer are dropped (those uploaded stay in the
 // store, and are adopted when their records come again).
 func (p *partition) restartFromTable(ctx context.Context, held table.Progress) error {
-	p.dropAll(ctx)
-	p.tableFiles = nil
+	p.dropAll(ctx) // the records' times held count on (droppedFresh)
+	p.handoff = tablecommit.Batch{}
+	p.fresh.stale = true
+	p.refreshFresh()
 	skip := skipSet{}
 	maps.Copy(skip, held.Paths)
 	p.restartAt(held.Committed, "", skip)

@@ -508,11 +508,26 @@ func (t *Tables) CommitAll(ctx context.Context) bool {
 	return ok
 }
 
-// Add hands the table files that partition uploaded or adopted, with
-// their record times (times, in the same order), and the partition's
-// progress after them. The Kafka commit of that progress (commit, in the
-// generation's ctx) follows the table commit that holds them.
-func (tc *Committer) Add(ctx context.Context, partition int32, files []table.File, times []RecordTimes, progress table.Progress, commit OffsetCommit) {
+// Batch is what a partition uploaded or adopted since it last handed
+// files to its committer: the table's view of each file (File), and the
+// times of its records, in the same order.
+type Batch struct {
+	Files []table.File
+	Times []RecordTimes
+}
+
+// Append adds file f, whose records' times are t.
+func (b *Batch) Append(f table.File, t RecordTimes) {
+	b.Files = append(b.Files, f)
+	b.Times = append(b.Times, t)
+}
+
+// Add hands the committer the batch of files that Kafka partition
+// partition uploaded or adopted, and the partition's progress after them.
+// The Kafka commit of that progress (commit, in the generation's ctx)
+// follows the table commit that holds them.
+func (tc *Committer) Add(ctx context.Context, partition int32, batch Batch, progress table.Progress, commit OffsetCommit) {
+	files, times := batch.Files, batch.Times
 	if tc.rb.waiting(partition) {
 		// Read before the partition learnt that the table was rolled
 		// back: it reads these records again.

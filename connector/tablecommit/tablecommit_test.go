@@ -31,3 +31,20 @@ func TestMergeProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchAppend: a batch keeps each file with its records' times, in
+// the order the partition uploaded or adopted them.
+func TestBatchAppend(t *testing.T) {
+	var b Batch
+	for i, loc := range []string{"a", "b", "c"} {
+		b.Append(table.File{Location: loc}, RecordTimes{Oldest: int64(i + 1), Newest: int64(i + 10), Adopted: i == 1})
+	}
+	if len(b.Files) != 3 || len(b.Times) != 3 {
+		t.Fatalf("%d files and %d times, want 3 and 3", len(b.Files), len(b.Times))
+	}
+	for i, loc := range []string{"a", "b", "c"} {
+		if b.Files[i].Location != loc || b.Times[i].Oldest != int64(i+1) || b.Times[i].Newest != int64(i+10) || b.Times[i].Adopted != (i == 1) {
+			t.Errorf("entry %d: %s %+v", i, b.Files[i].Location, b.Times[i])
+		}
+	}
+}
