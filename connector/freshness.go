@@ -12,11 +12,11 @@ import (
 // table.freshness_from: read (or a record without a timestamp), when the
 // sink read it. No work is done per record beyond keeping, per open file,
 // the oldest and newest of these times (tablecommit.RecordTimes); the
-// table's committer observes
-// each file's two ages at the commit that puts it in the table
-// (pqsink_table_freshness_seconds), and the oldest time still held by the
-// table's partitions or its committer is the age of its oldest record
-// not in the table yet (pqsink_table_oldest_uncommitted_seconds).
+// table's committer observes each file's two ages at the commit that puts
+// it in the table (pqsink_table_freshness_seconds), and the oldest time
+// still held by the table's partitions or its committer is the age of its
+// oldest record not in the table yet
+// (pqsink_table_oldest_uncommitted_seconds, oldestUncommitted).
 
 // partFreshness is a partition's part: the oldest time among the records
 // it holds that are not handed to its table's committer yet.

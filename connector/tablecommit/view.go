@@ -28,8 +28,7 @@ func (tc *Committer) Template() *archive.Template { return tc.tmpl }
 // the order of the template's {field} parts.
 func (tc *Committer) Computed() []*table.PathField { return tc.computed }
 
-// LookupPaths are the distinct columns the computed fields read, and
-// LookupAt which of them each field reads.
+// LookupPaths are the distinct columns the computed fields read.
 func (tc *Committer) LookupPaths() [][]string { return tc.lookupPaths }
 
 // LookupAt says, for each computed field, which of LookupPaths it reads.
