@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"io"
 	"log/slog"
 	"strings"
@@ -46,7 +47,7 @@ func avroStr(b []byte, s string) []byte { return append(avro.AppendLong(b, int64
 
 // newAvroTableSink starts (without running) a sink of format avro into a
 // table partitioned by partitionBy, and returns the committer of topic t.
-func newAvroTableSink(t *testing.T, partitionBy string) (*Sink, *tableCommitter) {
+func newAvroTableSink(t *testing.T, partitionBy string) (*Sink, *tablecommit.Committer) {
 	t.Helper()
 	dir := t.TempDir()
 	text := fmt.Sprintf(`kafka: {brokers: [127.0.0.1:1], group: g, topics: [t]}
@@ -67,7 +68,7 @@ table:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tc, err := s.tables.forTopic(context.Background(), "t")
+	tc, err := s.tables.ForTopic(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestAvroPartitionRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = tc.fit(context.Background(), ps)
+			_, err = tc.Fit(context.Background(), ps)
 			if !errors.Is(err, table.ErrIncompatible) || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("error %v, want ErrIncompatible with %q", err, c.err)
 			}
@@ -110,8 +111,8 @@ func TestAvroPartitionRefused(t *testing.T) {
 func TestAvroTablePartValues(t *testing.T) {
 	ctx := context.Background()
 	_, tc := newAvroTableSink(t, `["bucket[4](n)", "identity(country)", "day(ts)", "truncate[100](amount)", "identity(kind)", "month(d)", "identity(p.level)"]`)
-	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.tmpl.String(), want) {
-		t.Errorf("path %s, want the folders %s", tc.tmpl, want)
+	if want := "n_bucket={field:n}/country={field:country}/ts_day={field:ts}/amount_trunc={field:amount}/kind={field:kind}/d_month={field:d}/p_level={field:p.level}/"; !strings.Contains(tc.Template().String(), want) {
+		t.Errorf("path %s, want the folders %s", tc.Template(), want)
 	}
 	parts := map[int]*payloadTablePart{}
 	for i, text := range []string{partV1, partV2} { // in order: v1 creates the table
@@ -121,7 +122,7 @@ func TestAvroTablePartValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fitted, err := tc.fit(ctx, ps) // v1 creates the table, v2 evolves it
+		fitted, err := tc.Fit(ctx, ps) // v1 creates the table, v2 evolves it
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -178,7 +179,7 @@ func TestAvroTablePartValues(t *testing.T) {
 		{"cut short", 1, v1(5, &fr, &hi)[:3], nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			vals := make([]string, len(tc.computed))
+			vals := make([]string, len(tc.Computed()))
 			err := parts[c.v].values(c.body, vals)
 			if c.isRej {
 				rej, ok := err.(*rejection)
@@ -197,8 +198,8 @@ func TestAvroTablePartValues(t *testing.T) {
 // newAvroTablePart compiles the partition values of records of writer schema
 // w whose Parquet schema the table took as fitted, as the sink does with
 // the Avro format's lookup of a table's files.
-func newAvroTablePart(ctx context.Context, tc *tableCommitter, w *avro.Schema, fitted *schema.Schema) (*payloadTablePart, error, error) {
-	return tc.newSchemaTablePart(ctx, fitted, func(paths [][]string) (payloadLookup, error) {
+func newAvroTablePart(ctx context.Context, tc *tablecommit.Committer, w *avro.Schema, fitted *schema.Schema) (*payloadTablePart, error, error) {
+	return newSchemaTablePart(ctx, tc, fitted, func(paths [][]string) (payloadLookup, error) {
 		return avrorow.NewLookup(w, paths, avrorow.MicrosTimes())
 	})
 }

@@ -33,14 +33,14 @@ func TestAvroTimeMillisTablePartValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tc.fit(ctx, ps); !errors.Is(err, table.ErrIncompatible) || !strings.Contains(err.Error(), "TIME") {
+	if _, err := tc.Fit(ctx, ps); !errors.Is(err, table.ErrIncompatible) || !strings.Contains(err.Error(), "TIME") {
 		t.Errorf("INT32 TIME(MILLIS): error %v, want ErrIncompatible naming TIME", err)
 	}
 	wide, _, err := schema.WidenTimeMillis(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fitted, err := tc.fit(ctx, wide)
+	fitted, err := tc.Fit(ctx, wide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAvroTimeMillisTablePartValues(t *testing.T) {
 		{"beyond the day", rec(1, &beyond), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			vals := make([]string, len(tc.computed))
+			vals := make([]string, len(tc.Computed()))
 			err := ap.values(c.body, vals)
 			if c.want == nil {
 				if err == nil {

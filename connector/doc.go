@@ -22,7 +22,8 @@
 //     that lists, per path, the last offset already uploaded beyond it. A new
 //     owner resumes at the committed offset and skips those records.
 //     With a table, its snapshot summary holds that state and is the
-//     authority: the Kafka commit follows the table commit (table.go).
+//     authority: the Kafka commit follows the table commit (package
+//     connector/tablecommit).
 //  5. Per partition and path, at most one upload is outstanding between two
 //     successful commits.
 //
@@ -66,4 +67,18 @@
 // which someone else may hold already. On shutdown the open files are
 // finished and committed (shutdown: finish) or dropped (shutdown:
 // abandon), within the shutdown timeout.
+//
+// # Around the core
+//
+// The partition pipeline is this package's core; the jobs around it are
+// packages of their own, each handed what it needs: the group membership
+// (connector/group), fetching (connector/fetch), the table committer
+// (connector/tablecommit, which takes the finished files and progress of
+// each partition and commits them to its table, then the Kafka offsets),
+// dead letters (connector/deadletter), the tables' maintenance
+// (connector/maintenance) and replay (connector/source). None imports
+// this package. The metrics
+// look from the other side: connector/metrics imports this package and
+// reads a sink's Reading, Histograms and Ready (serving /metrics,
+// /healthz and /readyz), and this package does not import it.
 package connector

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/objstore"
@@ -45,7 +46,7 @@ type openFile struct {
 	sinceCheck  int   // rows since the row group size was last checked
 	sinceBytes  int64 // bytes of record values since then
 	reserved    bool  // the row group's buffers were grown to its target
-	times       recordTimes
+	times       tablecommit.RecordTimes
 }
 
 // flush encodes the buffered rows as the file's next row group, which

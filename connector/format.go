@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/rowgroup"
 )
 
 // The sink names no format: it opens the one format.type names from its
@@ -38,7 +40,8 @@ type schemaValues struct {
 // partition fields over payload columns (table), or the object path's
 // {field} parts and time_field without a table (pathFields).
 type schemaCompiler struct {
-	table      *tableCommitter
+	table      *tablecommit.Committer
+	textOpts   []rowgroup.JSONOption // the format's, with table
 	pathFields *pathFieldSpec
 }
 
@@ -47,7 +50,7 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 	v := &schemaValues{}
 	if tc := c.table; tc != nil {
 		if s.NewLookup != nil {
-			part, schemaErr, err := tc.newSchemaTablePart(ctx, s.Parquet, func(paths [][]string) (payloadLookup, error) {
+			part, schemaErr, err := newSchemaTablePart(ctx, tc, s.Parquet, func(paths [][]string) (payloadLookup, error) {
 				return s.NewLookup(paths, true)
 			})
 			switch {
@@ -58,11 +61,11 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 			}
 			v.tablePart = part
 		} else {
-			spec, err := tc.specFields(ctx, s.Parquet)
+			spec, err := tc.SpecFields(ctx, s.Parquet)
 			if err != nil {
 				return nil, err
 			}
-			if v.tableVals, err = tc.newSchemaPartValues(spec, s.Parquet); err != nil {
+			if v.tableVals, err = newSchemaPartValues(tc, c.textOpts, spec, s.Parquet); err != nil {
 				return err, nil
 			}
 		}

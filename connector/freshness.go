@@ -1,47 +1,22 @@
 package connector
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/pqsink/pqsink/connector/tablecommit"
 )
 
 // Freshness: how long a record takes from Kafka to a snapshot of its
 // table. A record's time is its Kafka timestamp, or, with
 // table.freshness_from: read (or a record without a timestamp), when the
 // sink read it. No work is done per record beyond keeping, per open file,
-// the oldest and newest of these times; the table's committer observes
-// each file's two ages at the commit that puts it in the table
-// (pqsink_table_freshness_seconds), and the oldest time still held by the
-// table's partitions or its committer is the age of its oldest record
-// not in the table yet (pqsink_table_oldest_uncommitted_seconds).
-
-// recordTimes are the oldest and newest record times of a file, Unix
-// nanoseconds; 0 when the file has no record yet.
-type recordTimes struct {
-	oldest, newest int64
-	// adopted says that the file is an earlier owner's object, whose
-	// records may be in the table already: its ages are not observed.
-	adopted bool
-}
-
-// note counts a record of time at.
-func (t *recordTimes) note(at int64) {
-	if t.oldest == 0 || at < t.oldest {
-		t.oldest = at
-	}
-	if at > t.newest {
-		t.newest = at
-	}
-}
-
-// older is the older of two record times, 0 standing for none.
-func older(a, b int64) int64 {
-	if a == 0 || (b != 0 && b < a) {
-		return b
-	}
-	return a
-}
+// the oldest and newest of these times (tablecommit.RecordTimes); the
+// table's committer observes each file's two ages at the commit that puts
+// it in the table (pqsink_table_freshness_seconds), and the oldest time
+// still held by the table's partitions or its committer is the age of its
+// oldest record not in the table yet
+// (pqsink_table_oldest_uncommitted_seconds, oldestUncommitted).
 
 // partFreshness is a partition's part: the oldest time among the records
 // it holds that are not handed to its table's committer yet.
@@ -50,11 +25,11 @@ type partFreshness struct {
 	readAt int64 // when the sink read the batch being handled (Unix nanoseconds)
 	// oldest is the oldest time among the records of the open files, the
 	// records held back for a format's sample, and the uploaded files not
-	// handed over yet (files); stale says that a file that may have held
-	// it left, and that it must be computed again (refreshFresh).
+	// handed over yet (partition.handoff); stale says that a file that
+	// may have held it left, and that it must be computed again
+	// (refreshFresh).
 	oldest int64
 	stale  bool
-	files  []recordTimes // of partition.tableFiles, in their order
 	// floor is the oldest time of the records dropped to be read again
 	// (dropAll: a failed upload, an adoption, a restart from the
 	// committed offset): they are not in the table either, and count
@@ -83,7 +58,7 @@ func (p *partition) noteFresh(f *openFile, r *record) {
 		return // measured for tables only
 	}
 	at := p.freshAt(r)
-	f.times.note(at)
+	f.times.Note(at)
 	p.holdFresh(at)
 }
 
@@ -91,14 +66,14 @@ func (p *partition) noteFresh(f *openFile, r *record) {
 func (p *partition) holdFresh(at int64) {
 	if p.fresh.oldest == 0 || at < p.fresh.oldest {
 		p.fresh.oldest = at
-		p.fresh.pub.Store(older(at, p.fresh.floor))
+		p.fresh.pub.Store(tablecommit.Older(at, p.fresh.floor))
 	}
 }
 
 // forgetFresh notes that the records of times are no longer held (a file
 // dropped, or handed to the committer).
-func (p *partition) forgetFresh(times recordTimes) {
-	if times.oldest != 0 && times.oldest <= p.fresh.oldest {
+func (p *partition) forgetFresh(times tablecommit.RecordTimes) {
+	if times.Oldest != 0 && times.Oldest <= p.fresh.oldest {
 		p.fresh.stale = true
 	}
 }
@@ -111,111 +86,55 @@ func (p *partition) refreshFresh() {
 	}
 	var o int64
 	for _, f := range p.files {
-		o = older(o, f.times.oldest)
+		o = tablecommit.Older(o, f.times.Oldest)
 	}
-	for _, t := range p.fresh.files {
-		o = older(o, t.oldest)
+	for _, t := range p.handoff.Times {
+		o = tablecommit.Older(o, t.Oldest)
 	}
 	for i := range p.pending {
 		at := p.freshAt(&p.pending[i])
 		if p.fresh.read {
 			at = p.pendingAt.UnixNano()
 		}
-		o = older(o, at)
+		o = tablecommit.Older(o, at)
 	}
 	p.fresh.oldest, p.fresh.stale = o, false
-	p.fresh.pub.Store(older(o, p.fresh.floor))
+	p.fresh.pub.Store(tablecommit.Older(o, p.fresh.floor))
 }
 
 // droppedFresh notes that the partition dropped its open files and held
 // records, to read them again.
 func (p *partition) droppedFresh() {
-	p.fresh.floor = older(p.fresh.floor, p.fresh.oldest)
+	p.fresh.floor = tablecommit.Older(p.fresh.floor, p.fresh.oldest)
 	p.fresh.stale = true
 	p.refreshFresh()
 }
 
-// handedFresh notes that the partition's uploaded files went to the
-// committer, which holds their times now.
-func (p *partition) handedFresh() {
-	for _, t := range p.fresh.files {
+// handedFresh notes that the partition's uploaded files, of the record
+// times handed, went to the committer, which holds their times now.
+func (p *partition) handedFresh(handed []tablecommit.RecordTimes) {
+	for _, t := range handed {
 		p.forgetFresh(t)
 	}
-	p.fresh.files = nil
 	if p.fresh.floor != 0 {
 		p.fresh.floor, p.fresh.stale = 0, true
 	}
 	p.refreshFresh()
 }
 
-// holdTime adds the times of the file at loc, handed over by a
-// partition, to what the committer holds (tc.mu held).
-func (tc *tableCommitter) holdTime(loc string, t recordTimes) {
-	if tc.times == nil {
-		tc.times = map[string]recordTimes{}
-	}
-	tc.times[loc] = t
-	tc.oldest.Store(older(tc.oldest.Load(), t.oldest))
-}
-
-// refreshOldest computes again the oldest record time of the files the
-// committer holds (tc.mu held).
-func (tc *tableCommitter) refreshOldest() {
-	var o int64
-	for _, t := range tc.times {
-		o = older(o, t.oldest)
-	}
-	tc.oldest.Store(o)
-}
-
-// freshnessBuckets are the bounds of pqsink_table_freshness_seconds: from
-// a second (the shortest commit_interval) to an hour.
-var freshnessBuckets = []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
-
-// observeFreshness observes the ages of the files just committed at now,
-// and returns the oldest and the newest record's ages among them (-1
-// when no file had times).
-func (tc *tableCommitter) observeFreshness(now time.Time, times map[string]recordTimes) (oldest, newest time.Duration) {
-	oldest, newest = -1, time.Duration(math.MaxInt64)
-	name := tc.h.Name()
-	hist := tc.t.s.stats.tableFreshness
-	o, n := hist.WithLabelValues(name, "oldest"), hist.WithLabelValues(name, "newest")
-	at := now.UnixNano()
-	for _, t := range times {
-		if t.adopted || t.oldest == 0 {
-			continue
-		}
-		// A producer's clock ahead of the sink's makes an age below 0: 0.
-		ao, an := time.Duration(max(at-t.oldest, 0)), time.Duration(max(at-t.newest, 0))
-		o.Observe(ao.Seconds())
-		n.Observe(an.Seconds())
-		oldest, newest = max(oldest, ao), min(newest, an)
-	}
-	if oldest < 0 {
-		newest = -1
-	}
-	return oldest, newest
-}
-
 // oldestUncommitted returns, per table, the age at now of its oldest
 // record consumed and not in the table yet: 0 for a table whose
 // partitions and committer hold no such record.
-func (t *tables) oldestUncommitted(now time.Time) map[string]time.Duration {
-	oldest := map[string]int64{}
-	t.mu.Lock()
-	for _, tc := range t.byTopic {
-		name := tc.h.Name()
-		oldest[name] = older(oldest[name], tc.oldest.Load())
-	}
-	t.mu.Unlock()
-	t.s.mu.Lock()
-	for p := range t.s.consuming {
+func (s *Sink) oldestUncommitted(now time.Time) map[string]time.Duration {
+	oldest := s.tables.Oldest()
+	s.mu.Lock()
+	for p := range s.consuming {
 		if p.table != nil {
-			name := p.table.h.Name()
-			oldest[name] = older(oldest[name], p.fresh.pub.Load())
+			name := p.table.Name()
+			oldest[name] = tablecommit.Older(oldest[name], p.fresh.pub.Load())
 		}
 	}
-	t.s.mu.Unlock()
+	s.mu.Unlock()
 	ages := make(map[string]time.Duration, len(oldest))
 	at := now.UnixNano()
 	for name, o := range oldest {

@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"fmt"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"io"
 	"log/slog"
 	"math"
@@ -30,18 +31,18 @@ func TestRecordTimes(t *testing.T) {
 		{"out of order", []int64{7, 2, 9, 4}, 2, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var rt recordTimes
+			var rt tablecommit.RecordTimes
 			for _, at := range tc.at {
-				rt.note(at)
+				rt.Note(at)
 			}
-			if rt.oldest != tc.oldest || rt.newest != tc.newest {
-				t.Errorf("oldest %d newest %d, want %d %d", rt.oldest, rt.newest, tc.oldest, tc.newest)
+			if rt.Oldest != tc.oldest || rt.Newest != tc.newest {
+				t.Errorf("oldest %d newest %d, want %d %d", rt.Oldest, rt.Newest, tc.oldest, tc.newest)
 			}
 		})
 	}
 	for _, tc := range []struct{ a, b, want int64 }{{0, 0, 0}, {0, 3, 3}, {3, 0, 3}, {2, 3, 2}, {3, 2, 2}} {
-		if got := older(tc.a, tc.b); got != tc.want {
-			t.Errorf("older(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		if got := tablecommit.Older(tc.a, tc.b); got != tc.want {
+			t.Errorf("tablecommit.Older(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
@@ -51,7 +52,7 @@ func TestRecordTimes(t *testing.T) {
 func histogram(t *testing.T, s *Sink, table, record string) (uint64, float64) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(s.collector()); err != nil {
+	if err := reg.Register(s.Histograms().TableFreshness); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()
@@ -83,7 +84,7 @@ func histogram(t *testing.T, s *Sink, table, record string) (uint64, float64) {
 func TestTableFreshness(t *testing.T) {
 	ctx := context.Background()
 	s := tableSink(t, t.TempDir()) // a file per 3 records, of path a (even offsets) or b (odd)
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.ForTopic(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestTableFreshness(t *testing.T) {
 	s.mu.Unlock()
 	gauge := func() float64 {
 		t.Helper()
-		return scrape(t, s)["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"]
+		return s.Reading(time.Now()).TableAges["kafka.t"].Seconds()
 	}
 	if g := gauge(); g != 0 {
 		t.Fatalf("before any record: %v s", g)
@@ -131,7 +132,7 @@ func TestTableFreshness(t *testing.T) {
 	if got, want := p.fresh.pub.Load(), at(6).UnixNano(); got != want {
 		t.Errorf("partition: oldest held %v, want offset 6's %v", time.Unix(0, got), at(6))
 	}
-	if got, want := tc.oldest.Load(), at(-1).UnixNano(); got != want {
+	if got, want := s.tables.Oldest()["kafka.t"], at(-1).UnixNano(); got != want {
 		t.Errorf("committer: oldest held %v, want offset 2's %v", time.Unix(0, got), at(-1))
 	}
 	if got := idle.fresh.pub.Load(); got != 0 {
@@ -143,20 +144,20 @@ func TestTableFreshness(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := tc.commit(cancelled); err == nil {
+	if s.tables.CommitAll(cancelled) {
 		t.Fatal("a commit with a cancelled context succeeded")
 	}
-	if got := tc.oldest.Load(); got != at(-1).UnixNano() {
+	if got := s.tables.Oldest()["kafka.t"]; got != at(-1).UnixNano() {
 		t.Errorf("after a failed commit: committer's oldest %v, want offset 2's %v", time.Unix(0, got), at(-1))
 	}
 	if n, _ := histogram(t, s, "kafka.t", "oldest"); n != 0 {
 		t.Errorf("a failed commit observed %d files", n)
 	}
 
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
-	if got := tc.oldest.Load(); got != 0 {
+	if got := s.tables.Oldest()["kafka.t"]; got != 0 {
 		t.Errorf("after the commit: the committer holds %v", time.Unix(0, got))
 	}
 	no, so := histogram(t, s, "kafka.t", "oldest")
@@ -188,10 +189,10 @@ func TestTableFreshness(t *testing.T) {
 	if got := p.fresh.pub.Load(); got != 0 {
 		t.Errorf("after shutdown: the partition holds %v", time.Unix(0, got))
 	}
-	if got := tc.oldest.Load(); got != at(6).UnixNano() {
+	if got := s.tables.Oldest()["kafka.t"]; got != at(6).UnixNano() {
 		t.Errorf("after shutdown: the committer's oldest %v, want offset 6's %v", time.Unix(0, got), at(6))
 	}
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
 	if no, _ := histogram(t, s, "kafka.t", "oldest"); no != 4 {
@@ -231,7 +232,7 @@ func TestFreshnessFromRead(t *testing.T) {
 // BenchmarkNoteFresh is the freshness work per record written to a
 // table's file: its time's min and max on the file and the partition.
 func BenchmarkNoteFresh(b *testing.B) {
-	p := &partition{table: &tableCommitter{}}
+	p := &partition{table: &tablecommit.Committer{}}
 	f := &openFile{}
 	base := time.Now()
 	recs := make([]record, 1024)
@@ -268,7 +269,7 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.ForTopic(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,12 +280,12 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
 	feed(t, p, 0, 6) // two files of 3 records
-	got := scrape(t, s)
-	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] <= 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+	got := s.Reading(time.Now()).TableAges
+	if got["kafka.t"] <= 0 || got["kafka.idle"] != 0 {
 		t.Errorf("before the commit: ages %v (kafka.t) and %v (kafka.idle), want one above 0 and 0",
-			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+			got["kafka.t"], got["kafka.idle"])
 	}
-	if !s.tables.commitAll(ctx) {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal("a commit failed")
 	}
 	if n, _ := histogram(t, s, "kafka.t", "oldest"); n != 2 {
@@ -293,10 +294,10 @@ table: {format: iceberg, catalog: {type: sql, uri: "sqlite://%s/catalog.db"}, na
 	if n, _ := histogram(t, s, "kafka.idle", "oldest"); n != 0 {
 		t.Errorf("kafka.idle: %d files observed, want none", n)
 	}
-	got = scrape(t, s)
-	if got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"] != 0 || got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"] != 0 {
+	got = s.Reading(time.Now()).TableAges
+	if age, ok := got["kafka.idle"]; got["kafka.t"] != 0 || age != 0 || !ok {
 		t.Errorf("after the commit: ages %v (kafka.t) and %v (kafka.idle), want 0",
-			got["pqsink_table_oldest_uncommitted_seconds{table=kafka.t}"], got["pqsink_table_oldest_uncommitted_seconds{table=kafka.idle}"])
+			got["kafka.t"], got["kafka.idle"])
 	}
 	if len(c.offsets) != 1 || c.offsets[0] != 6 {
 		t.Errorf("Kafka commits %v, want one at 6", c.offsets)

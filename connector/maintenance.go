@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pqsink/pqsink/connector/maintenance"
-	"github.com/pqsink/pqsink/table"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 )
 
 // With table.maintenance set, one member at a time maintains each table,
@@ -14,12 +14,11 @@ import (
 // side of it: what the scheduler is handed (the settings, the store, the
 // tables the committers know, the memory budget, the logger), started by
 // Run with the partitions' helpers, and its collector, registered with
-// the sink's metrics by ServeMetrics.
+// the sink's metrics (connector/metrics) through MaintenanceCollector.
 
 // newMaintainer returns the maintenance scheduler of t's tables, nil when
 // table.maintenance is not set.
-func newMaintainer(t *tables) *maintenance.Scheduler {
-	s := t.s
+func newMaintainer(s *Sink, t *tablecommit.Tables) *maintenance.Scheduler {
 	m := s.cfg.Table.Maintenance
 	if m == nil {
 		return nil
@@ -28,23 +27,11 @@ func newMaintainer(t *tables) *maintenance.Scheduler {
 		Settings:    *m,
 		Store:       s.store,
 		StoreURL:    s.cfg.Store.URL,
-		Tables:      t.handles,
+		Tables:      t.Handles, // one per topic: the scheduler maintains each table name once
 		Memory:      budgetMemory{s.mem},
 		MemoryLimit: s.cfg.Memory.Limit,
 		Log:         s.log,
 	})
-}
-
-// handles returns the handles of the tables the committers know, one per
-// topic (the scheduler maintains each table name once).
-func (t *tables) handles() []*table.Handle {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	hs := make([]*table.Handle, 0, len(t.byTopic))
-	for _, tc := range t.byTopic {
-		hs = append(hs, tc.h)
-	}
-	return hs
 }
 
 // budgetMemory lends the sink's memory budget to the scheduler's
@@ -57,11 +44,11 @@ func (m budgetMemory) Reserve(ctx context.Context, n int64) error { return m.b.r
 // Release gives n bytes back to the budget.
 func (m budgetMemory) Release(n int64) { m.b.add(-n) }
 
-// maintenanceCollector is the maintenance scheduler's collector, nil
-// without table.maintenance.
-func (s *Sink) maintenanceCollector() prometheus.Collector {
-	if s.tables == nil || s.tables.maint == nil {
+// MaintenanceCollector is the maintenance scheduler's collector of the
+// pqsink_table_maintenance_* metrics, nil without table.maintenance.
+func (s *Sink) MaintenanceCollector() prometheus.Collector {
+	if s.maint == nil {
 		return nil
 	}
-	return s.tables.maint
+	return s.maint
 }

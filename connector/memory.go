@@ -233,19 +233,19 @@ const (
 // request asks the partition to act, unless it has a request pending.
 func (p *partition) request(r int) {
 	select {
-	case p.ctrl <- r:
+	case p.relief.ctrl <- r:
 	default:
 	}
-	if p.wake != nil {
-		p.wake()
+	if p.relief.wake != nil {
+		p.relief.wake()
 	}
 }
 
 // memStat returns what the partition last published.
 func (p *partition) memStat() memStat {
-	p.memMu.Lock()
-	defer p.memMu.Unlock()
-	return p.mem
+	p.relief.mu.Lock()
+	defer p.relief.mu.Unlock()
+	return p.relief.mem
 }
 
 // account recounts what the partition's row groups hold, brings the
@@ -266,10 +266,10 @@ func (p *partition) account() {
 	}
 	st.held += st.spare
 	st.held += partitionOverhead
-	p.s.mem.add(st.held - p.mem.held)
-	p.memMu.Lock()
-	p.mem = st
-	p.memMu.Unlock()
+	p.s.mem.add(st.held - p.relief.mem.held)
+	p.relief.mu.Lock()
+	p.relief.mem = st
+	p.relief.mu.Unlock()
 }
 
 // relieveMemory acts on a request of the pressure relief.
@@ -363,8 +363,8 @@ func (p *partition) release() {
 		p.discard(context.Background(), f)
 	}
 	p.spare = nil
-	p.s.mem.add(-p.mem.held)
-	p.memMu.Lock()
-	p.mem = memStat{}
-	p.memMu.Unlock()
+	p.s.mem.add(-p.relief.mem.held)
+	p.relief.mu.Lock()
+	p.relief.mem = memStat{}
+	p.relief.mu.Unlock()
 }

@@ -3,43 +3,17 @@ package connector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// scrape gathers the sink's collector into "name{label=value,...}" → value.
-func scrape(t *testing.T, s *Sink) map[string]float64 {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(s.collector()); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
-		}
-	}
-	return got
-}
-
-// TestMetricsFromStart: a fresh sink exports the counters that alerts watch
-// at 0, for every rotation reason and every reject reason under the
-// configured action, so that an increase() fires on the first event, and a
-// process that never uploaded is seen as one.
-func TestMetricsFromStart(t *testing.T) {
+// TestReadingFromStart: a fresh sink's Reading names every rotation reason
+// and every reject reason, with the configured action, so that the
+// metrics export them at 0 from the start; the first events count in the
+// next Reading.
+func TestReadingFromStart(t *testing.T) {
 	for _, tc := range []struct {
 		name, extra, action string
 	}{
@@ -53,27 +27,28 @@ func TestMetricsFromStart(t *testing.T) {
 				extra = fmt.Sprintf(extra, t.TempDir())
 			}
 			s := protoSinkWith(t, t.TempDir(), "rotate: {records: 10}\n"+extra)
-			got := scrape(t, s)
-			var want []string
-			for _, r := range []string{"records", "bytes", "interval", "schedule", "shutdown", "memory", "partition-stopped", "schema"} {
-				want = append(want, "pqsink_files_uploaded_total{reason="+r+"}")
+			r := s.Reading(time.Now())
+			if r.Errors != tc.action {
+				t.Errorf("errors action %q, want %q", r.Errors, tc.action)
 			}
-			for _, r := range []string{"decode", "schema", "too_large", "path", "envelope"} {
-				want = append(want,
-					"pqsink_records_rejected_total{action="+tc.action+",reason="+r+"}",
-					"pqsink_records_dead_lettered_total{reason="+r+"}")
-			}
-			want = append(want, "pqsink_records_consumed_total{}", "pqsink_files_uploaded_total{reason=records}")
-			for _, k := range want {
-				if v, ok := got[k]; !ok || v != 0 {
-					t.Errorf("%s: %v (exported %v), want 0", k, v, ok)
+			for _, reason := range []string{"records", "bytes", "interval", "schedule", "shutdown", "memory", "partition-stopped", "schema", "rebalance", "spec"} {
+				if !slices.Contains(r.RotationReasons, reason) {
+					t.Errorf("rotation reasons %q lack %q", r.RotationReasons, reason)
 				}
 			}
+			if want := []string{"decode", "schema", "too_large", "path", "envelope"}; !slices.Equal(r.RejectReasons, want) {
+				t.Errorf("reject reasons %q, want %q", r.RejectReasons, want)
+			}
+			if r.Stats.Consumed != 0 || len(r.Stats.Files) != 0 || len(r.Stats.Rejects) != 0 || r.Tables || r.TableAges != nil {
+				t.Errorf("a fresh sink reads %+v", r)
+			}
 
-			// The first event counts on top of the zeros, without a
-			// second series for the same labels.
 			var c commitLog
 			p := newPartition(s, "t", 0, 0, skipSet{}, c.commit)
+			s.mu.Lock()
+			s.consuming[p] = struct{}{}
+			s.mu.Unlock()
+			p.lag.Store(7)
 			feed(t, p, 0, 20)
 			bad := record{offset: 20, value: []byte(`{"n":"x"}`)}
 			if err := p.handle(context.Background(), &bad); err != nil {
@@ -82,15 +57,15 @@ func TestMetricsFromStart(t *testing.T) {
 			if err := p.tick(context.Background(), time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			got = scrape(t, s)
-			for k, v := range map[string]float64{
-				"pqsink_files_uploaded_total{reason=records}":                           2,
-				"pqsink_records_rejected_total{action=" + tc.action + ",reason=schema}": 1,
-				"pqsink_records_rejected_total{action=" + tc.action + ",reason=decode}": 0,
-			} {
-				if got[k] != v {
-					t.Errorf("after the first events, %s: %v, want %v", k, got[k], v)
-				}
+			r = s.Reading(time.Now())
+			if got := r.Stats.Files["records"]; got != 2 {
+				t.Errorf("files uploaded for records: %d, want 2", got)
+			}
+			if got := r.Stats.Rejects[[2]string{"schema", tc.action}]; got != 1 {
+				t.Errorf("rejected for schema: %d, want 1 (%v)", got, r.Stats.Rejects)
+			}
+			if want := []Lag{{Topic: "t", Partition: 0, Records: 7}}; !slices.Equal(r.Lags, want) {
+				t.Errorf("lags %+v, want %+v", r.Lags, want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/meta"
@@ -71,21 +72,9 @@ type partition struct {
 	pending   []record       // records held back for the format's sample
 	pendingAt time.Time
 
-	tmpl    *archive.Template // the files' path: the sink's, or its table's
-	pathLoc *time.Location    // the time zone of the path's record times
-	lookup  *fieldLookup
-	vals    []string
-	idbuf   []byte
-	idFixed bool   // every record has the same identity: the path reads no time or field
-	fixedID []byte // that identity, once rendered
-	// With a path that reads the record's time and nothing else, idbuf
-	// holds the identity of every record whose time is in [idLo, idHi)
-	// when idWindow: rendered once per day (or hour...), not per record.
-	idTimeOnly bool
-	idWindow   bool
-	idLo, idHi time.Time
-	env        rowgroup.Envelope
-	stopped    error // errors: fail stopped the partition on this
+	path    pathIdentity // renders the records' path identity
+	env     rowgroup.Envelope
+	stopped error // errors: fail stopped the partition on this
 
 	// skipChanged says the skip set holds an upload or an adoption that
 	// is not committed yet.
@@ -94,40 +83,14 @@ type partition struct {
 	// With a table: its committer, the files uploaded or adopted since the
 	// last commitNow (handed to the committer there), and the generation's
 	// context, in which the committer commits the Kafka offsets.
-	table      *tableCommitter
-	tableFiles []table.File
+	table      *tablecommit.Committer
+	handoff    tablecommit.Batch // the files uploaded or adopted since the last commitNow
 	genCtx     context.Context
-	fresh      partFreshness // the records' times, for the table's freshness metrics
-	// Two kinds of values come from a record's payload, and each has its
-	// own fields: with a table, the values of its partition fields (the
-	// record's table partition); without one, the values of the object
-	// path template's {field} parts and time_field.
-	//
-	// tableVals computes the table partition values from the record's
-	// JSON text (a text format with the format's one schema).
-	tableVals *tablePartValues
-	// tablePartFromPayload says that the table partition values over
-	// payload columns come from each record's binary payload, read with
-	// its schema (payloadTablePart) by a Binary format's lookup: that of
-	// the record's decoded schema (schemaValues.tablePart), or
-	// fixedTablePart with the format's one schema (format.Format.Fixed).
-	tablePartFromPayload bool
-	fixedTablePart       *payloadTablePart
-	// pathFieldsFromPayload says that, without a table, the object path
-	// template's {field} parts and time_field take their values from each
-	// record's binary payload, read with its schema (payloadPathFields):
-	// that of the record's decoded schema (schemaValues.pathFields), or
-	// fixedPathFields with the format's one schema.
-	pathFieldsFromPayload bool
-	fixedPathFields       *payloadPathFields
-
+	fresh      partFreshness       // the records' times, for the table's freshness metrics
 	letters    []deadletter.Letter // dead letters not sent yet
 	rejectedTo int64               // the offset of the last rejected record counted in the stats
 
-	// Records consumed and written, not yet added to the sink's stats:
-	// added once per batch, since an atomic add per record on counters
-	// that every partition shares costs more than the counting.
-	consumed, written int64
+	unreported counts // records counted, not yet added to the sink's stats
 
 	lag atomic.Int64 // records between the fetch position and the partition's end
 
@@ -151,12 +114,67 @@ type partition struct {
 	// read again (after a rebalance or a restart from the committed
 	// offset).
 	rereadBelow int64
-	reread      int64 // records read again, not yet added to the stats
 
-	ctrl  chan int   // requests of the pressure relief
-	wake  func()     // called after a request: the partition has work
-	memMu sync.Mutex // guards mem, read by the pressure relief
-	mem   memStat
+	relief relief // the partition's side of the memory pressure relief
+}
+
+// counts are records a partition consumed, wrote and read again, not
+// yet added to the sink's stats: added once per batch (report), since an
+// atomic add per record on counters that every partition shares costs
+// more than the counting.
+type counts struct {
+	consumed, written, reread int64
+}
+
+// relief is a partition's side of the memory pressure relief: the
+// relief's requests, and what the partition holds, published for it.
+type relief struct {
+	ctrl chan int   // requests of the pressure relief
+	wake func()     // called after a request: the partition has work
+	mu   sync.Mutex // guards mem, read by the pressure relief
+	mem  memStat
+}
+
+// pathIdentity renders a partition's records' path identity: the files'
+// path template, the values of its {field} parts and where they come
+// from, and what is rendered once for many records.
+type pathIdentity struct {
+	tmpl    *archive.Template // the files' path: the sink's, or its table's
+	loc     *time.Location    // the time zone of the path's record times
+	lookup  *fieldLookup
+	vals    []string
+	buf     []byte
+	fixed   bool   // every record has the same identity: the path reads no time or field
+	fixedID []byte // that identity, once rendered
+	// With a path that reads the record's time and nothing else, buf
+	// holds the identity of every record whose time is in [lo, hi) when
+	// window: rendered once per day (or hour...), not per record.
+	timeOnly bool
+	window   bool
+	lo, hi   time.Time
+
+	// Two kinds of values come from a record's payload, and each has its
+	// own fields: with a table, the values of its partition fields (the
+	// record's table partition); without one, the values of the object
+	// path template's {field} parts and time_field.
+	//
+	// tableVals computes the table partition values from the record's
+	// JSON text (a text format with the format's one schema).
+	tableVals *tablePartValues
+	// tableFromPayload says that the table partition values over payload
+	// columns come from each record's binary payload, read with its
+	// schema (payloadTablePart) by a Binary format's lookup: that of the
+	// record's decoded schema (schemaValues.tablePart), or fixedTable
+	// with the format's one schema (format.Format.Fixed).
+	tableFromPayload bool
+	fixedTable       *payloadTablePart
+	// pathFromPayload says that, without a table, the object path
+	// template's {field} parts and time_field take their values from each
+	// record's binary payload, read with its schema (payloadPathFields):
+	// that of the record's decoded schema (schemaValues.pathFields), or
+	// fixedPath with the format's one schema.
+	pathFromPayload bool
+	fixedPath       *payloadPathFields
 }
 
 // newPartition returns the pipeline of Kafka partition id of topic, for a
@@ -169,24 +187,24 @@ func newPartition(s *Sink, topic string, id int32, committed int64, skip skipSet
 // go to the table of tc (none when nil). It is a Kafka partition's
 // pipeline, not a table partition: the table partition of each record
 // comes from its values (tableVals, payloadTablePart).
-func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tableCommitter) *partition {
+func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, skip skipSet, commit committer, tc *tablecommit.Committer) *partition {
 	p := &partition{
-		s: s, topic: topic, id: id, commit: commit, tmpl: s.tmpl, pathLoc: s.loc, table: tc,
+		s: s, topic: topic, id: id, commit: commit, path: pathIdentity{tmpl: s.tmpl, loc: s.loc}, table: tc,
 		log:       s.log.With("topic", topic, "partition", id),
 		committed: committed, next: committed, skip: skip, rejectedTo: -1,
-		files: map[string]*openFile{},
-		ctrl:  make(chan int, 1),
+		files:  map[string]*openFile{},
+		relief: relief{ctrl: make(chan int, 1)},
 	}
 	sch := s.schema
 	var fit format.FitFunc
 	if tc != nil {
 		// The table's partition values are in UTC, and its files carry
 		// its field ids.
-		p.tmpl, p.pathLoc = tc.tmpl, time.UTC
+		p.path.tmpl, p.path.loc = tc.Template(), time.UTC
 		if sch != nil {
-			sch = tc.h.Schema()
+			sch = tc.Table().Schema()
 		} else {
-			fit = tc.fit
+			fit = tc.Fit
 		}
 	}
 	part := format.Partition{Log: p.log, Schema: sch, Fit: fit}
@@ -195,36 +213,36 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 	p.highest = committed
 	p.rereadBelow = s.reached(topic, id)
 	p.advancedAt.Store(time.Now().UnixNano())
-	paths := p.tmpl.Fields()
+	paths := p.path.tmpl.Fields()
 	f := s.format
 	var compile schemaCompiler
 	if tc != nil && f.Binary() {
 		// The values come from each record's payload, read as its
 		// shredder reads it (payloadTablePart).
 		paths = nil
-		p.tablePartFromPayload = len(tc.computed) > 0
+		p.path.tableFromPayload = len(tc.Computed()) > 0
 		switch {
 		case f.SchemaPerRecord():
-			if p.tablePartFromPayload {
+			if p.path.tableFromPayload {
 				compile.table = tc
-				part.Paths = tc.lookupPaths
+				part.Paths = tc.LookupPaths()
 			}
-		case p.tablePartFromPayload && f.Fixed() != nil:
+		case p.path.tableFromPayload && f.Fixed() != nil:
 			var err error
-			if p.fixedTablePart, err = tc.newFixedTablePart(f.Fixed()); err != nil {
-				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.h.Name(), err) // checked when the table was opened: not met
+			if p.path.fixedTable, err = newFixedTablePart(tc, f.Fixed()); err != nil {
+				p.stopped = fmt.Errorf("table %s: partition fields: %w", tc.Name(), err) // checked when the table was opened: not met
 			}
 		}
 	} else if tc != nil {
-		paths = tc.lookupPaths
+		paths = tc.LookupPaths()
 		if f.SchemaPerRecord() {
 			// Each schema's columns: schemaCompiler.
-			if len(tc.computed) > 0 {
-				compile.table = tc
+			if len(tc.Computed()) > 0 {
+				compile.table, compile.textOpts = tc, f.TextOptions()
 			}
 		} else {
 			var err error
-			if p.tableVals, err = newTablePartValues(tc); err != nil {
+			if p.path.tableVals, err = newTablePartValues(tc, f.TextOptions()); err != nil {
 				p.stopped = err // checked when the table was opened: not met
 			}
 		}
@@ -233,14 +251,14 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		paths = append(paths[:len(paths):len(paths)], strings.Split(s.cfg.TimeField, "."))
 	}
 	if tc == nil && f.Binary() && len(paths) > 0 {
-		p.pathFieldsFromPayload = true
+		p.path.pathFromPayload = true
 		spec := s.pathFieldSpec()
 		if f.SchemaPerRecord() {
 			compile.pathFields = spec
 			part.Paths = spec.paths
 		} else if fixed := f.Fixed(); fixed != nil {
 			var err error
-			if p.fixedPathFields, err = spec.lookup(fixed); err != nil {
+			if p.path.fixedPath, err = spec.lookup(fixed); err != nil {
 				p.stopped = fmt.Errorf("%s: %w", fixed.Name, err) // checked when the sink started: not met
 			}
 		}
@@ -250,10 +268,10 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		part.Compile = compile.compile
 	}
 	p.dec = f.NewDecoder(part)
-	p.lookup = newFieldLookup(paths)
-	p.idFixed = len(paths) == 0 && !p.tmpl.PerRecord() && !p.tablePartFromPayload && !p.pathFieldsFromPayload
-	p.idTimeOnly = len(paths) == 0 && p.tmpl.PerRecord() && !p.tablePartFromPayload && !p.pathFieldsFromPayload
-	p.vals = make([]string, len(p.tmpl.Fields()))
+	p.path.lookup = newFieldLookup(paths)
+	p.path.fixed = len(paths) == 0 && !p.path.tmpl.PerRecord() && !p.path.tableFromPayload && !p.path.pathFromPayload
+	p.path.timeOnly = len(paths) == 0 && p.path.tmpl.PerRecord() && !p.path.tableFromPayload && !p.path.pathFromPayload
+	p.path.vals = make([]string, len(p.path.tmpl.Fields()))
 	return p
 }
 
@@ -267,9 +285,9 @@ func (p *partition) handle(ctx context.Context, r *record) error {
 		return nil
 	}
 	p.next = r.offset + 1
-	p.consumed++
+	p.unreported.consumed++
 	if r.offset < p.rereadBelow {
-		p.reread++
+		p.unreported.reread++
 	}
 	if p.dec.Sampling() {
 		if len(p.pending) == 0 {
@@ -362,7 +380,7 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	f.last = r.offset
 	f.records++
 	p.noteFresh(f, r)
-	p.written++
+	p.unreported.written++
 	rot := &p.s.cfg.Rotate
 	if rot.Records > 0 && f.records >= rot.Records {
 		return p.finish(ctx, f, reasonRecords)
@@ -417,61 +435,61 @@ func (p *partition) report() {
 		p.highest = p.next
 		p.advancedAt.Store(time.Now().UnixNano())
 	}
-	if p.consumed != 0 {
-		p.s.stats.consumed.Add(p.consumed)
-		p.consumed = 0
+	if p.unreported.consumed != 0 {
+		p.s.stats.consumed.Add(p.unreported.consumed)
+		p.unreported.consumed = 0
 	}
-	if p.reread != 0 {
-		p.s.stats.reread.Add(p.reread)
-		p.reread = 0
+	if p.unreported.reread != 0 {
+		p.s.stats.reread.Add(p.unreported.reread)
+		p.unreported.reread = 0
 	}
-	if p.written != 0 {
-		p.s.stats.written.Add(p.written)
-		p.written = 0
+	if p.unreported.written != 0 {
+		p.s.stats.written.Add(p.unreported.written)
+		p.unreported.written = 0
 	}
 }
 
 // identity renders r's path identity; d is r decoded.
 func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
-	if p.fixedID != nil {
-		return p.fixedID, nil
+	if p.path.fixedID != nil {
+		return p.path.fixedID, nil
 	}
 	ts := r.time
-	if p.idTimeOnly {
-		if p.idWindow && !ts.Before(p.idLo) && ts.Before(p.idHi) {
-			return p.idbuf, nil
+	if p.path.timeOnly {
+		if p.path.window && !ts.Before(p.path.lo) && ts.Before(p.path.hi) {
+			return p.path.buf, nil
 		}
-		at := ts.In(p.pathLoc)
-		p.idbuf = p.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, at, p.vals)
-		p.idLo, p.idHi, p.idWindow = p.tmpl.Window(at)
-		return p.idbuf, nil
+		at := ts.In(p.path.loc)
+		p.path.buf = p.path.tmpl.AppendIdentity(p.path.buf[:0], p.topic, p.id, at, p.path.vals)
+		p.path.lo, p.path.hi, p.path.window = p.path.tmpl.Window(at)
+		return p.path.buf, nil
 	}
-	if p.tablePartFromPayload {
-		tp := p.fixedTablePart
+	if p.path.tableFromPayload {
+		tp := p.path.fixedTable
 		if d.Schema != nil {
 			tp = d.Schema.Values.(*schemaValues).tablePart
 		}
-		if err := tp.values(d.Payload, p.vals); err != nil {
+		if err := tp.values(d.Payload, p.path.vals); err != nil {
 			return nil, err
 		}
-	} else if p.pathFieldsFromPayload {
-		pp := p.fixedPathFields
+	} else if p.path.pathFromPayload {
+		pp := p.path.fixedPath
 		if d.Schema != nil {
 			pp = d.Schema.Values.(*schemaValues).pathFields
 		}
-		t, err := pp.values(d.Payload, p.vals)
+		t, err := pp.values(d.Payload, p.path.vals)
 		if err != nil {
 			return nil, err
 		}
 		if p.s.cfg.TimeField != "" {
 			ts = t
 		}
-	} else if len(p.lookup.paths) > 0 {
+	} else if len(p.path.lookup.paths) > 0 {
 		text := r.value
 		if d.Text != nil {
 			text = d.Text
 		}
-		switch err := p.lookup.lookup(text); {
+		switch err := p.path.lookup.lookup(text); {
 		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
 			return nil, &rejection{Reason: rejectSchema, Err: fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
 		case errors.Is(err, errNotObject):
@@ -480,45 +498,45 @@ func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 		case err != nil:
 			return nil, fmt.Errorf("path fields: %w", err)
 		}
-		n := len(p.vals)
+		n := len(p.path.vals)
 		var schemaVals *tablePartValues
 		if d.Schema != nil && d.Schema.Values != nil {
 			schemaVals = d.Schema.Values.(*schemaValues).tableVals
 		}
-		if tv := p.tableVals; tv != nil || schemaVals != nil {
+		if tv := p.path.tableVals; tv != nil || schemaVals != nil {
 			// A table's values are its partition values (time_field is
 			// refused with a table).
 			if schemaVals != nil {
 				tv = schemaVals
 			}
-			if err := tv.values(p.lookup, p.vals); err != nil {
+			if err := tv.values(p.path.lookup, p.path.vals); err != nil {
 				return nil, err
 			}
 		} else {
 			for i := range n {
-				if p.lookup.found[i] && p.lookup.vals[i] != "" {
-					p.vals[i] = string(archive.AppendEscaped(p.idbuf[:0], p.lookup.vals[i]))
+				if p.path.lookup.found[i] && p.path.lookup.vals[i] != "" {
+					p.path.vals[i] = string(archive.AppendEscaped(p.path.buf[:0], p.path.lookup.vals[i]))
 				} else {
-					p.vals[i] = archive.HiveNull
+					p.path.vals[i] = archive.HiveNull
 				}
 			}
 		}
 		if p.s.cfg.TimeField != "" {
-			if !p.lookup.found[n] || p.lookup.vals[n] == "" {
+			if !p.path.lookup.found[n] || p.path.lookup.vals[n] == "" {
 				return nil, fmt.Errorf("time_field %s is missing or null", p.s.cfg.TimeField)
 			}
-			t, err := parseRecordTime(p.lookup.vals[n])
+			t, err := parseRecordTime(p.path.lookup.vals[n])
 			if err != nil {
 				return nil, err
 			}
 			ts = t
 		}
 	}
-	p.idbuf = p.tmpl.AppendIdentity(p.idbuf[:0], p.topic, p.id, ts.In(p.pathLoc), p.vals)
-	if p.idFixed {
-		p.fixedID = p.idbuf
+	p.path.buf = p.path.tmpl.AppendIdentity(p.path.buf[:0], p.topic, p.id, ts.In(p.path.loc), p.path.vals)
+	if p.path.fixed {
+		p.path.fixedID = p.path.buf
 	}
-	return p.idbuf, nil
+	return p.path.buf, nil
 }
 
 // open starts the file of path id whose first record, d, is at offset
@@ -603,8 +621,7 @@ func (p *partition) finish(ctx context.Context, f *openFile, reason string) erro
 	p.skip.extend(f.id, f.last)
 	p.skipChanged = true
 	if p.table != nil {
-		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, info.Size, md))
-		p.fresh.files = append(p.fresh.files, f.times)
+		p.handoff.Append(p.table.File(f.key, f.id, info.Size, md), f.times)
 	}
 	p.uploadFailures = 0
 	p.s.uploadFailingSince.Store(0)
@@ -660,8 +677,7 @@ func (p *partition) adopt(ctx context.Context, f *openFile) error {
 		// Uploaded, perhaps never committed to the table (a crash between
 		// the two): the next table commit appends it, or drops it if the
 		// table already holds its records.
-		p.tableFiles = append(p.tableFiles, p.table.tableFile(f.key, f.id, size, md))
-		p.fresh.files = append(p.fresh.files, recordTimes{oldest: f.times.oldest, newest: f.times.newest, adopted: true})
+		p.handoff.Append(p.table.File(f.key, f.id, size, md), tablecommit.RecordTimes{Oldest: f.times.Oldest, Newest: f.times.Newest, Adopted: true})
 	}
 	p.discard(ctx, f)
 	if rng.Last >= f.last {
@@ -722,12 +738,13 @@ func (p *partition) commitNow(ctx context.Context) error {
 			paths[id] = last
 		}
 		// The paths follow the spec of the partition's view: the state
-		// records it, for a partition resuming from them (viewFor) and
+		// records it, for a partition resuming from them (ViewFor) and
 		// against a late commit of another spec (table.SpecConflictError).
-		spec := p.table.specID
-		p.table.add(p.genCtx, p.id, p.tableFiles, p.fresh.files, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.commit)
-		p.tableFiles = nil
-		p.handedFresh()
+		spec := p.table.SpecID()
+		handed := p.handoff
+		p.table.Add(p.genCtx, p.id, handed, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.offsetCommit())
+		p.handoff = tablecommit.Batch{}
+		p.handedFresh(handed.Times)
 		p.committed = offset
 		p.noteCommit(committed{offset: offset})
 		p.skipChanged = false
@@ -868,7 +885,7 @@ func (p *partition) finishAll(ctx context.Context, reason string) error {
 func (p *partition) tick(ctx context.Context, now time.Time) error {
 	defer p.report() // the records of a sample ended now
 	if p.table != nil {
-		if held, ok := p.table.rb.take(p.id); ok {
+		if held, ok := p.table.TakeRestart(p.id); ok {
 			return p.restartFromTable(ctx, held)
 		}
 	}
@@ -960,7 +977,7 @@ func (p *partition) noteCommit(c committed) {
 // in which the table's state is read once.
 func (p *partition) leftAt(ctx context.Context, c committed) bool {
 	if p.table != nil {
-		tp, ok, err := p.table.tableState(ctx, p.s.cfg.Kafka.Group, p.topic, p.id)
+		tp, ok, err := p.table.State(ctx, p.id)
 		if err != nil {
 			return false
 		}
@@ -975,6 +992,26 @@ func (p *partition) leftAt(ctx context.Context, c committed) bool {
 		}
 	}
 	return false
+}
+
+// offsetCommit returns the commit of the partition's Kafka offset with a
+// state its table holds (tablecommit.OffsetCommit), which the committer
+// calls from its own goroutine: the state objects written first, as for a
+// commit without a table.
+func (p *partition) offsetCommit() tablecommit.OffsetCommit {
+	s, topic, id, commit := p.s, p.topic, p.id, p.commit
+	return func(ctx context.Context, pr table.Progress) error {
+		md, err := encodeMetadata(ctx, s.store, s.cfg.Kafka.Group, topic, id, pr.Committed, skipSet(pr.Paths))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := commit(ctx, pr.Committed, md); err != nil {
+			return err
+		}
+		s.stats.commitLatency(time.Since(start))
+		return nil
+	}
 }
 
 // restartAt makes the partition consume again from a committed state

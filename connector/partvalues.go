@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
@@ -31,67 +32,39 @@ type payloadLookup = format.Lookup
 type payloadTablePart struct {
 	look   payloadLookup
 	fields []table.PathField // the table's computed fields, each with the schema's column as Leaf
-	at     []int             // the path of look each field reads (tableCommitter.lookupAt)
+	at     []int             // the path of look each field reads (tablecommit.Committer.LookupAt)
 	buf    []byte
 }
-
-// specFields returns the partition fields of the view's spec, without
-// Leaf (the columns are each writer schema's), as the table is once it
-// has taken the files' schema fitted (Fit): their source types are the
-// table's then, which a value of the schema fits. Read once per schema,
-// not once per partition.
-func (tc *tableCommitter) specFields(ctx context.Context, fitted *schema.Schema) ([]table.PathField, error) {
-	key := fitted.String()
-	tc.specMu.Lock()
-	defer tc.specMu.Unlock()
-	if f, ok := tc.spec[key]; ok {
-		return f, nil
-	}
-	spec, err := tc.h.PathSpec(ctx, tc.specID)
-	if err != nil {
-		return nil, err
-	}
-	fields := spec.Fields
-	if tc.spec == nil || len(tc.spec) >= maxSpecSchemas {
-		tc.spec = map[string][]table.PathField{}
-	}
-	tc.spec[key] = fields
-	return fields, nil
-}
-
-// maxSpecSchemas bounds the schemas specFields remembers, as the table's
-// handle bounds the schemas it fitted.
-const maxSpecSchemas = 256
 
 // newSchemaTablePart compiles the partition values of records of one schema
 // (an Avro writer schema, a Protobuf message type), whose Parquet schema
 // the table took as fitted, with the lookup that newLookup makes of the
-// partition columns (tc.lookupPaths) in that schema. An error of newLookup, or a field no
+// partition columns (tc.LookupPaths) in that schema. An error of newLookup, or a field no
 // longer in the table's spec, is an error of the schema (schemaErr); any
 // other error is a failure to reach the catalog.
-func (tc *tableCommitter) newSchemaTablePart(ctx context.Context, fitted *schema.Schema, newLookup func(paths [][]string) (payloadLookup, error)) (ap *payloadTablePart, schemaErr, err error) {
-	look, schemaErr := newLookup(tc.lookupPaths)
+func newSchemaTablePart(ctx context.Context, tc *tablecommit.Committer, fitted *schema.Schema, newLookup func(paths [][]string) (payloadLookup, error)) (ap *payloadTablePart, schemaErr, err error) {
+	look, schemaErr := newLookup(tc.LookupPaths())
 	if schemaErr != nil {
 		return nil, schemaErr, nil
 	}
-	spec, err := tc.specFields(ctx, fitted)
+	spec, err := tc.SpecFields(ctx, fitted)
 	if err != nil {
 		return nil, nil, err
 	}
-	ap, schemaErr = tc.newPayloadTablePart(look, spec)
+	ap, schemaErr = newPayloadTablePart(tc, look, spec)
 	return ap, schemaErr, nil
 }
 
 // newPayloadTablePart computes the values of the table's computed partition
 // fields, of spec (the table's), with look's columns.
-func (tc *tableCommitter) newPayloadTablePart(look payloadLookup, spec []table.PathField) (*payloadTablePart, error) {
-	ap := &payloadTablePart{look: look, at: tc.lookupAt}
-	for i, c := range tc.computed {
+func newPayloadTablePart(tc *tablecommit.Committer, look payloadLookup, spec []table.PathField) (*payloadTablePart, error) {
+	ap := &payloadTablePart{look: look, at: tc.LookupAt()}
+	for i, c := range tc.Computed() {
 		f, err := specField(spec, c.Name)
 		if err != nil {
 			return nil, err
 		}
-		f.Leaf = look.Leaf(tc.lookupAt[i])
+		f.Leaf = look.Leaf(tc.LookupAt()[i])
 		ap.fields = append(ap.fields, f)
 	}
 	return ap, nil
@@ -128,14 +101,14 @@ func (ap *payloadTablePart) values(body []byte, vals []string) error {
 // newFixedTablePart compiles the partition values of records of the format's
 // one schema (format.Format.Fixed): the table's schema, and its partition
 // fields, are known from the start.
-func (tc *tableCommitter) newFixedTablePart(fixed *format.Schema) (*payloadTablePart, error) {
-	look, err := fixed.NewLookup(tc.lookupPaths, true)
+func newFixedTablePart(tc *tablecommit.Committer, fixed *format.Schema) (*payloadTablePart, error) {
+	look, err := fixed.NewLookup(tc.LookupPaths(), true)
 	if err != nil {
 		return nil, err
 	}
-	spec := make([]table.PathField, len(tc.computed))
-	for i, f := range tc.computed {
+	spec := make([]table.PathField, len(tc.Computed()))
+	for i, f := range tc.Computed() {
 		spec[i] = *f
 	}
-	return tc.newPayloadTablePart(look, spec)
+	return newPayloadTablePart(tc, look, spec)
 }

@@ -67,7 +67,7 @@ func (p *pipeline) Settled(gen *group.Generation) {
 func (p *pipeline) Finish(ctx context.Context) {
 	if p.s.tables != nil {
 		fctx, cancel := context.WithTimeout(ctx, p.s.cfg.ShutdownTimeout)
-		p.s.tables.commitAll(fctx)
+		p.s.tables.CommitAll(fctx)
 		cancel()
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/connector/group"
+	"github.com/pqsink/pqsink/connector/maintenance"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/format/all"
 	"github.com/pqsink/pqsink/objstore"
@@ -55,8 +57,9 @@ type Sink struct {
 
 	deadLetters deadletter.Destination // nil without a dead-letter destination
 	mem         *budget
-	mux         *fetch.Mux // fetches every partition
-	tables      *tables    // nil without a table section
+	mux         *fetch.Mux             // fetches every partition
+	tables      *tablecommit.Tables    // nil without a table section
+	maint       *maintenance.Scheduler // nil without table.maintenance
 
 	storeErr atomic.Pointer[error] // the store's last failure (a probe's or a retried request's), nil when reachable
 	// bucketErr is why the last listing of the store failed (a missing
@@ -327,7 +330,7 @@ func (s *Sink) Close() error {
 		err = s.deadLetters.Close()
 	}
 	if s.tables != nil {
-		err = errors.Join(err, s.tables.close())
+		err = errors.Join(err, s.tables.Close())
 	}
 	if s.kafka != nil {
 		s.kafka.close() // after the dead letters, which produce through it
@@ -352,9 +355,9 @@ func (s *Sink) Run(ctx context.Context) error {
 	helpers.Go(func() { s.probeStore(rctx) })
 	helpers.Go(func() { s.mux.Run(rctx) })
 	if s.tables != nil {
-		helpers.Go(func() { s.tables.run(rctx) })
-		if s.tables.maint != nil {
-			helpers.Go(func() { s.tables.maint.Run(ctx) })
+		helpers.Go(func() { s.tables.Run(rctx) })
+		if s.maint != nil {
+			helpers.Go(func() { s.maint.Run(ctx) })
 		}
 	}
 	s.abortStale(ctx)
@@ -490,7 +493,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 		h.Empty(mctx)
 		if s.tables != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-			if !s.tables.commitAll(fctx) {
+			if !s.tables.CommitAll(fctx) {
 				s.tablesUnfinished.Store(true)
 			}
 			cancel()
@@ -533,7 +536,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.Co
 	r := &partitionRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
 		ended: ended, handover: make(chan struct{}), checks: make(chan recheck, 1)}
 	r.running.Store(true) // until the first run, started by the caller
-	p.wake = r.wake
+	p.relief.wake = r.wake
 	s.mu.Lock()
 	s.consuming[p] = struct{}{}
 	s.mu.Unlock()
@@ -700,7 +703,7 @@ func (r *partitionRun) step() bool {
 				// say the spec of its paths.
 				var spec *int
 				if p.table != nil {
-					if tp, ok, err := p.table.tableState(rc.ctx, s.cfg.Kafka.Group, p.topic, p.id); err == nil && ok {
+					if tp, ok, err := p.table.State(rc.ctx, p.id); err == nil && ok {
 						c, skip, spec = committed{offset: tp.Committed}, skipSet(tp.Paths), tp.SpecID
 					}
 				}
@@ -728,7 +731,7 @@ func (r *partitionRun) step() bool {
 			r.f.GiveBack(batch)
 			s.mem.add(-bytes) // the records are in row groups now, or dropped
 			p.account()
-		case req := <-p.ctrl:
+		case req := <-p.relief.ctrl:
 			err = p.relieveMemory(r.own, req)
 		default:
 			if !r.ticked.Swap(false) {
@@ -813,21 +816,21 @@ func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic s
 	if err != nil {
 		return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 	}
-	var tc *tableCommitter
+	var tc *tablecommit.Committer
 	if s.tables != nil {
-		if tc, err = s.tables.forTopic(ctx, topic); err != nil {
+		if tc, err = s.tables.ForTopic(ctx, topic); err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 		}
 		// The table, not the Kafka commit, says what is archived: its
 		// state wins; a partition it has no state of starts where Kafka
 		// says (a group that ran without the table, or a new one).
-		tp, ok, err := tc.tableState(ctx, s.cfg.Kafka.Group, topic, id)
+		tp, ok, err := tc.State(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 		}
 		if ok {
 			if tp.Committed != c.offset {
-				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.h.Name(), "table_offset", tp.Committed, "kafka_offset", c.offset)
+				s.log.Info("partition resumes from its table's state", "topic", topic, "partition", id, "table", tc.Name(), "table_offset", tp.Committed, "kafka_offset", c.offset)
 			}
 			c.offset, skip = tp.Committed, skipSet(tp.Paths)
 			// The paths it holds beyond the offset follow the spec
@@ -835,11 +838,11 @@ func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic s
 			// partition's files until it can move to the table's
 			// (moveToSpec).
 			cur := tc
-			if tc, err = tc.viewFor(ctx, skip, tp.SpecID); err != nil {
+			if tc, err = tc.ViewFor(ctx, skip.paths(), tp.SpecID); err != nil {
 				return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
 			}
 			if tc != cur {
-				s.log.Info("partition resumes by the partition spec of its uploaded files", "topic", topic, "partition", id, "table", tc.h.Name(), "spec", tc.specID, "table_spec", cur.specID, "by", resumedBy(tp.SpecID))
+				s.log.Info("partition resumes by the partition spec of its uploaded files", "topic", topic, "partition", id, "table", tc.Name(), "spec", tc.SpecID(), "table_spec", cur.SpecID(), "by", tablecommit.ResumedBy(tp.SpecID))
 			}
 		}
 	}

@@ -47,6 +47,18 @@ func (s skipSet) skips(id []byte, offset int64) bool {
 	return ok && offset <= last
 }
 
+// paths returns a copy of the skip set's object paths, the dead letters'
+// entry left out: what a table's views are matched against.
+func (s skipSet) paths() map[string]int64 {
+	out := make(map[string]int64, len(s))
+	for id, last := range s {
+		if id != deadLetterID {
+			out[id] = last
+		}
+	}
+	return out
+}
+
 // encodeMetadata renders the skip set of a partition as commit metadata,
 // storing it as an object when it is too long to commit inline. The object
 // key is a function of its content, so writing it twice is harmless.

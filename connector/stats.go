@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pqsink/pqsink/connector/tablecommit"
 )
 
 // Stats counts what a sink did. All methods are safe for concurrent use.
@@ -24,21 +26,12 @@ type Stats struct {
 	reread           atomic.Int64 // records read again: below an offset this process had reached
 	rebalances       atomic.Int64 // generations of the group this member took part in
 
-	// With a table: its commits, and the files uploaded (or adopted) and
-	// not in a table yet.
-	tableCommits, tableConflicts, tableCommitErrors atomic.Int64
-	tableFilesAppended, tableFilesDropped           atomic.Int64
-	tablePendingFiles, tablePendingRecords          atomic.Int64
-	tableSchemaUpdates, tableRollbacks              atomic.Int64
-	tableSpecConflicts                              atomic.Int64
-	timestampsTruncated                             atomic.Int64 // nanosecond timestamps cut to microseconds (table.timestamp_precision: micros)
-	tableCommitNanos, tableCommitMaxNanos           atomic.Int64 // of the commits that succeeded
+	timestampsTruncated atomic.Int64 // nanosecond timestamps cut to microseconds (table.timestamp_precision: micros)
 
-	uploadSeconds, commitSeconds, tableCommitSeconds prometheus.Histogram
-	rebalanceSeconds                                 prometheus.Histogram
-	// tableFreshness is pqsink_table_freshness_seconds, by table and
-	// record (the oldest or the newest of a file).
-	tableFreshness *prometheus.HistogramVec
+	// With a table: its committers' counters and histograms.
+	tables tablecommit.Stats
+
+	uploadSeconds, commitSeconds, rebalanceSeconds prometheus.Histogram
 
 	mu          sync.Mutex
 	rejects     map[[2]string]int64 // by reason and action (errors setting)
@@ -51,21 +44,19 @@ type Stats struct {
 
 func newStats() *Stats {
 	buckets := prometheus.ExponentialBuckets(0.005, 2, 14) // 5 ms to 41 s
-	return &Stats{
+	st := &Stats{
 		files: map[string]int64{}, rejects: map[[2]string]int64{}, oversized: map[string]int64{}, rebalanced: map[string]int64{},
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_upload_seconds", Help: "Time to finish a file: last row group, footer and upload completion.", Buckets: buckets}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_commit_seconds", Help: "Time of an offset commit.", Buckets: buckets}),
-		tableCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "pqsink_table_commit_seconds", Help: "Time of a table commit, retries included.", Buckets: buckets}),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pqsink_rebalance_seconds", Help: "Time from the start of a rebalance until every partition of this member consumes again.", Buckets: buckets}),
-		tableFreshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "pqsink_table_freshness_seconds",
-			Help:    "Per data file committed to a table: the age, at the commit of the snapshot that holds it, of its oldest record (record=oldest) and of its newest (record=newest), from the record's Kafka timestamp (or when the sink read it: table.freshness_from). Every record's age lies between the two.",
-			Buckets: freshnessBuckets}, []string{"table", "record"}),
 	}
+	st.tables.CommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "pqsink_table_commit_seconds", Help: "Time of a table commit, retries included.", Buckets: buckets})
+	st.tables.Freshness = tablecommit.NewFreshness()
+	return st
 }
 
 // rebalancePartitions counts n partitions that a rebalance kept (with
@@ -209,18 +200,18 @@ func (s *Stats) Snapshot() Snapshot {
 		Rebalances:          s.rebalances.Load(),
 		RebalancePartitions: rebalanced,
 
-		TableCommits:        s.tableCommits.Load(),
-		TableConflicts:      s.tableConflicts.Load(),
-		TableRollbacks:      s.tableRollbacks.Load(),
-		TableSpecConflicts:  s.tableSpecConflicts.Load(),
-		TableCommitErrors:   s.tableCommitErrors.Load(),
-		TableFilesAppended:  s.tableFilesAppended.Load(),
-		TableFilesDropped:   s.tableFilesDropped.Load(),
-		TablePendingFiles:   s.tablePendingFiles.Load(),
-		TablePendingRecords: s.tablePendingRecords.Load(),
-		TableSchemaUpdates:  s.tableSchemaUpdates.Load(),
+		TableCommits:        s.tables.Commits.Load(),
+		TableConflicts:      s.tables.Conflicts.Load(),
+		TableRollbacks:      s.tables.Rollbacks.Load(),
+		TableSpecConflicts:  s.tables.SpecConflicts.Load(),
+		TableCommitErrors:   s.tables.CommitErrors.Load(),
+		TableFilesAppended:  s.tables.FilesAppended.Load(),
+		TableFilesDropped:   s.tables.FilesDropped.Load(),
+		TablePendingFiles:   s.tables.PendingFiles.Load(),
+		TablePendingRecords: s.tables.PendingRecords.Load(),
+		TableSchemaUpdates:  s.tables.SchemaUpdates.Load(),
 		TimestampsTruncated: s.timestampsTruncated.Load(),
-		TableCommitTime:     time.Duration(s.tableCommitNanos.Load()),
-		TableCommitMax:      time.Duration(s.tableCommitMaxNanos.Load()),
+		TableCommitTime:     time.Duration(s.tables.CommitNanos.Load()),
+		TableCommitMax:      time.Duration(s.tables.CommitMaxNanos.Load()),
 	}
 }

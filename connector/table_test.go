@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +71,7 @@ func TestTableSettings(t *testing.T) {
 			if tc.path != "" {
 				c.Path = tc.path
 			}
-			err := tableSettings(c)
+			err := tablecommit.Settings(c)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("error = %v, want one with %q", err, tc.err)
@@ -88,7 +88,7 @@ func TestTableSettings(t *testing.T) {
 			if !strings.HasPrefix(f.Column, "_kafka.") && !perSchema {
 				f.Leaf = leaves.Lookup(strings.Split(f.Column, ".")...)
 			}
-			text, computed, err := tablePath("kafka/t", []table.PathField{f}, perSchema)
+			text, computed, err := tablecommit.Path("kafka/t", []table.PathField{f}, perSchema)
 			if want := "kafka/t/data/" + tc.segment + "/{topic}+{partition}+{first_offset}.parquet"; err != nil || text != want {
 				t.Errorf("path = %q (%v), want %q", text, err, want)
 			}
@@ -98,31 +98,6 @@ func TestTableSettings(t *testing.T) {
 			// A file path of the table must be a valid template.
 			if _, err := archive.Parse(text, true); err != nil {
 				t.Error(err)
-			}
-		})
-	}
-}
-
-// TestMergeProgress: the committer's union of two progress reports of a
-// partition keeps the later committed offset and the later end of each
-// path beyond it.
-func TestMergeProgress(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		p, q table.Progress
-		want table.Progress
-	}{
-		{"later wins", table.Progress{Committed: 5, Paths: map[string]int64{"a": 9}}, table.Progress{Committed: 7, Paths: map[string]int64{"a": 12, "b": 8}},
-			table.Progress{Committed: 7, Paths: map[string]int64{"a": 12, "b": 8}}},
-		{"an older report does not go back", table.Progress{Committed: 7, Paths: map[string]int64{"a": 12}}, table.Progress{Committed: 3, Paths: map[string]int64{"a": 9, "c": 4}},
-			table.Progress{Committed: 7, Paths: map[string]int64{"a": 12}}},
-		{"paths below the offset go", table.Progress{Committed: 2, Paths: map[string]int64{"a": 4}}, table.Progress{Committed: 10, Paths: nil},
-			table.Progress{Committed: 10, Paths: map[string]int64{}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := mergeProgress(tc.p, tc.q)
-			if got.Committed != tc.want.Committed || !maps.Equal(got.Paths, tc.want.Paths) {
-				t.Errorf("merge = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
@@ -166,12 +141,12 @@ table:
 func TestTableCommitOrder(t *testing.T) {
 	ctx := context.Background()
 	s := tableSink(t, t.TempDir())
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.ForTopic(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "kafka/t/data/p={field:p}/{topic}+{partition}+{first_offset}.parquet"; tc.tmpl.String() != want {
-		t.Errorf("files' path %q, want %q", tc.tmpl.String(), want)
+	if want := "kafka/t/data/p={field:p}/{topic}+{partition}+{first_offset}.parquet"; tc.Template().String() != want {
+		t.Errorf("files' path %q, want %q", tc.Template().String(), want)
 	}
 	var c commitLog
 	p := newPartitionWithTable(s, "t", 0, 0, skipSet{}, c.commit, tc)
@@ -187,7 +162,7 @@ func TestTableCommitOrder(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := tc.commit(cancelled); err == nil {
+	if s.tables.CommitAll(cancelled) {
 		t.Fatal("a table commit with a cancelled context succeeded")
 	}
 	st = s.stats.Snapshot()
@@ -198,12 +173,12 @@ func TestTableCommitOrder(t *testing.T) {
 	if err := s.Ready(); err != nil {
 		t.Errorf("one failed table commit: not ready: %v", err)
 	}
-	tc.failingSince.Store(time.Now().Add(-2 * s.cfg.Table.CommitInterval).UnixNano())
-	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "table kafka.t: commits have failed") || !strings.Contains(err.Error(), "context canceled") {
-		t.Errorf("table commits failing for two intervals: ready says %v", err)
+	twice := 2 * s.cfg.Table.CommitInterval
+	if err := s.tables.Failing(time.Now().Add(twice), twice); err == nil || !strings.Contains(err.Error(), "table kafka.t: commits have failed") || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("table commits failing for two intervals: %v", err)
 	}
 
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
 	if err := s.Ready(); err != nil {
@@ -216,13 +191,13 @@ func TestTableCommitOrder(t *testing.T) {
 	if len(c.offsets) != 1 || c.offsets[0] != 12 {
 		t.Errorf("Kafka commits %v, want one at 12", c.offsets)
 	}
-	tp, ok, err := tc.tableState(ctx, "g", "t", 0)
+	tp, ok, err := tc.State(ctx, 0)
 	if err != nil || !ok || tp.Committed != 12 || len(tp.Paths) != 0 {
 		t.Errorf("table state: offset %d skip %v (%v, %v), want 12 and none", tp.Committed, tp.Paths, ok, err)
 	}
 	// Nothing new: a commit does nothing, and commits no offset again.
-	if err := tc.commit(ctx); err != nil || len(c.offsets) != 1 {
-		t.Errorf("an idle commit: %v, Kafka commits %v", err, c.offsets)
+	if !s.tables.CommitAll(ctx) || len(c.offsets) != 1 {
+		t.Errorf("an idle commit failed, or Kafka commits %v", c.offsets)
 	}
 }
 
@@ -235,7 +210,7 @@ func TestTableReadyLockedCatalog(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := tableSink(t, dir)
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.ForTopic(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +237,8 @@ func TestTableReadyLockedCatalog(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- tc.commit(ctx) }()
+	done := make(chan bool, 1)
+	go func() { done <- s.tables.CommitAll(ctx) }()
 	waitReady := func(what, want string) {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
@@ -279,7 +254,7 @@ func TestTableReadyLockedCatalog(t *testing.T) {
 		}
 	}
 	waitReady("a commit waiting for the lock", "table kafka.t: a commit has been in progress for")
-	if err := <-done; err == nil {
+	if <-done {
 		t.Fatal("a commit succeeded on a locked catalog")
 	}
 	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "table kafka.t: the last commit failed") {
@@ -288,7 +263,7 @@ func TestTableReadyLockedCatalog(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
 	if err := s.Ready(); err != nil {

@@ -46,24 +46,24 @@ table:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tc, err := s.tables.forTopic(context.Background(), "t")
+	tc, err := s.tables.ForTopic(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "kafka/t/data/n_bucket={field:n}/p_trunc={field:p}/n_trunc={field:n}/{topic}+{partition}+{first_offset}.parquet"; tc.tmpl.String() != want {
-		t.Errorf("path %s, want %s", tc.tmpl, want)
+	if want := "kafka/t/data/n_bucket={field:n}/p_trunc={field:p}/n_trunc={field:n}/{topic}+{partition}+{first_offset}.parquet"; tc.Template().String() != want {
+		t.Errorf("path %s, want %s", tc.Template(), want)
 	}
-	if len(tc.lookupPaths) != 2 {
-		t.Errorf("the records' columns read: %v, want n and p", tc.lookupPaths)
+	if len(tc.LookupPaths()) != 2 {
+		t.Errorf("the records' columns read: %v, want n and p", tc.LookupPaths())
 	}
-	v, err := newTablePartValues(tc)
+	v, err := newTablePartValues(tc, s.format.TextOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	bucket := func(n int64) string {
 		return fmt.Sprint(iceberg.BucketTransform{NumBuckets: 4}.Apply(iceberg.Optional[iceberg.Literal]{Val: iceberg.NewLiteral(n), Valid: true}).Val.Any())
 	}
-	l := newFieldLookup(tc.lookupPaths)
+	l := newFieldLookup(tc.LookupPaths())
 	for _, c := range []struct {
 		doc  string
 		want []string // nil: an error
@@ -82,7 +82,7 @@ table:
 			if err := l.lookup([]byte(c.doc)); err != nil {
 				t.Fatal(err)
 			}
-			vals := make([]string, len(tc.computed))
+			vals := make([]string, len(tc.Computed()))
 			err := v.values(l, vals)
 			switch {
 			case c.want == nil && err == nil:

@@ -29,7 +29,7 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := tableSink(t, dir)
-	tc, err := s.tables.forTopic(ctx, "t")
+	tc, err := s.tables.ForTopic(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,16 +57,16 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	}
 	spec := tbl.Spec()
 	newSpec := spec.ID()
-	v1, err := tc.view(ctx, newSpec)
+	v1, err := tc.View(ctx, newSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What the member that moved to it committed: a path of the new spec
 	// beyond offset 0.
-	path := string(v1.tmpl.AppendIdentity(nil, "t", 0, time.Time{}, []string{"2"}))
+	path := string(v1.Template().AppendIdentity(nil, "t", 0, time.Time{}, []string{"2"}))
 	k0 := table.Partition{Group: "g", Topic: "t", Partition: 0}
 	theirs := table.Progress{Committed: 0, Paths: map[string]int64{path: 100}, SpecID: &newSpec}
-	if _, err := tc.h.Commit(ctx, "g", nil, table.State{k0: theirs}); err != nil {
+	if _, err := tc.Table().Commit(ctx, "g", nil, table.State{k0: theirs}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -76,7 +76,7 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	p0.genCtx, p1.genCtx = ctx, ctx
 	feed(t, p0, 0, 12)
 	feed(t, p1, 0, 12)
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatalf("a commit refused for a spec conflict: %v, want it handled", err)
 	}
 	st := s.stats.Snapshot()
@@ -86,7 +86,7 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	if len(c0.offsets) != 0 || len(c1.offsets) != 0 {
 		t.Errorf("Kafka commits %v and %v after a refused table commit", c0.offsets, c1.offsets)
 	}
-	held, err := tc.h.State(ctx)
+	held, err := tc.Table().State(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	}
 
 	// Partition 1's files go with the next commit; partition 0's do not.
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
 	if len(c1.offsets) != 1 || c1.offsets[0] != 12 || len(c0.offsets) != 0 {
@@ -109,20 +109,20 @@ func TestTableCommitSpecConflict(t *testing.T) {
 	if err := p0.tick(ctx, time.Now()); !errors.Is(err, errRestart) {
 		t.Fatalf("partition 0's tick: %v, want a restart", err)
 	}
-	if p0.table.specID != newSpec || p0.committed != 0 || p0.skip[path] != 100 {
-		t.Fatalf("partition 0 restarts at %d with %v by spec %d, want 0, the table's path, spec %d", p0.committed, p0.skip, p0.table.specID, newSpec)
+	if p0.table.SpecID() != newSpec || p0.committed != 0 || p0.skip[path] != 100 {
+		t.Fatalf("partition 0 restarts at %d with %v by spec %d, want 0, the table's path, spec %d", p0.committed, p0.skip, p0.table.SpecID(), newSpec)
 	}
 	feed(t, p0, 0, 200)
 	if err := p0.finishAll(ctx, reasonRebalance); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.commit(ctx); err != nil {
+	if !s.tables.CommitAll(ctx) {
 		t.Fatal(err)
 	}
 	if st := s.stats.Snapshot(); st.TableSpecConflicts != 1 {
 		t.Errorf("%d spec conflicts after partition 0 read again by the table's spec, want still 1", st.TableSpecConflicts)
 	}
-	if held, err = tc.h.State(ctx); err != nil {
+	if held, err = tc.Table().State(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := held[k0]; got.Committed != 200 {

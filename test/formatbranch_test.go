@@ -57,7 +57,7 @@ var formatBranchDebt = map[string]struct {
 	// The sink's table settings: which formats have payload fields to
 	// partition by (a Format method to come: Binary or a schema of its
 	// own).
-	"connector/table.go": {4, "tableSettings: a payload field partitions a table for json, json_schema, avro and protobuf, not variant"},
+	"connector/tablecommit/tablecommit.go": {4, "Settings: a payload field partitions a table for json, json_schema, avro and protobuf, not variant"},
 	// pqsink convert has one entry point per input format (convert.RunAvro,
 	// RunProtobuf, RunJSONSchema, RunVariant) and picks it by flags.
 	"cmd/pqsink/convert.go":            {7, "convert picks its input format by --input-format and the schema flags"},

@@ -209,6 +209,35 @@ func TestLayers(t *testing.T) {
 		// offset commits: connector drives it through a Handler.
 		{"connector/group imports only config and leaves; no connector, no format",
 			connectorPart("connector/group", []string{"config", "internal"}, []string{"internal/testutil"})},
+		// The table committer is another: the partition pipeline hands it
+		// finished files and progress (and a function committing the
+		// Kafka offsets after the table), and it commits them to the table
+		// without knowing the pipeline or any format.
+		{"connector/tablecommit imports only table, archive, config, meta, schema and leaves; no connector, no format",
+			connectorPart("connector/tablecommit", []string{"table", "archive", "config", "meta", "schema", "internal"}, []string{"archive/envelope", "table/keyindex", "schema/avro", "schema/protobuf", "schema/jsonschema", "internal/testutil"})},
+		// The metrics observe the sink from outside: connector/metrics
+		// reads connector's Reading, histograms and readiness, and imports
+		// nothing else of the module; no connector package imports it
+		// (the command serves a sink with it).
+		{"connector/metrics imports only connector; no connector package imports it", func() []string {
+			p := module + "connector/metrics"
+			q := pkgs[p]
+			if q == nil {
+				return []string{"go list does not name " + p}
+			}
+			var bad []string
+			for _, imp := range q.Imports {
+				if strings.HasPrefix(imp, module) && imp != module+"connector" {
+					bad = append(bad, p+" imports "+imp)
+				}
+			}
+			for name, r := range pkgs {
+				if under(name, "connector") && slices.Contains(r.Deps, p) {
+					bad = append(bad, name+" depends on "+p)
+				}
+			}
+			return bad
+		}},
 		// The key index of upsert tables is a leaf: the sink and the
 		// table code use it, it knows no table, format or connector.
 		{"table/keyindex imports nothing of the module", func() []string {

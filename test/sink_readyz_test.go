@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	"github.com/pqsink/pqsink/internal/testutil/faultproxy"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/internal/testutil/minio"
@@ -25,7 +25,7 @@ func TestSinkReadyz(t *testing.T) {
 		s3: &s3Target{endpoint: proxy.URL, region: srv.Region, access: srv.AccessKey, secret: srv.SecretKey}}
 	sink, stop := startSink(t, cfg.yaml(t))
 	defer stop()
-	addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/objstore"
 )
@@ -28,7 +28,7 @@ func TestSinkTopicRegexAndMetrics(t *testing.T) {
 	cfg := sinkConfig{brokers: broker.Brokers, group: "re", topic: "unused", storeURL: "file://" + dir, format: "json", envelope: true, records: 1000, interval: "500ms"}
 	text := replaceLine(cfg.yaml(t), "  topics: [unused]", "  topic_regex: '^re\\.'\n  topic_refresh: 500ms")
 	sink, stop := startSink(t, text)
-	addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
 
@@ -110,7 +110,7 @@ func TestTableSinkFreshness(t *testing.T) {
 
 	start := time.Now()
 	sink, stop := startSink(t, text)
-	addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestTableSinkFreshness(t *testing.T) {
 	truth = readTopic(t, broker.Brokers, env.topic, partitions)
 	start = time.Now()
 	sink, stop = startSink(t, text)
-	addr, stopMetrics, err = connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err = metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

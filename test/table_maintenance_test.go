@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/compact"
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 	"github.com/pqsink/pqsink/table"
 )
@@ -90,7 +90,7 @@ func TestTableMaintenance(t *testing.T) {
 	var members [2]member
 	for i := range members {
 		sink, stop := startSink(t, text)
-		addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}

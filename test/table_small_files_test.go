@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
 
@@ -108,7 +108,7 @@ func TestTableSmallFilesBounded(t *testing.T) {
 		t.Fatalf("no maintenance in the config:\n%s", text)
 	}
 	sink, stop := startSink(t, text)
-	addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	"github.com/pqsink/pqsink/internal/memlimit"
 	"github.com/pqsink/pqsink/internal/version"
 )
@@ -86,7 +87,7 @@ func runRun(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer
 		<-ctx.Done()
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 	}()
-	_, stopMetrics, err := connector.ServeMetrics(cfg.Metrics.Listen, sink, log)
+	_, stopMetrics, err := metrics.Serve(cfg.Metrics.Listen, sink, log)
 	if err != nil {
 		return err
 	}

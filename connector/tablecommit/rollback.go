@@ -1,7 +1,6 @@
-package connector
+package tablecommit
 
 import (
-	"context"
 	"maps"
 	"sync"
 
@@ -102,19 +101,19 @@ func (r *rollbacks) take(id int32) (table.Progress, bool) {
 // their files and progress are dropped (the files stay in the store, to
 // be adopted when the records are read again by the same spec, or left
 // to orphan removal); the others' wait for the next commit.
-func (tc *tableCommitter) rolledBack(held table.State, spec bool, files []table.File, parts map[int32]*pendingProgress) ([]table.File, map[int32]*pendingProgress) {
-	s := tc.t.s
+func (tc *Committer) rolledBack(held table.State, spec bool, files []table.File, parts map[int32]*pendingProgress) ([]table.File, map[int32]*pendingProgress) {
+	log := tc.t.log
 	tc.rb.lost(held)
 	if spec {
-		s.stats.tableSpecConflicts.Add(1)
+		tc.t.stats.SpecConflicts.Add(1)
 	} else {
-		s.stats.tableRollbacks.Add(1)
+		tc.t.stats.Rollbacks.Add(1)
 	}
 	for k, p := range held {
 		if spec && (p.SpecID == nil || len(p.Paths) == 0) {
 			// Records below the committed offset that files of this
 			// commit hold too (table.SpecConflictError).
-			s.log.Warn("the table holds records of the partition that this sink's files hold too, from files of another partition spec (a member fenced off, or its successor); reading it again from the table's state",
+			log.Warn("the table holds records of the partition that this sink's files hold too, from files of another partition spec (a member fenced off, or its successor); reading it again from the table's state",
 				"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed, "spec", tc.specID)
 			continue
 		}
@@ -123,11 +122,11 @@ func (tc *tableCommitter) rolledBack(held table.State, spec bool, files []table.
 			if p.SpecID != nil {
 				heldSpec = *p.SpecID
 			}
-			s.log.Warn("the table holds, beyond the partition's committed offset, files of another partition spec than this sink's (a member fenced off, or its successor); reading it again from the table's state, by that spec",
+			log.Warn("the table holds, beyond the partition's committed offset, files of another partition spec than this sink's (a member fenced off, or its successor); reading it again from the table's state, by that spec",
 				"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed, "table_paths_spec", heldSpec, "spec", tc.specID)
 			continue
 		}
-		s.log.Warn("the table holds less of the partition than this sink committed (rolled back to an older snapshot?); reading it again from the table's state",
+		log.Warn("the table holds less of the partition than this sink committed (rolled back to an older snapshot?); reading it again from the table's state",
 			"table", tc.h.Name(), "topic", k.Topic, "partition", k.Partition, "offset", p.Committed)
 	}
 	kept := files[:0]
@@ -144,7 +143,7 @@ func (tc *tableCommitter) rolledBack(held table.State, spec bool, files []table.
 
 // dropsFile says whether f is of a partition that reads again after a
 // rollback.
-func (tc *tableCommitter) dropsFile(f table.File) bool {
+func (tc *Committer) dropsFile(f table.File) bool {
 	if f.Footer == nil {
 		return false
 	}
@@ -152,20 +151,8 @@ func (tc *tableCommitter) dropsFile(f table.File) bool {
 	return err == nil && tc.rb.waiting(r.Partition)
 }
 
-// restartFromTable makes the partition read again from held, what its
-// table holds of it after a rollback: its open files and the files it
-// has not handed the committer are dropped (those uploaded stay in the
-// store, and are adopted when their records come again).
-func (p *partition) restartFromTable(ctx context.Context, held table.Progress) error {
-	p.dropAll(ctx)
-	p.tableFiles = nil
-	skip := skipSet{}
-	maps.Copy(skip, held.Paths)
-	p.restartAt(held.Committed, "", skip)
-	// The state may hold paths of another spec than the one the
-	// partition writes by now: it resumes by theirs.
-	if err := p.resumeView(ctx, held.SpecID); err != nil {
-		return err
-	}
-	return errRestart
-}
+// TakeRestart returns, once, the state Kafka partition id must read again
+// from, when a commit found the table rolled back behind it (or holding
+// paths of another spec beyond its committed offset): what the partition
+// hands the committer until then is dropped.
+func (tc *Committer) TakeRestart(id int32) (table.Progress, bool) { return tc.rb.take(id) }

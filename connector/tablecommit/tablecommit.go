@@ -1,9 +1,24 @@
-package connector
+// Package tablecommit is the sink's table committer: with a table section,
+// a topic's files are the data files of its Iceberg table, and the table,
+// not the Kafka commit, is the authority on what is archived
+// (docs/tables.md). A partition hands each file it uploads (or adopts) to
+// its table's Committer together with its exactly-once progress (Add);
+// every table.commit_interval the committer appends all the files it
+// holds in one snapshot per table, carrying the progress, and only then
+// commits the Kafka offsets, with the same state, through the function
+// the partition handed with them.
+//
+// It knows nothing of the partition pipeline (package connector, which
+// imports it): it is handed the configuration, the logger, the schema a
+// table is created with, whether the files' schema follows the records,
+// a check of a view's partition values, and its counters.
+package tablecommit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -13,41 +28,51 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/connector/maintenance"
 	"github.com/pqsink/pqsink/meta"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/table"
 )
 
-// With a table section, the files of a topic are the data files of its
-// Iceberg table, and the table, not the Kafka commit, is the authority on
-// what is archived (docs/tables.md). A partition hands each file it
-// uploads (or adopts) to its table's committer together with its
-// exactly-once progress; every table.commit_interval the committer appends
-// all the files it holds in one snapshot per table, carrying the progress,
-// and only then commits the Kafka offsets, with the same state.
-
-// tables are the sink's tables: the catalog, and a committer per topic.
-type tables struct {
-	s   *Sink
-	cat *table.Catalog
-	// create is the schema of a table created at startup; nil when the
+// Options are what the committers are handed.
+type Options struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// Create is the schema of a table created at startup; nil when the
 	// first file's creates it.
-	create *schema.Schema
-
-	mu      sync.Mutex
-	byTopic map[string]*tableCommitter
-
-	maint *maintenance.Scheduler // nil without table.maintenance
+	Create *schema.Schema
+	// PerSchema says that the files' schema follows the records (Avro,
+	// Protobuf or JSON Schema with a registry): a payload field's column
+	// is then each record schema's.
+	PerSchema bool
+	// CheckView checks that the partitions can compute the values of a
+	// view's partition fields from their records, before the view is
+	// used; nil checks nothing.
+	CheckView func(*Committer) error
+	// Stats are the committers' counters and histograms.
+	Stats *Stats
 }
 
-// tableCommitter collects the files of one table and commits them. It
-// is also one view of the table: the files' path by one of its partition
-// specs (specID), which the partitions that hold it write by. The views
-// of one table share its commits (tableCommits); a partition moves to the
-// view of a new spec at a clean point (moveToSpec).
-type tableCommitter struct {
-	t     *tables
+// Tables are the sink's tables: the catalog, and a committer per topic.
+type Tables struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	cat       *table.Catalog
+	create    *schema.Schema
+	perSchema bool
+	checkView func(*Committer) error
+	stats     *Stats
+
+	mu      sync.Mutex
+	byTopic map[string]*Committer
+}
+
+// Committer collects the files of one table and commits them. It is
+// also one view of the table: the files' path by one of its partition
+// specs (SpecID), which the partitions that hold it write by. The views
+// of one table share its commits; a partition moves to the view of a new
+// spec (Current) at a clean point.
+type Committer struct {
+	t     *Tables
 	topic string
 	h     *table.Handle
 	// specID is the id of the table's partition spec that tmpl follows:
@@ -68,13 +93,13 @@ type tableCommitter struct {
 	specMu sync.Mutex
 	spec   map[string][]table.PathField
 
-	*tableCommits
+	*commits
 }
 
-// tableCommits is what the views of one table share: the files and
+// commits is what the views of one table share: the files and
 // progress to commit, the commits' health, the state read per generation,
 // and the view new files follow.
-type tableCommits struct {
+type commits struct {
 	commitMu sync.Mutex // one commit at a time
 	// failingSince is when the table's commits began to fail, every one
 	// (Unix nanoseconds; 0 after a commit that succeeded), and failErr
@@ -101,14 +126,14 @@ type tableCommits struct {
 	// times are the record times of the files, by location, and oldest
 	// the oldest of them (0 when none): the records consumed and not in
 	// the table, for the freshness metrics (freshness.go).
-	times  map[string]recordTimes
+	times  map[string]RecordTimes
 	oldest atomic.Int64
 
 	// cur is the view new files follow: the table's default spec's, or
 	// partition_by's. views are the views made, by spec id (viewsMu).
-	cur     atomic.Pointer[tableCommitter]
+	cur     atomic.Pointer[Committer]
 	viewsMu sync.Mutex
-	views   map[int]*tableCommitter
+	views   map[int]*Committer
 	// noticed is the default spec id last acted upon (viewsMu), and
 	// specErr why the sink does not follow it, for /readyz.
 	noticed int
@@ -124,63 +149,51 @@ type pendingProgress struct {
 	progress table.Progress
 	// commit is the Kafka commit of the partition's generation; ctx is
 	// that generation's.
-	commit committer
+	commit OffsetCommit
 	ctx    context.Context
 }
 
-// openTables opens the catalog and the tables of the configured topics,
-// so that a table that cannot be created or adopted stops the sink at
-// startup.
-func openTables(ctx context.Context, s *Sink) (*tables, error) {
-	c := s.cfg
-	if err := tableSettings(c); err != nil {
-		return nil, err
+// OffsetCommit commits a partition's Kafka offset with the state p, after
+// the table commit that holds it.
+type OffsetCommit func(ctx context.Context, p table.Progress) error
+
+// Check looks at the tables of the configured topics without changing
+// them (pqsink run --check): each table's schema and partition spec
+// against the configuration and create, the schema a table would be
+// created with. It returns what it found absent that the sink would
+// create.
+func Check(ctx context.Context, c *config.Config, create *schema.Schema) (notes []string, err error) {
+	cat, err := table.OpenReadOnly(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("table.catalog: %w", err)
 	}
-	// The schema a table is created with when absent: the files' own when
-	// fixed; for VARIANT shredded as the records say, the unshredded one
-	// (the table has one variant column whatever the shredding); none for
-	// Avro, whose table the first writer schema creates.
-	create := s.schema
-	if create == nil {
-		var err error
-		if create, err = s.format.TableSchema(); err != nil {
+	defer cat.Close()
+	if a := cat.Absent(); a != "" {
+		notes = append(notes, "table.catalog.uri: "+a)
+	}
+	for _, topic := range c.Kafka.Topics {
+		spec, err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c))
+		if err != nil {
+			return nil, err
+		}
+		if err := followSpec(c, c.Table.TableName(topic), spec); err != nil {
 			return nil, err
 		}
 	}
-	if s.checkOnly {
-		// A check creates, adopts and evolves nothing: it says whether
-		// the sink would be able to. Offline, it does not look at the
-		// catalog at all.
-		if s.offline {
-			return nil, nil
-		}
-		cat, err := table.OpenReadOnly(ctx, c)
-		if err != nil {
-			return nil, fmt.Errorf("table.catalog: %w", err)
-		}
-		defer cat.Close()
-		if a := cat.Absent(); a != "" {
-			s.checkNotes = append(s.checkNotes, "table.catalog.uri: "+a)
-		}
-		for _, topic := range c.Kafka.Topics {
-			spec, err := cat.Check(ctx, c.Table.TableName(topic), create, partitionSpec(c))
-			if err != nil {
-				return nil, err
-			}
-			if err := followSpec(c, c.Table.TableName(topic), spec); err != nil {
-				return nil, err
-			}
-		}
-		return nil, nil
-	}
-	cat, err := table.Open(ctx, c)
+	return notes, nil
+}
+
+// Open opens the catalog and the tables of the configured topics, so
+// that a table that cannot be created or adopted stops the sink at
+// startup.
+func Open(ctx context.Context, o Options) (*Tables, error) {
+	cat, err := table.Open(ctx, o.Config)
 	if err != nil {
 		return nil, err
 	}
-	t := &tables{s: s, cat: cat, create: create, byTopic: map[string]*tableCommitter{}}
-	t.maint = newMaintainer(t)
-	for _, topic := range c.Kafka.Topics {
-		if _, err := t.forTopic(ctx, topic); err != nil {
+	t := &Tables{cfg: o.Config, log: o.Log, cat: cat, create: o.Create, perSchema: o.PerSchema, checkView: o.CheckView, stats: o.Stats, byTopic: map[string]*Committer{}}
+	for _, topic := range o.Config.Kafka.Topics {
+		if _, err := t.ForTopic(ctx, topic); err != nil {
 			cat.Close()
 			return nil, err
 		}
@@ -218,8 +231,8 @@ func followSpec(c *config.Config, name string, spec []string) error {
 	return nil
 }
 
-// tableSettings refuses what the sink cannot do with a table yet.
-func tableSettings(c *config.Config) error {
+// Settings refuses what the sink cannot do with a table yet.
+func Settings(c *config.Config) error {
 	if c.Path != archive.DefaultPath {
 		return errors.New("path: not used with a table: the files' keys follow the table's location and partition spec; remove it")
 	}
@@ -239,7 +252,7 @@ func tableSettings(c *config.Config) error {
 // the path can hold (a time transform of _kafka.timestamp, identity of
 // _kafka.topic and _kafka.partition), and every transform of a payload
 // field with format json, avro or protobuf, whose value the sink computes
-// from the record (tablePath; for avro and protobuf, payloadTablePart).
+// from the record (tablePath; for avro and protobuf, from the payload).
 func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	switch {
 	case p.Column == "_kafka.timestamp":
@@ -258,14 +271,14 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 	return nil
 }
 
-// tablePath is the template of a table's files' keys,
+// Path is the template of a table's files' keys,
 // {table location}/data/{name=value/ per partition field}{topic}+{partition}+{first_offset}.parquet,
 // and the partition fields whose values the partitions compute from their
 // records, in the order of the template's {field} parts. perSchema says
 // that the files' schema follows the records (Avro, Protobuf with a
 // registry): a payload field's column is then each record schema's, and
 // fields have no Leaf.
-func tablePath(root string, fields []table.PathField, perSchema bool) (string, []*table.PathField, error) {
+func Path(root string, fields []table.PathField, perSchema bool) (string, []*table.PathField, error) {
 	text := root + "/data/"
 	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
 	var computed []*table.PathField
@@ -296,15 +309,15 @@ func tablePath(root string, fields []table.PathField, perSchema bool) (string, [
 	return text + table.FileName, computed, nil
 }
 
-// forTopic returns the committer of topic's table, creating or adopting
+// ForTopic returns the committer of topic's table, creating or adopting
 // the table on first use.
-func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, error) {
+func (t *Tables) ForTopic(ctx context.Context, topic string) (*Committer, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tc := t.byTopic[topic]; tc != nil {
 		return tc.cur.Load(), nil
 	}
-	c := t.s.cfg
+	c := t.cfg
 	name := c.Table.TableName(topic)
 	h, err := t.cat.Table(ctx, name, t.create)
 	if err != nil {
@@ -320,31 +333,31 @@ func (t *tables) forTopic(ctx context.Context, topic string) (*tableCommitter, e
 			return nil, err
 		}
 		if len(got) > 0 {
-			t.s.log.Info("table: following its partition spec (table.partition_by is not set)", "table", h.Name(), "partition_by", got)
+			t.log.Info("table: following its partition spec (table.partition_by is not set)", "table", h.Name(), "partition_by", got)
 		}
 	}
 	spec, err := h.PathSpec(ctx, table.DefaultSpec)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := t.newView(ctx, topic, h, &tableCommits{seen: map[string]bool{}, parts: map[int32]*pendingProgress{}, times: map[string]recordTimes{}, views: map[int]*tableCommitter{}}, spec)
+	tc, err := t.newView(ctx, topic, h, &commits{seen: map[string]bool{}, parts: map[int32]*pendingProgress{}, times: map[string]RecordTimes{}, views: map[int]*Committer{}}, spec)
 	if err != nil {
 		return nil, err
 	}
 	tc.cur.Store(tc)
 	tc.noticed = spec.ID
 	// Exported from the start, at 0 observations, for the dashboards.
-	t.s.stats.tableFreshness.WithLabelValues(h.Name(), "oldest")
-	t.s.stats.tableFreshness.WithLabelValues(h.Name(), "newest")
+	t.stats.Freshness.WithLabelValues(h.Name(), "oldest")
+	t.stats.Freshness.WithLabelValues(h.Name(), "newest")
 	t.byTopic[topic] = tc
-	t.s.log.Info("table", "topic", topic, "table", h.Name(), "files", tc.tmpl.String(), "spec_id", spec.ID)
+	t.log.Info("table", "topic", topic, "table", h.Name(), "files", tc.tmpl.String(), "spec_id", spec.ID)
 	return tc, nil
 }
 
 // newView makes the view of topic's table h by its partition spec spec,
 // sharing commits, and adds it to commits' views.
-func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, commits *tableCommits, spec table.PathSpec) (*tableCommitter, error) {
-	c := t.s.cfg
+func (t *Tables) newView(ctx context.Context, topic string, h *table.Handle, commits *commits, spec table.PathSpec) (*Committer, error) {
+	c := t.cfg
 	url := strings.TrimSuffix(c.Store.URL, "/")
 	loc, err := h.Location(ctx)
 	if err != nil {
@@ -356,8 +369,7 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	}
 	// With a registry, the files' schema follows the records: the columns
 	// are each schema's.
-	perSchema := t.s.format.SchemaPerRecord()
-	text, computed, err := tablePath(root, spec.Fields, perSchema)
+	text, computed, err := Path(root, spec.Fields, t.perSchema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", h.Name(), err)
 	}
@@ -365,16 +377,10 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	if err != nil {
 		return nil, fmt.Errorf("table %s: the files' path: %w", h.Name(), err)
 	}
-	tc := &tableCommitter{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, tableCommits: commits}
+	tc := &Committer{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, commits: commits}
 	tc.setComputed(computed)
-	if t.s.format.Binary() {
-		if fixed := t.s.format.Fixed(); fixed != nil && len(computed) > 0 {
-			if _, err := tc.newFixedTablePart(fixed); err != nil {
-				return nil, fmt.Errorf("table %s: partition fields: %w", h.Name(), err)
-			}
-		}
-	} else if !perSchema {
-		if _, err := newTablePartValues(tc); err != nil {
+	if t.checkView != nil {
+		if err := t.checkView(tc); err != nil {
 			return nil, err
 		}
 	}
@@ -387,24 +393,36 @@ func (t *tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	return tc, nil
 }
 
-// fit gives s, a schema the partition's format learned from its records,
+// Fit gives s, a schema the partition's format learned from its records,
 // the table's field ids, evolving the table's schema first when s adds or
 // widens columns.
-func (tc *tableCommitter) fit(ctx context.Context, s *schema.Schema) (*schema.Schema, error) {
+func (tc *Committer) Fit(ctx context.Context, s *schema.Schema) (*schema.Schema, error) {
 	fitted, evolved, err := tc.h.Fit(ctx, s)
 	if evolved {
-		tc.t.s.stats.tableSchemaUpdates.Add(1)
-		tc.t.s.log.Info("table schema evolved", "table", tc.h.Name())
+		tc.t.stats.SchemaUpdates.Add(1)
+		tc.t.log.Info("table schema evolved", "table", tc.h.Name())
 	}
 	return fitted, err
 }
 
-// close releases the catalog.
-func (t *tables) close() error { return t.cat.Close() }
+// Close releases the catalog.
+func (t *Tables) Close() error { return t.cat.Close() }
 
-// run commits every table each commit_interval until ctx ends.
-func (t *tables) run(ctx context.Context) {
-	tick := time.NewTicker(t.s.cfg.Table.CommitInterval)
+// Handles returns the handles of the tables the committers know, one per
+// topic.
+func (t *Tables) Handles() []*table.Handle {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	hs := make([]*table.Handle, 0, len(t.byTopic))
+	for _, tc := range t.byTopic {
+		hs = append(hs, tc.h)
+	}
+	return hs
+}
+
+// Run commits every table each commit_interval until ctx ends.
+func (t *Tables) Run(ctx context.Context) {
+	tick := time.NewTicker(t.cfg.Table.CommitInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -412,19 +430,19 @@ func (t *tables) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		t.commitAll(ctx)
+		t.CommitAll(ctx)
 	}
 }
 
-// failing returns the error of the table whose commits have failed, every
+// Failing returns the error of the table whose commits have failed, every
 // one, for longest, when that is at least for: its files and the Kafka
 // offsets behind them wait, and /readyz says so. A table that commits
 // again is not failing. Why the sink does not follow a table's new
 // partition spec (noticeSpec) comes first, however long it has held.
-func (t *tables) failing(now time.Time, atLeast time.Duration) error {
+func (t *Tables) Failing(now time.Time, atLeast time.Duration) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var worst *tableCommitter
+	var worst *Committer
 	var longest time.Duration
 	for _, tc := range t.byTopic {
 		if err := tc.specErr.Load(); err != nil {
@@ -469,11 +487,11 @@ func (t *tables) failing(now time.Time, atLeast time.Duration) error {
 // 10 s busy timeout.
 const commitSlowFor = 5 * time.Second
 
-// commitAll commits what every table holds; it reports whether all
+// CommitAll commits what every table holds; it reports whether all
 // commits succeeded.
-func (t *tables) commitAll(ctx context.Context) bool {
+func (t *Tables) CommitAll(ctx context.Context) bool {
 	t.mu.Lock()
-	all := make([]*tableCommitter, 0, len(t.byTopic))
+	all := make([]*Committer, 0, len(t.byTopic))
 	for _, tc := range t.byTopic {
 		all = append(all, tc)
 	}
@@ -483,18 +501,33 @@ func (t *tables) commitAll(ctx context.Context) bool {
 		if err := tc.commit(ctx); err != nil {
 			ok = false
 			if ctx.Err() == nil {
-				t.s.log.Error("table commit failed; the files stay uploaded and are committed with the next one", "table", tc.h.Name(), "error", err)
+				t.log.Error("table commit failed; the files stay uploaded and are committed with the next one", "table", tc.h.Name(), "error", err)
 			}
 		}
 	}
 	return ok
 }
 
-// add hands the table files that partition uploaded or adopted, with
-// their record times (times, in the same order), and the partition's
-// progress after them. The Kafka commit of that progress follows the
-// table commit that holds them.
-func (tc *tableCommitter) add(ctx context.Context, partition int32, files []table.File, times []recordTimes, progress table.Progress, commit committer) {
+// Batch is what a partition uploaded or adopted since it last handed
+// files to its committer: the table's view of each file (File), and the
+// times of its records, in the same order.
+type Batch struct {
+	Files []table.File
+	Times []RecordTimes
+}
+
+// Append adds file f, whose records' times are t.
+func (b *Batch) Append(f table.File, t RecordTimes) {
+	b.Files = append(b.Files, f)
+	b.Times = append(b.Times, t)
+}
+
+// Add hands the committer the batch of files that Kafka partition
+// partition uploaded or adopted, and the partition's progress after them.
+// The Kafka commit of that progress (commit, in the generation's ctx)
+// follows the table commit that holds them.
+func (tc *Committer) Add(ctx context.Context, partition int32, batch Batch, progress table.Progress, commit OffsetCommit) {
+	files, times := batch.Files, batch.Times
 	if tc.rb.waiting(partition) {
 		// Read before the partition learnt that the table was rolled
 		// back: it reads these records again.
@@ -528,20 +561,19 @@ func mergeProgress(p, q table.Progress) table.Progress { return p.Merge(q) }
 // commit appends the files held to the table with the progress of their
 // partitions, then commits the partitions' Kafka offsets with the same
 // state. On failure the files and progress are kept for the next commit.
-func (tc *tableCommitter) commit(ctx context.Context) error {
+func (tc *Committer) commit(ctx context.Context) error {
 	tc.commitMu.Lock()
 	defer tc.commitMu.Unlock()
 	tc.mu.Lock()
 	files, parts, times := tc.files, tc.parts, tc.times
 	// tc.oldest stays until the commit is made: the records are not in
 	// the table before.
-	tc.files, tc.seen, tc.parts, tc.times = nil, map[string]bool{}, map[int32]*pendingProgress{}, map[string]recordTimes{}
+	tc.files, tc.seen, tc.parts, tc.times = nil, map[string]bool{}, map[int32]*pendingProgress{}, map[string]RecordTimes{}
 	tc.mu.Unlock()
 	if len(files) == 0 && len(parts) == 0 {
 		return nil
 	}
-	s := tc.t.s
-	group, topic := s.cfg.Kafka.Group, tc.topic
+	group, topic := tc.t.cfg.Kafka.Group, tc.topic
 	state := table.State{}
 	for id, pp := range parts {
 		state[table.Partition{Group: group, Topic: topic, Partition: id}] = pp.progress
@@ -551,9 +583,9 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	res, err := tc.h.Commit(ctx, group, files, state, table.Seen(tc.rb.seen(group, topic, parts)))
 	tc.committingSince.Store(0)
 	tc.failedSlow.Store(err != nil && time.Since(start) >= commitSlowFor)
-	st := s.stats
-	st.tableCommitSeconds.Observe(time.Since(start).Seconds())
-	st.tableConflicts.Add(int64(max(res.Attempts-1, 0)))
+	st := tc.t.stats
+	st.CommitSeconds.Observe(time.Since(start).Seconds())
+	st.Conflicts.Add(int64(max(res.Attempts-1, 0)))
 	var rb *table.RolledBackError
 	var sc *table.SpecConflictError
 	readAgain := errors.As(err, &rb) || errors.As(err, &sc)
@@ -563,7 +595,7 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	case sc != nil:
 		files, parts = tc.rolledBack(sc.Held, true, files, parts)
 	case err != nil:
-		st.tableCommitErrors.Add(1)
+		st.CommitErrors.Add(1)
 		tc.failErr.Store(&err)
 		tc.failingSince.CompareAndSwap(0, time.Now().UnixNano())
 	}
@@ -608,14 +640,14 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 	tc.mu.Unlock()
 	oldest, newest := tc.observeFreshness(committedAt, times)
 	tc.rb.committed(parts)
-	st.tableCommits.Add(1)
+	st.Commits.Add(1)
 	tc.failingSince.Store(0)
 	took := int64(time.Since(start))
-	st.tableCommitNanos.Add(took)
-	for cur := st.tableCommitMaxNanos.Load(); took > cur && !st.tableCommitMaxNanos.CompareAndSwap(cur, took); cur = st.tableCommitMaxNanos.Load() {
+	st.CommitNanos.Add(took)
+	for cur := st.CommitMaxNanos.Load(); took > cur && !st.CommitMaxNanos.CompareAndSwap(cur, took); cur = st.CommitMaxNanos.Load() {
 	}
-	st.tableFilesAppended.Add(int64(res.Appended))
-	st.tableFilesDropped.Add(int64(res.Dropped))
+	st.FilesAppended.Add(int64(res.Appended))
+	st.FilesDropped.Add(int64(res.Dropped))
 	for _, f := range files {
 		tc.pending(f, -1)
 	}
@@ -627,7 +659,7 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		// committed, as pqsink_table_freshness_seconds observes them.
 		attrs = append(attrs, "oldest_record_age", oldest.Round(time.Millisecond), "newest_record_age", newest.Round(time.Millisecond))
 	}
-	s.log.Info("table commit", attrs...)
+	tc.t.log.Info("table commit", attrs...)
 	// The table holds the files: the Kafka offsets may follow, carrying the
 	// same state (a table-less restart and lag monitoring read them).
 	var wg sync.WaitGroup
@@ -635,15 +667,8 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(pp.ctx, 30*time.Second)
 			defer cancel()
-			md, err := encodeMetadata(cctx, s.store, group, topic, id, pp.progress.Committed, skipSet(pp.progress.Paths))
-			if err == nil {
-				kstart := time.Now()
-				if err = pp.commit(cctx, pp.progress.Committed, md); err == nil {
-					st.commitLatency(time.Since(kstart))
-				}
-			}
-			if err != nil && pp.ctx.Err() == nil {
-				s.log.Warn("offset commit after the table commit failed; the table holds the state", "topic", topic, "partition", id, "offset", pp.progress.Committed, "error", err)
+			if err := pp.commit(cctx, pp.progress); err != nil && pp.ctx.Err() == nil {
+				tc.t.log.Warn("offset commit after the table commit failed; the table holds the state", "topic", topic, "partition", id, "offset", pp.progress.Committed, "error", err)
 			}
 		})
 	}
@@ -655,21 +680,22 @@ func (tc *tableCommitter) commit(ctx context.Context) error {
 
 // pending counts f (n = 1) or uncounts it (n = -1) among the files not
 // in the table yet.
-func (tc *tableCommitter) pending(f table.File, n int64) {
-	st := tc.t.s.stats
-	st.tablePendingFiles.Add(n)
+func (tc *Committer) pending(f table.File, n int64) {
+	st := tc.t.stats
+	st.PendingFiles.Add(n)
 	if f.Footer != nil {
-		st.tablePendingRecords.Add(n * f.Footer.NumRows)
+		st.PendingRecords.Add(n * f.Footer.NumRows)
 	}
 }
 
-// tableState reads the partition's exactly-once state from its table:
+// State reads Kafka partition id's exactly-once state from the table:
 // its committed offset, the paths of its skip set (a copy) and their
 // spec, and whether the table has any.
 //
 // ctx is the generation's: the partitions assigned in one generation share
 // one read of the table, made after the previous generation's last commit.
-func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, id int32) (table.Progress, bool, error) {
+func (tc *Committer) State(ctx context.Context, id int32) (table.Progress, bool, error) {
+	group, topic := tc.t.cfg.Kafka.Group, tc.topic
 	tc.stateMu.Lock()
 	defer tc.stateMu.Unlock()
 	if tc.stateCtx != ctx {
@@ -692,9 +718,9 @@ func (tc *tableCommitter) tableState(ctx context.Context, group, topic string, i
 	return p, true, nil
 }
 
-// tableFile is the table's view of an object the partition uploaded or
-// adopted.
-func (tc *tableCommitter) tableFile(key, id string, size int64, md *meta.FileMetaData) table.File {
+// File is the table's view of an object the partition uploaded or
+// adopted: key in the store, of path identity id.
+func (tc *Committer) File(key, id string, size int64, md *meta.FileMetaData) table.File {
 	spec := tc.specID
 	return table.File{Location: tc.url + "/" + key, Size: size, Footer: md, PathID: id, SpecID: &spec}
 }

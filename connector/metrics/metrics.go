@@ -1,4 +1,10 @@
-package connector
+// Package metrics serves a sink's metrics and health over HTTP: /metrics
+// (the Prometheus text format), /healthz (the process is alive) and
+// /readyz (the sink is ready, or why not). It sees the sink through
+// Source: a Reading of its counters and levels, its histograms, the
+// maintenance's collector and its readiness; it knows nothing of the
+// sink's partitions, files or tables, and the sink knows nothing of it.
+package metrics
 
 import (
 	"context"
@@ -7,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -15,29 +20,40 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pqsink/pqsink/archive"
-	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/connector"
 )
 
-// ServeMetrics serves /metrics (Prometheus text format), /healthz (the
-// process is alive) and /readyz (the group is joined and no partition is
-// stopped) on listen, until the returned function is called, and returns
-// the address it listens on. An empty listen serves nothing.
-func ServeMetrics(listen string, s *Sink, log *slog.Logger) (addr string, stop func(), err error) {
+// Source is what the metrics read of a sink. *connector.Sink is one.
+type Source interface {
+	// Reading is the sink's counters and levels at now.
+	Reading(now time.Time) connector.Reading
+	// Histograms are the histograms the sink observes.
+	Histograms() connector.Histograms
+	// MaintenanceCollector is the tables' maintenance collector, nil
+	// without one.
+	MaintenanceCollector() prometheus.Collector
+	// Ready says why the sink is not ready, or nil.
+	Ready() error
+}
+
+// Serve serves /metrics, /healthz and /readyz of src on listen, until
+// the returned function is called, and returns the address it listens
+// on. An empty listen serves nothing.
+func Serve(listen string, src Source, log *slog.Logger) (addr string, stop func(), err error) {
 	if listen == "" {
 		return "", func() {}, nil
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(s.collector())
-	if m := s.maintenanceCollector(); m != nil {
+	reg.MustRegister(NewCollector(src))
+	if m := src.MaintenanceCollector(); m != nil {
 		reg.MustRegister(m)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := s.Ready(); err != nil {
+		if err := src.Ready(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -61,138 +77,20 @@ func ServeMetrics(listen string, s *Sink, log *slog.Logger) (addr string, stop f
 	}, nil
 }
 
-// Ready says why the sink is not ready, or nil.
-func (s *Sink) Ready() error {
-	if err := s.kafkaErr.Load(); err != nil {
-		return fmt.Errorf("kafka unreachable: %v", *err)
-	}
-	if !s.joined.Load() {
-		return errors.New("not a member of the consumer group yet")
-	}
-	if err := s.topicsErr.Load(); err != nil {
-		return *err
-	}
-	if err := s.bucketErr.Load(); err != nil {
-		return fmt.Errorf("store refuses a listing (store.url): %v", *err)
-	}
-	if err := s.storeErr.Load(); err != nil {
-		return fmt.Errorf("store unreachable: %v", *err)
-	}
-	now := time.Now()
-	if since := s.uploadFailingSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= uploadFailingFor {
-		msg := "uploads have failed"
-		if err := s.uploadErr.Load(); err != nil {
-			msg = fmt.Sprintf("uploads have failed: %v", *err)
-		}
-		return fmt.Errorf("%s, every one for %s", msg, now.Sub(time.Unix(0, since)).Round(time.Second))
-	}
-	if s.tables != nil {
-		// Two intervals: one failed commit that the next one mends is
-		// not an outage.
-		if err := s.tables.failing(now, max(uploadFailingFor, 2*s.cfg.Table.CommitInterval)); err != nil {
-			return err
-		}
-	}
-	if stalled := s.stalled(now); len(stalled) > 0 {
-		p := stalled[0]
-		return fmt.Errorf("partition %s[%d] has %d records of lag and has not reached a new offset for %s (metrics.stall_timeout); %d partitions stalled",
-			p.topic, p.id, p.lag.Load(), now.Sub(time.Unix(0, p.advancedAt.Load())).Round(time.Second), len(stalled))
-	}
-	failed := s.Failed()
-	if len(failed) > 0 {
-		keys := make([]string, 0, len(failed))
-		for k := range failed {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		return fmt.Errorf("partition %s stopped: %v", keys[0], failed[keys[0]])
-	}
-	return nil
-}
-
-// uploadFailingFor is how long uploads must fail, every one, before
-// /readyz says not ready: one failure is retried, a run of them is an
-// outage.
-const uploadFailingFor = 30 * time.Second
-
-// uploadFailed notes a failed upload for /readyz.
-func (s *Sink) uploadFailed(err error) {
-	s.uploadErr.Store(&err)
-	s.uploadFailingSince.CompareAndSwap(0, time.Now().UnixNano())
-}
-
-// stalled returns the partitions with lag that have not reached a new
-// offset for metrics.stall_timeout, longest stalled first.
-func (s *Sink) stalled(now time.Time) []*partition {
-	limit := s.cfg.Metrics.StallTimeout
-	if limit <= 0 {
-		return nil
-	}
-	var out []*partition
-	s.mu.Lock()
-	for p := range s.consuming {
-		if p.lag.Load() > 0 && now.Sub(time.Unix(0, p.advancedAt.Load())) >= limit {
-			out = append(out, p)
-		}
-	}
-	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].advancedAt.Load() < out[j].advancedAt.Load() })
-	return out
-}
-
-// probeStore checks every two seconds that the store answers, for
-// /readyz: a HEAD of a key that need not exist. With the failed requests
-// of the sink itself, an outage shows within a few seconds. A HEAD cannot
-// tell a missing bucket from a missing key: every listEvery probes (the
-// first one too) lists at most one key, which can; a failed listing is an
-// ERROR (logged at growing intervals while it lasts) and keeps /readyz
-// not ready until a listing succeeds.
-func (s *Sink) probeStore(ctx context.Context) {
-	const listEvery = 15
-	var flog failureLog
-	for n := 0; ; n++ {
-		if n%listEvery == 0 || s.bucketErr.Load() != nil {
-			lctx, cancel := context.WithTimeout(ctx, CheckTimeout)
-			err := listOne(lctx, s.store)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			setErr(&s.bucketErr, err)
-			if err != nil {
-				flog.failed(s.log, "the store refuses a listing (missing bucket or refused credentials?); files cannot be uploaded", err, "store", s.cfg.Store.URL)
-			} else {
-				flog.recovered(s.log, "the store lists again", "store", s.cfg.Store.URL)
-			}
-		}
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := s.store.Head(pctx, archive.ProbeKey)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil || errors.Is(err, objstore.ErrNotExist) {
-			s.storeErr.Store(nil)
-		} else {
-			s.storeErr.Store(&err)
-		}
-		if !sleep(ctx, 2*time.Second) {
-			return
-		}
-	}
-}
-
-// statsCollector exports Stats to Prometheus.
-type statsCollector struct {
-	s     *Sink
+// collector exports a sink's Reading and histograms to Prometheus.
+type collector struct {
+	src   Source
+	hist  connector.Histograms
 	descs map[string]*prometheus.Desc
 }
 
-func (s *Sink) collector() prometheus.Collector {
+// NewCollector returns the Prometheus collector of src's pqsink_*
+// metrics (the maintenance's aside).
+func NewCollector(src Source) prometheus.Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("pqsink_"+name, help, labels, nil)
 	}
-	return &statsCollector{s: s, descs: map[string]*prometheus.Desc{
+	return &collector{src: src, hist: src.Histograms(), descs: map[string]*prometheus.Desc{
 		"consumed": d("records_consumed_total", "Records fetched from Kafka."),
 		"written":  d("records_written_total", "Records appended to files, including files later dropped and written again."),
 		"uploaded": d("records_uploaded_total", "Records in uploaded files."),
@@ -235,38 +133,46 @@ func (s *Sink) collector() prometheus.Collector {
 	}}
 }
 
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+// Describe sends the descriptions of every metric, the table's included.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
-	c.s.stats.uploadSeconds.Describe(ch)
-	c.s.stats.commitSeconds.Describe(ch)
-	c.s.stats.tableCommitSeconds.Describe(ch)
-	c.s.stats.rebalanceSeconds.Describe(ch)
-	c.s.stats.tableFreshness.Describe(ch)
+	c.hist.Upload.Describe(ch)
+	c.hist.Commit.Describe(ch)
+	c.hist.TableCommit.Describe(ch)
+	c.hist.Rebalance.Describe(ch)
+	c.hist.TableFreshness.Describe(ch)
 }
 
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.stats.Snapshot()
+// Collect sends the metrics of one Reading; the table's only with a
+// table section. Every reason of a counter by reason is sent from the
+// start, at 0, so that an alert on an increase fires on the first event.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	r := c.src.Reading(now)
+	st := r.Stats
 	counter := func(name string, v int64) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v))
+	}
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
 	}
 	counter("consumed", st.Consumed)
 	counter("reread", st.Reread)
 	counter("rebalances", st.Rebalances)
-	for _, outcome := range []string{"kept", "moved", "dropped", "assigned"} { // at 0 from the start
+	for _, outcome := range []string{"kept", "moved", "dropped", "assigned"} {
 		ch <- prometheus.MustNewConstMetric(c.descs["rebparts"], prometheus.CounterValue, float64(st.RebalancePartitions[outcome]), outcome)
 	}
-	c.s.stats.rebalanceSeconds.Collect(ch)
+	c.hist.Rebalance.Collect(ch)
 	counter("written", st.Written)
 	counter("uploaded", st.RecordsUploaded)
 	counter("skipped", st.SkippedUploaded)
-	// Every reason is exported at 0 from the start, with the configured
-	// action, so that an alert on an increase fires on the first event.
+	// Every reason with the configured action.
 	rejects := map[[2]string]int64{}
 	dead := map[string]int64{}
-	for _, reason := range rejectReasons() {
-		rejects[[2]string{reason, c.s.cfg.Errors}] = 0
+	for _, reason := range r.RejectReasons {
+		rejects[[2]string{reason, r.Errors}] = 0
 		dead[reason] = 0
 	}
 	for k, n := range st.Rejects {
@@ -282,31 +188,28 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs["dead"], prometheus.CounterValue, float64(n), reason)
 	}
 	counter("dlerrors", st.DeadLetterErrors)
-	for _, action := range []string{"cut", "url"} { // at 0 from the start, for alerts
+	for _, action := range []string{"cut", "url"} {
 		ch <- prometheus.MustNewConstMetric(c.descs["dlsize"], prometheus.CounterValue, float64(st.DeadLettersOversized[action]), action)
 	}
-	mem := c.s.Memory()
-	ch <- prometheus.MustNewConstMetric(c.descs["memused"], prometheus.GaugeValue, float64(mem.Used))
-	ch <- prometheus.MustNewConstMetric(c.descs["memlimit"], prometheus.GaugeValue, float64(mem.Limit))
-	counter("pauses", mem.FetchPauses)
+	gauge("memused", float64(r.Memory.Used))
+	gauge("memlimit", float64(r.Memory.Limit))
+	counter("pauses", r.Memory.FetchPauses)
 	counter("memflush", st.MemoryFlushes)
 	counter("retries", st.S3Retries)
-	c.s.mu.Lock()
-	for p := range c.s.consuming {
-		ch <- prometheus.MustNewConstMetric(c.descs["lag"], prometheus.GaugeValue, float64(p.lag.Load()), p.topic, strconv.Itoa(int(p.id)))
+	for _, l := range r.Lags {
+		gauge("lag", float64(l.Records), l.Topic, strconv.Itoa(int(l.Partition)))
 	}
-	c.s.mu.Unlock()
-	c.s.stats.uploadSeconds.Collect(ch)
-	c.s.stats.commitSeconds.Collect(ch)
+	c.hist.Upload.Collect(ch)
+	c.hist.Commit.Collect(ch)
 	counter("adopted", st.Adopted)
 	counter("uperrors", st.UploadErrors)
 	counter("bytes", st.BytesUploaded)
 	counter("commits", st.Commits)
-	ch <- prometheus.MustNewConstMetric(c.descs["open"], prometheus.GaugeValue, float64(st.OpenFiles))
-	ch <- prometheus.MustNewConstMetric(c.descs["failed"], prometheus.GaugeValue, float64(len(c.s.Failed())))
-	ch <- prometheus.MustNewConstMetric(c.descs["stalled"], prometheus.GaugeValue, float64(len(c.s.stalled(time.Now()))))
+	gauge("open", float64(st.OpenFiles))
+	gauge("failed", float64(r.Stopped))
+	gauge("stalled", float64(r.Stalled))
 	files := map[string]int64{}
-	for _, reason := range rotationReasons() {
+	for _, reason := range r.RotationReasons {
 		files[reason] = 0
 	}
 	for reason, n := range st.Files {
@@ -315,35 +218,23 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range files {
 		ch <- prometheus.MustNewConstMetric(c.descs["files"], prometheus.CounterValue, float64(n), reason)
 	}
-	if c.s.tables != nil {
-		c.s.stats.tableCommitSeconds.Collect(ch)
-		counter("tcommits", st.TableCommits)
-		counter("tconflicts", st.TableConflicts)
-		counter("trollbacks", st.TableRollbacks)
-		counter("tspecconf", st.TableSpecConflicts)
-		counter("terrors", st.TableCommitErrors)
-		counter("tappended", st.TableFilesAppended)
-		counter("tdropped", st.TableFilesDropped)
-		counter("tschema", st.TableSchemaUpdates)
-		counter("ttrunc", st.TimestampsTruncated)
-		ch <- prometheus.MustNewConstMetric(c.descs["tpfiles"], prometheus.GaugeValue, float64(st.TablePendingFiles))
-		ch <- prometheus.MustNewConstMetric(c.descs["tprecords"], prometheus.GaugeValue, float64(st.TablePendingRecords))
-		c.s.stats.tableFreshness.Collect(ch)
-		for name, age := range c.s.tables.oldestUncommitted(time.Now()) {
-			ch <- prometheus.MustNewConstMetric(c.descs["tstale"], prometheus.GaugeValue, age.Seconds(), name)
-		}
+	if !r.Tables {
+		return
 	}
-}
-
-// rotationReasons are the reasons a file is finished, as
-// pqsink_files_uploaded_total counts them.
-func rotationReasons() []string {
-	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance, reasonSpec}
-}
-
-// rejectReasons are the reasons a record is rejected, as
-// pqsink_records_rejected_total and pqsink_records_dead_lettered_total
-// count them.
-func rejectReasons() []string {
-	return []string{rejectDecode, rejectSchema, rejectTooLarge, rejectPath, rejectEnvelope}
+	c.hist.TableCommit.Collect(ch)
+	counter("tcommits", st.TableCommits)
+	counter("tconflicts", st.TableConflicts)
+	counter("trollbacks", st.TableRollbacks)
+	counter("tspecconf", st.TableSpecConflicts)
+	counter("terrors", st.TableCommitErrors)
+	counter("tappended", st.TableFilesAppended)
+	counter("tdropped", st.TableFilesDropped)
+	counter("tschema", st.TableSchemaUpdates)
+	counter("ttrunc", st.TimestampsTruncated)
+	gauge("tpfiles", float64(st.TablePendingFiles))
+	gauge("tprecords", float64(st.TablePendingRecords))
+	c.hist.TableFreshness.Collect(ch)
+	for name, age := range r.TableAges {
+		gauge("tstale", age.Seconds(), name)
+	}
 }

@@ -2,9 +2,9 @@ package connector
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
@@ -12,61 +12,47 @@ import (
 )
 
 // A table's partition fields over payload columns are {field} parts of
-// its files' path whose values the partition computes from each record:
+// its files' path (tablecommit.Path) whose values the partition computes
+// from each record:
 // the column's value as the JSON shredder writes it, transformed as
 // Iceberg defines the field's transform (table.PathField). The values
 // are part of the record's path identity, so that a file holds one
 // partition tuple, the one its path says and the table is given.
 
-// setComputed records the partition fields whose values the records give,
-// in the order of the template's {field} parts, and the distinct columns
-// to look up in each record (two fields may share a column, as
-// bucket[8](id) and truncate[100](id) do).
-func (tc *tableCommitter) setComputed(fields []*table.PathField) {
-	tc.computed = fields
-	tc.lookupAt = make([]int, len(fields))
-	for i, f := range fields {
-		path := strings.Split(f.Column, ".")
-		j := slices.IndexFunc(tc.lookupPaths, func(p []string) bool { return slices.Equal(p, path) })
-		if j < 0 {
-			j = len(tc.lookupPaths)
-			tc.lookupPaths = append(tc.lookupPaths, path)
-		}
-		tc.lookupAt[i] = j
-	}
-}
-
 // tablePartValues computes one partition's values of its table's
 // computed partition fields, from a record's JSON.
 type tablePartValues struct {
-	tc     *tableCommitter
-	fields []*table.PathField // tc.computed, or a schema's copies of them
+	at     []int              // which looked-up column each field reads (tablecommit.Committer.LookupAt)
+	fields []*table.PathField // the view's computed fields, or a schema's copies of them
 	convs  []*rowgroup.ScalarConverter
 	buf    []byte
 }
 
-func newTablePartValues(tc *tableCommitter) (*tablePartValues, error) {
-	v := &tablePartValues{tc: tc, fields: tc.computed}
-	for _, f := range tc.computed {
-		c, err := rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.TextOptions()...)
+// newTablePartValues computes the values of the partition fields of the
+// view tc from records read with the text options opts.
+func newTablePartValues(tc *tablecommit.Committer, opts []rowgroup.JSONOption) (*tablePartValues, error) {
+	v := &tablePartValues{at: tc.LookupAt(), fields: tc.Computed()}
+	for _, f := range tc.Computed() {
+		c, err := rowgroup.NewScalarConverter(f.Leaf, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("table %s: partition field %s: %w", tc.h.Name(), f.Name, err)
+			return nil, fmt.Errorf("table %s: partition field %s: %w", tc.Name(), f.Name, err)
 		}
 		v.convs = append(v.convs, c)
 	}
 	return v, nil
 }
 
-// newSchemaPartValues computes the values of the table's computed
+// newSchemaPartValues computes the values of the view's computed
 // partition fields for records of one JSON Schema from a registry, whose
 // Parquet schema the table took as fitted: each field is the table's
-// (spec, read once the table has taken the schema) on fitted's column. A
+// (spec, read once the table has taken the schema) on fitted's column;
+// opts are the text options the records are read with. A
 // column that fitted lacks (a property the schema does not declare) is
 // the null partition, as in its files; one that is not a scalar is an
 // error of the schema.
-func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *schema.Schema) (*tablePartValues, error) {
-	v := &tablePartValues{tc: tc}
-	for _, c := range tc.computed {
+func newSchemaPartValues(tc *tablecommit.Committer, opts []rowgroup.JSONOption, spec []table.PathField, fitted *schema.Schema) (*tablePartValues, error) {
+	v := &tablePartValues{at: tc.LookupAt()}
+	for _, c := range tc.Computed() {
 		f, err := specField(spec, c.Name)
 		if err != nil {
 			return nil, err
@@ -77,7 +63,7 @@ func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *sc
 			if !f.Leaf.IsLeaf() || f.Leaf.MaxRep > 0 {
 				return nil, fmt.Errorf("partition field %s: column %s is not a value outside lists and maps", f.Name, c.Column)
 			}
-			if conv, err = rowgroup.NewScalarConverter(f.Leaf, tc.t.s.format.TextOptions()...); err != nil {
+			if conv, err = rowgroup.NewScalarConverter(f.Leaf, opts...); err != nil {
 				return nil, fmt.Errorf("partition field %s: %w", f.Name, err)
 			}
 		}
@@ -92,7 +78,7 @@ func (tc *tableCommitter) newSchemaPartValues(spec []table.PathField, fitted *sc
 // column is absent or null, or not a column of the record's schema.
 func (v *tablePartValues) values(l *fieldLookup, vals []string) error {
 	for i, f := range v.fields {
-		j := v.tc.lookupAt[i]
+		j := v.at[i]
 		var plain []byte
 		if l.found[j] && l.kinds[j] != jsonscan.Null && v.convs[i] != nil {
 			var err error
