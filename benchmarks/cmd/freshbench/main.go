@@ -33,6 +33,7 @@
 //
 //	go run ./benchmarks/cmd/freshbench -duration 30m
 //	go run ./benchmarks/cmd/freshbench -duration 3m -commit-interval 1s -rotate-interval 1s
+//	go run ./benchmarks/cmd/freshbench -duration 3m -freshness-target 10s
 //	go run ./benchmarks/cmd/freshbench -partitions 1000 -catalog postgres://pqsink@127.0.0.1:5432/postgres?sslmode=disable
 //
 // The warehouse is a local folder (-dir, or a temporary one removed at
@@ -73,6 +74,7 @@ type options struct {
 	rate, partitions              int
 	catalog, dir, extra, memory   string
 	commitInterval, rotate        time.Duration
+	target                        time.Duration
 	verbose                       bool
 }
 
@@ -95,9 +97,10 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "work folder: warehouse and SQLite catalog (default: a temporary one, removed at the end)")
 	flag.DurationVar(&o.commitInterval, "commit-interval", 0, "table.commit_interval (default: the sink's)")
 	flag.DurationVar(&o.rotate, "rotate-interval", 0, "rotate.interval (default: the sink's)")
+	flag.DurationVar(&o.target, "freshness-target", 0, "table.freshness_target (default: none)")
 	flag.StringVar(&o.memory, "memory", "", "memory.limit, e.g. 512MiB (default: the sink's)")
 	flag.StringVar(&o.extra, "extra", "", "YAML appended to the sink's configuration; a table.maintenance section given here replaces the default one only if -extra holds the whole table section")
-	flag.BoolVar(&o.verbose, "v", false, "print the sink's log (warnings and errors) on stderr")
+	flag.BoolVar(&o.verbose, "v", false, "print the sink's log on stderr")
 	flag.Parse()
 	if o.sample <= 0 || o.poll <= 0 || o.duration <= 0 || o.rate <= 0 || o.partitions <= 0 {
 		fmt.Fprintln(os.Stderr, "freshbench: -duration, -sample, -poll, -rate and -partitions must be positive")
@@ -146,12 +149,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level := slog.LevelWarn
 	logOut := io.Writer(os.Stderr)
 	if !o.verbose {
 		logOut = io.Discard
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	memlimit.Set(cfg.Memory.Limit) // as `pqsink run` does
 	sink, err := connector.New(ctx, cfg, log)
@@ -235,6 +237,9 @@ func sinkConfig(o options, broker, warehouse, uri, ns, schema string) (*config.C
 	fmt.Fprintf(&b, "table:\n  format: iceberg\n  catalog: {type: sql, uri: %q}\n  namespace: %s\n  name: \"{topic}\"\n  partition_by: [\"day(_kafka.timestamp)\"]\n", uri, ns)
 	if o.commitInterval > 0 {
 		fmt.Fprintf(&b, "  commit_interval: %s\n", o.commitInterval)
+	}
+	if o.target > 0 {
+		fmt.Fprintf(&b, "  freshness_target: %s\n", o.target)
 	}
 	if !strings.Contains(o.extra, "maintenance:") {
 		b.WriteString("  maintenance: {}\n")
