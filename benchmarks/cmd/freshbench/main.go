@@ -34,12 +34,13 @@
 //	go run ./benchmarks/cmd/freshbench -duration 30m
 //	go run ./benchmarks/cmd/freshbench -duration 3m -commit-interval 1s -rotate-interval 1s
 //	go run ./benchmarks/cmd/freshbench -duration 3m -freshness-target 10s
-//	go run ./benchmarks/cmd/freshbench -partitions 1000 -catalog postgres://pqsink@127.0.0.1:5432/postgres?sslmode=disable
+//	go run ./benchmarks/cmd/freshbench -partitions 1000 -catalog postgres
 //
 // The warehouse is a local folder (-dir, or a temporary one removed at
-// the end); the catalog is SQLite in that folder, or the PostgreSQL
-// database of a postgres:// URI (-catalog), in a namespace of the run's
-// own.
+// the end); the catalog is SQLite in that folder, a PostgreSQL server the
+// run starts (-catalog postgres: initdb and pg_ctl, which
+// scripts/provision.sh installs), or the PostgreSQL database of a
+// postgres:// URI, in a namespace of the run's own.
 package main
 
 import (
@@ -93,7 +94,7 @@ func main() {
 	flag.DurationVar(&o.drain, "drain", 10*time.Minute, "how long to wait, once the producer stopped, for the table to hold every record")
 	flag.IntVar(&o.rate, "rate", 20_000, "records produced per second")
 	flag.IntVar(&o.partitions, "partitions", 12, "partitions of the topic")
-	flag.StringVar(&o.catalog, "catalog", "sqlite", "the table's catalog: sqlite (a file in the work folder) or a postgres:// URI")
+	flag.StringVar(&o.catalog, "catalog", "sqlite", "the table's catalog: sqlite (a file in the work folder), postgres (a PostgreSQL server started for the run) or a postgres:// URI")
 	flag.StringVar(&o.dir, "dir", "", "work folder: warehouse and SQLite catalog (default: a temporary one, removed at the end)")
 	flag.DurationVar(&o.commitInterval, "commit-interval", 0, "table.commit_interval (default: the sink's)")
 	flag.DurationVar(&o.rotate, "rotate-interval", 0, "rotate.interval (default: the sink's)")
@@ -106,8 +107,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "freshbench: -duration, -sample, -poll, -rate and -partitions must be positive")
 		os.Exit(2)
 	}
-	if o.catalog != "sqlite" && !strings.HasPrefix(o.catalog, "postgres://") && !strings.HasPrefix(o.catalog, "postgresql://") {
-		fmt.Fprintf(os.Stderr, "freshbench: -catalog %q: want sqlite or a postgres:// URI\n", o.catalog)
+	if o.catalog != "sqlite" && o.catalog != "postgres" && !strings.HasPrefix(o.catalog, "postgres://") && !strings.HasPrefix(o.catalog, "postgresql://") {
+		fmt.Fprintf(os.Stderr, "freshbench: -catalog %q: want sqlite, postgres or a postgres:// URI\n", o.catalog)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,8 +133,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	warehouse := "file://" + filepath.Join(dir, "warehouse")
 	uri, ns := o.catalog, fmt.Sprintf("bench_%d", time.Now().UnixNano())
-	if uri == "sqlite" {
+	switch uri {
+	case "sqlite":
 		uri, ns = "sqlite://"+filepath.Join(dir, "catalog.db"), "bench"
+	case "postgres":
+		pg, err := startPostgres(ctx)
+		if err != nil {
+			return err
+		}
+		defer pg.stop()
+		uri, ns = pg.uri(), "bench"
 	}
 	schema := filepath.Join(dir, "events.schema")
 	if err := os.WriteFile(schema, []byte(events.Schema), 0o644); err != nil {
