@@ -3,8 +3,8 @@
 // the time of their production, into an in-process Kafka broker (franz-go's
 // kfake, in a child process, so that its memory and CPU are not the
 // sink's), and the sink lands them in an Iceberg table with the daemon's
-// table maintenance on (table.maintenance at its defaults unless -extra
-// says otherwise). Every -sample it prints a row:
+// table maintenance on (table.maintenance at its defaults unless
+// -maintenance says otherwise). Every -sample it prints a row:
 //
 //   - freshness from pqsink's own histogram (pqsink_table_freshness_seconds,
 //     scraped from /metrics): p50 and p99 interpolated in the buckets of the
@@ -74,6 +74,7 @@ type options struct {
 	duration, sample, poll, drain time.Duration
 	rate, partitions              int
 	catalog, dir, extra, memory   string
+	maintenance                   string
 	commitInterval, rotate        time.Duration
 	target                        time.Duration
 	verbose                       bool
@@ -100,7 +101,8 @@ func main() {
 	flag.DurationVar(&o.rotate, "rotate-interval", 0, "rotate.interval (default: the sink's)")
 	flag.DurationVar(&o.target, "freshness-target", 0, "table.freshness_target (default: none)")
 	flag.StringVar(&o.memory, "memory", "", "memory.limit, e.g. 512MiB (default: the sink's)")
-	flag.StringVar(&o.extra, "extra", "", "YAML appended to the sink's configuration; a table.maintenance section given here replaces the default one only if -extra holds the whole table section")
+	flag.StringVar(&o.maintenance, "maintenance", "{}", "table.maintenance, as a YAML flow mapping: {} is every key at its default")
+	flag.StringVar(&o.extra, "extra", "", "YAML appended to the sink's configuration: sections other than table")
 	flag.BoolVar(&o.verbose, "v", false, "print the sink's log on stderr")
 	flag.Parse()
 	if o.sample <= 0 || o.poll <= 0 || o.duration <= 0 || o.rate <= 0 || o.partitions <= 0 {
@@ -250,9 +252,7 @@ func sinkConfig(o options, broker, warehouse, uri, ns, schema string) (*config.C
 	if o.target > 0 {
 		fmt.Fprintf(&b, "  freshness_target: %s\n", o.target)
 	}
-	if !strings.Contains(o.extra, "maintenance:") {
-		b.WriteString("  maintenance: {}\n")
-	}
+	fmt.Fprintf(&b, "  maintenance: %s\n", o.maintenance)
 	if o.rotate > 0 {
 		fmt.Fprintf(&b, "rotate:\n  interval: %s\n", o.rotate)
 	}
