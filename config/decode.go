@@ -51,6 +51,9 @@ type decoder struct {
 	env      func(string) (string, bool)
 	dir      string
 	problems []*problem
+	// rotateIntervalSet says that rotate.interval was given, for
+	// table.freshness_target.
+	rotateIntervalSet bool
 }
 
 func (d *decoder) errorf(line int, key, format string, args ...any) {

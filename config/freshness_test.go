@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFreshnessFrom: table.freshness_from is timestamp (the default) or
@@ -40,6 +41,54 @@ func TestFreshnessFrom(t *testing.T) {
 			}
 			if again.Table.FreshnessFromRead != c.read {
 				t.Errorf("rendered and read again, FreshnessFromRead = %v:\n%s", again.Table.FreshnessFromRead, cfg.Redacted())
+			}
+		})
+	}
+}
+
+// TestFreshnessTarget: table.freshness_target derives commit_interval and
+// rotate.interval, a key given explicitly stays, and the rendered config
+// reads back the same.
+func TestFreshnessTarget(t *testing.T) {
+	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
+	for _, c := range []struct {
+		name, rotate, extra string
+		commit, interval    time.Duration
+		err                 string
+	}{
+		{name: "none", commit: 30 * time.Second, interval: 10 * time.Minute},
+		{name: "10s", extra: ", freshness_target: 10s", commit: 2 * time.Second, interval: 6 * time.Second},
+		{name: "5s", extra: ", freshness_target: 5s", commit: time.Second, interval: 2 * time.Second},
+		{name: "shortest", extra: ", freshness_target: 4s", commit: time.Second, interval: time.Second},
+		{name: "1m", extra: ", freshness_target: 1m", commit: 14 * time.Second, interval: 44 * time.Second},
+		{name: "commit given", extra: ", freshness_target: 10s, commit_interval: 5s", commit: 5 * time.Second, interval: 3 * time.Second},
+		{name: "rotate given", rotate: "rotate: {interval: 4s}\n", extra: ", freshness_target: 10s", commit: 4 * time.Second, interval: 4 * time.Second},
+		{name: "rotate too long", rotate: "rotate: {interval: 1m}\n", extra: ", freshness_target: 10s", commit: time.Second, interval: time.Minute},
+		{name: "both given", rotate: "rotate: {interval: 3s}\n", extra: ", freshness_target: 10s, commit_interval: 1s", commit: time.Second, interval: 3 * time.Second},
+		{name: "too short", extra: ", freshness_target: 3s", err: "table.freshness_target: must be at least 4s"},
+		{name: "not a duration", extra: ", freshness_target: 10", err: "table.freshness_target: want a duration"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := base + c.rotate + "table: {format: iceberg, namespace: n, " + cat + c.extra + "}\n"
+			cfg, err := Parse([]byte(text), nil)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Table.CommitInterval != c.commit || cfg.Rotate.Interval != c.interval {
+				t.Errorf("commit_interval %s, rotate.interval %s; want %s and %s", cfg.Table.CommitInterval, cfg.Rotate.Interval, c.commit, c.interval)
+			}
+			again, err := Parse([]byte(cfg.Redacted()), nil)
+			if err != nil {
+				t.Fatalf("the rendered config: %v\n%s", err, cfg.Redacted())
+			}
+			if again.Table.CommitInterval != c.commit || again.Rotate.Interval != c.interval || again.Table.FreshnessTarget != cfg.Table.FreshnessTarget {
+				t.Errorf("rendered and read again: commit_interval %s, rotate.interval %s, target %s:\n%s", again.Table.CommitInterval, again.Rotate.Interval, again.Table.FreshnessTarget, cfg.Redacted())
 			}
 		})
 	}

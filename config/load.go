@@ -92,7 +92,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			c.Timezone = loc
 		}
 	}
-	d.rotate(top.sub("rotate", rotateKeys), &c.Rotate)
+	rot := top.sub("rotate", rotateKeys)
+	d.rotate(rot, &c.Rotate)
+	d.rotateIntervalSet = rot.set["interval"]
 	par := top.sub("parquet", parquetKeys)
 	d.parquet(par, &c.Parquet)
 	mem := top.sub("memory", memoryKeys)

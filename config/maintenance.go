@@ -42,6 +42,14 @@ type Maintenance struct {
 	// their age (keep_snapshots).
 	// Defaults to 100.
 	KeepSnapshots int
+	// MaxSnapshots bounds the snapshots a table keeps, whatever their age:
+	// when more would stay, expiry keeps the newest MaxSnapshots (at least
+	// KeepSnapshots), so that a table committed to every second does not
+	// pile up a week of them before ExpireSnapshotsOlderThan takes any
+	// (max_snapshots). It is checked with SmallFilesAbove's checks, and at
+	// each run of CompactEvery. 0 sets no bound.
+	// Defaults to 1000, or KeepSnapshots when that is more.
+	MaxSnapshots int
 	// RemoveOrphansOlderThan is the age past which a file under the
 	// table's location that no snapshot references is deleted
 	// (remove_orphans_older_than). It must be safely larger than the
@@ -52,7 +60,7 @@ type Maintenance struct {
 }
 
 // The keys of table.maintenance.
-var maintenanceKeys = []string{"compact_every", "small_files_above", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "remove_orphans_older_than"}
+var maintenanceKeys = []string{"compact_every", "small_files_above", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "max_snapshots", "remove_orphans_older_than"}
 
 // DefaultMaintenance is table.maintenance with every key at its default.
 func DefaultMaintenance() Maintenance {
@@ -63,6 +71,7 @@ func DefaultMaintenance() Maintenance {
 		RewriteManifestsAbove:    100,
 		ExpireSnapshotsOlderThan: 7 * day,
 		KeepSnapshots:            100,
+		MaxSnapshots:             1000,
 		RemoveOrphansOlderThan:   3 * day,
 	}
 }
@@ -96,6 +105,13 @@ func (d *decoder) maintenance(s *section, c *Config, t *Table) *Maintenance {
 	s.intValue("rewrite_manifests_above", &m.RewriteManifestsAbove, 0, math.MaxInt32)
 	s.age("expire_snapshots_older_than", &m.ExpireSnapshotsOlderThan, 0, maxInt)
 	s.intValue("keep_snapshots", &m.KeepSnapshots, 1, math.MaxInt32)
+	if s.intValue("max_snapshots", &m.MaxSnapshots, 0, math.MaxInt32) {
+		if m.MaxSnapshots > 0 && m.MaxSnapshots < m.KeepSnapshots && !s.bad["keep_snapshots"] {
+			s.fail("max_snapshots", "%d is less than keep_snapshots (%d): want at least as many, or 0 for no bound", m.MaxSnapshots, m.KeepSnapshots)
+		}
+	} else if !s.bad["max_snapshots"] {
+		m.MaxSnapshots = max(m.MaxSnapshots, m.KeepSnapshots)
+	}
 	s.age("remove_orphans_older_than", &m.RemoveOrphansOlderThan, time.Second, maxInt)
 	if !s.bad["remove_orphans_older_than"] {
 		if lo := MinOrphanAge(t.CommitInterval, c.Rotate); m.RemoveOrphansOlderThan < lo {
@@ -168,6 +184,7 @@ func (m *Maintenance) node() *node {
 		"rewrite_manifests_above", yInt(int64(m.RewriteManifestsAbove)),
 		"expire_snapshots_older_than", age(m.ExpireSnapshotsOlderThan),
 		"keep_snapshots", yInt(int64(m.KeepSnapshots)),
+		"max_snapshots", yInt(int64(m.MaxSnapshots)),
 		"remove_orphans_older_than", age(m.RemoveOrphansOlderThan),
 	)
 }

@@ -19,13 +19,15 @@ func TestMaintenance(t *testing.T) {
 	}{
 		{"absent", tbl(""), nil},
 		{"null", tbl(", maintenance: null"), nil},
-		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
+		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 3 * 24 * time.Hour}},
 		{"issue", tbl(", maintenance: {compact_every: 1h, target_file_size: 256MiB, expire_snapshots_older_than: 7d, keep_snapshots: 100, remove_orphans_older_than: 3d}"),
-			&Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 3 * 24 * time.Hour}},
-		{"every key", tbl(", maintenance: {compact_every: 10m, small_files_above: 0, target_file_size: 64MB, rewrite_manifests_above: 0, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, remove_orphans_older_than: 90m}"),
-			&Maintenance{10 * time.Minute, 0, 64_000_000, 0, 36 * time.Hour, 5, 90 * time.Minute}},
+			&Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 3 * 24 * time.Hour}},
+		{"every key", tbl(", maintenance: {compact_every: 10m, small_files_above: 0, target_file_size: 64MB, rewrite_manifests_above: 0, expire_snapshots_older_than: 1d12h, keep_snapshots: 5, max_snapshots: 50, remove_orphans_older_than: 90m}"),
+			&Maintenance{10 * time.Minute, 0, 64_000_000, 0, 36 * time.Hour, 5, 50, 90 * time.Minute}},
+		{"no bound", tbl(", maintenance: {max_snapshots: 0}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 0, 3 * 24 * time.Hour}},
+		{"keep above the default bound", tbl(", maintenance: {keep_snapshots: 2000}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 2000, 2000, 3 * 24 * time.Hour}},
 		{"short schedule", base + "rotate: {interval: 1s}\ntable: {format: iceberg, namespace: n, " + cat + ", commit_interval: 1s, maintenance: {compact_every: 2s, remove_orphans_older_than: 64s}}\n",
-			&Maintenance{2 * time.Second, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 64 * time.Second}},
+			&Maintenance{2 * time.Second, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 64 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(tc.text), nil)
@@ -62,6 +64,8 @@ func TestMaintenanceInvalid(t *testing.T) {
 		{"manifests", tbl("rewrite_manifests_above: -1"), "table.maintenance.rewrite_manifests_above: must not be negative, got -1"},
 		{"days", tbl("expire_snapshots_older_than: 7days"), `table.maintenance.expire_snapshots_older_than: want a duration like 7d, 36h or 90m, got "7days"`},
 		{"keep", tbl("keep_snapshots: 0"), "table.maintenance.keep_snapshots: "},
+		{"max below keep", tbl("max_snapshots: 50"), "table.maintenance.max_snapshots: 50 is less than keep_snapshots (100)"},
+		{"max negative", tbl("max_snapshots: -1"), "table.maintenance.max_snapshots: "},
 		// The defaults: commit_interval 30s, rotate.interval 10m.
 		{"orphans too young", tbl("remove_orphans_older_than: 21m"),
 			"table.maintenance.remove_orphans_older_than: 21m is too short: a file may be committed up to table.commit_interval (30s) after its upload, and uploaded again up to rotate.interval (10m) after a restart; want at least 22m"},

@@ -159,6 +159,9 @@ func (c *Config) Redacted() string {
 			"name", yStr(t.Name),
 			"commit_interval", yDuration(t.CommitInterval),
 		)
+		if t.FreshnessTarget > 0 {
+			tbl.add("freshness_target", yDuration(t.FreshnessTarget))
+		}
 		if t.FreshnessFromRead {
 			tbl.add("freshness_from", yStr("read"))
 		}

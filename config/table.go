@@ -35,6 +35,12 @@ type Table struct {
 	// consumed.
 	// Defaults to 30s.
 	CommitInterval time.Duration
+	// FreshnessTarget is how soon after its production a record should
+	// be in the table (freshness_target): when set, CommitInterval and
+	// the rotate section's Interval are derived from it (see
+	// FreshnessCadence), unless given themselves.
+	// Defaults to 0: none.
+	FreshnessTarget time.Duration
 	// FreshnessFromRead is freshness_from: read (the other value is
 	// timestamp): the freshness metrics count a record's age from when
 	// the sink read it, not from its Kafka timestamp, for producers whose
@@ -156,7 +162,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_target", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
@@ -205,7 +211,10 @@ func (d *decoder) table(s *section, c *Config) *Table {
 			s.fail("name", "%s has no {topic}, but several topics are consumed; one table per topic needs {topic}", quote(t.Name))
 		}
 	}
-	s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
+	commitSet := s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
+	if s.duration("freshness_target", &t.FreshnessTarget, MinFreshnessTarget, maxInt) {
+		t.CommitInterval, c.Rotate.Interval = FreshnessCadence(t.FreshnessTarget, t.CommitInterval, c.Rotate.Interval, commitSet, d.rotateIntervalSet)
+	}
 	var from string
 	if s.oneOf("freshness_from", &from, freshnessValues, nil) {
 		t.FreshnessFromRead = from == "read"
@@ -438,4 +447,38 @@ func parsePartitionField(s string) (PartitionField, error) {
 	}
 	p.Column = col
 	return p, nil
+}
+
+// FreshnessAllowance is what table.freshness_target leaves for a file's
+// upload and its table commit: the tails of pqsink_upload_seconds and
+// pqsink_table_commit_seconds against S3 and a SQL catalog.
+const FreshnessAllowance = 2 * time.Second
+
+// MinFreshnessTarget is the shortest table.freshness_target: the
+// allowance, a second of rotate.interval and the shortest commit_interval.
+const MinFreshnessTarget = FreshnessAllowance + 2*time.Second
+
+// FreshnessCadence derives table.commit_interval and rotate.interval from
+// table.freshness_target. A record waits at most rotate.interval for its
+// file to close, then the upload, then at most commit_interval for the
+// commit: what the target leaves after FreshnessAllowance is shared, a
+// quarter (in whole seconds, at least 1s) to commit_interval and the rest
+// to rotate.interval. A value given explicitly (commitSet, rotateSet)
+// stays, and the other takes what it leaves (at least 1s); with both given
+// the target changes neither. The memory budget bounds the open files
+// whatever the cadence: when it runs short the sink closes the oldest
+// files sooner.
+func FreshnessCadence(target, commit, rotate time.Duration, commitSet, rotateSet bool) (time.Duration, time.Duration) {
+	spare := target - FreshnessAllowance
+	switch {
+	case commitSet && rotateSet:
+	case commitSet:
+		rotate = max(time.Second, spare-commit)
+	case rotateSet:
+		commit = max(time.Second, (spare - rotate).Truncate(time.Second))
+	default:
+		commit = max(time.Second, (spare / 4).Truncate(time.Second))
+		rotate = spare - commit
+	}
+	return commit, rotate
 }

@@ -42,15 +42,27 @@ type ExpireResult struct {
 // again on a conflict (a sink's append in between) up to commitAttempts
 // times, as Commit does.
 func (h *Handle) ExpireSnapshots(ctx context.Context, olderThan time.Duration, keep int) (ExpireResult, error) {
+	return h.ExpireSnapshotsAtMost(ctx, olderThan, keep, 0)
+}
+
+// ExpireSnapshotsAtMost is ExpireSnapshots with a bound on the count:
+// when more than most snapshots would stay (a table committed to every
+// second holds a week of them before any is old enough), only the newest
+// most of the current ancestry are kept, whatever their age, and every
+// snapshot outside it that no branch or tag points at is expired. The
+// bound never goes below keep, nor below the snapshot carrying the
+// exactly-once state. Snapshots that other branches or tags point at
+// stay, and count. most <= 0 sets no bound.
+func (h *Handle) ExpireSnapshotsAtMost(ctx context.Context, olderThan time.Duration, keep, most int) (ExpireResult, error) {
 	var res ExpireResult
 	var err error
 	res.Attempts, err = h.retry(ctx, "expiring snapshots", func() error {
-		return h.tryExpire(ctx, olderThan, max(keep, 1), &res)
+		return h.tryExpire(ctx, olderThan, max(keep, 1), most, &res)
 	})
 	return res, err
 }
 
-func (h *Handle) tryExpire(ctx context.Context, olderThan time.Duration, keep int, res *ExpireResult) error {
+func (h *Handle) tryExpire(ctx context.Context, olderThan time.Duration, keep, most int, res *ExpireResult) error {
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
 		return err
@@ -64,21 +76,18 @@ func (h *Handle) tryExpire(ctx context.Context, olderThan time.Duration, keep in
 	if before == 0 {
 		return nil
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(
-		itable.WithOlderThan(olderThan),
-		itable.WithRetainLast(res.Retained),
-		// The files are left to orphan removal, which waits for them to
-		// be old enough that no reader still plans with them.
-		itable.WithPostCommit(false),
-	); err != nil {
-		return err
-	}
-	staged, err := tx.StagedTable()
+	tx, after, err := stageExpiry(tbl, olderThan, res.Retained)
 	if err != nil {
 		return err
 	}
-	after := len(staged.Metadata().Snapshots())
+	if most > 0 && after > most {
+		// Over the bound by age: keep the newest most, however young
+		// the others are.
+		res.Retained = max(most, res.Retained)
+		if tx, after, err = stageExpiry(tbl, 0, res.Retained); err != nil {
+			return err
+		}
+	}
 	if after == before {
 		return nil // nothing to expire: no commit
 	}
@@ -92,6 +101,27 @@ func (h *Handle) tryExpire(ctx context.Context, olderThan time.Duration, keep in
 	res.Kept = len(next.Metadata().Snapshots())
 	res.Expired = before - res.Kept
 	return nil
+}
+
+// stageExpiry stages on tbl the expiry of the snapshots older than
+// olderThan beyond the newest retain of the current ancestry, and says
+// how many snapshots would stay.
+func stageExpiry(tbl *itable.Table, olderThan time.Duration, retain int) (*itable.Transaction, int, error) {
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(
+		itable.WithOlderThan(olderThan),
+		itable.WithRetainLast(retain),
+		// The files are left to orphan removal, which waits for them to
+		// be old enough that no reader still plans with them.
+		itable.WithPostCommit(false),
+	); err != nil {
+		return nil, 0, err
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return nil, 0, err
+	}
+	return tx, len(staged.Metadata().Snapshots()), nil
 }
 
 // stateDepth is the position in the current snapshot's ancestry (0 for

@@ -154,6 +154,72 @@ func TestExpireSnapshots(t *testing.T) {
 	}
 }
 
+// TestExpireSnapshotsAtMost: with a bound on the count, expiry keeps the
+// newest snapshots up to the bound although none is old enough; never
+// fewer than keep, nor than reach the snapshot with the state in force;
+// without a bound, or under it, it expires nothing.
+func TestExpireSnapshotsAtMost(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name            string
+		commits, others int // as in TestExpireSnapshots
+		keep, most      int
+		wantKept        int
+	}{
+		{name: "over the bound", commits: 8, keep: 2, most: 5, wantKept: 5},
+		{name: "no bound", commits: 8, keep: 2, most: 0, wantKept: 8},
+		{name: "under the bound", commits: 4, keep: 2, most: 5, wantKept: 4},
+		{name: "at the bound", commits: 5, keep: 1, most: 5, wantKept: 5},
+		{name: "bound below keep", commits: 6, keep: 3, most: 1, wantKept: 3},
+		{name: "state below the bound", commits: 4, others: 4, keep: 1, most: 2, wantKept: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.open(t)
+			h, err := c.Table(ctx, "events", eventSchema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := c.Location("events")
+			var n int64
+			var state State
+			for range tc.commits {
+				f := writeFile(t, h, loc, "events", 0, n, n+9, sameDay)
+				n += 10
+				state = State{{"g", "events", 0}: {Committed: n, Paths: map[string]int64{}}}
+				if _, err := h.Commit(ctx, "g", []File{f}, state); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range tc.others {
+				otherEngineAppend(t, c, h, writeFile(t, h, loc, "events", 0, n, n+9, sameDay))
+				n += 10
+			}
+			before, metaBefore := snapshotCount(t, c, h)
+			time.Sleep(5 * time.Millisecond) // every snapshot older than 0
+			// None is an hour old: only the bound expires any.
+			res, err := h.ExpireSnapshotsAtMost(ctx, time.Hour, tc.keep, tc.most)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, metaAfter := snapshotCount(t, c, h)
+			if after != tc.wantKept || res.Kept != tc.wantKept || res.Expired != before-tc.wantKept {
+				t.Errorf("expiry %+v: %d snapshots of %d left, want %d", res, after, before, tc.wantKept)
+			}
+			if res.Expired == 0 && metaAfter != metaBefore {
+				t.Errorf("an expiry of nothing committed new metadata %s", metaAfter)
+			}
+			got, err := h.State(ctx)
+			if err != nil || !equalState(got, state) {
+				t.Errorf("state after expiry = %v (%v), want %v", got, err, state)
+			}
+			if ids := scanIDs(t, e, h, 0); !slices.Equal(ids, upTo(n)) {
+				t.Errorf("after expiry iceberg-go reads ids %v, want 0..%d once each", ids, n-1)
+			}
+		})
+	}
+}
+
 // raceOnce makes a second member of e commit, the first time h is about
 // to swap its metadata, a file of records first..last of partition with
 // the state at last+1: h's swap then loses the compare-and-swap.

@@ -20,6 +20,9 @@ type SmallFiles struct {
 	ByFolder map[string]int
 	// Manifests is how many data manifests were read.
 	Manifests int
+	// Snapshots is how many snapshots the table's metadata holds, counted
+	// also when the current snapshot is the one seen.
+	Snapshots int
 }
 
 // SmallFiles counts, by folder, the live data files of the table's
@@ -35,7 +38,7 @@ func (h *Handle) SmallFiles(ctx context.Context, below, seen int64) (SmallFiles,
 	if snap == nil {
 		return SmallFiles{}, nil
 	}
-	res := SmallFiles{Snapshot: snap.SnapshotID}
+	res := SmallFiles{Snapshot: snap.SnapshotID, Snapshots: len(tbl.Metadata().Snapshots())}
 	if snap.SnapshotID == seen {
 		return res, nil
 	}

@@ -318,6 +318,9 @@ func (m *Scheduler) smallFiles(ctx context.Context, h *table.Handle, l *lease) {
 	m.seen[name] = counts.Snapshot
 	m.mu.Unlock()
 	if len(over) == 0 {
+		if m.cfg.MaxSnapshots > 0 && counts.Snapshots > m.cfg.MaxSnapshots {
+			m.expireOver(ctx, h, l, counts.Snapshots)
+		}
 		return
 	}
 	m.triggered.Add(1)
@@ -347,6 +350,23 @@ func (m *Scheduler) smallFiles(ctx context.Context, h *table.Handle, l *lease) {
 		}
 		m.last[i].Store(m.now().UnixNano())
 	}
+}
+
+// expireOver expires h's snapshots, between the scheduled runs, when the
+// table holds more than max_snapshots of them (n) and no folder needed a
+// compaction (which expires them after it).
+func (m *Scheduler) expireOver(ctx context.Context, h *table.Handle, l *lease, n int) {
+	i := slices.Index(maintenanceTasks, taskExpire)
+	m.log.Info("table maintenance: too many snapshots", "table", h.Name(), "snapshots", n, "max_snapshots", m.cfg.MaxSnapshots)
+	m.runs[i].Add(1)
+	if err := m.whileHeld(ctx, l, func(ctx context.Context) error { return m.expire(ctx, h) }); err != nil {
+		m.errs[i].Add(1)
+		if ctx.Err() == nil {
+			m.log.Error("table maintenance failed", "table", h.Name(), "task", taskExpire, "error", err)
+		}
+		return
+	}
+	m.last[i].Store(m.now().UnixNano())
 }
 
 // hold takes or renews l, counting the leases held.
@@ -509,7 +529,7 @@ func (m *Scheduler) manifests(ctx context.Context, h *table.Handle) error {
 // expire expires h's old snapshots.
 func (m *Scheduler) expire(ctx context.Context, h *table.Handle) error {
 	start := time.Now()
-	res, err := h.ExpireSnapshots(ctx, m.cfg.ExpireSnapshotsOlderThan, m.cfg.KeepSnapshots)
+	res, err := h.ExpireSnapshotsAtMost(ctx, m.cfg.ExpireSnapshotsOlderThan, m.cfg.KeepSnapshots, m.cfg.MaxSnapshots)
 	if err != nil {
 		return err
 	}

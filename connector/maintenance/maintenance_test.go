@@ -548,6 +548,83 @@ func TestSmallFiles(t *testing.T) {
 	m.release()
 }
 
+// TestMaxSnapshots: between scheduled runs, a round that finds the table
+// with more than max_snapshots snapshots, none old enough to expire and
+// no folder over small_files_above, expires the oldest down to the bound
+// and leaves the scheduled run due when it was; with no bound it leaves
+// them.
+func TestMaxSnapshots(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		most      int
+		wantAfter int // snapshots after the round that follows 8 commits
+	}{
+		{name: "bound", most: 4, wantAfter: 4},
+		{name: "no bound", most: 0, wantAfter: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCompactionTable(t)
+			e.commit(t, 0, 2)
+			m := New(Options{
+				Settings: config.Maintenance{CompactEvery: time.Hour, SmallFilesAbove: 100, TargetFileSize: 1 << 20, RewriteManifestsAbove: 100,
+					ExpireSnapshotsOlderThan: 7 * 24 * time.Hour, KeepSnapshots: 2, MaxSnapshots: tc.most, RemoveOrphansOlderThan: time.Hour},
+				Store:       e.store,
+				StoreURL:    e.url,
+				Tables:      func() []*table.Handle { return []*table.Handle{e.h} },
+				MemoryLimit: 1 << 30,
+			})
+			snapshots := func() int {
+				t.Helper()
+				tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(tbl.Metadata().Snapshots())
+			}
+			m.round(ctx) // the scheduled run
+			last := m.leases["kafka.events"].doc.Last
+			for first := int64(3); first < 24; first += 3 {
+				e.commit(t, first, first+2)
+			}
+			if n := snapshots(); n != 8 {
+				t.Fatalf("%d snapshots before the round, want 8", n)
+			}
+			m.round(ctx)
+			if n := snapshots(); n != tc.wantAfter {
+				t.Errorf("%d snapshots after the round, max_snapshots %d: want %d", n, tc.most, tc.wantAfter)
+			}
+			if m.triggered.Load() != 0 {
+				t.Errorf("%d small-file runs, want none", m.triggered.Load())
+			}
+			if got := m.leases["kafka.events"].doc.Last; !got.Equal(last) {
+				t.Errorf("the expiry moved the scheduled run's time from %s to %s", last, got)
+			}
+			got := gatherMaintenance(t, m)
+			wantRuns := 1.0
+			if tc.most > 0 {
+				wantRuns = 2
+			}
+			if got["pqsink_table_maintenance_runs_total{task=expire}"] != wantRuns || got["pqsink_table_maintenance_errors_total{task=expire}"] != 0 {
+				t.Errorf("expiry runs %v (errors %v), want %v and none", got["pqsink_table_maintenance_runs_total{task=expire}"], got["pqsink_table_maintenance_errors_total{task=expire}"], wantRuns)
+			}
+			tbl, err := e.other.LoadTable(ctx, []string{"kafka", "events"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := tbl.Scan().ToArrowTable(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Release()
+			if n := rows.NumRows(); n != 24 {
+				t.Errorf("%d rows after the expiry, want 24", n)
+			}
+			m.release()
+		})
+	}
+}
+
 // TestSmallFilesLeaseCadence: with small_files_above a Scheduler looks at
 // its tables every smallFilesTick but reads the leases only every
 // leaseTick: a lease another member gives up is taken at the next lease
