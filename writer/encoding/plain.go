@@ -89,12 +89,30 @@ func (Plain) EncodeByteArray(dst []byte, data []byte, offsets []uint32) ([]byte,
 	out, dst := grow(dst, 4*n+int(offsets[n]-offsets[0]))
 	pos := 0
 	for i := range n {
-		v := data[offsets[i]:offsets[i+1]]
-		binary.LittleEndian.PutUint32(out[pos:], uint32(len(v)))
-		pos += 4 + copy(out[pos+4:], v)
+		lo, hi := offsets[i], offsets[i+1]
+		l := int(hi - lo)
+		binary.LittleEndian.PutUint32(out[pos:], uint32(l))
+		pos += 4
+		// A value of up to shortValue bytes (a code, an id, a short
+		// name: most values of most columns) is copied as two words,
+		// without a call to memmove, when data holds shortValue bytes
+		// from it and out has room for them: the bytes written past the
+		// value are the next values' room, which they overwrite.
+		if l <= shortValue && len(data)-int(lo) >= shortValue && len(out)-pos >= shortValue {
+			w, t := data[lo:lo+shortValue], out[pos:pos+shortValue]
+			binary.LittleEndian.PutUint64(t, binary.LittleEndian.Uint64(w))
+			binary.LittleEndian.PutUint64(t[8:], binary.LittleEndian.Uint64(w[8:]))
+			pos += l
+			continue
+		}
+		pos += copy(out[pos:], data[lo:hi])
 	}
 	return dst, nil
 }
+
+// shortValue is the length up to which EncodeByteArray copies a value as
+// two 8-byte words.
+const shortValue = 16
 
 // EncodeFixedLenByteArray appends data as it is.
 func (Plain) EncodeFixedLenByteArray(dst []byte, data []byte, size int) ([]byte, error) {
