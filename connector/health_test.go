@@ -59,7 +59,7 @@ func TestFailureLog(t *testing.T) {
 // a healthy file:// sink is ready.
 func TestListOneFileStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	st, err := OpenStore(context.Background(), &config.Store{URL: "file://" + dir})
+	st, err := openStore(context.Background(), &config.Store{URL: "file://" + dir}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/format/all"
 	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/objstore/fromconfig"
 	"github.com/pqsink/pqsink/schema"
 	"github.com/pqsink/pqsink/writer"
 )
@@ -258,13 +259,6 @@ func writerOptions(c *config.Parquet, sch *schema.Schema) ([]writer.Option, erro
 	return opts, nil
 }
 
-// OpenStore opens the store of a config's store section as the sink does
-// (endpoint, credentials, encryption...), for the commands that read and
-// write its objects besides the sink (compact).
-func OpenStore(ctx context.Context, c *config.Store) (objstore.Store, error) {
-	return openStore(ctx, c, nil, nil)
-}
-
 // openStore opens the store of the config, with the part buffers of pool
 // and the retry hook onRetry when they are not nil.
 func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, onRetry func(op string, attempt int, err error)) (objstore.Store, error) {
@@ -275,46 +269,7 @@ func openStore(ctx context.Context, c *config.Store, pool objstore.BufferPool, o
 	if onRetry != nil {
 		opts = append(opts, objstore.OnRetry(onRetry))
 	}
-	if strings.HasPrefix(c.URL, "s3://") {
-		if c.Endpoint != "" {
-			opts = append(opts, objstore.Endpoint(c.Endpoint))
-		}
-		if c.Region != "" {
-			opts = append(opts, objstore.Region(c.Region))
-		}
-		opts = append(opts, objstore.PathStyle(c.PathStyle), objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
-		if c.AccessKey != "" {
-			opts = append(opts, objstore.StaticCredentials(c.AccessKey, c.SecretKey.Value(), c.SessionToken.Value()))
-		}
-		switch c.SSE {
-		case "AES256":
-			opts = append(opts, objstore.SSES3())
-		case "aws:kms":
-			opts = append(opts, objstore.SSEKMS(c.SSEKMSKeyID))
-		}
-		opts = append(opts, objstore.ConditionalWrites(c.ConditionalWrites))
-	}
-	if strings.HasPrefix(c.URL, "gs://") {
-		// Credentials: the Application Default Credentials, or none for
-		// an http:// endpoint (an emulator) or STORAGE_EMULATOR_HOST.
-		if c.Endpoint != "" {
-			opts = append(opts, objstore.Endpoint(c.Endpoint))
-		}
-		opts = append(opts, objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
-	}
-	if strings.HasPrefix(c.URL, "azblob://") || strings.HasPrefix(c.URL, "abfss://") {
-		// Credentials: AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, or
-		// AZURE_STORAGE_SAS_TOKEN, or the default Azure credential chain.
-		if c.Endpoint != "" {
-			opts = append(opts, objstore.Endpoint(c.Endpoint))
-		}
-		opts = append(opts, objstore.PartSize(int(c.PartSize)), objstore.MaxRetries(c.MaxRetries))
-	}
-	store, err := objstore.Open(ctx, c.URL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return store, nil
+	return fromconfig.Open(ctx, c.URL, c, opts...)
 }
 
 // Stats returns the sink's counters.

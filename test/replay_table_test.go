@@ -32,14 +32,13 @@ import (
 // iceberg:kafka.TOPIC`: at the first run's snapshot the target gets
 // exactly the records of the first run, at the current one all of them,
 // each with the key, headers, timestamp and value bytes it was produced
-// with, in order; on a file:// warehouse and on MinIO. (Not yet on GCS
-// or Azure: replay opens only s3:// and file:// stores, a table's
-// warehouse too; see docs/stores.md.) A rerun
+// with, in order; on a file:// warehouse, on MinIO, on GCS
+// (fake-gcs-server) and on Azure (Azurite). A rerun
 // with the completed checkpoint produces nothing, and the checkpoint,
 // which names its snapshot, refuses another one. A table, a snapshot or
 // files that are not pqsink's are clear errors.
 func TestReplayTable(t *testing.T) {
-	for _, kind := range []string{"file", "s3"} {
+	for _, kind := range []string{"file", "s3", "gcs", "azure"} {
 		t.Run(kind, func(t *testing.T) { testReplayTable(t, newStoreTarget(t, kind, "warehouse")) })
 	}
 }

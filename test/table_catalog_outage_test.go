@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/connector/metrics"
 	"github.com/pqsink/pqsink/internal/testutil/icebergrest"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
@@ -124,7 +125,7 @@ func catalogOutage(t *testing.T, start func(t *testing.T, env *tableEnv, brokers
 	produce()
 
 	sink, stop := startSink(t, text)
-	addr, stopMetrics, err := connector.ServeMetrics("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stopMetrics, err := metrics.Serve("127.0.0.1:0", sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/compact"
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/objstore/fromconfig"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -98,7 +98,7 @@ func runCompact(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	} else if idents, err = cat.Tables(ctx); err != nil {
 		return err
 	}
-	store, err := connector.OpenStore(ctx, &cfg.Store)
+	store, err := fromconfig.Open(ctx, cfg.Store.URL, &cfg.Store)
 	if err != nil {
 		return err
 	}

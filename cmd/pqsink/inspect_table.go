@@ -15,7 +15,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/connector"
+	"github.com/pqsink/pqsink/objstore/fromconfig"
 	"github.com/pqsink/pqsink/table"
 )
 
@@ -96,7 +96,7 @@ func readTableMetadata(ctx context.Context, cfg *config.Config, loc string) (ita
 	if !ok {
 		return nil, fmt.Errorf("its metadata file %s is not under store.url %s, whose credentials are the ones inspect has", loc, cfg.Store.URL)
 	}
-	store, err := connector.OpenStore(ctx, &cfg.Store)
+	store, err := fromconfig.Open(ctx, cfg.Store.URL, &cfg.Store)
 	if err != nil {
 		return nil, err
 	}
