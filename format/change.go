@@ -75,7 +75,8 @@ type Change struct {
 	// Delete reports that the change deletes the key's row; Row is then
 	// empty.
 	Delete bool
-	// Row is the key's new row, for a builder, when not Delete.
+	// Row is the key's new row, for a builder, when not Delete; a
+	// Debezium row's Payload is valid until the next call.
 	Row Decoded
 	// Op is a change event's operation: 'c', 'r', 'u' or 'd'; 0 for a
 	// record without an envelope.

@@ -184,3 +184,41 @@ func TestJSONKafkaKey(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJSONKey: untrusted values and Kafka keys never panic, and a key
+// read is a canonical key of the fields' count.
+func FuzzJSONKey(f *testing.F) {
+	for _, s := range []string{`{"id":1,"region":"eu"}`, `{"schema":{},"payload":{"id":-1,"region":"\u0000"}}`, `7`, `{"id":1e3,"region":1}`, `{"id":1,"id":2}`, ``} {
+		f.Add([]byte(s))
+	}
+	s, err := schema.Parse(`message m { required int64 id; required binary region (STRING); }`)
+	if err != nil {
+		f.Fatal(err)
+	}
+	leaves, err := format.KeyLeaves(s, []string{"id", "region"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	one, err := format.KeyLeaves(s, []string{"region"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, l := range [][]*schema.Node{leaves, one} {
+			jk, err := format.NewJSONKey(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, read := range []func([]byte, []byte) ([]byte, error){jk.Append, jk.AppendKafkaKey} {
+				key, err := read(nil, b)
+				if err != nil {
+					continue
+				}
+				vals, err := keyindex.DecodeKey(key)
+				if err != nil || len(vals) != len(l) {
+					t.Fatalf("key %x of %q: %v, %v", key, b, vals, err)
+				}
+			}
+		}
+	})
+}
