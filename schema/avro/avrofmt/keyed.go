@@ -24,9 +24,10 @@ type keyed struct {
 // Keyed implements format.Keyer. Each writer schema is checked when its
 // first record comes: the records of a schema whose key fields are
 // missing, optional (a union with null) or not primitive are rejections
-// (reason key). The Debezium envelope is not read yet.
+// (reason key). With the Debezium envelope, the registry's schemas are
+// the events' and the files' are their rows' (debezium.go).
 func (f *avroFormat) Keyed(opts format.KeyOptions) (format.Keyed, error) {
-	if err := format.CheckKeyOptions(opts, Name); err != nil {
+	if err := format.CheckKeyOptions(opts, Name, format.EnvelopeDebezium); err != nil {
 		return nil, err
 	}
 	return &keyed{avroFormat: f, opts: opts}, nil
@@ -38,7 +39,91 @@ func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 	a := k.avroFormat.NewDecoder(p).(*decoder)
 	r := &avroKeys{a: a, fields: k.opts.Fields, paths: format.KeyPaths(k.opts.Fields),
 		bySchema: map[*format.Schema]*lookupKey{}, byID: map[uint32]*lookupKey{}}
-	return &format.ChangeReader{Decoder: a, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
+	c := &format.ChangeReader{Decoder: a, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
+	if k.opts.Envelope != format.EnvelopeDebezium {
+		return c
+	}
+	a.debezium = true
+	return &avroChanges{ChangeReader: c, a: a}
+}
+
+// avroChanges is the ChangeDecoder of Debezium events in Avro.
+type avroChanges struct {
+	*format.ChangeReader
+	a       *decoder
+	payload []byte
+	key     []byte
+}
+
+// Decode reads an event that must write a row; a delete is a rejection
+// (reason change).
+func (c *avroChanges) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
+	ch, rej, err := c.DecodeChange(ctx, nil, value, offset)
+	if rej != nil || err != nil {
+		return format.Decoded{}, rej, err
+	}
+	if ch.Delete {
+		return format.Decoded{}, &format.Rejection{Reason: format.RejectChange, Err: errors.New("a delete where a row is expected")}, nil
+	}
+	return ch.Row, nil, nil
+}
+
+// DecodeChange reads a Debezium event: c, r and u write after with the
+// _cdc record appended, d deletes the key of before (or of the Kafka key),
+// a tombstone the key of its Kafka key; a truncate, an unknown op and a
+// c, r or u without after are rejections (reason change).
+func (c *avroChanges) DecodeChange(ctx context.Context, key, value []byte, offset int64) (format.Change, *format.Rejection, error) {
+	if value == nil {
+		return c.ChangeReader.DecodeChange(ctx, key, nil, offset)
+	}
+	id, body, err := schemaregistry.SplitWire(value)
+	if err != nil {
+		return format.Change{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro: %w", err)}, nil
+	}
+	s, rej, err := c.a.writer(ctx, id, offset)
+	if s == nil {
+		return format.Change{}, rej, err
+	}
+	ev, err := readEvent(s.envelope.Root, body)
+	if err != nil {
+		return format.Change{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro schema id %d: %w", id, err)}, nil
+	}
+	switch ev.op {
+	case "c", "r", "u":
+		if ev.after == nil {
+			return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: fmt.Errorf("debezium: an op %s event without after", ev.op)}, nil
+		}
+	case "d":
+		if ev.before == nil {
+			k, keyErr, err := c.KafkaKey(ctx, c.key[:0], key, offset)
+			if err != nil || keyErr != nil {
+				if keyErr != nil {
+					return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium delete without before: the row key of the Kafka key: %w", keyErr)}, nil
+				}
+				return format.Change{}, nil, err
+			}
+			c.key = k
+			return format.Change{Key: k, Delete: true, Op: 'd'}, nil, nil
+		}
+		k, err := c.ValueKey(c.key[:0], format.Decoded{Payload: ev.before, Schema: &s.shared})
+		if err != nil {
+			return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium delete: the row key of before: %w", err)}, nil
+		}
+		c.key = k
+		return format.Change{Key: k, Delete: true, Op: 'd'}, nil, nil
+	case "t":
+		return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: format.ErrTruncate}, nil
+	default:
+		return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: fmt.Errorf("debezium: unknown op %q, want c, r, u, d or t", ev.op)}, nil
+	}
+	c.payload = appendCDC(append(c.payload[:0], ev.after...), ev)
+	d := c.a.decoded(c.payload, s)
+	k, err := c.ValueKey(c.key[:0], d)
+	if err != nil {
+		return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium after: row key: %w", err)}, nil
+	}
+	c.key = k
+	return format.Change{Key: k, Row: d, Op: ev.op[0]}, nil, nil
 }
 
 // lookupKey is the lookup of the key fields in records of one schema, or
