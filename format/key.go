@@ -104,6 +104,21 @@ const (
 	keyUUID
 )
 
+// width is the bytes of a PLAIN value of the family; 0 when they vary.
+func (f keyFamily) width() int {
+	switch f {
+	case keyBool:
+		return 1
+	case keyInt32, keyUint32, keyFloat:
+		return 4
+	case keyInt64, keyDouble:
+		return 8
+	case keyUUID:
+		return 16
+	}
+	return 0
+}
+
 func keyKind(n *schema.Node) (keyFamily, error) {
 	l := n.Logical
 	switch l.Kind {
@@ -149,8 +164,7 @@ func AppendKey(dst []byte, leaf *schema.Node, plain []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	width := map[keyFamily]int{keyBool: 1, keyInt32: 4, keyUint32: 4, keyInt64: 8, keyFloat: 4, keyDouble: 8, keyUUID: 16}[fam]
-	if width != 0 && len(plain) != width {
+	if width := fam.width(); width != 0 && len(plain) != width {
 		return dst, fmt.Errorf("a %s value of %d bytes, want %d", leaf.TypeName(), len(plain), width)
 	}
 	switch fam {
@@ -406,6 +420,34 @@ func AppendLookupKey(dst []byte, l Lookup, payload []byte, fields []string) ([]b
 		}
 	}
 	return dst, nil
+}
+
+// LookupKey is the Lookup of the key fields in the payloads of one
+// schema (NewLookup over KeyPaths), or why its records have no key.
+type LookupKey struct {
+	Lookup Lookup
+	Err    error
+}
+
+// NewLookupKey checks a Lookup of the key fields (l and err, as a
+// Schema's NewLookup returns them) with CheckLookupKey; an error is
+// prefixed with the schema's name.
+func NewLookupKey(l Lookup, err error, fields []string, name string) *LookupKey {
+	if err == nil {
+		err = CheckLookupKey(l, fields)
+	}
+	if err != nil {
+		return &LookupKey{Err: fmt.Errorf("%s: %w", name, err)}
+	}
+	return &LookupKey{Lookup: l}
+}
+
+// Append appends the key of payload, or returns why it has none.
+func (k *LookupKey) Append(dst, payload []byte, fields []string) ([]byte, error) {
+	if k.Err != nil {
+		return dst, k.Err
+	}
+	return AppendLookupKey(dst, k.Lookup, payload, fields)
 }
 
 // CheckLookupKey returns why the columns l looks up cannot be key fields

@@ -38,7 +38,7 @@ func (k *keyed) NewDecoder(p format.Partition) format.Decoder { return k.NewChan
 func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 	a := k.avroFormat.NewDecoder(p).(*decoder)
 	r := &avroKeys{a: a, fields: k.opts.Fields, paths: format.KeyPaths(k.opts.Fields),
-		bySchema: map[*format.Schema]*lookupKey{}, byID: map[uint32]*lookupKey{}}
+		bySchema: map[*format.Schema]*format.LookupKey{}, byID: map[uint32]*format.LookupKey{}}
 	c := &format.ChangeReader{Decoder: a, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
 	if k.opts.Envelope != format.EnvelopeDebezium {
 		return c
@@ -126,13 +126,6 @@ func (c *avroChanges) DecodeChange(ctx context.Context, key, value []byte, offse
 	return format.Change{Key: k, Row: d, Op: ev.op[0]}, nil, nil
 }
 
-// lookupKey is the lookup of the key fields in records of one schema, or
-// why they have no key.
-type lookupKey struct {
-	l   format.Lookup
-	err error
-}
-
 // avroKeys reads the keys of a partition's records: of a value with its
 // writer schema; of a Kafka key in the wire format with the key's
 // schema; of another Kafka key (one key field, its plain bytes) with the
@@ -141,31 +134,18 @@ type avroKeys struct {
 	a        *decoder
 	fields   []string
 	paths    [][]string
-	bySchema map[*format.Schema]*lookupKey
-	byID     map[uint32]*lookupKey // Kafka keys' schemas
-}
-
-func newLookupKey(l format.Lookup, err error, fields []string, name string) *lookupKey {
-	if err == nil {
-		err = format.CheckLookupKey(l, fields)
-	}
-	if err != nil {
-		return &lookupKey{err: fmt.Errorf("%s: %w", name, err)}
-	}
-	return &lookupKey{l: l}
+	bySchema map[*format.Schema]*format.LookupKey
+	byID     map[uint32]*format.LookupKey // Kafka keys' schemas
 }
 
 func (r *avroKeys) valueKey(dst []byte, d format.Decoded) ([]byte, error) {
 	k := r.bySchema[d.Schema]
 	if k == nil {
 		l, err := d.Schema.NewLookup(r.paths, true)
-		k = newLookupKey(l, err, r.fields, d.Schema.Name)
+		k = format.NewLookupKey(l, err, r.fields, d.Schema.Name)
 		r.bySchema[d.Schema] = k
 	}
-	if k.err != nil {
-		return dst, k.err
-	}
-	return format.AppendLookupKey(dst, k.l, d.Payload, r.fields)
+	return k.Append(dst, d.Payload, r.fields)
 }
 
 func (r *avroKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64) ([]byte, error, error) {
@@ -182,7 +162,7 @@ func (r *avroKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64) 
 		switch {
 		case err == nil:
 			l, err := avrorow.NewLookup(as, r.paths, r.a.f.lookupOptions()...)
-			k = newLookupKey(l, err, r.fields, fmt.Sprintf("the Kafka key's avro schema id %d", id))
+			k = format.NewLookupKey(l, err, r.fields, fmt.Sprintf("the Kafka key's avro schema id %d", id))
 		case errors.Is(err, schemaregistry.ErrNotFound), errors.Is(err, schemaregistry.ErrUnusable):
 			return dst, fmt.Errorf("the Kafka key's avro schema id %d: %w", id, err), nil
 		case ctx.Err() != nil:
@@ -192,10 +172,10 @@ func (r *avroKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64) 
 		}
 		r.byID[id] = k
 	}
-	if k.err != nil {
-		return dst, k.err, nil
+	if k.Err != nil {
+		return dst, k.Err, nil
 	}
-	out, err := format.AppendLookupKey(dst, k.l, body, r.fields)
+	out, err := format.AppendLookupKey(dst, k.Lookup, body, r.fields)
 	if err != nil {
 		return dst, fmt.Errorf("the Kafka key's avro schema id %d: %w", id, err), nil
 	}
@@ -217,13 +197,13 @@ func (r *avroKeys) plainKey(dst, key []byte) ([]byte, error, error) {
 		k := r.bySchema[&s.shared]
 		if k == nil {
 			l, err := s.shared.NewLookup(r.paths, true)
-			k = newLookupKey(l, err, r.fields, s.shared.Name)
+			k = format.NewLookupKey(l, err, r.fields, s.shared.Name)
 			r.bySchema[&s.shared] = k
 		}
-		if k.err != nil {
-			return dst, k.err, nil
+		if k.Err != nil {
+			return dst, k.Err, nil
 		}
-		out, err := format.AppendPlainKey(dst, k.l.Leaf(0), key)
+		out, err := format.AppendPlainKey(dst, k.Lookup.Leaf(0), key)
 		return out, err, nil
 	}
 	return dst, errors.New("a Kafka key not in the Confluent wire format before any value of the partition: the key field's type is that of the values' schema"), nil

@@ -50,29 +50,12 @@ func (k *keyed) NewDecoder(p format.Partition) format.Decoder { return k.NewChan
 
 func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 	r := &protoKeys{f: k.protoFormat, fields: k.opts.Fields, paths: format.KeyPaths(k.opts.Fields),
-		bySchema: map[*format.Schema]*lookupKey{}, byID: map[string]*lookupKey{}}
+		bySchema: map[*format.Schema]*format.LookupKey{}, byID: map[string]*format.LookupKey{}}
 	dec := k.protoFormat.NewDecoder(p)
 	if rd, ok := dec.(*registryDecoder); ok {
 		r.reg = rd
 	}
 	return &format.ChangeReader{Decoder: dec, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
-}
-
-// lookupKey is the lookup of the key fields in messages of one type, or
-// why they have no key.
-type lookupKey struct {
-	l   format.Lookup
-	err error
-}
-
-func newLookupKey(l format.Lookup, err error, fields []string, name string) *lookupKey {
-	if err == nil {
-		err = format.CheckLookupKey(l, fields)
-	}
-	if err != nil {
-		return &lookupKey{err: fmt.Errorf("%s: %w", name, err)}
-	}
-	return &lookupKey{l: l}
 }
 
 // protoKeys reads the keys of a partition's records: of a value with its
@@ -86,17 +69,17 @@ type protoKeys struct {
 	reg      *registryDecoder // nil with format.proto_file
 	fields   []string
 	paths    [][]string
-	bySchema map[*format.Schema]*lookupKey
-	byID     map[string]*lookupKey // Kafka keys' messages, by id and indexes
+	bySchema map[*format.Schema]*format.LookupKey
+	byID     map[string]*format.LookupKey // Kafka keys' messages, by id and indexes
 	idx      []int
 }
 
 // schemaKey is the lookup of messages of s.
-func (r *protoKeys) schemaKey(s *format.Schema) *lookupKey {
+func (r *protoKeys) schemaKey(s *format.Schema) *format.LookupKey {
 	k := r.bySchema[s]
 	if k == nil {
 		l, err := s.NewLookup(r.paths, true)
-		k = newLookupKey(l, err, r.fields, s.Name)
+		k = format.NewLookupKey(l, err, r.fields, s.Name)
 		r.bySchema[s] = k
 	}
 	return k
@@ -108,10 +91,7 @@ func (r *protoKeys) valueKey(dst []byte, d format.Decoded) ([]byte, error) {
 		s = r.f.fixed
 	}
 	k := r.schemaKey(s)
-	if k.err != nil {
-		return dst, k.err
-	}
-	return format.AppendLookupKey(dst, k.l, d.Payload, r.fields)
+	return k.Append(dst, d.Payload, r.fields)
 }
 
 func (r *protoKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64) ([]byte, error, error) {
@@ -125,10 +105,10 @@ func (r *protoKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64)
 		}
 	} else if len(r.fields) > 1 {
 		k := r.schemaKey(r.f.fixed)
-		if k.err != nil {
-			return dst, k.err, nil
+		if k.Err != nil {
+			return dst, k.Err, nil
 		}
-		out, err := format.AppendLookupKey(dst, k.l, key, r.fields)
+		out, err := format.AppendLookupKey(dst, k.Lookup, key, r.fields)
 		if err != nil {
 			return dst, fmt.Errorf("the Kafka key as a %s: %w", r.f.message.FullName(), err), nil
 		}
@@ -145,10 +125,10 @@ func (r *protoKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int64)
 		s = &r.reg.last.shared
 	}
 	k := r.schemaKey(s)
-	if k.err != nil {
-		return dst, k.err, nil
+	if k.Err != nil {
+		return dst, k.Err, nil
 	}
-	out, err := format.AppendPlainKey(dst, k.l.Leaf(0), key)
+	out, err := format.AppendPlainKey(dst, k.Lookup.Leaf(0), key)
 	return out, err, nil
 }
 
@@ -166,7 +146,7 @@ func (r *protoKeys) wireKey(ctx context.Context, dst []byte, id uint32, idx []in
 				return dst, fmt.Errorf("the Kafka key's protobuf schema id %d: %w", id, err), nil
 			}
 			l, err := r.f.newLookup(md)(r.paths, true)
-			k = newLookupKey(l, err, r.fields, fmt.Sprintf("the Kafka key's protobuf schema id %d (%s)", id, md.FullName()))
+			k = format.NewLookupKey(l, err, r.fields, fmt.Sprintf("the Kafka key's protobuf schema id %d (%s)", id, md.FullName()))
 		case errors.Is(err, schemaregistry.ErrNotFound), errors.Is(err, schemaregistry.ErrUnusable):
 			return dst, fmt.Errorf("the Kafka key's protobuf schema id %d: %w", id, err), nil
 		case ctx.Err() != nil:
@@ -176,10 +156,10 @@ func (r *protoKeys) wireKey(ctx context.Context, dst []byte, id uint32, idx []in
 		}
 		r.byID[name] = k
 	}
-	if k.err != nil {
-		return dst, k.err, nil
+	if k.Err != nil {
+		return dst, k.Err, nil
 	}
-	out, err := format.AppendLookupKey(dst, k.l, body, r.fields)
+	out, err := format.AppendLookupKey(dst, k.Lookup, body, r.fields)
 	if err != nil {
 		return dst, fmt.Errorf("the Kafka key's protobuf schema id %d: %w", id, err), nil
 	}
