@@ -245,11 +245,11 @@ func AppendCDC(dst, row []byte, ev DebeziumEvent, unit schema.TimeUnit) []byte {
 	return append(dst, "}}"...)
 }
 
-// CheckKeyOptions refuses an envelope other than "" and the ones a format
-// reads (envelopes), and key fields CheckKeyFields refuses.
-func CheckKeyOptions(opts KeyOptions, format string, envelopes ...string) error {
+// CheckKeyOptions refuses an envelope other than "" and the ones format
+// name reads (envelopes), and key fields CheckKeyFields refuses.
+func CheckKeyOptions(opts KeyOptions, name string, envelopes ...string) error {
 	if opts.Envelope != "" && !slices.Contains(envelopes, opts.Envelope) {
-		return fmt.Errorf("format.envelope %s: the %s format does not read it yet", opts.Envelope, format)
+		return fmt.Errorf("format.envelope %s: the %s format does not read it yet", opts.Envelope, name)
 	}
 	return CheckKeyFields(opts.Fields)
 }
