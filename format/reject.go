@@ -18,6 +18,8 @@ const (
 	RejectTooLarge = "too_large" // larger than max_record_bytes
 	RejectPath     = "path"      // its path cannot be rendered (a path field is an object, a bad time_field)
 	RejectEnvelope = "envelope"  // its envelope cannot be stored: a header key that is not UTF-8
+	RejectKey      = "key"       // an upsert table's row key cannot be read from it (a key field missing, null, of another type; a Kafka key that does not decode)
+	RejectChange   = "change"    // a change event that cannot be applied (an unknown op, a truncate, no after)
 )
 
 // Rejection is a record that cannot be written, and why.

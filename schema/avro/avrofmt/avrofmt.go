@@ -89,10 +89,13 @@ func (f *avroFormat) lookupOptions() []avrorow.Option {
 // writerSchema is a writer schema seen by a partition, with its Parquet
 // schema (or why there is none).
 type writerSchema struct {
-	id     uint32
-	avro   *avro.Schema
-	err    error // the schema cannot be the files' schema
-	shared format.Schema
+	id   uint32
+	avro *avro.Schema
+	// envelope is, with a Debezium envelope, the registry's schema of the
+	// events, whose row's schema is avro.
+	envelope *avro.Schema
+	err      error // the schema cannot be the files' schema
+	shared   format.Schema
 }
 
 func (w *writerSchema) parquet() *schema.Schema { return w.shared.Parquet }
@@ -106,6 +109,9 @@ type decoder struct {
 	schemas map[uint32]*writerSchema
 	ids     []uint32            // of schemas, ascending: ids grow with registration
 	compat  map[[2]uint32]error // avro.Resolve(writer, reader) by (writer id, reader id)
+	// debezium: the registry's schemas are Debezium envelopes, and the
+	// files' those of their rows (debezium.go).
+	debezium bool
 }
 
 func (a *decoder) Sampling() bool              { return false }
@@ -193,27 +199,48 @@ func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 	if err != nil {
 		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro: %w", err)}, nil
 	}
+	s, rej, err := a.writer(ctx, id, offset)
+	if s == nil {
+		return format.Decoded{}, rej, err
+	}
+	return a.decoded(body, s), nil, nil
+}
+
+// writer returns the writer schema of id, from the partition's or the
+// registry: nil with a rejection for a schema its records cannot be
+// written with, or with an error as Decode returns it.
+func (a *decoder) writer(ctx context.Context, id uint32, offset int64) (*writerSchema, *format.Rejection, error) {
 	if s := a.schemas[id]; s != nil {
 		if s.err != nil {
-			return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
+			return nil, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
 		}
-		return a.decoded(body, s), nil, nil
+		return s, nil, nil
 	}
 	as, err := a.f.registry.SchemaByID(ctx, id)
 	switch {
 	case err == nil:
 	case errors.Is(err, schemaregistry.ErrNotFound):
-		return format.Decoded{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro schema id %d: %w", id, err)}, nil
+		return nil, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro schema id %d: %w", id, err)}, nil
 	case errors.Is(err, schemaregistry.ErrUnusable):
 		s := &writerSchema{id: id, err: fmt.Errorf("avro schema id %d: %w", id, err)}
 		a.schemas[id] = s
-		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
+		return nil, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
 	case ctx.Err() != nil:
-		return format.Decoded{}, nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	default:
-		return format.Decoded{}, nil, format.RegistryUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
+		return nil, nil, format.RegistryUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 	}
 	s := &writerSchema{id: id, avro: as}
+	if a.debezium {
+		// The registry's schema is the event's; the files' is its row's.
+		s.envelope = as
+		if s.avro, err = debeziumRow(as); err != nil {
+			s.err = fmt.Errorf("avro schema id %d: %w", id, err)
+			a.schemas[id] = s
+			return nil, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
+		}
+		as = s.avro
+	}
 	s.shared = format.Schema{Name: fmt.Sprintf("avro schema id %d", id), Own: s,
 		NewLookup: func(paths [][]string, forTable bool) (format.Lookup, error) {
 			if forTable {
@@ -255,7 +282,7 @@ func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 		case err != nil:
 			// Not remembered: the schema is fitted again when the
 			// record is read again.
-			return format.Decoded{}, nil, format.CatalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
+			return nil, nil, format.CatalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 		default:
 			ps = fitted
 		}
@@ -267,7 +294,7 @@ func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 		case schemaErr != nil:
 			s.err = fmt.Errorf("avro schema id %d: %w", id, schemaErr)
 		case err != nil:
-			return format.Decoded{}, nil, format.CatalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
+			return nil, nil, format.CatalogUnreachable(ctx, a.log, err, "schema_id", id, "offset", offset)
 		}
 	}
 	a.schemas[id] = s
@@ -277,9 +304,9 @@ func (a *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 	a.ids[i] = id
 	a.log.Info("avro schema", "schema_id", id, "usable", s.err == nil)
 	if s.err != nil {
-		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
+		return nil, &format.Rejection{Reason: format.RejectSchema, Err: s.err}, nil
 	}
-	return a.decoded(body, s), nil, nil
+	return s, nil, nil
 }
 
 // Fits returns the builder of fb for records of d's writer schema, or nil
