@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/connector/metrics"
 	"github.com/pqsink/pqsink/internal/testutil/icebergrest"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
