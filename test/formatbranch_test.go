@@ -47,13 +47,6 @@ var formatBranchDebt = map[string]struct {
 	branches int
 	reason   string
 }{
-	// The configuration's parsing checks each format's keys: it moves to
-	// the Drivers (format.Driver) when the config package can hand a
-	// format its section.
-	"config/load.go":     {10, "format.* keys are parsed and checked per format.type"},
-	"config/protobuf.go": {1, "format.proto_* keys are refused for the other format.types"},
-	"config/redact.go":   {4, "the redacted config prints each format.type's keys"},
-	"config/table.go":    {5, "table keys that depend on the format: a VARIANT's format_version 3, timestamp_precision micros for the formats with nanoseconds"},
 	// The sink's table settings: which formats have payload fields to
 	// partition by (a Format method to come: Binary or a schema of its
 	// own).
