@@ -60,10 +60,6 @@ var formatBranchDebt = map[string]struct {
 	// partition by (a Format method to come: Binary or a schema of its
 	// own).
 	"connector/table.go": {4, "tableSettings: a payload field partitions a table for json, json_schema, avro and protobuf, not variant"},
-	// The demo and the sink benchmark choose the records they produce by
-	// format.
-	"cmd/pqsink/demo_table.go":                   {2, "the demo's queries and table format version depend on its format (json or variant)"},
-	"cmd/pqsink/internal/sinkbench/sinkbench.go": {9, "the benchmark produces records of its format (json, variant or protobuf)"},
 }
 
 // formatWordsElsewhere lists the production files outside the formats'
