@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -990,6 +991,21 @@ func TestDocsListEveryFormat(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s has no example line 'type: json  # …'", name)
+		}
+	}
+}
+
+// TestFormatSpecs: every value format.type takes has its spec, and every
+// spec is a value format.type takes.
+func TestFormatSpecs(t *testing.T) {
+	for _, name := range FormatTypes() {
+		if _, ok := formatSpecs[name]; !ok {
+			t.Errorf("format.type %s has no formatSpec", name)
+		}
+	}
+	for name := range formatSpecs {
+		if !slices.Contains(FormatTypes(), name) {
+			t.Errorf("formatSpecs has %s, which format.type does not take", name)
 		}
 	}
 }

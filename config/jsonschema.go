@@ -1,13 +1,22 @@
 package config
 
-// jsonSchemaRefused are the format keys that format.type json_schema does
-// not use.
-var jsonSchemaRefused = []string{"ignore_unknown_fields", "column", "shred", "shred_sample", "schema_compatibility"}
+import "slices"
+
+// jsonSchemaSpec is format.type json_schema: JSON values validated by a
+// JSON Schema, from format.registry (the Confluent JSON Schema wire
+// format) or format.schema_file. The redacted config prints its type
+// only.
+var jsonSchemaSpec = formatSpec{
+	fieldColumns: true,
+	lossyNumbers: true,
+	refused:      slices.Concat(protobufKeys, []string{"ignore_unknown_fields", "column", "shred", "shred_sample", "schema_compatibility"}),
+	read:         (*decoder).jsonSchema,
+}
 
 // jsonSchema reads the keys of format.type json_schema: a registry (the
 // Confluent JSON Schema wire format) or a schema_file (plain JSON values),
 // exactly one of them.
-func (d *decoder) jsonSchema(s *section, f *Format) {
+func (d *decoder) jsonSchema(s *section, f *Format, _ bool) {
 	d.file(s, "schema_file", &f.SchemaFile)
 	if reg := s.optional("registry", registryKeys); reg != nil {
 		f.Registry = d.registry(reg)

@@ -31,22 +31,19 @@ type Protobuf struct {
 	Message string
 }
 
-// protobuf reads the keys of format.type protobuf, and refuses them for
-// the other types.
-func (d *decoder) protobuf(s *section, f *Format) {
-	if f.Type != "protobuf" {
-		for _, k := range protobufKeys {
-			if s.given(k) {
-				s.fail(k, "not used when format.type is %s", f.Type)
-			}
-		}
-		return
-	}
-	for _, k := range []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample", "lossy_numbers", "schema_compatibility"} {
-		if s.given(k) {
-			s.fail(k, "not used when format.type is protobuf")
-		}
-	}
+// protobufSpec is format.type protobuf: the Confluent wire format with
+// the schemas in format.registry, or plain messages of a .proto file's
+// message. The other types refuse its keys (protobufKeys).
+var protobufSpec = formatSpec{
+	fieldColumns: true,
+	refused:      []string{"schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample", "lossy_numbers", "schema_compatibility"},
+	read:         (*decoder).protobuf,
+	redact:       redactProtobuf,
+	nanos:        true,
+}
+
+// protobuf reads the keys of format.type protobuf.
+func (d *decoder) protobuf(s *section, f *Format, _ bool) {
 	if reg := s.optional("registry", registryKeys); reg != nil {
 		f.Registry = d.registry(reg)
 	}
@@ -82,14 +79,7 @@ func (d *decoder) protobuf(s *section, f *Format) {
 // format section.
 func redactProtobuf(format *node, f Format) {
 	if r := f.Registry; r != nil {
-		format.add("registry", yMap(
-			"url", yStr(r.URL),
-			"username", yStr(r.Username),
-			"password", ySecret(r.Password),
-			"ca_file", yStr(r.CAFile),
-			"cache_size", yInt(int64(r.CacheSize)),
-			"timeout", yDuration(r.Timeout),
-		))
+		format.add("registry", redactRegistry(r))
 		return
 	}
 	if p := f.Protobuf; p != nil {

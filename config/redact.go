@@ -75,28 +75,7 @@ func (c *Config) Redacted() string {
 		"max_retries", yInt(int64(s.MaxRetries)),
 	)
 
-	f := c.Format
-	format := yMap("type", yStr(f.Type))
-	switch f.Type {
-	case "json":
-		format.add("schema_file", yStr(f.SchemaFile), "ignore_unknown_fields", yBool(f.IgnoreUnknownFields), "lossy_numbers", yBool(f.LossyNumbers))
-	case "variant":
-		format.add("column", yStr(f.Column), "shred", yStr(f.Shred), "shred_sample", yInt(int64(f.ShredSample)), "lossy_numbers", yBool(f.LossyNumbers))
-	case "avro":
-		if r := f.Registry; r != nil {
-			format.add("registry", yMap(
-				"url", yStr(r.URL),
-				"username", yStr(r.Username),
-				"password", ySecret(r.Password),
-				"ca_file", yStr(r.CAFile),
-				"cache_size", yInt(int64(r.CacheSize)),
-				"timeout", yDuration(r.Timeout),
-			))
-		}
-		format.add("schema_compatibility", yStr(f.SchemaCompatibility))
-	case "protobuf":
-		redactProtobuf(format, f)
-	}
+	format := redactFormat(c.Format)
 
 	p := c.Parquet
 	root := yMap(

@@ -176,10 +176,8 @@ var (
 
 // table reads the table section.
 func (d *decoder) table(s *section, c *Config) *Table {
-	t := &Table{Name: "{topic}", CommitInterval: 30 * time.Second, FormatVersion: 2}
-	if c.Format.Type == "variant" {
-		t.FormatVersion = 3
-	}
+	typeSpec := specOf(c.Format.Type)
+	t := &Table{Name: "{topic}", CommitInterval: 30 * time.Second, FormatVersion: max(2, typeSpec.tableVersion)}
 	s.oneOf("format", &t.Format, tableFormatValues, nil)
 	s.require("format")
 	if cat := s.sub("catalog", catalogKeys); cat != nil {
@@ -240,15 +238,13 @@ func (d *decoder) table(s *section, c *Config) *Table {
 			t.PartitionBy = append(t.PartitionBy, p)
 		}
 	}
-	if s.intValue("format_version", &t.FormatVersion, 2, 3) && c.Format.Type == "variant" && t.FormatVersion < 3 {
-		s.fail("format_version", "format.type variant needs 3: the variant type is new in Iceberg format version 3")
+	if s.intValue("format_version", &t.FormatVersion, 2, 3) && t.FormatVersion < typeSpec.tableVersion {
+		s.fail("format_version", "%s", typeSpec.tableVersionWhy)
 	}
 	var precision string
 	if s.oneOf("timestamp_precision", &precision, precisionValues, nil) && precision == "micros" {
 		t.TimestampMicros = true
-		switch c.Format.Type {
-		case "protobuf", "avro", "json":
-		default:
+		if !typeSpec.nanos {
 			s.fail("timestamp_precision", "micros is for format.type protobuf (its google.protobuf.Timestamp fields), avro (its timestamp-nanos and local-timestamp-nanos) and json (format.schema_file's TIMESTAMP(NANOS) columns); format.type is %s", c.Format.Type)
 		}
 	}

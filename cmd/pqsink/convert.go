@@ -19,7 +19,6 @@ import (
 	"github.com/pqsink/pqsink/internal/safetext"
 	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema"
-	"github.com/pqsink/pqsink/schema/avro"
 	"github.com/pqsink/pqsink/writer"
 )
 
@@ -95,22 +94,12 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usagef("want INPUT and OUTPUT, got %d arguments", len(pos))
 	}
 	var s *schema.Schema
-	protoIn, err := protoInput(ctx, protoFlags{format: *inputFormat, file: *protoFile, message: *protoMessage, importPaths: importPaths,
-		variant: *asVariant, parquetSchema: *schemaFile, avroSchema: *avroSchema})
+	input, err := openInput(ctx, inputFlags{format: *inputFormat, protoFile: *protoFile, message: *protoMessage, importPaths: importPaths,
+		jsonSchema: *jsonSchema, avroSchema: *avroSchema, parquetSchema: *schemaFile, variant: *asVariant})
 	if err != nil {
 		return err
 	}
-	var avroIn *avroConvert
-	if protoIn == nil {
-		if avroIn, err = avroInput(*inputFormat, *avroSchema, *asVariant, *schemaFile); err != nil {
-			return err
-		}
-	}
-	js, err := jsonSchemaInput(*jsonSchema, *inputFormat, *asVariant, *schemaFile, *avroSchema)
-	if err != nil {
-		return err
-	}
-	if !*asVariant && avroIn == nil && protoIn == nil && js == nil { // --variant, Avro, Protobuf and JSON Schema decide their own schema
+	if !*asVariant && input == nil { // --variant and the inputs of their own schema (Avro, Protobuf, JSON Schema) decide it
 		if *schemaFile == "" {
 			return usagef("--schema FILE is required")
 		}
@@ -213,8 +202,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *asVariant {
 		inputs = []string{*shred}
 	}
-	if js != nil {
-		inputs = []string{*jsonSchema}
+	if sf, ok := input.(schemaFiler); ok {
+		inputs = []string{sf.schemaFile()}
 	}
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
@@ -246,12 +235,8 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var st convert.Stats
-	if protoIn != nil {
-		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return protoIn.run(ctx, in, w, opts) })
-	} else if avroIn != nil {
-		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return avroIn.run(ctx, in, w, opts) })
-	} else if js != nil {
-		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return convert.RunJSONSchema(ctx, in, w, js, opts) })
+	if input != nil {
+		st, err = writeOutput(ctx, pos[1], stdout, func(w io.Writer) (convert.Stats, error) { return input.run(ctx, in, w, opts) })
 	} else if *asVariant {
 		st, err = convertVariant(ctx, pos[1], stdout, stderr, in, opts, variantFlags{column: *column, shred: *shred, verbose: *verbose, lossy: *lossy})
 	} else {
@@ -272,51 +257,6 @@ func convertCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "pqsink convert: skipped %d of %d lines that did not fit the schema\n", st.Skipped, st.Lines)
 	}
 	return nil
-}
-
-// avroConvert is an Avro input: a container file, or JSON lines of an
-// Avro schema.
-type avroConvert struct {
-	container bool
-	schema    *avro.Schema
-}
-
-// avroInput checks --input-format and --avro-schema, and returns nil for
-// JSON lines of a Parquet schema or VARIANT.
-func avroInput(format, schemaPath string, variant bool, parquetSchema string) (*avroConvert, error) {
-	switch format {
-	case "jsonl", "json":
-	case "avro":
-		if schemaPath != "" || variant || parquetSchema != "" {
-			return nil, usagef("--input-format avro takes its schema from the file: no --schema, --avro-schema or --variant")
-		}
-		return &avroConvert{container: true}, nil
-	default:
-		return nil, usagef("--input-format %q: want jsonl or avro", format)
-	}
-	if schemaPath == "" {
-		return nil, nil
-	}
-	if variant || parquetSchema != "" {
-		return nil, usagef("--avro-schema gives the schema: no --schema or --variant with it")
-	}
-	text, err := os.ReadFile(schemaPath)
-	if err != nil {
-		return nil, err
-	}
-	s, err := avro.Parse(string(text))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", schemaPath, err)
-	}
-	return &avroConvert{schema: s}, nil
-}
-
-func (a *avroConvert) run(ctx context.Context, in io.Reader, out io.Writer, opts convert.Options) (convert.Stats, error) {
-	opts.Schema = nil
-	if a.container {
-		return convert.RunAvro(ctx, in, out, opts)
-	}
-	return convert.RunAvroJSON(ctx, in, out, a.schema, opts)
 }
 
 // maxPageRows bounds --page-rows: every reader takes pages of a million

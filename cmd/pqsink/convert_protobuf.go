@@ -15,31 +15,27 @@ type protoConvert struct {
 	message protoreflect.MessageDescriptor
 }
 
-// protoFlags are convert's flags of a Protobuf input.
-type protoFlags struct {
-	format, file, message string
-	importPaths           []string
-	// the flags of other inputs, refused with protobuf
-	variant                   bool
-	parquetSchema, avroSchema string
+// protobufInput is --input-format protobuf: length-delimited messages of
+// --message in --proto-file.
+var protobufInput = inputKind{
+	formats: []string{"protobuf"},
+	ownFlags: func(f inputFlags) bool {
+		return f.protoFile != "" || f.message != "" || len(f.importPaths) > 0
+	},
+	ownFlagsErr: "--proto-file, --message and --import-path are for --input-format protobuf",
+	open:        protoInput,
 }
 
-// protoInput checks --input-format protobuf and its flags, and returns nil
-// for any other input format.
-func protoInput(ctx context.Context, f protoFlags) (*protoConvert, error) {
-	if f.format != "protobuf" {
-		if f.file != "" || f.message != "" || len(f.importPaths) > 0 {
-			return nil, usagef("--proto-file, --message and --import-path are for --input-format protobuf")
-		}
-		return nil, nil
-	}
+// protoInput checks the flags of --input-format protobuf and loads the
+// message type.
+func protoInput(ctx context.Context, f inputFlags) (convertInput, error) {
 	if f.variant || f.parquetSchema != "" || f.avroSchema != "" {
 		return nil, usagef("--input-format protobuf takes its schema from --proto-file and --message: no --schema, --avro-schema or --variant")
 	}
-	if f.file == "" || f.message == "" {
+	if f.protoFile == "" || f.message == "" {
 		return nil, usagef("--input-format protobuf needs --proto-file FILE and --message NAME")
 	}
-	md, err := protobuf.LoadFile(ctx, f.file, f.importPaths, f.message)
+	md, err := protobuf.LoadFile(ctx, f.protoFile, f.importPaths, f.message)
 	if err != nil {
 		return nil, err
 	}

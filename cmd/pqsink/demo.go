@@ -78,7 +78,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stdout, "\n%s\n", rep)
 	var snap *table.Snapshot
 	if tableCfg != nil {
-		if snap, err = printDemoTable(ctx, stdout, tableCfg, abs, o.Topic, o.Format, rep.Records); err != nil {
+		if snap, err = printDemoTable(ctx, stdout, tableCfg, abs, o.Topic, rep); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout)

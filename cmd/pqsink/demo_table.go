@@ -56,7 +56,7 @@ func demoTable(o *sinkbench.Options, dir string) *config.Config {
 // printDemoTable shows the demo's table as its current snapshot holds it:
 // the snapshot, the catalog and the metadata file. It fails when the
 // table does not hold every record the demo produced.
-func printDemoTable(ctx context.Context, w io.Writer, cfg *config.Config, dir, topic, format string, records int64) (*table.Snapshot, error) {
+func printDemoTable(ctx context.Context, w io.Writer, cfg *config.Config, dir, topic string, rep sinkbench.Report) (*table.Snapshot, error) {
 	cat, err := table.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -70,11 +70,11 @@ func printDemoTable(ctx context.Context, w io.Writer, cfg *config.Config, dir, t
 	for _, f := range snap.Files {
 		rows += f.Records
 	}
-	if rows != records {
-		return nil, fmt.Errorf("table %s holds %d records in its snapshot %d, the demo produced %d", snap.Table, rows, snap.ID, records)
+	if rows != rep.Records {
+		return nil, fmt.Errorf("table %s holds %d records in its snapshot %d, the demo produced %d", snap.Table, rows, snap.ID, rep.Records)
 	}
-	fmt.Fprintf(w, "table %s (Iceberg, format version %s): snapshot %d, %d data files, %d records\n",
-		snap.Table, versionOf(format), snap.ID, len(snap.Files), rows)
+	fmt.Fprintf(w, "table %s (Iceberg, format version %d): snapshot %d, %d data files, %d records\n",
+		snap.Table, rep.TableFormatVersion, snap.ID, len(snap.Files), rows)
 	fmt.Fprintf(w, "  catalog   %s (SQLite, the tables of Iceberg's JDBC catalog, catalog name pqsink)\n", filepath.Join(dir, demoCatalog))
 	fmt.Fprintf(w, "  metadata  %s\n", strings.TrimPrefix(snap.MetadataLocation, "file://"))
 	return snap, nil
@@ -84,10 +84,7 @@ func printDemoTable(ctx context.Context, w io.Writer, cfg *config.Config, dir, t
 // iceberg_scan on its metadata file, or its data files as plain Parquet.
 func printDemoQueries(w io.Writer, snap *table.Snapshot, format string) {
 	meta := strings.TrimPrefix(snap.MetadataLocation, "file://")
-	query := "SELECT count(*) FROM iceberg_scan('" + meta + "')"
-	if format == "json" {
-		query = "SELECT country, count(*) FROM iceberg_scan('" + meta + "') GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
-	}
+	query := sinkbench.DemoQuery(format, meta)
 	fmt.Fprintf(w, "\nquery the table with DuckDB's iceberg extension (INSTALL iceberg once):\n")
 	fmt.Fprintf(w, "  duckdb -c \"LOAD iceberg; %s\"\n", query)
 	fmt.Fprintf(w, "or the snapshot's data files, which are plain Parquet:\n")
@@ -99,12 +96,4 @@ func printDemoQueries(w io.Writer, snap *table.Snapshot, format string) {
 	}
 	fmt.Fprintf(w, "  duckdb -c \"SELECT count(*) FROM '%s'\"\n", filepath.Join(strings.TrimPrefix(snap.Location, "file://"), "data", "**", "*.parquet"))
 	fmt.Fprintf(w, "docs/tables-catalogs.md shows Spark, Trino and Athena on the same catalog.\n")
-}
-
-// versionOf is the format version the demo's table is created with.
-func versionOf(format string) string {
-	if format == "variant" {
-		return "3"
-	}
-	return "2"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,9 @@ func TestDemoTable(t *testing.T) {
 		t.Fatalf("the demo's table: %v\n%s", err, out)
 	}
 	meta := strings.TrimPrefix(tbl.MetadataLocation(), "file://")
+	if v := fmt.Sprintf("(Iceberg, format version %d)", tbl.Metadata().Version()); !strings.Contains(string(out), v) {
+		t.Errorf("the output does not say %s:\n%s", v, out)
+	}
 	if !strings.Contains(string(out), "iceberg_scan('"+meta+"')") {
 		t.Errorf("the output does not query the table's metadata file %s with iceberg_scan:\n%s", meta, out)
 	}

@@ -265,7 +265,7 @@ func checkPartitionField(c *config.Config, p config.PartitionField) error {
 		}
 	case strings.HasPrefix(p.Column, "_kafka."):
 		return errors.New("of the _kafka envelope, only timestamp, topic and partition can partition a table")
-	case c.Format.Type != "json" && c.Format.Type != "json_schema" && c.Format.Type != "avro" && c.Format.Type != "protobuf":
+	case !c.Format.FieldColumns():
 		return fmt.Errorf("a payload field partitions a table with format.type json, json_schema, avro or protobuf only (not %s)", c.Format.Type)
 	}
 	return nil

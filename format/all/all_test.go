@@ -10,11 +10,14 @@ import (
 )
 
 // TestFormats: every format.type the config accepts is registered, in the
-// order the config names them.
+// order the config names them, and no other.
 func TestFormats(t *testing.T) {
 	want := []string{"json", "variant", "avro", "protobuf", "json_schema"}
-	if got := Formats().Names(); !slices.Equal(got, want) {
-		t.Errorf("registered %v, want %v", got, want)
+	if got := config.FormatTypes(); !slices.Equal(got, want) {
+		t.Errorf("the config takes format.type %v, want %v", got, want)
+	}
+	if got := Formats().Names(); !slices.Equal(got, config.FormatTypes()) {
+		t.Errorf("registered %v, the config takes %v", got, config.FormatTypes())
 	}
 }
 

@@ -105,8 +105,12 @@ type Report struct {
 	OutputBytes    int64
 	BytesPerRecord float64
 	Store          string
-	Stats          connector.Snapshot
-	Memory         connector.MemoryStats
+	// TableFormatVersion is the Iceberg format version of the table the
+	// sink lands in (the config's table.format_version, whose default
+	// depends on the format); 0 without a table.
+	TableFormatVersion int
+	Stats              connector.Snapshot
+	Memory             connector.MemoryStats
 }
 
 // String renders the report for people.
@@ -148,8 +152,8 @@ func (o *Options) defaults() error {
 	if o.Format == "" {
 		o.Format = "json"
 	}
-	if o.Format != "json" && o.Format != "variant" && o.Format != "protobuf" {
-		return fmt.Errorf("format %q: want json, variant or protobuf", o.Format)
+	if _, ok := workloads[o.Format]; !ok {
+		return fmt.Errorf("format %q: want %s or %s", o.Format, strings.Join(workloadNames[:len(workloadNames)-1], ", "), workloadNames[len(workloadNames)-1])
 	}
 	if o.Topic == "" {
 		o.Topic = "events"
@@ -178,10 +182,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := o.defaults(); err != nil {
 		return rep, err
 	}
-	rep.Encoding = "JSON"
-	if o.Format == "protobuf" {
-		rep.Encoding = "Protobuf"
-	}
+	rep.Encoding = workloads[o.Format].encoding
 	brokers := o.Brokers
 	loadStart := time.Now()
 	switch {
@@ -233,6 +234,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	cfg, err := sinkConfig(o, brokers, storeURL, cfgDir)
 	if err != nil {
 		return rep, err
+	}
+	if cfg.Table != nil {
+		rep.TableFormatVersion = cfg.Table.FormatVersion
 	}
 
 	memlimit.Set(cfg.Memory.Limit) // as `pqsink run` does
@@ -332,22 +336,10 @@ func sinkConfig(o Options, brokers []string, storeURL, dir string) (*config.Conf
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  group: pqsink-bench-%d\n  topics: [%s]\n  start: earliest\n", strings.Join(brokers, ", "), time.Now().UnixNano(), o.Topic)
 	fmt.Fprintf(&b, "store:\n  url: %q\n%s", storeURL, o.StoreExtra)
 	fmt.Fprintf(&b, "format:\n  type: %s\n", o.Format)
-	if o.Format == "json" {
-		path := filepath.Join(dir, "events.schema")
-		if err := os.WriteFile(path, []byte(events.Schema), 0o644); err != nil {
+	if keys := workloads[o.Format].formatKeys; keys != nil {
+		if err := keys(&b, o, dir); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "  schema_file: %s\n", path)
-	}
-	if o.Format == "protobuf" {
-		path := filepath.Join(dir, "event.proto")
-		if err := os.WriteFile(path, []byte(events.ProtoSchema), 0o644); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, "  proto_file: %s\n  message: %s\n", path, events.ProtoMessage)
-	}
-	if o.Format == "variant" && o.Shred != "" {
-		fmt.Fprintf(&b, "  shred: %s\n", o.Shred)
 	}
 	fmt.Fprintf(&b, "envelope: %v\n", o.Envelope)
 	if o.Table == "" {
@@ -430,6 +422,7 @@ func LoadFormat(ctx context.Context, brokers []string, topic, format string, n i
 		return 0, fmt.Errorf("producing: %w", err)
 	}
 	defer cl.Close()
+	encode := workloads[format].encode
 	gen := events.New(1, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	pr := rand.New(rand.NewPCG(2, 0x5eed))
 	var total int64
@@ -447,9 +440,9 @@ func LoadFormat(ctx context.Context, brokers []string, topic, format string, n i
 		if recordBytes > 0 {
 			v = pad(v, int(recordBytes), pr)
 		}
-		if format == "protobuf" {
+		if encode != nil {
 			var err error
-			if v, err = events.AppendProto(nil, v); err != nil {
+			if v, err = encode(v); err != nil {
 				return total, err
 			}
 		}
@@ -539,7 +532,8 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 		argv = []string{exe, "__broker"}
 	}
 	argv = append(argv[:len(argv):len(argv)], o.Topic, strconv.Itoa(o.Partitions), strconv.Itoa(o.Records), strconv.FormatInt(o.RecordBytes, 10))
-	if o.Format == "protobuf" {
+	if workloads[o.Format].encode != nil {
+		// The child loads JSON unless told the format.
 		argv = append(argv, o.Format)
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
