@@ -549,7 +549,7 @@ func TestInvalid(t *testing.T) {
 		{"errors value", base + "errors: drop\n", []string{`errors: "drop" is not one of fail, skip, dead_letter`}},
 		{"dead letter topic", base + "dead_letter: {topic: 'a b'}\n", []string{`dead_letter.topic: "a b" is not a valid topic name`}},
 		{"dead letter key", base + "dead_letter: {uri: 's3://x'}\n", []string{`dead_letter.uri: unknown key`}},
-		{"dead letter url scheme", base + "dead_letter: {url: 'http://x'}\n", []string{`dead_letter.url: "http://x" is not an s3:// or file:// URL`}},
+		{"dead letter url scheme", base + "dead_letter: {url: 'http://x'}\n", []string{`dead_letter.url: scheme "http" is not one of s3, gs, azblob, abfss, file`}},
 		{"max record bytes", base + "max_record_bytes: 0\n", []string{"max_record_bytes: must be positive, got 0"}},
 		{"max record bytes over the limit", base + "memory: {limit: 256MiB}\nmax_record_bytes: 64MiB\n",
 			[]string{"max_record_bytes: 64MiB needs memory.limit of at least 470MiB, got 256MiB; lower max_record_bytes or raise memory.limit"}},

@@ -135,8 +135,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		dl.fail("topic", "%s is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", quote(c.DeadLetter.Topic))
 	}
 	if dl.str("url", &c.DeadLetter.URL) {
-		if !strings.HasPrefix(c.DeadLetter.URL, "s3://") && !strings.HasPrefix(c.DeadLetter.URL, "file://") {
-			dl.fail("url", "%s is not an s3:// or file:// URL", quote(c.DeadLetter.URL))
+		// Any store's URL: it is opened with the store section's settings.
+		if err := checkStoreURL(c.DeadLetter.URL); err != nil {
+			dl.fail("url", "%v", err)
 		}
 	}
 	if c.DeadLetter.Topic != "" || c.DeadLetter.URL != "" {

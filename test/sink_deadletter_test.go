@@ -120,12 +120,18 @@ func testSinkDeadLetters(t *testing.T, dest string) {
 // fails on a record that is in two of them.
 func readLetterObjects(t *testing.T, url string) map[string]produced {
 	t.Helper()
-	ctx := context.Background()
-	store, err := objstore.Open(ctx, url)
+	store, err := objstore.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	return readLetters(t, store)
+}
+
+// readLetters is readLetterObjects of an open store.
+func readLetters(t *testing.T, store objstore.Store) map[string]produced {
+	t.Helper()
+	ctx := context.Background()
 	out := map[string]produced{}
 	for info, err := range store.List(ctx, "") {
 		if err != nil {

@@ -178,8 +178,7 @@ func crashLoopKills(kind string) int {
 // TestSinkCrashLoop kills the sink with SIGKILL at random moments while
 // records arrive and files rotate by wall-clock age many times a second;
 // after a last clean run every record is in the output exactly once. It
-// runs on each of storeKinds. Dead letters go to a directory on every
-// store: dead_letter.url takes s3:// and file:// URLs only.
+// runs on each of storeKinds, with the dead letters in the same store.
 func TestSinkCrashLoop(t *testing.T) {
 	for _, kind := range storeKinds() {
 		t.Run(kind, func(t *testing.T) { testSinkCrashLoop(t, newStoreTarget(t, kind, "crash"), crashLoopKills(kind)) })
@@ -190,11 +189,11 @@ func testSinkCrashLoop(t *testing.T, target storeTarget, kills int) {
 	const partitions, n = 4, 24000
 	topic := "crash"
 	broker := kafkatest.StartWith(t, []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)}, partitions, topic)
-	dlDir := t.TempDir()
+	dlURL := strings.TrimSuffix(target.url, "crash") + "dead-letters"
 	cfg := sinkConfig{
 		brokers: broker.Brokers, group: "crash", topic: topic,
 		format: "json", envelope: true, records: 3000, interval: "300ms",
-		extra: "dead_letter:\n  url: file://" + dlDir + "\n",
+		extra: "dead_letter:\n  url: " + dlURL + "\n",
 	}
 	target.config(&cfg)
 	text := cfg.yaml(t)
@@ -250,7 +249,7 @@ func testSinkCrashLoop(t *testing.T, target storeTarget, kills int) {
 	db := duckdb.Start(t)
 	rows := readWithDuckDB(t, db, files, "json", true)
 	checkExactlyOnce(t, topic, truth, rows, "json", true)
-	letters := readLetterObjects(t, "file://"+dlDir) // fails on a letter in two objects
+	letters := readLetters(t, target.open(t, dlURL)) // fails on a letter in two objects
 	for id, p := range poison {
 		if l, ok := letters[id]; !ok || string(l.Value) != string(p.Value) || string(l.Key) != string(p.Key) {
 			t.Errorf("poison record %s (%s): dead letter %+v", id, p.Key, l)
