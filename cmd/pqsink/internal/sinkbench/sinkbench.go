@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -537,6 +538,7 @@ func startChildBroker(ctx context.Context, o Options) (*childBroker, string, int
 		argv = append(argv, o.Format)
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = childEnv(os.Environ())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -608,4 +610,13 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("PQSINK_HEAPPROFILE: %w", err)
 	}
 	return f.Close()
+}
+
+// childEnv is the broker process's environment: the parent's without its
+// profile files, which the child would otherwise write over the parent's
+// (the broker is not what a profile of the benchmark measures).
+func childEnv(environ []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "PQSINK_CPUPROFILE=") || strings.HasPrefix(kv, "PQSINK_MEMPROFILE=")
+	})
 }

@@ -31,3 +31,15 @@ func TestWorkloads(t *testing.T) {
 		t.Errorf("defaults of format avro: %v", err)
 	}
 }
+
+func TestChildEnvDropsProfiles(t *testing.T) {
+	in := []string{"HOME=/h", "PQSINK_CPUPROFILE=/tmp/cpu", "PQSINK_MEMPROFILE=/tmp/mem", "PQSINK_CPUPROFILEX=keep"}
+	got := childEnv(in)
+	want := []string{"HOME=/h", "PQSINK_CPUPROFILEX=keep"}
+	if !slices.Equal(got, want) {
+		t.Errorf("childEnv = %q, want %q", got, want)
+	}
+	if len(in) != 4 {
+		t.Errorf("childEnv changed its input: %q", in)
+	}
+}
