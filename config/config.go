@@ -168,9 +168,9 @@ type DeadLetter struct {
 	// pqsink.partition and pqsink.offset (topic).
 	// Defaults to none.
 	Topic string
-	// URL is an object prefix (s3://bucket/prefix or file:///dir) that
-	// receives the rejected records as JSON Lines objects, one object per
-	// batch, written create-if-absent like the Parquet files (url). With
+	// URL is an object prefix in any store that store.url takes
+	// (s3://, gs://, azblob://, abfss://, file://) that receives the
+	// rejected records as JSON Lines objects, one object per batch, written create-if-absent like the Parquet files (url). With
 	// Topic, it receives only the records too large for the topic's
 	// max.message.bytes, which are otherwise sent with their value cut to
 	// fit. An s3:// URL uses the store section's endpoint and credentials.

@@ -63,7 +63,7 @@ func TestReplayCLI(t *testing.T) {
 		{"bad time", []string{"--config", full, "--from", cfg.storeURL, "--topic", "cli-dst", "--since", "yesterday"}, 2, "RFC 3339"},
 		{"bad partitions", []string{"--config", full, "--from", cfg.storeURL, "--topic", "cli-dst", "--partitions", "1,x"}, 2, "partition numbers"},
 		{"offsets backwards", []string{"--config", full, "--from", cfg.storeURL, "--topic", "cli-dst", "--from-offset", "10", "--to-offset", "5"}, 2, "before --from-offset"},
-		{"bad scheme", []string{"--config", full, "--from", "ftp://x/y", "--topic", "cli-dst"}, 1, "s3://bucket/prefix or file:///dir"},
+		{"bad scheme", []string{"--config", full, "--from", "ftp://x/y", "--topic", "cli-dst"}, 1, `unsupported scheme "ftp" (want s3, gs, azblob, abfss or file)`},
 		{"too few partitions", []string{"--config", smallCfg, "--from", cfg.storeURL, "--topic", "cli-small"}, 1, "--partitioning hash"},
 		{"minimal config, one partition", []string{"--config", minimal, "--from", cfg.storeURL, "--topic", "cli-dst", "--partitions", "2"}, 0, "replay finished"},
 	}

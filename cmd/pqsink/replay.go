@@ -46,7 +46,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
 	configFile := fs.String("config", "", "the YAML configuration `FILE` (kafka and store sections; required)")
-	from := fs.String("from", "", "the files' `URL`: s3://bucket/prefix or file:///dir, or a table's snapshot: iceberg:NAMESPACE.TABLE[@SNAPSHOT_ID] (required)")
+	from := fs.String("from", "", "the files' `URL`: s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix, abfss://container@account.dfs.core.windows.net/prefix or file:///dir, or a table's snapshot: iceberg:NAMESPACE.TABLE[@SNAPSHOT_ID] (required)")
 	topic := fs.String("topic", "", "the target `TOPIC`; it must exist (required)")
 	var sourceTopics, partitions listFlag
 	fs.Var(&sourceTopics, "source-topic", "replay only the files of this source `TOPIC` (repeatable, or comma-separated)")
@@ -73,7 +73,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, _, stderr io.Wri
 	case *configFile == "":
 		return usagef("--config is required")
 	case *from == "":
-		return usagef("--from is required (s3://bucket/prefix or file:///dir)")
+		return usagef("--from is required (s3://, gs://, azblob://, abfss:// or file:// URL, or iceberg:NAMESPACE.TABLE)")
 	case *topic == "":
 		return usagef("--topic is required")
 	case *partitioning != "original" && *partitioning != "hash":

@@ -65,15 +65,7 @@ func partSize(c *config.Store) []objstore.Option {
 func Open(ctx context.Context, url string, c *config.Store, extra ...objstore.Option) (objstore.Store, error) {
 	s, err := objstore.Open(ctx, url, append(Options(url, c), extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return s, nil
-}
-
-// redactURL drops a URL's query (a SAS token may ride in it) from errors.
-func redactURL(url string) string {
-	if i := strings.IndexByte(url, '?'); i >= 0 {
-		return url[:i] + "?…"
-	}
-	return url
 }
