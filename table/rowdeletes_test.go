@@ -20,6 +20,20 @@ import (
 	"github.com/pqsink/pqsink/internal/testutil"
 )
 
+// eventsTable opens the table "events" of format version version in a new
+// environment, for the tests that run on both versions.
+func eventsTable(t *testing.T, version int, partitionBy ...config.PartitionField) (*env, *Catalog, *Handle, string) {
+	t.Helper()
+	e := newEnv(t, partitionBy...)
+	e.cfg.Table.FormatVersion = version
+	c := e.open(t)
+	h, err := c.Table(context.Background(), "events", eventSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, c, h, c.Location("events")
+}
+
 // without returns ids without those of drop, sorted.
 func without(ids []int64, drop ...int64) []int64 {
 	var out []int64
@@ -95,14 +109,7 @@ func TestCommitDeletesByOffset(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t)
-			e.cfg.Table.FormatVersion = version
-			c := e.open(t)
-			h, err := c.Table(ctx, "events", eventSchema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			loc := c.Location("events")
+			e, c, h, loc := eventsTable(t, version)
 			a := writeFile(t, h, loc, "events", 0, 0, 9, sameDay)
 			if _, err := commitDeleting(t, h, a, 9); err != nil {
 				t.Fatal(err)
@@ -186,7 +193,7 @@ func TestCommitDeletesByOffset(t *testing.T) {
 			// An offset no row holds: nothing is committed.
 			before, _ := snapshotCount(t, c, h)
 			f := writeFile(t, h, loc, "events", 0, 30, 39, sameDay)
-			_, err = commitDeleting(t, h, f, 39, 31, 999)
+			_, err := commitDeleting(t, h, f, 39, 31, 999)
 			if !errors.Is(err, ErrNoLiveRow) || !strings.Contains(err.Error(), "events[0]@999") {
 				t.Errorf("deleting offset 999: %v, want ErrNoLiveRow naming it", err)
 			}
@@ -253,14 +260,7 @@ func TestCommitDeletesRetried(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t)
-			e.cfg.Table.FormatVersion = version
-			c := e.open(t)
-			h, err := c.Table(ctx, "events", eventSchema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			loc := c.Location("events")
+			e, c, h, loc := eventsTable(t, version)
 			if _, err := commitDeleting(t, h, writeFile(t, h, loc, "events", 0, 0, 9, sameDay), 9); err != nil {
 				t.Fatal(err)
 			}
@@ -336,14 +336,7 @@ func TestCommitDeletesOnly(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t)
-			e.cfg.Table.FormatVersion = version
-			c := e.open(t)
-			h, err := c.Table(ctx, "events", eventSchema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			loc := c.Location("events")
+			e, c, h, loc := eventsTable(t, version)
 			files := []File{
 				writeFile(t, h, loc, "events", 0, 0, 9, sameDay),
 				writeFile(t, h, loc, "events", 1, 100, 109, sameDay),
@@ -452,14 +445,7 @@ func TestCommitDeletesPartitioned(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t, config.PartitionField{Transform: "day", Column: "_kafka.timestamp"})
-			e.cfg.Table.FormatVersion = version
-			c := e.open(t)
-			h, err := c.Table(ctx, "events", eventSchema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			loc := c.Location("events")
+			e, c, h, loc := eventsTable(t, version, config.PartitionField{Transform: "day", Column: "_kafka.timestamp"})
 			day := func(o int64) int { return int(o / 10) }
 			files := []File{
 				writeFile(t, h, loc, "events", 0, 0, 9, day),
@@ -533,14 +519,7 @@ func TestCommitDeletesAfterOtherEngine(t *testing.T) {
 		for _, mode := range []string{"merge-on-read", "copy-on-write"} {
 			t.Run(fmt.Sprintf("v%d %s", version, mode), func(t *testing.T) {
 				ctx := context.Background()
-				e := newEnv(t)
-				e.cfg.Table.FormatVersion = version
-				c := e.open(t)
-				h, err := c.Table(ctx, "events", eventSchema(t))
-				if err != nil {
-					t.Fatal(err)
-				}
-				loc := c.Location("events")
+				e, c, h, loc := eventsTable(t, version)
 				files := []File{writeFile(t, h, loc, "events", 0, 0, 9, sameDay), writeFile(t, h, loc, "events", 0, 10, 19, sameDay)}
 				if _, err := h.Commit(ctx, "g", files, State{{"g", "events", 0}: {Committed: 20}}); err != nil {
 					t.Fatal(err)

@@ -17,14 +17,7 @@ func TestCommitStateOnly(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run("v"+string(rune('0'+version)), func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t)
-			e.cfg.Table.FormatVersion = version
-			c := e.open(t)
-			h, err := c.Table(ctx, "events", eventSchema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			loc := c.Location("events")
+			e, c, h, loc := eventsTable(t, version)
 			at := func(committed int64) State {
 				return State{{"g", "events", 0}: {Committed: committed, Paths: map[string]int64{}}}
 			}
