@@ -4,13 +4,20 @@ import "slices"
 
 // jsonSchemaSpec is format.type json_schema: JSON values validated by a
 // JSON Schema, from format.registry (the Confluent JSON Schema wire
-// format) or format.schema_file. The redacted config prints its type
-// only.
+// format) or format.schema_file.
 var jsonSchemaSpec = formatSpec{
 	fieldColumns: true,
 	lossyNumbers: true,
 	refused:      slices.Concat(protobufKeys, []string{"ignore_unknown_fields", "column", "shred", "shred_sample", "schema_compatibility"}),
 	read:         (*decoder).jsonSchema,
+	redact: func(format *node, f Format) {
+		if r := f.Registry; r != nil {
+			format.add("registry", redactRegistry(r))
+		} else {
+			format.add("schema_file", yStr(f.SchemaFile))
+		}
+		format.add("lossy_numbers", yBool(f.LossyNumbers))
+	},
 }
 
 // jsonSchema reads the keys of format.type json_schema: a registry (the

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,15 @@ func TestJSONSchemaFormat(t *testing.T) {
 				}
 				if c.Format.SchemaFile != "" && c.Format.SchemaFile != filepath.Join(dir, "event.schema.json") {
 					t.Errorf("schema_file %q", c.Format.SchemaFile)
+				}
+				// The printed config keeps the format's keys: it loads back
+				// to the same format section.
+				again, err := Parse([]byte(c.Redacted()), nil)
+				if err != nil {
+					t.Fatalf("Parse(Redacted()): %v\n%s", err, c.Redacted())
+				}
+				if !reflect.DeepEqual(again.Format, c.Format) {
+					t.Errorf("printed and read again: %+v, want %+v\n%s", again.Format, c.Format, c.Redacted())
 				}
 				return
 			}
