@@ -136,6 +136,7 @@ func TestCommitDeletesByOffset(t *testing.T) {
 				if ids := scanIDs(t, e, h, 0); !slices.Equal(ids, want) {
 					t.Errorf("after the commit of %d..%d iceberg-go reads %v, want %v", s.first, s.last, ids, want)
 				}
+				checkTotals(t, c, h)
 			}
 			// On version 3 a deletion vector a data file, the first
 			// file's replaced (its new one holds 3, 5 and 7); on version 2
@@ -569,6 +570,55 @@ func TestCommitDeletesAfterOtherEngine(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// checkTotals checks the current snapshot's summary totals against its
+// live manifest entries: data files, records, delete files, position
+// deletes and bytes (each entry's file_size_in_bytes, a deletion vector's
+// being its Puffin file's).
+func checkTotals(t *testing.T, c *Catalog, h *Handle) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := c.cat.LoadTable(ctx, h.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.CurrentSnapshot()
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, m := range manifests {
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := e.DataFile()
+			want["total-files-size"] += f.FileSizeBytes()
+			if f.ContentType() == iceberg.EntryContentData {
+				want["total-data-files"]++
+				want["total-records"] += f.Count()
+			} else {
+				want["total-delete-files"]++
+				want["total-position-deletes"] += f.Count()
+			}
+		}
+	}
+	for k, n := range want {
+		v, ok := snap.Summary.Properties[k]
+		if !ok {
+			t.Errorf("snapshot %d's summary has no %s", snap.SnapshotID, k)
+			continue
+		}
+		if v != strconv.FormatInt(n, 10) {
+			t.Errorf("snapshot %d's summary: %s = %s, its live entries add up to %d", snap.SnapshotID, k, v, n)
 		}
 	}
 }

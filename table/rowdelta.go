@@ -34,7 +34,7 @@ func (h *Handle) commitRowDelta(ctx context.Context, tbl *itable.Table, data, de
 	for _, d := range replaced {
 		gone[dvKey(d)] = true
 	}
-	removedRecords := int64(0)
+	var removedRecords, removedBytes int64
 	if cur := tbl.CurrentSnapshot(); cur != nil {
 		fsys, err := tbl.FS(ctx)
 		if err != nil {
@@ -71,6 +71,7 @@ func (h *Handle) commitRowDelta(ctx context.Context, tbl *itable.Table, data, de
 					if gone[dvKey(e.DataFile())] {
 						delete(gone, dvKey(e.DataFile()))
 						removedRecords += e.DataFile().Count()
+						removedBytes += e.DataFile().FileSizeBytes()
 						if err := w.Delete(e); err != nil {
 							return err
 						}
@@ -123,7 +124,7 @@ func (h *Handle) commitRowDelta(ctx context.Context, tbl *itable.Table, data, de
 	if len(data) == 0 {
 		op = itable.OpDelete
 	}
-	summary := rowDeltaSummary(tbl.CurrentSnapshot(), data, deletes, len(replaced), removedRecords)
+	summary := rowDeltaSummary(tbl.CurrentSnapshot(), data, deletes, len(replaced), removedRecords, removedBytes)
 	summary[SummaryState] = value
 	return id, h.commitManifests(ctx, tbl, id, append(added, manifests...), op, summary)
 }
@@ -166,9 +167,12 @@ func (h *Handle) newManifest(ctx context.Context, tbl *itable.Table, id int64, s
 
 // rowDeltaSummary is the summary of a snapshot, child of parent, that adds
 // data and deletes (position deletes) and removes removed deletion
-// vectors of removedRecords rows: the added and removed counts, and the
-// parent's totals moved by them (a total the parent lacks is left out).
-func rowDeltaSummary(parent *itable.Snapshot, data, deletes []iceberg.DataFile, removed int, removedRecords int64) iceberg.Properties {
+// vectors of removedRecords rows and removedBytes bytes: the added and
+// removed counts, and the parent's totals moved by them (a total the
+// parent lacks is left out). A vector's size is its Puffin file's, as
+// its manifest entry says, so the totals move as Iceberg's own
+// summaries do, by each entry's file_size_in_bytes.
+func rowDeltaSummary(parent *itable.Snapshot, data, deletes []iceberg.DataFile, removed int, removedRecords, removedBytes int64) iceberg.Properties {
 	var records, size, posDeletes, deleteSize int64
 	for _, f := range data {
 		records += f.Count()
@@ -190,6 +194,7 @@ func rowDeltaSummary(parent *itable.Snapshot, data, deletes []iceberg.DataFile, 
 		out["removed-delete-files"] = strconv.Itoa(removed)
 		out["removed-position-delete-files"] = strconv.Itoa(removed)
 		out["removed-position-deletes"] = strconv.FormatInt(removedRecords, 10)
+		out["removed-files-size"] = strconv.FormatInt(removedBytes, 10)
 	}
 	if parent == nil || parent.Summary == nil {
 		return out
@@ -197,7 +202,7 @@ func rowDeltaSummary(parent *itable.Snapshot, data, deletes []iceberg.DataFile, 
 	moves := map[string]int64{
 		"total-data-files":       int64(len(data)),
 		"total-records":          records,
-		"total-files-size":       size + deleteSize,
+		"total-files-size":       size + deleteSize - removedBytes,
 		"total-delete-files":     int64(len(deletes) - removed),
 		"total-position-deletes": posDeletes - removedRecords,
 		"total-equality-deletes": 0,
