@@ -72,7 +72,9 @@ message B { A after = 1; int64 op = 2; }
 message D { message R { int64 id = 1; string _cdc = 2; } R after = 1; string op = 2; }
 `
 
-func tag(b []byte, num protowire.Number, typ protowire.Type) []byte { return protowire.AppendTag(b, num, typ) }
+func tag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	return protowire.AppendTag(b, num, typ)
+}
 
 func msgField(b []byte, num protowire.Number, m []byte) []byte {
 	return protowire.AppendBytes(tag(b, num, protowire.BytesType), m)
