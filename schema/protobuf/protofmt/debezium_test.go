@@ -25,11 +25,13 @@ import (
 const debeziumProto = `syntax = "proto3";
 package dbserver1.inventory.customers;
 import "google/protobuf/wrappers.proto";
+import "google/protobuf/timestamp.proto";
 message Envelope {
   message Value {
     int32 id = 1;
     string first_name = 2;
     google.protobuf.StringValue email = 3;
+    google.protobuf.Timestamp created = 4;
     reserved 9;
   }
   Value before = 1;
@@ -190,6 +192,34 @@ func TestKeyedDebezium(t *testing.T) {
 	}
 	if names := string(cols["first_name"].Bytes); names != "sallygeorgesal" {
 		t.Errorf("first_name %q", names)
+	}
+}
+
+// TestKeyedDebeziumMicros: with table.timestamp_precision micros, _cdc.ts
+// is in microseconds, as the rows' other Timestamps.
+func TestKeyedDebeziumMicros(t *testing.T) {
+	url := fakeregistry.Start(t, map[uint32]fakeregistry.Schema{1: {Type: "PROTOBUF", Text: debeziumProto}})
+	f, err := protofmt.Open(&config.Config{Table: &config.Table{Format: "iceberg", TimestampMicros: true},
+		Format: config.Format{Type: protofmt.Name, Registry: &config.Registry{URL: url, Timeout: 5 * time.Second}}}, format.Env{Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := f.(format.Keyer).Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: format.EnvelopeDebezium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := msgField(nil, 4, intField(intField(nil, 1, 1733500000), 2, 123456789))
+	row := append(customerValue(5, "ann"), created...)
+	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), []changetest.Case{
+		{Name: "create", Value: fakeregistry.Wire(1, []byte{0}, protoEnvelope("c", nil, row, -1500)), Want: keyindex.AppendInt(nil, 5), Op: 'c'},
+	})
+	cols := changetest.Columns(res.Only(t))
+	// A time before the epoch: -1.5 s.
+	if ts := cols["_cdc.ts"].Int64; len(ts) != 1 || ts[0] != -1_500_000 {
+		t.Errorf("_cdc.ts %v, want [-1500000]", ts)
+	}
+	if c := cols["created"].Int64; len(c) != 1 || c[0] != 1733500000123456 {
+		t.Errorf("created %v", c)
 	}
 }
 
