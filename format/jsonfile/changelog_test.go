@@ -37,6 +37,7 @@ func TestKeyedChangelog(t *testing.T) {
 		{"rows, two key fields", "", []changelog.Option{changelog.CompositeKey(), changelog.Mix(1, 1, 2)}},
 		{"debezium", format.EnvelopeDebezium, []changelog.Option{changelog.Debezium(), changelog.Tombstones(), changelog.Snapshot(20)}},
 		{"debezium, two key fields", format.EnvelopeDebezium, []changelog.Option{changelog.Debezium(), changelog.CompositeKey()}},
+		{"debezium without before, JsonConverter's schemas", format.EnvelopeDebezium, []changelog.Option{changelog.Debezium(), changelog.NoBefore(), changelog.ConnectSchemas(), changelog.Tombstones()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := changelog.New(11, 40, c.opts...)

@@ -64,7 +64,8 @@ type Event struct {
 	// Kind is what the event does.
 	Kind Kind
 	// Key is the Kafka key: the JSON object of the key fields, in the
-	// key fields' order.
+	// key fields' order (in JsonConverter's envelope with
+	// ConnectSchemas).
 	Key []byte
 	// Value is the Kafka value: the row's JSON object, a Debezium event,
 	// or nil (a tombstone).
@@ -88,6 +89,8 @@ type Gen struct {
 	debezium  bool
 	tombs     bool
 	snapshot  int
+	noBefore  bool
+	connect   bool
 	weights   [3]int // insert (of a key without a row), update, delete
 	n         int64
 	live      map[int]Row // the generator's own state, to choose changes
@@ -116,6 +119,16 @@ func Tombstones() Option { return func(g *Gen) { g.tombs = true } }
 // Snapshot makes the first n inserts Debezium op r (a snapshot's rows).
 // Only with Debezium.
 func Snapshot(n int) Option { return func(g *Gen) { g.snapshot = n } }
+
+// NoBefore makes Debezium events carry no before (null), as a table
+// without a replica identity gives them: a d event's key is then its Kafka
+// key's. Only with Debezium.
+func NoBefore() Option { return func(g *Gen) { g.noBefore = true } }
+
+// ConnectSchemas wraps each Debezium event and each Kafka key in Kafka
+// Connect's JsonConverter envelope of schemas.enable: {"schema": {...},
+// "payload": ...}. Only with Debezium.
+func ConnectSchemas() Option { return func(g *Gen) { g.connect = true } }
 
 // CompositeKey makes the key two fields, tenant (a string) and id (an
 // integer), instead of id alone.
@@ -209,7 +222,14 @@ func (g *Gen) Next() Event {
 		ev.Op = 'd'
 	}
 	ev.TSMillis = ts
+	if g.noBefore {
+		before = nil
+	}
 	ev.Value = debeziumJSON(ev.Op, before, ev.Row, ts, columns(g.KeyFields()))
+	if g.connect {
+		ev.Key = connectJSON(ev.Key, `{"type":"struct","optional":false,"name":"shop.items.Key","fields":[]}`)
+		ev.Value = connectJSON(ev.Value, `{"type":"struct","optional":false,"name":"shop.items.Envelope","fields":[]}`)
+	}
 	if kind == Delete && g.tombs {
 		g.pending = &Event{Kind: Tombstone, Key: ev.Key, KeyFields: keyRow}
 	}
@@ -284,6 +304,14 @@ func columns(keyFields []string) []string {
 	return append(append([]string(nil), keyFields...), "name", "version", "score", "active", "note")
 }
 
+// connectJSON wraps payload in JsonConverter's envelope with schema.
+func connectJSON(payload []byte, schema string) []byte {
+	b := append([]byte(`{"schema":`), schema...)
+	b = append(b, `,"payload":`...)
+	b = append(b, payload...)
+	return append(b, '}')
+}
+
 // apply folds ev into the generator's fold; an event the fold cannot read
 // is the generator's bug.
 func (g *Gen) apply(ev Event) {
@@ -293,7 +321,8 @@ func (g *Gen) apply(ev Event) {
 }
 
 // Fold returns the table the events so far describe: each live key's row,
-// by the key's JSON object (as Event.Key has it). The map is the caller's.
+// by the key's JSON object (KeyString; Event.Key without ConnectSchemas).
+// The map is the caller's.
 func (g *Gen) Fold() map[string]Row {
 	out := make(map[string]Row, len(g.fold))
 	for k, r := range g.fold {
@@ -319,8 +348,9 @@ func Fold(keyFields []string, records ...[2][]byte) (map[string]Row, error) {
 }
 
 // Apply folds one record into table t (live key → row, the key as
-// KeyString gives it): a value that is a Debezium event (an object with
-// op) applies its op (c, r and u write after, d deletes the key of
+// KeyString gives it). A value or Kafka key in Kafka Connect's
+// JsonConverter envelope ({"schema": ..., "payload": {...}}) is its
+// payload. A value that is a Debezium event (an object with op) applies its op (c, r and u write after, d deletes the key of
 // before, else of the Kafka key); another value is the key's row, its key
 // read from it; a nil value (a tombstone) deletes the key of the Kafka
 // key. A truncate, an unknown op, or a record whose key cannot be read is
@@ -338,6 +368,7 @@ func Apply(t map[string]Row, keyFields []string, key, value []byte) error {
 	if err != nil {
 		return err
 	}
+	obj = unwrapConnect(obj)
 	opv, isEvent := obj["op"]
 	if !isEvent {
 		k, err := KeyString(keyFields, obj)
@@ -384,7 +415,18 @@ func kafkaKey(keyFields []string, key []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("Kafka key: %w", err)
 	}
-	return KeyString(keyFields, obj)
+	return KeyString(keyFields, unwrapConnect(obj))
+}
+
+// unwrapConnect returns the payload of JsonConverter's envelope (an
+// object of exactly schema and an object payload), else obj.
+func unwrapConnect(obj Row) Row {
+	if p, ok := obj["payload"].(map[string]any); ok && len(obj) == 2 {
+		if _, ok := obj["schema"]; ok {
+			return p
+		}
+	}
+	return obj
 }
 
 // KeyString is the key of row r: the JSON object of its key fields, in

@@ -60,6 +60,12 @@ func TestFold(t *testing.T) {
 				rec(`{"id":1}`, `{"before":{"id":1,"a":"y"},"op":"d"}`),
 				rec(`{"id":1}`, `{"after":{"id":1,"a":"w"},"op":"c"}`)},
 			want: map[string]Row{`{"id":1}`: {"id": int64(1), "a": "w"}}},
+		{name: "JsonConverter's schemas", fields: id,
+			records: [][2][]byte{
+				rec(`{"schema":{},"payload":{"id":1}}`, `{"schema":{"type":"struct"},"payload":{"after":{"id":1,"a":"x"},"op":"c"}}`),
+				rec(`{"schema":{},"payload":{"id":2}}`, `{"schema":{"type":"struct"},"payload":{"after":{"id":2},"op":"c"}}`),
+				rec(`{"schema":{},"payload":{"id":1}}`, `{"schema":{"type":"struct"},"payload":{"before":null,"after":null,"op":"d"}}`)},
+			want: map[string]Row{`{"id":2}`: {"id": int64(2)}}},
 		{name: "truncate is refused", fields: id,
 			records: [][2][]byte{rec(`{"id":1}`, `{"op":"t"}`)}, err: `op "t"`},
 		{name: "unknown op", fields: id,
@@ -145,6 +151,7 @@ func TestGenFold(t *testing.T) {
 		{"composite", []Option{CompositeKey()}},
 		{"debezium", []Option{Debezium(), Snapshot(10)}},
 		{"debezium with tombstones", []Option{Debezium(), Tombstones(), CompositeKey()}},
+		{"debezium without before, with JsonConverter's schemas", []Option{Debezium(), NoBefore(), ConnectSchemas(), Snapshot(10)}},
 		{"deletes heavy", []Option{Mix(1, 1, 3)}},
 		{"inserts only", []Option{Mix(1, 0, 0)}},
 	}
@@ -160,13 +167,18 @@ func TestGenFold(t *testing.T) {
 				kinds[ev.Kind]++
 				ops[ev.Op]++
 				records = append(records, [2][]byte{ev.Key, ev.Value})
-				if want := string(rowJSON(ev.KeyFields, g.KeyFields())); string(ev.Key) != want {
+				want := rowJSON(ev.KeyFields, g.KeyFields())
+				if strings.Contains(c.name, "schemas") {
+					want = connectJSON(want, `{"type":"struct","optional":false,"name":"shop.items.Key","fields":[]}`)
+				}
+				if string(ev.Key) != string(want) {
 					t.Fatalf("event key %s, want %s", ev.Key, want)
 				}
+				k := string(rowJSON(ev.KeyFields, g.KeyFields()))
 				if ev.Row == nil {
-					delete(last, string(ev.Key))
+					delete(last, k)
 				} else {
-					last[string(ev.Key)] = ev.Row
+					last[k] = ev.Row
 				}
 			}
 			fold := g.Fold()
