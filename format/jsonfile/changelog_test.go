@@ -1,15 +1,11 @@
 package jsonfile_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/testutil/changelog"
-	"github.com/pqsink/pqsink/table/keyindex"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 )
 
 // items is the schema of internal/testutil/changelog's rows.
@@ -54,58 +50,8 @@ func TestKeyedChangelog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec := k.NewChangeDecoder(format.Partition{Schema: fixed})
-			table := map[string][]byte{} // row key → the row's JSON
-			for i := range 3000 {
-				ev := g.Next()
-				ch, rej, err := dec.DecodeChange(context.Background(), ev.Key, ev.Value, int64(i))
-				if err != nil || rej != nil {
-					t.Fatalf("event %d (%s %s): %v %v", i, ev.Key, ev.Value, rej, err)
-				}
-				if ch.Delete {
-					delete(table, string(ch.Key))
-					continue
-				}
-				text := ch.Row.Text
-				if text == nil {
-					text = ch.Row.Payload
-				}
-				table[string(ch.Key)] = append([]byte(nil), text...)
-			}
-			fold := g.Fold()
-			if len(fold) == 0 || len(table) != len(fold) {
-				t.Fatalf("%d keys read, the fold has %d", len(table), len(fold))
-			}
-			for _, row := range fold {
-				var key []byte
-				if tenant, ok := row["tenant"].(string); ok && len(g.KeyFields()) == 2 {
-					key = keyindex.AppendString(key, tenant)
-				}
-				key = keyindex.AppendInt(key, row["id"].(int64))
-				text, ok := table[string(key)]
-				if !ok {
-					t.Fatalf("the fold's row %v is not in the table read", row)
-				}
-				want, err := json.Marshal(row)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got, want := decodeJSON(t, text), decodeJSON(t, want); !reflect.DeepEqual(got, want) {
-					t.Fatalf("key %x: row read %v, the fold's %v", key, got, want)
-				}
-			}
+			table := changetest.Changelog(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), g, 3000, nil)
+			changetest.MatchFold(t, table, g.KeyFields(), g.Fold())
 		})
 	}
-}
-
-// decodeJSON decodes a JSON object, its numbers as their text.
-func decodeJSON(t *testing.T, b []byte) map[string]any {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return m
 }

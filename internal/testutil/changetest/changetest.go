@@ -2,17 +2,23 @@
 // cases, the scaffolding the keyed and Debezium tests of each format
 // share: each case's change (key, delete, op) or rejection (reason and
 // text) is checked, and each row is appended to buffers of its schema, as
-// the sink would write it.
+// the sink would write it. Changelog and MatchFold read a generated
+// changelog (package changelog) with a JSON format's decoder and compare
+// the table it leaves with the changelog's fold.
 package changetest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/testutil/changelog"
 	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/table/keyindex"
 )
 
 // Case is one record and what its change must be.
@@ -106,4 +112,87 @@ func Columns(b *format.Buffers) map[string]*rowgroup.Column {
 		cols[c.Leaf.PathString()] = c
 	}
 	return cols
+}
+
+// Changelog reads n events of g with dec, a JSON format's decoder, as
+// changes (the record at offset i the i-th event; wrap, when not nil,
+// gives each non-nil value as the topic has it, such as in a registry's
+// wire format) and returns the table they leave: row key → the row's
+// JSON text (Row.Text, else Row.Payload). An event rejected, or an error,
+// fails t.
+func Changelog(t testing.TB, dec format.ChangeDecoder, g *changelog.Gen, n int, wrap func([]byte) []byte) map[string][]byte {
+	t.Helper()
+	table := map[string][]byte{}
+	for i := range n {
+		ev := g.Next()
+		value := ev.Value
+		if value != nil && wrap != nil {
+			value = wrap(value)
+		}
+		ch, rej, err := dec.DecodeChange(context.Background(), ev.Key, value, int64(i))
+		if err != nil || rej != nil {
+			t.Fatalf("event %d (%s %s): %v %v", i, ev.Key, ev.Value, rej, err)
+		}
+		if ch.Delete {
+			delete(table, string(ch.Key))
+			continue
+		}
+		text := ch.Row.Text
+		if text == nil {
+			text = ch.Row.Payload
+		}
+		table[string(ch.Key)] = append([]byte(nil), text...)
+	}
+	return table
+}
+
+// MatchFold checks that table (row key → a row's JSON text, as Changelog
+// gives it) holds the rows of fold (a changelog's Fold) and no others:
+// each fold row's key, of key fields keyFields in the canonical
+// encoding, has a row of the same JSON value.
+func MatchFold(t testing.TB, table map[string][]byte, keyFields []string, fold map[string]changelog.Row) {
+	t.Helper()
+	if len(fold) == 0 || len(table) != len(fold) {
+		t.Fatalf("%d keys read, the fold has %d", len(table), len(fold))
+	}
+	for _, row := range fold {
+		var key []byte
+		for _, f := range keyFields {
+			switch v := row[f].(type) {
+			case int64:
+				key = keyindex.AppendInt(key, v)
+			case string:
+				key = keyindex.AppendString(key, v)
+			case float64:
+				key = keyindex.AppendFloat(key, v)
+			case bool:
+				key = keyindex.AppendBool(key, v)
+			default:
+				t.Fatalf("key field %s of the fold's row %v: %T", f, row, v)
+			}
+		}
+		text, ok := table[string(key)]
+		if !ok {
+			t.Fatalf("the fold's row %v is not in the table read", row)
+		}
+		want, err := json.Marshal(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := decodeJSON(t, text), decodeJSON(t, want); !reflect.DeepEqual(got, want) {
+			t.Fatalf("key %x: row read %v, the fold's %v", key, got, want)
+		}
+	}
+}
+
+// decodeJSON decodes a JSON object, its numbers as their text.
+func decodeJSON(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/testutil/changelog"
 	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -95,3 +96,29 @@ func TestKeyedDebeziumRegistry(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestKeyedDebeziumRegistryChangelog reads a generated changelog of
+// Debezium events in the JSON Schema wire format, with Debezium's
+// tombstones and JSON Kafka keys, and compares the table it leaves with
+// the changelog's fold.
+func TestKeyedDebeziumRegistryChangelog(t *testing.T) {
+	const itemsEnvelope = `{"type":"object","properties":{
+"before":{"oneOf":[{"type":"null"},{"$ref":"#/definitions/Value"}]},
+"after":{"oneOf":[{"type":"null"},{"$ref":"#/definitions/Value"}]},
+"source":{"type":"object","properties":{"ts_ms":{"type":"integer"}}},
+"op":{"type":"string"},"ts_ms":{"type":"integer"}},
+"required":["op"],
+"definitions":{"Value":{"type":"object","additionalProperties":false,"properties":{
+"id":{"type":"integer"},"name":{"type":"string"},"version":{"type":"integer"},"score":{"type":"number"},
+"active":{"type":"boolean"},"note":{"oneOf":[{"type":"null"},{"type":"string"}]}},
+"required":["id","name","version","score","active"]}}}`
+	f := openRegistry(t, map[uint32]fakeregistry.Schema{7: {Type: "JSON", Text: itemsEnvelope}})
+	g := changelog.New(5, 30, changelog.Debezium(), changelog.Tombstones(), changelog.Snapshot(10))
+	k, err := f.(format.Keyer).Keyed(format.KeyOptions{Fields: g.KeyFields(), Envelope: format.EnvelopeDebezium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := func(v []byte) []byte { return fakeregistry.Wire(7, nil, v) }
+	table := changetest.Changelog(t, k.NewChangeDecoder(format.Partition{Log: discard()}), g, 2000, wire)
+	changetest.MatchFold(t, table, g.KeyFields(), g.Fold())
+}
