@@ -114,22 +114,21 @@ func Columns(b *format.Buffers) map[string]*rowgroup.Column {
 	return cols
 }
 
-// Changelog reads n events of g with dec, a JSON format's decoder, as
-// changes (the record at offset i the i-th event; wrap, when not nil,
-// gives each non-nil value as the topic has it, such as in a registry's
-// wire format) and returns the table they leave: row key → the row's
-// JSON text (Row.Text, else Row.Payload). An event rejected, or an error,
-// fails t.
-func Changelog(t testing.TB, dec format.ChangeDecoder, g *changelog.Gen, n int, wrap func([]byte) []byte) map[string][]byte {
+// Changelog reads n events of g with dec as changes (the record at
+// offset i the i-th event, as encode gives its Kafka key and value, or
+// as the event has them when encode is nil) and returns the table they
+// leave: row key → the row's bytes (Row.Text, else Row.Payload: a JSON
+// format's JSON text). An event rejected, or an error, fails t.
+func Changelog(t testing.TB, dec format.ChangeDecoder, g *changelog.Gen, n int, encode func(changelog.Event) (key, value []byte)) map[string][]byte {
 	t.Helper()
 	table := map[string][]byte{}
 	for i := range n {
 		ev := g.Next()
-		value := ev.Value
-		if value != nil && wrap != nil {
-			value = wrap(value)
+		key, value := ev.Key, ev.Value
+		if encode != nil {
+			key, value = encode(ev)
 		}
-		ch, rej, err := dec.DecodeChange(context.Background(), ev.Key, value, int64(i))
+		ch, rej, err := dec.DecodeChange(context.Background(), key, value, int64(i))
 		if err != nil || rej != nil {
 			t.Fatalf("event %d (%s %s): %v %v", i, ev.Key, ev.Value, rej, err)
 		}
@@ -156,21 +155,7 @@ func MatchFold(t testing.TB, table map[string][]byte, keyFields []string, fold m
 		t.Fatalf("%d keys read, the fold has %d", len(table), len(fold))
 	}
 	for _, row := range fold {
-		var key []byte
-		for _, f := range keyFields {
-			switch v := row[f].(type) {
-			case int64:
-				key = keyindex.AppendInt(key, v)
-			case string:
-				key = keyindex.AppendString(key, v)
-			case float64:
-				key = keyindex.AppendFloat(key, v)
-			case bool:
-				key = keyindex.AppendBool(key, v)
-			default:
-				t.Fatalf("key field %s of the fold's row %v: %T", f, row, v)
-			}
-		}
+		key := FoldKey(t, row, keyFields)
 		text, ok := table[string(key)]
 		if !ok {
 			t.Fatalf("the fold's row %v is not in the table read", row)
@@ -183,6 +168,28 @@ func MatchFold(t testing.TB, table map[string][]byte, keyFields []string, fold m
 			t.Fatalf("key %x: row read %v, the fold's %v", key, got, want)
 		}
 	}
+}
+
+// FoldKey is the row key of a fold's row, of key fields keyFields, in
+// the canonical encoding.
+func FoldKey(t testing.TB, row changelog.Row, keyFields []string) []byte {
+	t.Helper()
+	var key []byte
+	for _, f := range keyFields {
+		switch v := row[f].(type) {
+		case int64:
+			key = keyindex.AppendInt(key, v)
+		case string:
+			key = keyindex.AppendString(key, v)
+		case float64:
+			key = keyindex.AppendFloat(key, v)
+		case bool:
+			key = keyindex.AppendBool(key, v)
+		default:
+			t.Fatalf("key field %s of the fold's row %v: %T", f, row, v)
+		}
+	}
+	return key
 }
 
 // decodeJSON decodes a JSON object, its numbers as their text.
