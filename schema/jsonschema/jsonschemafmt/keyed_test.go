@@ -41,7 +41,7 @@ func openFile(t *testing.T, text string) format.Format {
 	return f
 }
 
-func openRegistry(t *testing.T, schemas map[uint32]fakeregistry.Schema) format.Format {
+func openRegistry(t testing.TB, schemas map[uint32]fakeregistry.Schema) format.Format {
 	t.Helper()
 	url := fakeregistry.Start(t, schemas)
 	f, err := jsonschemafmt.Open(&config.Config{Format: config.Format{Type: jsonschemafmt.Name, Registry: &config.Registry{URL: url, Timeout: 5 * time.Second}}}, format.Env{})
