@@ -125,7 +125,12 @@ func (c *ChangeReader) Decode(ctx context.Context, value []byte, offset int64) (
 	if !c.Debezium {
 		return c.Decoder.Decode(ctx, value, offset)
 	}
-	ch, rej, err := c.DecodeChange(ctx, nil, value, offset)
+	return RowOf(c.DecodeChange(ctx, nil, value, offset))
+}
+
+// RowOf is the row of a change that must write one, as a ChangeDecoder's
+// Decode returns it: a delete is a rejection (reason change).
+func RowOf(ch Change, rej *Rejection, err error) (Decoded, *Rejection, error) {
 	if rej != nil || err != nil {
 		return Decoded{}, rej, err
 	}
@@ -163,14 +168,9 @@ func (c *ChangeReader) DecodeChange(ctx context.Context, key, value []byte, offs
 	}
 	if ev.Op == 'd' {
 		if ev.Before == nil {
-			return c.deleteByKafkaKey(ctx, key, offset, 'd')
+			return c.DeleteChange(ctx, key, nil, offset)
 		}
-		k, err := c.ValueKey(c.key[:0], Decoded{Payload: ev.Before})
-		if err != nil {
-			return Change{}, &Rejection{Reason: RejectKey, Err: fmt.Errorf("debezium delete: the row key of before: %w", err)}, nil
-		}
-		c.key = k
-		return Change{Key: k, Delete: true, Op: 'd'}, nil, nil
+		return c.DeleteChange(ctx, key, &Decoded{Payload: ev.Before}, offset)
 	}
 	d, rej, err := c.Decoder.Decode(ctx, ev.After, offset)
 	if rej != nil || err != nil {
@@ -179,17 +179,59 @@ func (c *ChangeReader) DecodeChange(ctx context.Context, key, value []byte, offs
 		}
 		return Change{}, rej, err
 	}
-	k, err := c.ValueKey(c.key[:0], d)
-	if err != nil {
-		return Change{}, &Rejection{Reason: RejectKey, Err: fmt.Errorf("debezium after: row key: %w", err)}, nil
-	}
-	c.key = k
 	c.payload = AppendCDC(c.payload[:0], d.Payload, ev, c.Unit)
 	if d.Text == nil {
 		d.Text = d.Payload
 	}
 	d.Payload = c.payload
-	return Change{Key: k, Row: d, Op: ev.Op}, nil, nil
+	return c.RowChange(d, ev.Op)
+}
+
+// EventRejection is the rejection (reason change) of a Debezium event of
+// op, which a format read with its own schema, that is neither a c, r or
+// u with after (hasAfter) nor a d; nil for those.
+func EventRejection(op string, hasAfter bool) *Rejection {
+	switch op {
+	case "c", "r", "u":
+		if !hasAfter {
+			return &Rejection{Reason: RejectChange, Err: fmt.Errorf("debezium: an op %s event without after", op)}
+		}
+		return nil
+	case "d":
+		return nil
+	case "t":
+		return &Rejection{Reason: RejectChange, Err: ErrTruncate}
+	}
+	if len(op) > 16 {
+		op = op[:16] + "..."
+	}
+	return &Rejection{Reason: RejectChange, Err: fmt.Errorf("debezium: unknown op %q, want c, r, u, d or t", op)}
+}
+
+// RowChange is the change that writes row d (after, with its change
+// column) of a Debezium event of op c, r or u: its key read from d.
+func (c *ChangeReader) RowChange(d Decoded, op byte) (Change, *Rejection, error) {
+	k, err := c.ValueKey(c.key[:0], d)
+	if err != nil {
+		return Change{}, &Rejection{Reason: RejectKey, Err: fmt.Errorf("debezium after: row key: %w", err)}, nil
+	}
+	c.key = k
+	return Change{Key: k, Row: d, Op: op}, nil, nil
+}
+
+// DeleteChange is the change of a Debezium d event: the key of before, a
+// row ValueKey reads, deleted, or when before is nil (null) the key of
+// the Kafka key.
+func (c *ChangeReader) DeleteChange(ctx context.Context, key []byte, before *Decoded, offset int64) (Change, *Rejection, error) {
+	if before == nil {
+		return c.deleteByKafkaKey(ctx, key, offset, 'd')
+	}
+	k, err := c.ValueKey(c.key[:0], *before)
+	if err != nil {
+		return Change{}, &Rejection{Reason: RejectKey, Err: fmt.Errorf("debezium delete: the row key of before: %w", err)}, nil
+	}
+	c.key = k
+	return Change{Key: k, Delete: true, Op: 'd'}, nil, nil
 }
 
 func (c *ChangeReader) deleteByKafkaKey(ctx context.Context, key []byte, offset int64, op byte) (Change, *Rejection, error) {

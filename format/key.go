@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -242,15 +241,18 @@ func quoteKey(key []byte) string {
 type JSONKey struct {
 	leaves []*schema.Node
 	convs  []*rowgroup.ScalarConverter
-	scan   jsonscan.Scanner
-	found  []bool
+	walk   *JSONMembers
 	vals   [][]byte // the members' plain values, this object's
 }
 
 // NewJSONKey compiles the reading of key columns leaves (KeyLeaves) with
 // the shredder's options.
 func NewJSONKey(leaves []*schema.Node, opts ...rowgroup.JSONOption) (*JSONKey, error) {
-	k := &JSONKey{leaves: leaves, found: make([]bool, len(leaves)), vals: make([][]byte, len(leaves))}
+	names := make([]string, len(leaves))
+	for i, l := range leaves {
+		names[i] = l.Name
+	}
+	k := &JSONKey{leaves: leaves, walk: NewJSONMembers(names), vals: make([][]byte, len(leaves))}
 	for _, l := range leaves {
 		c, err := rowgroup.NewScalarConverter(l, opts...)
 		if err != nil {
@@ -305,73 +307,12 @@ func isJSONObject(b []byte) bool {
 }
 
 func (k *JSONKey) appendObject(dst, text []byte, connect bool) ([]byte, error) {
-	for i := range k.found {
-		k.found[i] = false
-	}
-	var payload []byte
-	s := &k.scan
-	s.Reset(text)
-	if t, err := s.Next(); err != nil {
-		return dst, err
-	} else if t != jsonscan.BeginObject {
-		return dst, errors.New("not a JSON object")
-	}
-	for {
-		t, err := s.Next()
-		if err != nil {
-			return dst, err
-		}
-		if t == jsonscan.EndObject {
-			break
-		}
-		name := s.Bytes()
-		i := k.index(name)
-		isPayload := connect && string(name) == "payload"
-		if t, err = s.Next(); err != nil {
-			return dst, err
-		}
-		switch {
-		case i >= 0 && k.found[i]:
-			return dst, fmt.Errorf("key field %s appears twice", k.leaves[i].Name)
-		case isPayload && t == jsonscan.BeginObject:
-			begin := s.Offset()
-			if err := s.Skip(); err != nil {
-				return dst, err
-			}
-			payload = text[begin : s.Offset()+1]
-		case i < 0:
-			if t == jsonscan.BeginObject || t == jsonscan.BeginArray {
-				if err := s.Skip(); err != nil {
-					return dst, err
-				}
-			}
-		case t == jsonscan.Null:
-			return dst, fmt.Errorf("key field %s is null", k.leaves[i].Name)
-		case t == jsonscan.BeginObject || t == jsonscan.BeginArray:
-			return dst, fmt.Errorf("key field %s is not a scalar", k.leaves[i].Name)
-		default:
-			b := s.Bytes()
-			if t == jsonscan.True {
-				b = []byte("true")
-			} else if t == jsonscan.False {
-				b = []byte("false")
-			}
-			plain, err := k.convs[i].Plain(t, b)
-			if err != nil {
-				return dst, fmt.Errorf("key field %s: %w", k.leaves[i].Name, err)
-			}
-			k.vals[i] = append(k.vals[i][:0], plain...)
-			k.found[i] = true
-		}
-	}
-	if _, err := s.Next(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = errors.New("more than one JSON value")
-		}
+	payload, err := k.walk.Walk(text, connect, k.member)
+	if err != nil {
 		return dst, err
 	}
-	for i, ok := range k.found {
-		if !ok {
+	for i := range k.leaves {
+		if !k.walk.Found(i) {
 			if payload != nil {
 				// A Kafka Connect key with its schema: the fields are its
 				// payload's.
@@ -389,13 +330,23 @@ func (k *JSONKey) appendObject(dst, text []byte, connect bool) ([]byte, error) {
 	return dst, nil
 }
 
-func (k *JSONKey) index(name []byte) int {
-	for i, l := range k.leaves {
-		if l.Name == string(name) {
-			return i
-		}
+// member takes key field i's scalar token: null is an error, another
+// value its column's plain value.
+func (k *JSONKey) member(i int, t jsonscan.Kind, b []byte) (bool, error) {
+	switch t {
+	case jsonscan.Null:
+		return false, fmt.Errorf("key field %s is null", k.leaves[i].Name)
+	case jsonscan.True:
+		b = []byte("true")
+	case jsonscan.False:
+		b = []byte("false")
 	}
-	return -1
+	plain, err := k.convs[i].Plain(t, b)
+	if err != nil {
+		return false, fmt.Errorf("key field %s: %w", k.leaves[i].Name, err)
+	}
+	k.vals[i] = append(k.vals[i][:0], plain...)
+	return true, nil
 }
 
 // AppendLookupKey appends to dst the key of a binary payload read by l, a

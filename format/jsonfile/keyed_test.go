@@ -1,7 +1,6 @@
 package jsonfile_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/format/jsonfile"
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
 
@@ -77,70 +76,19 @@ func TestKeyedOpen(t *testing.T) {
 	}
 }
 
-// change is a record and what DecodeChange makes of it.
-type change struct {
-	name   string
-	key    string // the Kafka key
-	value  *string
-	reason string // "": a change
-	err    string // in the rejection
-	want   []byte // the row key
-	delete bool
-	op     byte
-}
-
-func str(s string) *string { return &s }
-
 // run decodes each record as a change, checks it, and appends each row to
-// one file's buffers; it returns them.
-func run(t *testing.T, k format.Keyed, cases []change) *format.Buffers {
+// one file's buffers; it returns them (nil without a row).
+func run(t *testing.T, k format.Keyed, cases []changetest.Case) *format.Buffers {
 	t.Helper()
 	fixed, err := k.FixedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := k.NewChangeDecoder(format.Partition{Schema: fixed})
-	var buf *format.Buffers
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var value []byte
-			if c.value != nil {
-				value = []byte(*c.value)
-			}
-			var key []byte
-			if c.key != "" {
-				key = []byte(c.key)
-			}
-			ch, rej, err := dec.DecodeChange(context.Background(), key, value, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.reason != "" {
-				if rej == nil || rej.Reason != c.reason || !strings.Contains(rej.Error(), c.err) {
-					t.Fatalf("change %+v, rejection %v, want reason %s containing %q", ch, rej, c.reason, c.err)
-				}
-				return
-			}
-			if rej != nil {
-				t.Fatalf("rejected: %s: %v", rej.Reason, rej)
-			}
-			if !bytes.Equal(ch.Key, c.want) || ch.Delete != c.delete || ch.Op != c.op {
-				t.Fatalf("key %x delete %v op %q, want %x %v %q", ch.Key, ch.Delete, ch.Op, c.want, c.delete, c.op)
-			}
-			if ch.Delete {
-				return
-			}
-			if buf == nil {
-				if buf, err = dec.NewBuffers(ch.Row); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := dec.Fits(buf, ch.Row).Append(ch.Row.Payload, &rowgroup.Envelope{Topic: "t"}); err != nil {
-				t.Fatalf("row %s: %v", ch.Row.Payload, err)
-			}
-		})
+	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), cases)
+	if res.Rows == 0 {
+		return nil
 	}
-	return buf
+	return res.Only(t)
 }
 
 // TestKeyedChanges: values are rows with their key, tombstones delete by
@@ -151,17 +99,17 @@ func TestKeyedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	sally := keyindex.AppendInt(keyindex.AppendString(nil, "Sally"), 1001)
-	buf := run(t, k, []change{
-		{name: "row", value: str(`{"id":1001,"first_name":"Sally","email":"s@acme.com"}`), want: sally},
-		{name: "tombstone", key: `{"id":1001,"first_name":"Sally"}`, want: sally, delete: true},
-		{name: "tombstone with a connect key", key: `{"schema":{"type":"struct"},"payload":{"first_name":"Sally","id":1001}}`, want: sally, delete: true},
-		{name: "row without a key field", value: str(`{"first_name":"Sally"}`), reason: format.RejectKey, err: "row key: key field id is missing"},
-		{name: "key field null", value: str(`{"id":null,"first_name":"Sally"}`), reason: format.RejectKey, err: "key field id is null"},
-		{name: "key field of another type", value: str(`{"id":"x","first_name":"Sally"}`), reason: format.RejectKey, err: "key field id"},
-		{name: "tombstone without a Kafka key", reason: format.RejectKey, err: "tombstone: the row key of the Kafka key: the record has no Kafka key"},
-		{name: "tombstone with a plain key for two fields", key: `1001`, reason: format.RejectKey, err: "not a JSON object with the key fields first_name, id"},
-		{name: "tombstone with a key missing a field", key: `{"id":1001}`, reason: format.RejectKey, err: "key field first_name is missing"},
-		{name: "bad JSON", value: str(`{"id":`), reason: format.RejectKey},
+	buf := run(t, k, []changetest.Case{
+		{Name: "row", Value: []byte(`{"id":1001,"first_name":"Sally","email":"s@acme.com"}`), Want: sally},
+		{Name: "tombstone", Key: []byte(`{"id":1001,"first_name":"Sally"}`), Want: sally, Delete: true},
+		{Name: "tombstone with a connect key", Key: []byte(`{"schema":{"type":"struct"},"payload":{"first_name":"Sally","id":1001}}`), Want: sally, Delete: true},
+		{Name: "row without a key field", Value: []byte(`{"first_name":"Sally"}`), Reason: format.RejectKey, Err: "row key: key field id is missing"},
+		{Name: "key field null", Value: []byte(`{"id":null,"first_name":"Sally"}`), Reason: format.RejectKey, Err: "key field id is null"},
+		{Name: "key field of another type", Value: []byte(`{"id":"x","first_name":"Sally"}`), Reason: format.RejectKey, Err: "key field id"},
+		{Name: "tombstone without a Kafka key", Reason: format.RejectKey, Err: "tombstone: the row key of the Kafka key: the record has no Kafka key"},
+		{Name: "tombstone with a plain key for two fields", Key: []byte(`1001`), Reason: format.RejectKey, Err: "not a JSON object with the key fields first_name, id"},
+		{Name: "tombstone with a key missing a field", Key: []byte(`{"id":1001}`), Reason: format.RejectKey, Err: "key field first_name is missing"},
+		{Name: "bad JSON", Value: []byte(`{"id":`), Reason: format.RejectKey},
 	})
 	if buf == nil || buf.Group.NumRows() != 1 {
 		t.Fatalf("rows %v, want 1", buf)
@@ -175,11 +123,11 @@ func TestKeyedPlainKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, k, []change{
-		{name: "row", value: str(`{"id":-5,"first_name":"A"}`), want: keyindex.AppendInt(nil, -5)},
-		{name: "digits", key: `-5`, want: keyindex.AppendInt(nil, -5), delete: true},
-		{name: "JSON object", key: `{"id":-5}`, want: keyindex.AppendInt(nil, -5), delete: true},
-		{name: "not digits", key: `five`, reason: format.RejectKey, err: `the Kafka key "five" is not the decimal digits of a 32-bit integer`},
+	run(t, k, []changetest.Case{
+		{Name: "row", Value: []byte(`{"id":-5,"first_name":"A"}`), Want: keyindex.AppendInt(nil, -5)},
+		{Name: "digits", Key: []byte(`-5`), Want: keyindex.AppendInt(nil, -5), Delete: true},
+		{Name: "JSON object", Key: []byte(`{"id":-5}`), Want: keyindex.AppendInt(nil, -5), Delete: true},
+		{Name: "not digits", Key: []byte(`five`), Reason: format.RejectKey, Err: `the Kafka key "five" is not the decimal digits of a 32-bit integer`},
 	})
 }
 
@@ -193,34 +141,27 @@ func TestKeyedDebezium(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
-	buf := run(t, k, []change{
-		{name: "create", value: str(event(t, "create.json")), want: key(1001), op: 'c'},
-		{name: "snapshot", value: str(event(t, "read.json")), want: key(1002), op: 'r'},
-		{name: "update", value: str(event(t, "update.json")), want: key(1001), op: 'u'},
-		{name: "schemas.enable", value: str(event(t, "create_schemas.json")), want: key(1003), op: 'c'},
-		{name: "delete by before", value: str(event(t, "delete.json")), want: key(1001), delete: true, op: 'd'},
-		{name: "delete by the Kafka key", key: event(t, "key.json"), value: str(event(t, "delete_nobefore.json")), want: key(1001), delete: true, op: 'd'},
-		{name: "delete by a connect Kafka key", key: event(t, "key_schemas.json"), value: str(event(t, "delete_nobefore.json")), want: key(1001), delete: true, op: 'd'},
-		{name: "tombstone", key: event(t, "key_schemas.json"), want: key(1001), delete: true},
-		{name: "truncate", value: str(event(t, "truncate.json")), reason: format.RejectChange, err: "truncate"},
-		{name: "unknown op", value: str(`{"op":"m","after":{"id":1}}`), reason: format.RejectChange, err: `unknown op "m"`},
-		{name: "not JSON", value: str(`{"op":`), reason: format.RejectDecode},
-		{name: "after without the key", value: str(`{"op":"c","after":{"first_name":"x"}}`), reason: format.RejectKey, err: "debezium after: row key: key field id is missing"},
-		{name: "delete without before or Kafka key", value: str(event(t, "delete_nobefore.json")), reason: format.RejectKey, err: "debezium delete without before"},
-		{name: "delete whose before lacks the key", value: str(`{"op":"d","before":{"email":"x"}}`), reason: format.RejectKey, err: "the row key of before: key field id is missing"},
+	buf := run(t, k, []changetest.Case{
+		{Name: "create", Value: []byte(event(t, "create.json")), Want: key(1001), Op: 'c'},
+		{Name: "snapshot", Value: []byte(event(t, "read.json")), Want: key(1002), Op: 'r'},
+		{Name: "update", Value: []byte(event(t, "update.json")), Want: key(1001), Op: 'u'},
+		{Name: "schemas.enable", Value: []byte(event(t, "create_schemas.json")), Want: key(1003), Op: 'c'},
+		{Name: "delete by before", Value: []byte(event(t, "delete.json")), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "delete by the Kafka key", Key: []byte(event(t, "key.json")), Value: []byte(event(t, "delete_nobefore.json")), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "delete by a connect Kafka key", Key: []byte(event(t, "key_schemas.json")), Value: []byte(event(t, "delete_nobefore.json")), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "tombstone", Key: []byte(event(t, "key_schemas.json")), Want: key(1001), Delete: true},
+		{Name: "truncate", Value: []byte(event(t, "truncate.json")), Reason: format.RejectChange, Err: "truncate"},
+		{Name: "unknown op", Value: []byte(`{"op":"m","after":{"id":1}}`), Reason: format.RejectChange, Err: `unknown op "m"`},
+		{Name: "not JSON", Value: []byte(`{"op":`), Reason: format.RejectDecode},
+		{Name: "after without the key", Value: []byte(`{"op":"c","after":{"first_name":"x"}}`), Reason: format.RejectKey, Err: "debezium after: row key: key field id is missing"},
+		{Name: "delete without before or Kafka key", Value: []byte(event(t, "delete_nobefore.json")), Reason: format.RejectKey, Err: "debezium delete without before"},
+		{Name: "delete whose before lacks the key", Value: []byte(`{"op":"d","before":{"email":"x"}}`), Reason: format.RejectKey, Err: "the row key of before: key field id is missing"},
 	})
 	if buf == nil || buf.Group.NumRows() != 4 {
 		t.Fatalf("rows %v, want 4", buf)
 	}
-	var op, ts *rowgroup.Column
-	for _, c := range buf.Group.Columns() {
-		switch c.Leaf.PathString() {
-		case "_cdc.op":
-			op = c
-		case "_cdc.ts":
-			ts = c
-		}
-	}
+	cols := changetest.Columns(buf)
+	op, ts := cols["_cdc.op"], cols["_cdc.ts"]
 	if op == nil || ts == nil {
 		t.Fatalf("no _cdc columns in %s", buf.Schema)
 	}

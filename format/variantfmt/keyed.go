@@ -42,7 +42,7 @@ func (f *variantFormat) Keyed(opts format.KeyOptions) (format.Keyed, error) {
 func (k *keyed) NewDecoder(p format.Partition) format.Decoder { return k.NewChangeDecoder(p) }
 
 func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
-	r := &untypedKey{fields: k.opts.Fields, found: make([]bool, len(k.opts.Fields)), kinds: make([]jsonscan.Kind, len(k.opts.Fields)), vals: make([][]byte, len(k.opts.Fields))}
+	r := &untypedKey{fields: k.opts.Fields, walk: format.NewJSONMembers(k.opts.Fields), kinds: make([]jsonscan.Kind, len(k.opts.Fields)), vals: make([][]byte, len(k.opts.Fields))}
 	return &format.ChangeReader{Decoder: k.variantFormat.NewDecoder(p),
 		ValueKey: func(dst []byte, d format.Decoded) ([]byte, error) { return r.appendObject(dst, format.JSONText(d)) },
 		KafkaKey: func(_ context.Context, dst, key []byte, _ int64) ([]byte, error, error) {
@@ -54,65 +54,34 @@ func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 // untypedKey reads keys from JSON by their members' JSON types.
 type untypedKey struct {
 	fields []string
-	scan   jsonscan.Scanner
-	found  []bool
+	walk   *format.JSONMembers
+	scan   jsonscan.Scanner // of a Kafka key's scalar
 	kinds  []jsonscan.Kind
 	vals   [][]byte
 }
 
 // appendObject appends the key of a JSON object's text.
 func (r *untypedKey) appendObject(dst, text []byte) ([]byte, error) {
-	for i := range r.found {
-		r.found[i] = false
-	}
-	s := &r.scan
-	s.Reset(text)
-	if t, err := s.Next(); err != nil {
-		return dst, err
-	} else if t != jsonscan.BeginObject {
-		return dst, errors.New("not a JSON object")
-	}
-	for {
-		t, err := s.Next()
-		if err != nil {
-			return dst, err
-		}
-		if t == jsonscan.EndObject {
-			break
-		}
-		i := r.index(s.Bytes())
-		if t, err = s.Next(); err != nil {
-			return dst, err
-		}
-		switch {
-		case i >= 0 && r.found[i]:
-			return dst, fmt.Errorf("key field %s appears twice", r.fields[i])
-		case i < 0 || t == jsonscan.Null:
-			if t == jsonscan.BeginObject || t == jsonscan.BeginArray {
-				if err := s.Skip(); err != nil {
-					return dst, err
-				}
-			}
-		case t == jsonscan.BeginObject || t == jsonscan.BeginArray:
-			return dst, fmt.Errorf("key field %s is not a scalar", r.fields[i])
-		default:
-			r.found[i], r.kinds[i] = true, t
-			r.vals[i] = append(r.vals[i][:0], s.Bytes()...)
-		}
-	}
-	if _, err := s.Next(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = errors.New("more than one JSON value")
-		}
+	if _, err := r.walk.Walk(text, false, r.member); err != nil {
 		return dst, err
 	}
 	for i, f := range r.fields {
-		if !r.found[i] {
+		if !r.walk.Found(i) {
 			return dst, fmt.Errorf("key field %s is missing or null", f)
 		}
 		dst = appendUntyped(dst, r.kinds[i], r.vals[i])
 	}
 	return dst, nil
+}
+
+// member takes key field i's scalar token; a null is as if absent.
+func (r *untypedKey) member(i int, t jsonscan.Kind, b []byte) (bool, error) {
+	if t == jsonscan.Null {
+		return false, nil
+	}
+	r.kinds[i] = t
+	r.vals[i] = append(r.vals[i][:0], b...)
+	return true, nil
 }
 
 // appendKafkaKey appends the key of a Kafka key: a JSON object with the
@@ -140,15 +109,6 @@ func (r *untypedKey) appendKafkaKey(dst, key []byte) ([]byte, error) {
 		return dst, errors.New("the Kafka key is neither JSON nor UTF-8 text")
 	}
 	return keyindex.AppendString(dst, string(key)), nil
-}
-
-func (r *untypedKey) index(name []byte) int {
-	for i, f := range r.fields {
-		if f == string(name) {
-			return i
-		}
-	}
-	return -1
 }
 
 // appendUntyped appends the key of a JSON scalar token by its type.

@@ -1,8 +1,6 @@
 package variantfmt_test
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,7 +8,7 @@ import (
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/format/variantfmt"
-	"github.com/pqsink/pqsink/rowgroup"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
 
@@ -42,71 +40,28 @@ func TestKeyed(t *testing.T) {
 	}
 	p := format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}
 	decOne, decTwo := one.NewChangeDecoder(p), two.NewChangeDecoder(p)
-	var buf *format.Buffers
-	for _, c := range []struct {
-		name       string
-		two        bool
-		key, value string // value "": a tombstone
-		want       []byte
-		err        string
-	}{
-		{name: "int", value: `{"id":7,"x":[1,{"id":8}]}`, want: keyindex.AppendInt(nil, 7)},
-		{name: "integral float is the int", value: `{"id":7.0}`, want: keyindex.AppendInt(nil, 7)},
-		{name: "float", value: `{"id":7.5}`, want: keyindex.AppendFloat(nil, 7.5)},
-		{name: "string", value: `{"id":"7"}`, want: keyindex.AppendString(nil, "7")},
-		{name: "bool", value: `{"id":false}`, want: keyindex.AppendBool(nil, false)},
-		{name: "two fields", two: true, value: `{"id":1,"region":"eu"}`, want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1)},
-		{name: "missing", value: `{"x":1}`, err: "key field id is missing"},
-		{name: "null", value: `{"id":null}`, err: "key field id is missing or null"},
-		{name: "object", value: `{"id":{}}`, err: "not a scalar"},
-		{name: "not an object", value: `7`, err: "not a JSON object"},
-		{name: "tombstone, JSON number key", key: `7`, want: keyindex.AppendInt(nil, 7)},
-		{name: "tombstone, JSON string key", key: `"7"`, want: keyindex.AppendString(nil, "7")},
-		{name: "tombstone, text key", key: `user-7`, want: keyindex.AppendString(nil, "user-7")},
-		{name: "tombstone, object key", two: true, key: `{"region":"eu","id":1}`, want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1)},
-		{name: "tombstone, text key for two fields", two: true, key: `eu`, err: "not a JSON object with the key fields region, id"},
-		{name: "tombstone, binary key", key: "\xff\x00", err: "neither JSON nor UTF-8"},
-		{name: "tombstone without a key", err: "no Kafka key"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dec := decOne
-			if c.two {
-				dec = decTwo
-			}
-			var value []byte
-			if c.value != "" {
-				value = []byte(c.value)
-			}
-			ch, rej, err := dec.DecodeChange(context.Background(), []byte(c.key), value, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.err != "" {
-				if rej == nil || rej.Reason != format.RejectKey || !strings.Contains(rej.Error(), c.err) {
-					t.Fatalf("change %+v, rejection %v, want reason key containing %q", ch, rej, c.err)
-				}
-				return
-			}
-			if rej != nil {
-				t.Fatal(rej)
-			}
-			if !bytes.Equal(ch.Key, c.want) || ch.Delete != (value == nil) {
-				t.Fatalf("key %x delete %v, want %x", ch.Key, ch.Delete, c.want)
-			}
-			if ch.Delete {
-				return
-			}
-			if buf == nil {
-				if buf, err = dec.NewBuffers(ch.Row); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := dec.Fits(buf, ch.Row).Append(ch.Row.Payload, (*rowgroup.Envelope)(nil)); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	if buf == nil || buf.Group.NumRows() != 6 {
-		t.Errorf("rows %v, want 6", buf)
+	rows := changetest.Check(t, decOne, []changetest.Case{
+		{Name: "int", Value: []byte(`{"id":7,"x":[1,{"id":8}]}`), Want: keyindex.AppendInt(nil, 7)},
+		{Name: "integral float is the int", Value: []byte(`{"id":7.0}`), Want: keyindex.AppendInt(nil, 7)},
+		{Name: "float", Value: []byte(`{"id":7.5}`), Want: keyindex.AppendFloat(nil, 7.5)},
+		{Name: "string", Value: []byte(`{"id":"7"}`), Want: keyindex.AppendString(nil, "7")},
+		{Name: "bool", Value: []byte(`{"id":false}`), Want: keyindex.AppendBool(nil, false)},
+		{Name: "missing", Value: []byte(`{"x":1}`), Reason: format.RejectKey, Err: "key field id is missing"},
+		{Name: "null", Value: []byte(`{"id":null}`), Reason: format.RejectKey, Err: "key field id is missing or null"},
+		{Name: "object", Value: []byte(`{"id":{}}`), Reason: format.RejectKey, Err: "not a scalar"},
+		{Name: "not an object", Value: []byte(`7`), Reason: format.RejectKey, Err: "not a JSON object"},
+		{Name: "tombstone, JSON number key", Key: []byte(`7`), Want: keyindex.AppendInt(nil, 7), Delete: true},
+		{Name: "tombstone, JSON string key", Key: []byte(`"7"`), Want: keyindex.AppendString(nil, "7"), Delete: true},
+		{Name: "tombstone, text key", Key: []byte(`user-7`), Want: keyindex.AppendString(nil, "user-7"), Delete: true},
+		{Name: "tombstone, binary key", Key: []byte("\xff\x00"), Reason: format.RejectKey, Err: "neither JSON nor UTF-8"},
+		{Name: "tombstone without a key", Reason: format.RejectKey, Err: "no Kafka key"},
+	}).Rows
+	rows += changetest.Check(t, decTwo, []changetest.Case{
+		{Name: "two fields", Value: []byte(`{"id":1,"region":"eu"}`), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1)},
+		{Name: "tombstone, object key", Key: []byte(`{"region":"eu","id":1}`), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1), Delete: true},
+		{Name: "tombstone, text key for two fields", Key: []byte(`eu`), Reason: format.RejectKey, Err: "not a JSON object with the key fields region, id"},
+	}).Rows
+	if rows != 6 {
+		t.Errorf("rows %d, want 6", rows)
 	}
 }

@@ -95,6 +95,7 @@ type Schema struct {
 	validator *jsv.Schema
 	nulls     map[string]bool // dotted Parquet paths of required, nullable properties
 	loaded    []FileReference // files loaded for $ref (LocalFiles)
+	idx       *orderIndex     // the documents' member order, for Property
 	decoders  sync.Pool       // of *decoder, for Validate
 }
 
@@ -214,7 +215,7 @@ func Compile(text []byte, opts ...Option) (*Schema, error) {
 		return nil, fmt.Errorf("json schema: %w", err)
 	}
 	m := &mapper{idx: idx, ids: map[int32]bool{}, nulls: map[string]bool{}}
-	s := &Schema{text: bytes.Clone(text), validator: compiled, nulls: m.nulls}
+	s := &Schema{text: bytes.Clone(text), validator: compiled, nulls: m.nulls, idx: idx}
 	for _, f := range files.loaded {
 		// Named relative to the root, as its $ref names them, so that
 		// the schema compiles again from a footer under any base.
@@ -336,6 +337,35 @@ func (s *Schema) Parquet(extra ...*schema.Node) (*schema.Schema, error) {
 		return nil, fmt.Errorf("json schema: %w", err)
 	}
 	return ps, nil
+}
+
+// Property returns the schema of the root object's property name as a
+// schema of its own: its mapping, its validation of the property's
+// values, and the root's Text. The root must be an object schema with
+// the property, and the property's schema an object of declared
+// properties (nullable or not), which maps to a group: the rows of a
+// Debezium envelope's after. Errors say which of these fails.
+func (s *Schema) Property(name string) (*Schema, error) {
+	root := follow(s.validator)
+	p := root.Properties[name]
+	if p == nil {
+		return nil, fmt.Errorf("json schema: the root has no property %s", name)
+	}
+	m := &mapper{idx: s.idx, ids: map[int32]bool{}, nulls: map[string]bool{}}
+	top, err := m.node(ValueField, p, true)
+	if err != nil {
+		return nil, err
+	}
+	if top.Logical.Kind != schema.None || top.IsLeaf() {
+		return nil, fmt.Errorf("json schema: property %s is not an object schema whose members are all declared (properties, with additionalProperties: false), which the columns of a row need", name)
+	}
+	nulls := map[string]bool{}
+	for q := range m.nulls {
+		if q != ValueField { // the property itself, nullable
+			nulls[strings.TrimPrefix(q, ValueField+".")] = true
+		}
+	}
+	return &Schema{text: s.text, fields: m.assignIDs(top.Fields), validator: p, nulls: nulls, loaded: s.loaded, idx: s.idx}, nil
 }
 
 // Validate checks the JSON text value against the schema. An error wraps

@@ -1,17 +1,14 @@
 package avrofmt_test
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
-	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema/avro/avrofmt"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
@@ -81,70 +78,25 @@ func TestKeyedDebezium(t *testing.T) {
 	dec := k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)})
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
 	avroKey := encode(t, 2, debeziumKeySchema, map[string]any{"id": int32(1001)})
-	var buf *format.Buffers
-	for _, c := range []struct {
-		name       string
-		key, value []byte
-		want       []byte
-		delete     bool
-		op         byte
-		reason     string
-		err        string
-	}{
-		{name: "create", value: envelope(t, "c", nil, customerRow(1001, "sally"), 1733580000123), want: key(1001), op: 'c'},
-		{name: "snapshot", value: envelope(t, "r", nil, customerRow(1002, "george"), 1733580000124), want: key(1002), op: 'r'},
-		{name: "update", value: envelope(t, "u", customerRow(1001, "sally"), customerRow(1001, "sal"), 1733580000125), want: key(1001), op: 'u'},
-		{name: "delete", value: envelope(t, "d", customerRow(1001, "sal"), nil, 1733580000126), want: key(1001), delete: true, op: 'd'},
-		{name: "delete without before", key: avroKey, value: envelope(t, "d", nil, nil, 1733580000127), want: key(1001), delete: true, op: 'd'},
-		{name: "tombstone", key: avroKey, want: key(1001), delete: true},
-		{name: "delete without before or key", value: envelope(t, "d", nil, nil, 1), reason: format.RejectKey, err: "debezium delete without before"},
-		{name: "truncate", value: envelope(t, "t", nil, nil, 1), reason: format.RejectChange, err: "truncate"},
-		{name: "unknown op", value: envelope(t, "m", nil, nil, 1), reason: format.RejectChange, err: `unknown op "m"`},
-		{name: "create without after", value: envelope(t, "c", nil, nil, 1), reason: format.RejectChange, err: "without after"},
-		{name: "cut short", value: envelope(t, "c", nil, customerRow(1, "x"), 1)[:12], reason: format.RejectDecode, err: "debezium"},
-		{name: "not a Debezium schema", value: encode(t, 3, valueSchema, map[string]any{"id": int64(1), "region": "eu", "email": nil}), reason: format.RejectSchema, err: "not a Debezium envelope"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ch, rej, err := dec.DecodeChange(context.Background(), c.key, c.value, 9)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.reason != "" {
-				if rej == nil || rej.Reason != c.reason || !strings.Contains(rej.Error(), c.err) {
-					t.Fatalf("change %+v, rejection %v, want reason %s containing %q", ch, rej, c.reason, c.err)
-				}
-				return
-			}
-			if rej != nil {
-				t.Fatalf("%s: %v", rej.Reason, rej)
-			}
-			if !bytes.Equal(ch.Key, c.want) || ch.Delete != c.delete || ch.Op != c.op {
-				t.Fatalf("key %x delete %v op %q, want %x %v %q", ch.Key, ch.Delete, ch.Op, c.want, c.delete, c.op)
-			}
-			if ch.Delete {
-				return
-			}
-			if buf == nil {
-				if buf, err = dec.NewBuffers(ch.Row); err != nil {
-					t.Fatal(err)
-				}
-			}
-			b := dec.Fits(buf, ch.Row)
-			if b == nil {
-				t.Fatal("the file does not take the row of its own schema")
-			}
-			if err := b.Append(ch.Row.Payload, &rowgroup.Envelope{Topic: "dbserver1.inventory.customers"}); err != nil {
-				t.Fatal(err)
-			}
-		})
+	res := changetest.Check(t, dec, []changetest.Case{
+		{Name: "create", Value: envelope(t, "c", nil, customerRow(1001, "sally"), 1733580000123), Want: key(1001), Op: 'c'},
+		{Name: "snapshot", Value: envelope(t, "r", nil, customerRow(1002, "george"), 1733580000124), Want: key(1002), Op: 'r'},
+		{Name: "update", Value: envelope(t, "u", customerRow(1001, "sally"), customerRow(1001, "sal"), 1733580000125), Want: key(1001), Op: 'u'},
+		{Name: "delete", Value: envelope(t, "d", customerRow(1001, "sal"), nil, 1733580000126), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "delete without before", Key: avroKey, Value: envelope(t, "d", nil, nil, 1733580000127), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "tombstone", Key: avroKey, Want: key(1001), Delete: true},
+		{Name: "delete without before or key", Value: envelope(t, "d", nil, nil, 1), Reason: format.RejectKey, Err: "debezium delete without before"},
+		{Name: "truncate", Value: envelope(t, "t", nil, nil, 1), Reason: format.RejectChange, Err: "truncate"},
+		{Name: "unknown op", Value: envelope(t, "m", nil, nil, 1), Reason: format.RejectChange, Err: `unknown op "m"`},
+		{Name: "create without after", Value: envelope(t, "c", nil, nil, 1), Reason: format.RejectChange, Err: "without after"},
+		{Name: "cut short", Value: envelope(t, "c", nil, customerRow(1, "x"), 1)[:12], Reason: format.RejectDecode, Err: "debezium"},
+		{Name: "not a Debezium schema", Value: encode(t, 3, valueSchema, map[string]any{"id": int64(1), "region": "eu", "email": nil}), Reason: format.RejectSchema, Err: "not a Debezium envelope"},
+	})
+	if res.Rows != 3 {
+		t.Fatalf("rows %d, want 3", res.Rows)
 	}
-	if buf == nil || buf.Group.NumRows() != 3 {
-		t.Fatalf("rows %v, want 3", buf)
-	}
-	cols := map[string]*rowgroup.Column{}
-	for _, c := range buf.Group.Columns() {
-		cols[c.Leaf.PathString()] = c
-	}
+	buf := res.Only(t)
+	cols := changetest.Columns(buf)
 	if cols["id"] == nil || cols["_cdc.op"] == nil || cols["_cdc.ts"] == nil || cols["_kafka.offset"] == nil {
 		t.Fatalf("files' schema %s", buf.Schema)
 	}

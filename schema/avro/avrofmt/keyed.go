@@ -52,20 +52,12 @@ type avroChanges struct {
 	*format.ChangeReader
 	a       *decoder
 	payload []byte
-	key     []byte
 }
 
 // Decode reads an event that must write a row; a delete is a rejection
 // (reason change).
 func (c *avroChanges) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
-	ch, rej, err := c.DecodeChange(ctx, nil, value, offset)
-	if rej != nil || err != nil {
-		return format.Decoded{}, rej, err
-	}
-	if ch.Delete {
-		return format.Decoded{}, &format.Rejection{Reason: format.RejectChange, Err: errors.New("a delete where a row is expected")}, nil
-	}
-	return ch.Row, nil, nil
+	return format.RowOf(c.DecodeChange(ctx, nil, value, offset))
 }
 
 // DecodeChange reads a Debezium event: c, r and u write after with the
@@ -88,42 +80,17 @@ func (c *avroChanges) DecodeChange(ctx context.Context, key, value []byte, offse
 	if err != nil {
 		return format.Change{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("avro schema id %d: %w", id, err)}, nil
 	}
-	switch ev.op {
-	case "c", "r", "u":
-		if ev.after == nil {
-			return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: fmt.Errorf("debezium: an op %s event without after", ev.op)}, nil
-		}
-	case "d":
+	if rej := format.EventRejection(ev.op, ev.after != nil); rej != nil {
+		return format.Change{}, rej, nil
+	}
+	if ev.op == "d" {
 		if ev.before == nil {
-			k, keyErr, err := c.KafkaKey(ctx, c.key[:0], key, offset)
-			if err != nil || keyErr != nil {
-				if keyErr != nil {
-					return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium delete without before: the row key of the Kafka key: %w", keyErr)}, nil
-				}
-				return format.Change{}, nil, err
-			}
-			c.key = k
-			return format.Change{Key: k, Delete: true, Op: 'd'}, nil, nil
+			return c.DeleteChange(ctx, key, nil, offset)
 		}
-		k, err := c.ValueKey(c.key[:0], format.Decoded{Payload: ev.before, Schema: &s.shared})
-		if err != nil {
-			return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium delete: the row key of before: %w", err)}, nil
-		}
-		c.key = k
-		return format.Change{Key: k, Delete: true, Op: 'd'}, nil, nil
-	case "t":
-		return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: format.ErrTruncate}, nil
-	default:
-		return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: fmt.Errorf("debezium: unknown op %q, want c, r, u, d or t", ev.op)}, nil
+		return c.DeleteChange(ctx, key, &format.Decoded{Payload: ev.before, Schema: &s.shared}, offset)
 	}
 	c.payload = appendCDC(append(c.payload[:0], ev.after...), ev)
-	d := c.a.decoded(c.payload, s)
-	k, err := c.ValueKey(c.key[:0], d)
-	if err != nil {
-		return format.Change{}, &format.Rejection{Reason: format.RejectKey, Err: fmt.Errorf("debezium after: row key: %w", err)}, nil
-	}
-	c.key = k
-	return format.Change{Key: k, Row: d, Op: ev.op[0]}, nil, nil
+	return c.RowChange(c.a.decoded(c.payload, s), ev.op[0])
 }
 
 // avroKeys reads the keys of a partition's records: of a value with its

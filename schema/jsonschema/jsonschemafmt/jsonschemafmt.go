@@ -61,6 +61,10 @@ type jsFormat struct {
 	opts     []rowgroup.JSONOption
 	registry *schemaregistry.Client
 	file     *jsSchema
+	// debezium: the registry's schemas are Debezium envelopes, and the
+	// files' those of their rows, after's, with the change column
+	// (keyed.go).
+	debezium bool
 
 	mu    sync.Mutex
 	byID  map[uint32]*jsSchema
@@ -145,9 +149,25 @@ func (f *jsFormat) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.
 		s.footer = append(s.footer, [2]string{jsonschema.IDKey, strconv.FormatUint(uint64(id), 10)})
 	}
 	var extra []*schema.Node
+	rows := js
+	if f.debezium {
+		row, err := js.Property("after")
+		if err != nil {
+			s.err = fmt.Errorf("not a Debezium envelope: %w", err)
+			return s
+		}
+		for _, n := range row.Fields() {
+			if n.Name == format.CDCField {
+				s.err = fmt.Errorf("debezium: the rows have a property %s, the change events' column", format.CDCField)
+				return s
+			}
+		}
+		rows = row
+		extra = append(extra, format.CDCNode(f.timeUnit))
+	}
 	if f.envelope {
-		if !js.Wrapped() {
-			for _, n := range js.Fields() {
+		if !rows.Wrapped() {
+			for _, n := range rows.Fields() {
 				if n.Name == rowgroup.EnvelopeField {
 					s.err = fmt.Errorf("json schema: property %s is the Kafka envelope's; rename it or set envelope: false", rowgroup.EnvelopeField)
 					return s
@@ -156,7 +176,7 @@ func (f *jsFormat) jsSchema(id uint32, js *jsonschema.Schema, refs []jsonschema.
 		}
 		extra = append(extra, rowgroup.EnvelopeNodeIn(f.timeUnit))
 	}
-	s.parquet, s.err = js.Parquet(extra...)
+	s.parquet, s.err = rows.Parquet(extra...)
 	return s
 }
 
@@ -322,7 +342,7 @@ func (x *decoder) Decode(ctx context.Context, value []byte, offset int64) (forma
 		return format.Decoded{}, &format.Rejection{Reason: format.RejectSchema, Err: err}, nil
 	}
 	text := body
-	if s.js.Wrapped() {
+	if s.js.Wrapped() && !k.debezium {
 		x.wrapped = jsonschema.AppendWrapped(x.wrapped[:0], body)
 		body = x.wrapped
 	}

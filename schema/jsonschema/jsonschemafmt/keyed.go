@@ -20,6 +20,9 @@ import (
 type keyed struct {
 	*jsFormat
 	opts format.KeyOptions
+	// keys is the format Kafka keys' schemas are read with: not the
+	// envelope's, under a Debezium envelope.
+	keys *jsFormat
 	// file is the schema file's, with the change column under a Debezium
 	// envelope; nil with a registry.
 	file *jsSchema
@@ -30,16 +33,21 @@ type keyed struct {
 // Debezium envelope, each value's after is a value of the schema. With a
 // registry, each schema is checked when its first record comes, and the
 // records of a schema without the key fields are rejections (reason
-// key); a Debezium envelope is not read yet, since the registry's schema
-// of a Debezium topic is the envelope's, not the row's.
+// key); with a Debezium envelope, the registry's schemas are the events'
+// (as Kafka Connect's JsonSchemaConverter registers them), the files'
+// are those of their after property with the change column, and a schema
+// whose after is not an object of declared properties is unusable
+// (reason schema).
 func (k *jsFormat) Keyed(opts format.KeyOptions) (format.Keyed, error) {
 	if err := format.CheckKeyOptions(opts, Name, format.EnvelopeDebezium); err != nil {
 		return nil, err
 	}
-	kd := &keyed{jsFormat: k, opts: opts}
+	kd := &keyed{jsFormat: k, opts: opts, keys: k}
 	if k.registry != nil {
 		if kd.debezium() {
-			return nil, fmt.Errorf("format.envelope %s: json_schema with format.registry does not read it yet (the registry's schema is the envelope's); give the row's schema as format.schema_file", opts.Envelope)
+			// A format of its own: its schemas of an id are the rows'.
+			kd.jsFormat = &jsFormat{envelope: k.envelope, timeUnit: k.timeUnit, opts: k.opts, registry: k.registry,
+				byID: map[uint32]*jsSchema{}, max: k.max, debezium: true}
 		}
 		return kd, nil
 	}
@@ -91,8 +99,54 @@ func (kd *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 		return format.NewJSONChanges(x, p.Schema, kd.opts, kd.timeUnit, kd.jsFormat.opts...)
 	}
 	x := kd.decoder(p)
-	r := &registryKeys{x: x, fields: kd.opts.Fields, bySchema: map[*format.Schema]*jsonKey{}, byID: map[uint32]*jsonKey{}, newest: map[uint32]*jsonKey{}}
-	return &format.ChangeReader{Decoder: x, ValueKey: r.valueKey, KafkaKey: r.kafkaKey, Unit: kd.timeUnit}
+	r := &registryKeys{x: x, keys: kd.keys, fields: kd.opts.Fields, bySchema: map[*format.Schema]*jsonKey{}, byID: map[uint32]*jsonKey{}, newest: map[uint32]*jsonKey{}}
+	c := &format.ChangeReader{Decoder: x, ValueKey: r.valueKey, KafkaKey: r.kafkaKey, Unit: kd.timeUnit}
+	if kd.debezium() {
+		return &registryChanges{ChangeReader: c, x: x}
+	}
+	return c
+}
+
+// registryChanges is the ChangeDecoder of Debezium events with a
+// registry: each value is validated against its schema, the envelope's,
+// then read as an event whose after is a row of the files' schema.
+type registryChanges struct {
+	*format.ChangeReader
+	x       *decoder
+	payload []byte
+}
+
+// Decode reads an event that must write a row; a delete is a rejection
+// (reason change).
+func (c *registryChanges) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
+	return format.RowOf(c.DecodeChange(ctx, nil, value, offset))
+}
+
+// DecodeChange reads a Debezium event in the JSON Schema wire format: c,
+// r and u write after with the _cdc column, d deletes the key of before
+// (or of the Kafka key), a tombstone the key of its Kafka key; a
+// truncate, an unknown op and a c, r or u without after are rejections
+// (reason change).
+func (c *registryChanges) DecodeChange(ctx context.Context, key, value []byte, offset int64) (format.Change, *format.Rejection, error) {
+	if value == nil {
+		return c.ChangeReader.DecodeChange(ctx, key, nil, offset)
+	}
+	d, rej, err := c.x.Decode(ctx, value, offset)
+	if rej != nil || err != nil {
+		return format.Change{}, rej, err
+	}
+	ev, err := format.ParseDebezium(d.Payload)
+	if err != nil {
+		return format.Change{}, &format.Rejection{Reason: format.RejectChange, Err: fmt.Errorf("%s: %w", d.Schema.Name, err)}, nil
+	}
+	if ev.Op == 'd' {
+		if ev.Before == nil {
+			return c.DeleteChange(ctx, key, nil, offset)
+		}
+		return c.DeleteChange(ctx, key, &format.Decoded{Payload: ev.Before, Text: ev.Before, Schema: d.Schema}, offset)
+	}
+	c.payload = format.AppendCDC(c.payload[:0], ev.After, ev, c.Unit)
+	return c.RowChange(format.Decoded{Payload: c.payload, Text: ev.After, Schema: d.Schema}, ev.Op)
 }
 
 // decoder is the format's decoder of rows of p, of the schema file with
@@ -124,6 +178,7 @@ type jsonKey struct {
 // partition admitted.
 type registryKeys struct {
 	x        *decoder
+	keys     *jsFormat
 	fields   []string
 	bySchema map[*format.Schema]*jsonKey
 	byID     map[uint32]*jsonKey // Kafka keys' schemas
@@ -158,7 +213,7 @@ func (r *registryKeys) kafkaKey(ctx context.Context, dst, key []byte, offset int
 	if id, body, err := schemaregistry.SplitWire(key); err == nil {
 		k := r.byID[id]
 		if k == nil {
-			s, err := r.x.k.lookup(ctx, id)
+			s, err := r.keys.lookup(ctx, id)
 			switch {
 			case err == nil && s.err != nil:
 				k = &jsonKey{err: s.err}

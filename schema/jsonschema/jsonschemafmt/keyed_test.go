@@ -1,8 +1,6 @@
 package jsonschemafmt_test
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,8 +10,8 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
-	"github.com/pqsink/pqsink/rowgroup"
 	"github.com/pqsink/pqsink/schema/jsonschema/jsonschemafmt"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
@@ -43,7 +41,7 @@ func openFile(t *testing.T, text string) format.Format {
 	return f
 }
 
-func openRegistry(t *testing.T, schemas map[uint32]fakeregistry.Schema) format.Format {
+func openRegistry(t testing.TB, schemas map[uint32]fakeregistry.Schema) format.Format {
 	t.Helper()
 	url := fakeregistry.Start(t, schemas)
 	f, err := jsonschemafmt.Open(&config.Config{Format: config.Format{Type: jsonschemafmt.Name, Registry: &config.Registry{URL: url, Timeout: 5 * time.Second}}}, format.Env{})
@@ -60,60 +58,6 @@ func event(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-type change struct {
-	name       string
-	key, value []byte // value nil: a tombstone
-	reason     string
-	err        string
-	want       []byte
-	delete     bool
-	op         byte
-}
-
-func check(t *testing.T, dec format.ChangeDecoder, cases []change) int {
-	t.Helper()
-	rows := 0
-	var bufs map[any]*format.Buffers = map[any]*format.Buffers{}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ch, rej, err := dec.DecodeChange(context.Background(), c.key, c.value, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.reason != "" {
-				if rej == nil || rej.Reason != c.reason || !strings.Contains(rej.Error(), c.err) {
-					t.Fatalf("change %+v, rejection %v, want reason %s containing %q", ch, rej, c.reason, c.err)
-				}
-				return
-			}
-			if rej != nil {
-				t.Fatalf("rejected: %s: %v", rej.Reason, rej)
-			}
-			if !bytes.Equal(ch.Key, c.want) || ch.Delete != c.delete || ch.Op != c.op {
-				t.Fatalf("key %x delete %v op %q, want %x %v %q", ch.Key, ch.Delete, ch.Op, c.want, c.delete, c.op)
-			}
-			if ch.Delete {
-				return
-			}
-			k := dec.BuffersKey(ch.Row)
-			if bufs[k] == nil {
-				if bufs[k], err = dec.NewBuffers(ch.Row); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var env *rowgroup.Envelope
-			if bufs[k].Schema.Lookup(rowgroup.EnvelopeField) != nil {
-				env = &rowgroup.Envelope{Topic: "t"}
-			}
-			if err := dec.Fits(bufs[k], ch.Row).Append(ch.Row.Payload, env); err != nil {
-				t.Fatalf("row %s: %v", ch.Row.Payload, err)
-			}
-			rows++
-		})
-	}
-	return rows
 }
 
 // TestKeyedOpen: with a schema file, key fields are checked at open.
@@ -133,8 +77,11 @@ func TestKeyedOpen(t *testing.T) {
 		}
 	}
 	r := openRegistry(t, nil).(format.Keyer)
-	if _, err := r.Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: format.EnvelopeDebezium}); err == nil || !strings.Contains(err.Error(), "does not read it yet") {
-		t.Errorf("debezium with a registry: error %v", err)
+	if _, err := r.Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: format.EnvelopeDebezium}); err != nil {
+		t.Errorf("debezium with a registry: %v", err)
+	}
+	if _, err := r.Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: "maxwell"}); err == nil || !strings.Contains(err.Error(), "does not read it") {
+		t.Errorf("another envelope: error %v", err)
 	}
 }
 
@@ -150,17 +97,17 @@ func TestKeyedDebezium(t *testing.T) {
 		t.Fatalf("files' schema %s lacks _cdc or _kafka", fixed)
 	}
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
-	rows := check(t, k.NewChangeDecoder(format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}), []change{
-		{name: "create", value: event(t, "create.json"), want: key(1001), op: 'c'},
-		{name: "update, schemas.enable", value: event(t, "create_schemas.json"), want: key(1003), op: 'c'},
-		{name: "delete", value: event(t, "delete.json"), want: key(1001), delete: true, op: 'd'},
-		{name: "delete by the Kafka key", key: event(t, "key_schemas.json"), value: event(t, "delete_nobefore.json"), want: key(1001), delete: true, op: 'd'},
-		{name: "tombstone", key: []byte("1001"), want: key(1001), delete: true},
-		{name: "after not valid", value: []byte(`{"op":"c","after":{"id":1}}`), reason: format.RejectSchema, err: "debezium after"},
-		{name: "truncate", value: event(t, "truncate.json"), reason: format.RejectChange, err: "truncate"},
+	rows := changetest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}), []changetest.Case{
+		{Name: "create", Value: event(t, "create.json"), Want: key(1001), Op: 'c'},
+		{Name: "update, schemas.enable", Value: event(t, "create_schemas.json"), Want: key(1003), Op: 'c'},
+		{Name: "delete", Value: event(t, "delete.json"), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "delete by the Kafka key", Key: []byte(event(t, "key_schemas.json")), Value: event(t, "delete_nobefore.json"), Want: key(1001), Delete: true, Op: 'd'},
+		{Name: "tombstone", Key: []byte("1001"), Want: key(1001), Delete: true},
+		{Name: "after not valid", Value: []byte(`{"op":"c","after":{"id":1}}`), Reason: format.RejectSchema, Err: "debezium after"},
+		{Name: "truncate", Value: event(t, "truncate.json"), Reason: format.RejectChange, Err: "truncate"},
 	})
-	if rows != 2 {
-		t.Errorf("rows %d, want 2", rows)
+	if rows.Rows != 2 {
+		t.Errorf("rows %d, want 2", rows.Rows)
 	}
 }
 
@@ -180,15 +127,15 @@ func TestKeyedRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)})
-	rows := check(t, dec, []change{
-		{name: "plain key before any value", key: []byte("5"), reason: format.RejectKey, err: "before any value"},
-		{name: "row", value: fakeregistry.Wire(1, nil, []byte(`{"id":5,"first_name":"a"}`)), want: keyindex.AppendInt(nil, 5)},
-		{name: "plain key", key: []byte("5"), want: keyindex.AppendInt(nil, 5), delete: true},
-		{name: "wire key", key: fakeregistry.Wire(3, nil, []byte(`{"id":5}`)), want: keyindex.AppendInt(nil, 5), delete: true},
-		{name: "wire key of an unknown id", key: fakeregistry.Wire(9, nil, []byte(`{"id":5}`)), reason: format.RejectKey, err: "json schema id 9"},
-		{name: "schema whose key field is optional", value: fakeregistry.Wire(2, nil, []byte(`{"id":6,"first_name":"a"}`)), reason: format.RejectKey, err: "json schema id 2: key field id: optional"},
+	rows := changetest.Check(t, dec, []changetest.Case{
+		{Name: "plain key before any value", Key: []byte("5"), Reason: format.RejectKey, Err: "before any value"},
+		{Name: "row", Value: fakeregistry.Wire(1, nil, []byte(`{"id":5,"first_name":"a"}`)), Want: keyindex.AppendInt(nil, 5)},
+		{Name: "plain key", Key: []byte("5"), Want: keyindex.AppendInt(nil, 5), Delete: true},
+		{Name: "wire key", Key: fakeregistry.Wire(3, nil, []byte(`{"id":5}`)), Want: keyindex.AppendInt(nil, 5), Delete: true},
+		{Name: "wire key of an unknown id", Key: fakeregistry.Wire(9, nil, []byte(`{"id":5}`)), Reason: format.RejectKey, Err: "json schema id 9"},
+		{Name: "schema whose key field is optional", Value: fakeregistry.Wire(2, nil, []byte(`{"id":6,"first_name":"a"}`)), Reason: format.RejectKey, Err: "json schema id 2: key field id: optional"},
 	})
-	if rows != 1 {
-		t.Errorf("rows %d, want 1", rows)
+	if rows.Rows != 1 {
+		t.Errorf("rows %d, want 1", rows.Rows)
 	}
 }

@@ -29,10 +29,14 @@ type keyed struct {
 // scalars, proto2's required ones) of a primitive type. With a registry,
 // each message is checked when its first record comes, and the records
 // of a message whose key fields are not so are rejections (reason key).
-// The Debezium envelope is not read yet.
+// The Debezium envelope is read with a registry (debezium.go), whose
+// messages are the events'.
 func (f *protoFormat) Keyed(opts format.KeyOptions) (format.Keyed, error) {
-	if err := format.CheckKeyOptions(opts, Name); err != nil {
+	if err := format.CheckKeyOptions(opts, Name, format.EnvelopeDebezium); err != nil {
 		return nil, err
+	}
+	if opts.Envelope == format.EnvelopeDebezium && f.registry == nil {
+		return nil, fmt.Errorf("format.envelope %s: the protobuf format reads Debezium events with format.registry (the schema of each event's id is its envelope's), not with format.proto_file", opts.Envelope)
 	}
 	if f.fixed != nil {
 		s, err := f.FixedSchema()
@@ -55,7 +59,57 @@ func (k *keyed) NewChangeDecoder(p format.Partition) format.ChangeDecoder {
 	if rd, ok := dec.(*registryDecoder); ok {
 		r.reg = rd
 	}
-	return &format.ChangeReader{Decoder: dec, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
+	c := &format.ChangeReader{Decoder: dec, ValueKey: r.valueKey, KafkaKey: r.kafkaKey}
+	if k.opts.Envelope != format.EnvelopeDebezium {
+		return c
+	}
+	r.reg.debezium = true
+	return &protoChanges{ChangeReader: c, reg: r.reg}
+}
+
+// protoChanges is the ChangeDecoder of Debezium events in Protobuf.
+type protoChanges struct {
+	*format.ChangeReader
+	reg     *registryDecoder
+	payload []byte
+	scratch []byte
+}
+
+// Decode reads an event that must write a row; a delete is a rejection
+// (reason change).
+func (c *protoChanges) Decode(ctx context.Context, value []byte, offset int64) (format.Decoded, *format.Rejection, error) {
+	return format.RowOf(c.DecodeChange(ctx, nil, value, offset))
+}
+
+// DecodeChange reads a Debezium event: c, r and u write after with the
+// _cdc field appended, d deletes the key of before (or of the Kafka key),
+// a tombstone the key of its Kafka key; a truncate, an unknown op and a
+// c, r or u without after are rejections (reason change).
+func (c *protoChanges) DecodeChange(ctx context.Context, key, value []byte, offset int64) (format.Change, *format.Rejection, error) {
+	if value == nil {
+		return c.ChangeReader.DecodeChange(ctx, key, nil, offset)
+	}
+	d, rej, err := c.reg.Decode(ctx, value, offset)
+	if rej != nil || err != nil {
+		return format.Change{}, rej, err
+	}
+	s := d.Schema.Own.(*messageSchema)
+	var ev protoEvent
+	ev, c.scratch, err = readEvent(s.event, d.Payload, c.scratch)
+	if err != nil {
+		return format.Change{}, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("%s: %w", d.Schema.Name, err)}, nil
+	}
+	if rej := format.EventRejection(ev.op, ev.hasAfter); rej != nil {
+		return format.Change{}, rej, nil
+	}
+	if ev.op == "d" {
+		if !ev.hasBefore {
+			return c.DeleteChange(ctx, key, nil, offset)
+		}
+		return c.DeleteChange(ctx, key, &format.Decoded{Payload: ev.before, Schema: d.Schema}, offset)
+	}
+	c.payload = appendCDC(append(c.payload[:0], ev.after...), s.event.cdc, ev)
+	return c.RowChange(format.Decoded{Payload: c.payload, Schema: d.Schema}, ev.op[0])
 }
 
 // protoKeys reads the keys of a partition's records: of a value with its

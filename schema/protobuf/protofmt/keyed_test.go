@@ -1,8 +1,6 @@
 package protofmt_test
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/protobuf/protofmt"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -46,56 +45,17 @@ func customer(id int64, region string) []byte {
 	return protowire.AppendString(b, region)
 }
 
-type keyCase struct {
-	name       string
-	one        bool
-	key, value []byte
-	want       []byte
-	reason     string
-	err        string
-}
-
-func runKeys(t *testing.T, two, one format.Keyed, cases []keyCase) {
+// runKeys checks cases with the change decoders of two (cases with one
+// key field: of one), each of the files' fixed schema.
+func runKeys(t *testing.T, two, one format.Keyed, casesTwo, casesOne []changetest.Case) {
 	t.Helper()
 	fixed, err := two.FixedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}
-	decTwo, decOne := two.NewChangeDecoder(p), one.NewChangeDecoder(p)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dec := decTwo
-			if c.one {
-				dec = decOne
-			}
-			ch, rej, err := dec.DecodeChange(context.Background(), c.key, c.value, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.reason != "" {
-				if rej == nil || rej.Reason != c.reason || !strings.Contains(rej.Error(), c.err) {
-					t.Fatalf("change %+v, rejection %v, want reason %s containing %q", ch, rej, c.reason, c.err)
-				}
-				return
-			}
-			if rej != nil {
-				t.Fatalf("%s: %v", rej.Reason, rej)
-			}
-			if !bytes.Equal(ch.Key, c.want) || ch.Delete != (c.value == nil) {
-				t.Fatalf("key %x delete %v, want %x", ch.Key, ch.Delete, c.want)
-			}
-			if !ch.Delete {
-				buf, err := dec.NewBuffers(ch.Row)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := dec.Fits(buf, ch.Row).Append(ch.Row.Payload, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	changetest.Check(t, two.NewChangeDecoder(p), casesTwo)
+	changetest.Check(t, one.NewChangeDecoder(p), casesOne)
 }
 
 // TestKeyedProtoFile: with format.proto_file, key fields are checked at
@@ -133,14 +93,15 @@ func TestKeyedProtoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	euKey := keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 7)
-	runKeys(t, two, one, []keyCase{
-		{name: "value", value: customer(7, "eu"), want: euKey},
-		{name: "a proto3 field left out is its default", value: customer(0, "eu"), want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 0)},
-		{name: "tombstone with a message key", key: customer(7, "eu"), want: euKey},
-		{name: "tombstone with a plain key", one: true, key: []byte("7"), want: keyindex.AppendInt(nil, 7)},
-		{name: "tombstone with a plain key, not digits", one: true, key: []byte("seven"), reason: format.RejectKey, err: "decimal digits"},
-		{name: "tombstone with a key that is not a message", key: []byte{0xff}, reason: format.RejectKey, err: "the Kafka key as a shop.Customer"},
-		{name: "value that is not a message", value: []byte{0xff}, reason: format.RejectKey, err: "row key"},
+	runKeys(t, two, one, []changetest.Case{
+		{Name: "value", Value: customer(7, "eu"), Want: euKey},
+		{Name: "a proto3 field left out is its default", Value: customer(0, "eu"), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 0)},
+		{Name: "tombstone with a message key", Key: customer(7, "eu"), Want: euKey, Delete: true},
+		{Name: "tombstone with a key that is not a message", Key: []byte{0xff}, Reason: format.RejectKey, Err: "the Kafka key as a shop.Customer"},
+		{Name: "value that is not a message", Value: []byte{0xff}, Reason: format.RejectKey, Err: "row key"},
+	}, []changetest.Case{
+		{Name: "tombstone with a plain key", Key: []byte("7"), Want: keyindex.AppendInt(nil, 7), Delete: true},
+		{Name: "tombstone with a plain key, not digits", Key: []byte("seven"), Reason: format.RejectKey, Err: "decimal digits"},
 	})
 }
 
@@ -157,8 +118,8 @@ func TestKeyedRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr := f.(format.Keyer)
-	if _, err := kr.Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: format.EnvelopeDebezium}); err == nil || !strings.Contains(err.Error(), "does not read it yet") {
-		t.Errorf("debezium: error %v", err)
+	if _, err := kr.Keyed(format.KeyOptions{Fields: []string{"id"}, Envelope: "maxwell"}); err == nil || !strings.Contains(err.Error(), "does not read it") {
+		t.Errorf("another envelope: error %v", err)
 	}
 	two, err := kr.Keyed(format.KeyOptions{Fields: []string{"region", "id"}})
 	if err != nil {
@@ -170,16 +131,17 @@ func TestKeyedRegistry(t *testing.T) {
 	}
 	first, second, third := []byte{0}, []byte{2, 2}, []byte{2, 4} // message indexes [0], [1], [2]
 	euKey := keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 7)
-	runKeys(t, two, one, []keyCase{
-		{name: "plain key before any value", one: true, key: []byte("7"), reason: format.RejectKey, err: "before any value"},
-		{name: "value", value: fakeregistry.Wire(1, first, customer(7, "eu")), want: euKey},
-		{name: "value, one field", one: true, value: fakeregistry.Wire(1, first, customer(7, "eu")), want: keyindex.AppendInt(nil, 7)},
-		{name: "tombstone with a shop.Key", key: fakeregistry.Wire(1, second, customer(7, "eu")), want: euKey},
-		{name: "tombstone with a plain key", one: true, key: []byte("7"), want: keyindex.AppendInt(nil, 7)},
-		{name: "tombstone with a key message without the fields", key: fakeregistry.Wire(1, third, customer(7, "eu")), reason: format.RejectKey, err: "shop.Address): key field region: not a field"},
-		{name: "tombstone with a key of an unknown id", key: fakeregistry.Wire(9, first, nil), reason: format.RejectKey, err: "the Kafka key's protobuf schema id 9"},
-		{name: "tombstone with a key of an Avro schema", key: fakeregistry.Wire(2, first, nil), reason: format.RejectKey, err: "the Kafka key's protobuf schema id 2"},
-		{name: "tombstone with a plain key for two fields", key: []byte("7"), reason: format.RejectKey, err: "not in the Confluent wire format"},
-		{name: "value of a message without the key fields", value: fakeregistry.Wire(1, third, nil), reason: format.RejectKey, err: "key field region: not a field"},
+	runKeys(t, two, one, []changetest.Case{
+		{Name: "value", Value: fakeregistry.Wire(1, first, customer(7, "eu")), Want: euKey},
+		{Name: "tombstone with a shop.Key", Key: fakeregistry.Wire(1, second, customer(7, "eu")), Want: euKey, Delete: true},
+		{Name: "tombstone with a key message without the fields", Key: fakeregistry.Wire(1, third, customer(7, "eu")), Reason: format.RejectKey, Err: "shop.Address): key field region: not a field"},
+		{Name: "tombstone with a key of an unknown id", Key: fakeregistry.Wire(9, first, nil), Reason: format.RejectKey, Err: "the Kafka key's protobuf schema id 9"},
+		{Name: "tombstone with a key of an Avro schema", Key: fakeregistry.Wire(2, first, nil), Reason: format.RejectKey, Err: "the Kafka key's protobuf schema id 2"},
+		{Name: "tombstone with a plain key for two fields", Key: []byte("7"), Reason: format.RejectKey, Err: "not in the Confluent wire format"},
+		{Name: "value of a message without the key fields", Value: fakeregistry.Wire(1, third, nil), Reason: format.RejectKey, Err: "key field region: not a field"},
+	}, []changetest.Case{
+		{Name: "plain key before any value", Key: []byte("7"), Reason: format.RejectKey, Err: "before any value"},
+		{Name: "value, one field", Value: fakeregistry.Wire(1, first, customer(7, "eu")), Want: keyindex.AppendInt(nil, 7)},
+		{Name: "tombstone with a plain key", Key: []byte("7"), Want: keyindex.AppendInt(nil, 7), Delete: true},
 	})
 }

@@ -45,6 +45,9 @@ type messageSchema struct {
 	message protoreflect.MessageDescriptor
 	err     error // the message cannot be the files' schema
 	shared  format.Schema
+	// event is where a Debezium envelope's members are, when the
+	// partition reads events: message is then the envelope's row.
+	event *eventFields
 }
 
 // IndexText is the message indexes as the footer writes them: "0" or
@@ -69,6 +72,9 @@ type registryDecoder struct {
 	schemas map[string]*messageSchema // by id and indexes: "7/0"
 	last    *messageSchema            // of the last record, looked up without a key
 	idx     []int                     // scratch for SplitWire
+	// debezium: values are Debezium events, and the files' rows are
+	// their after's (debezium.go).
+	debezium bool
 }
 
 func newRegistryDecoder(f *protoFormat, p format.Partition) *registryDecoder {
@@ -137,6 +143,15 @@ func (a *registryDecoder) lookup(ctx context.Context, id uint32, idx []int, offs
 		return nil, &format.Rejection{Reason: format.RejectDecode, Err: fmt.Errorf("protobuf schema id %d: %w", id, err)}, nil
 	}
 	s := &messageSchema{id: id, indexes: slices.Clone(idx), message: md}
+	if a.debezium {
+		row, ev, err := debeziumRow(md)
+		if err != nil {
+			s.err = fmt.Errorf("protobuf schema id %d: %w", id, err)
+			a.log.Warn("protobuf schema unusable", "schema_id", id, "error", s.err)
+			return s, nil, nil
+		}
+		s.message, s.event, md = row, ev, row
+	}
 	s.shared = format.Schema{Name: fmt.Sprintf("protobuf schema id %d", id), Own: s, NewLookup: a.f.newLookup(md)}
 	if s.shared.Parquet, err = a.f.schema(md); err != nil {
 		s.err = fmt.Errorf("protobuf schema id %d: %w", id, err)
