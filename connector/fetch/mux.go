@@ -181,7 +181,10 @@ func (m *Mux) chunk() int {
 const maxFetchesInFlight = 4
 
 // kafkaPage is the buffer kafka-go's fetch response decoding takes per
-// partition with records; a fetch reserves it in the budget.
+// partition with records; a fetch reserves it in the budget. The raw
+// decoder (raw.go), which reads every response of a broker from Kafka 0.11
+// on, takes none, but the reservation stays: it bounds a request's
+// partitions (chunk), and a broker may still answer in kafka-go's way.
 const kafkaPage = 64 << 10
 
 // Retries of failed fetches: the first after fetchRetryMin, each next one
