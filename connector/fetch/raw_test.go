@@ -142,6 +142,46 @@ func TestRawRecordsMatchKafkaGo(t *testing.T) {
 	}
 }
 
+// TestRawRecordsLegacyMessageSets checks that message sets of magic 1
+// (brokers before Kafka 0.11), alone or after a record batch, are read
+// as kafka-go reads them.
+func TestRawRecordsLegacyMessageSets(t *testing.T) {
+	v1 := func(n int, seed uint64) []byte {
+		recs := testRecords(n, seed)
+		for i := range recs {
+			recs[i].Headers = nil // magic 1 has none
+		}
+		rs := protocol.RecordSet{Version: 1, Records: protocol.NewRecordReader(recs...)}
+		var buf bytes.Buffer
+		if _, err := rs.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()[4:]
+	}
+	v2 := encodeBatches(t, []testBatch{{base: 0, records: testRecords(5, 13)}})
+	for _, c := range []struct {
+		name string
+		set  []byte
+		want int
+	}{
+		{"magic 1", v1(7, 14), 7},
+		{"batch then magic 1", append(bytes.Clone(v2), v1(3, 15)...), 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, got, wantNext, gotNext, wantSize, gotSize, wantErr, gotErr := decodeBoth(t, c.set, 0)
+			if wantErr != nil || gotErr != nil {
+				t.Fatalf("error %v, kafka-go's %v", gotErr, wantErr)
+			}
+			if len(got) < c.want || !reflect.DeepEqual(got, want) {
+				t.Fatalf("read %d records, kafka-go %d (want at least %d); first difference %s", len(got), len(want), c.want, firstDiff(got, want))
+			}
+			if gotNext != wantNext || gotSize != wantSize {
+				t.Errorf("next %d, size %d; kafka-go's next %d, size %d", gotNext, gotSize, wantNext, wantSize)
+			}
+		})
+	}
+}
+
 func firstDiff(a, b []Record) string {
 	for i := range min(len(a), len(b)) {
 		if !reflect.DeepEqual(a[i], b[i]) {
