@@ -39,6 +39,10 @@ N=${N:-1000000}
 RUNS=${RUNS:-1}
 MEMORY=${MEMORY:-384MiB}
 BATCH_PERIOD=${BATCH_PERIOD:-1s}
+if [ -n "$kit" ] && { [ ! -f "$kit/scripts/run-peer.sh" ] || [ ! -f "$kit/env.sh" ]; }; then
+  echo "$kit does not look like a peer kit (no env.sh or scripts/run-peer.sh)" >&2
+  exit 2
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/pqsink-side-by-side.XXXXXX")
 
 # pqsink, built from this checkout unless given.
@@ -54,10 +58,6 @@ if [ -z "$kit" ]; then
   "$PQSINK" bench --records "$N" --memory "$MEMORY"
   rm -rf "$work"
   exit 0
-fi
-if [ ! -f "$kit/scripts/run-peer.sh" ] || [ ! -f "$kit/env.sh" ]; then
-  echo "$kit does not look like a peer kit (no env.sh or scripts/run-peer.sh)" >&2
-  exit 2
 fi
 
 # The kit runs in its cache: its scripts keep binaries, data, logs and
