@@ -35,7 +35,7 @@ type testBatch struct {
 
 // encodeBatches writes batches as kafka-go writes a record set (magic 2),
 // one after the other, with each batch's base offset set.
-func encodeBatches(t *testing.T, batches []testBatch) []byte {
+func encodeBatches(t testing.TB, batches []testBatch) []byte {
 	t.Helper()
 	var set []byte
 	for _, b := range batches {
@@ -353,6 +353,60 @@ func TestFetchMuxReadsRaw(t *testing.T) {
 			var lag atomic.Int64
 			f := h.mux.Add("raw", 0, 0, &lag, nil)
 			h.receive(t, f, 0, 300)
+		})
+	}
+}
+
+// BenchmarkDecodeRecords decodes a fetched record set of 200-byte JSON
+// values (4 batches of 1,000 records) into a partition's records, with
+// kafka-go's decoder and the raw one, uncompressed and lz4-compressed (as
+// `pqsink bench` produces them).
+func BenchmarkDecodeRecords(b *testing.B) {
+	value := func(i int) []byte {
+		return fmt.Appendf(nil, `{"id":%d,"ts":"2025-01-01T00:00:00.%06dZ","user":"user_%d","country":"DE","amount":%d.25,"tags":["web"],"payload":{"session":"%016x","nested":{"level":%d,"flag":true,"score":0.5}}}`,
+			i, i%1000000, i%10000, i%100000, uint64(i)*0x9e3779b97f4a7c15, i%10)
+	}
+	for _, codec := range []protocol.Attributes{0, protocol.Lz4} {
+		var batches []testBatch
+		for k := range 4 {
+			recs := make([]kafka.Record, 1000)
+			for i := range recs {
+				recs[i] = kafka.Record{Offset: int64(i), Time: time.UnixMilli(1_700_000_000_000 + int64(i)), Value: kafka.NewBytes(value(k*1000 + i))}
+			}
+			batches = append(batches, testBatch{base: int64(k * 1000), attrs: codec, records: recs})
+		}
+		set := encodeBatches(b, batches)
+		framed := binary.BigEndian.AppendUint32(nil, uint32(len(set)))
+		framed = append(framed, set...)
+		name := codec.Compression().String()
+		b.Run("decoder=kafka-go/codec="+name, func(b *testing.B) {
+			var batch []Record
+			for b.Loop() {
+				var rs protocol.RecordSet
+				if _, err := rs.ReadFrom(bytes.NewReader(framed)); err != nil {
+					b.Fatal(err)
+				}
+				next := int64(0)
+				var arena []byte
+				var err error
+				if batch, _, err = readRecords(rs.Records, &next, &arena, batch[:0]); err != nil || len(batch) != 4000 {
+					b.Fatalf("%d records, error %v", len(batch), err)
+				}
+			}
+			b.SetBytes(int64(len(set)))
+		})
+		b.Run("decoder=raw/codec="+name, func(b *testing.B) {
+			var d rawDecoder
+			var batch []Record
+			for b.Loop() {
+				next := int64(0)
+				var arena []byte
+				var err error
+				if batch, _, err = d.readRawRecords(set, &next, &arena, batch[:0]); err != nil || len(batch) != 4000 {
+					b.Fatalf("%d records, error %v", len(batch), err)
+				}
+			}
+			b.SetBytes(int64(len(set)))
 		})
 	}
 }
