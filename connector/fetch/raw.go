@@ -252,7 +252,49 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // rawDecoder decodes record sets: it keeps the buffer that compressed
 // batches decompress into, from one to the next.
 type rawDecoder struct {
-	plain bytes.Buffer
+	plain   bytes.Buffer
+	headers []rawHeader       // the current record's headers, as read
+	slab    []rowgroup.Header // the records' headers are carved from it
+	keys    map[string]string // header keys seen, so that each is one string
+}
+
+// rawHeader is a header as read from a record, its value not yet copied.
+type rawHeader struct{ key, value []byte }
+
+// Bounds of the header keys a rawDecoder keeps: keys repeat from record
+// to record (a few tracing or content-type keys), and each kept key saves
+// a string per header.
+const (
+	maxHeaderKeys   = 256
+	maxHeaderKeyLen = 128
+)
+
+// headerKey returns key as a string, the one already made when it was
+// seen before.
+func (d *rawDecoder) headerKey(key []byte) string {
+	if s, ok := d.keys[string(key)]; ok {
+		return s
+	}
+	s := string(key)
+	if len(key) <= maxHeaderKeyLen && len(d.keys) < maxHeaderKeys {
+		if d.keys == nil {
+			d.keys = map[string]string{}
+		}
+		d.keys[s] = s
+	}
+	return s
+}
+
+// takeHeaders returns n headers carved from the slab, which is renewed
+// when it runs out with room for as many headers for each of the
+// records left in the batch.
+func (d *rawDecoder) takeHeaders(n, recordsLeft int) []rowgroup.Header {
+	if cap(d.slab)-len(d.slab) < n {
+		d.slab = make([]rowgroup.Header, 0, max(n*recordsLeft, 16))
+	}
+	start := len(d.slab)
+	d.slab = d.slab[:start+n]
+	return d.slab[start : start+n : start+n]
 }
 
 // readRawRecords decodes a record set from offset *next on, as
@@ -348,16 +390,14 @@ func (d *rawDecoder) readBatch(b []byte, next *int64, arena *[]byte, batch []Rec
 		if w.err != nil {
 			break
 		}
-		var headers []rowgroup.Header
+		d.headers = d.headers[:0]
 		if nh > 0 {
 			if nh > int64(len(w.b)) { // each header takes two bytes at least
 				w.err = errShort
 				break
 			}
-			headers = make([]rowgroup.Header, nh)
-			for j := range headers {
-				headers[j].Key = string(w.varbytes())
-				headers[j].Value = w.varbytes()
+			for range nh {
+				d.headers = append(d.headers, rawHeader{key: w.varbytes(), value: w.varbytes()})
 			}
 			if w.err != nil {
 				break
@@ -367,11 +407,14 @@ func (d *rawDecoder) readBatch(b []byte, next *int64, arena *[]byte, batch []Rec
 		if offset < *next {
 			continue // a batch may start before the requested offset
 		}
-		rec := Record{Offset: offset, Time: time.Unix(ts/1000, (ts%1000)*int64(time.Millisecond)), Headers: headers}
+		rec := Record{Offset: offset, Time: time.Unix(ts/1000, (ts%1000)*int64(time.Millisecond))}
 		rec.Key = copyBytes(key, arena, &size)
 		rec.Value = copyBytes(value, arena, &size)
-		for j := range headers {
-			headers[j].Value = copyBytes(headers[j].Value, arena, &size)
+		if len(d.headers) > 0 {
+			rec.Headers = d.takeHeaders(len(d.headers), int(count-i))
+			for j, h := range d.headers {
+				rec.Headers[j] = rowgroup.Header{Key: d.headerKey(h.key), Value: copyBytes(h.value, arena, &size)}
+			}
 		}
 		batch = append(batch, rec)
 		size += recordOverhead

@@ -360,25 +360,35 @@ func TestFetchMuxReadsRaw(t *testing.T) {
 // BenchmarkDecodeRecords decodes a fetched record set of 200-byte JSON
 // values (4 batches of 1,000 records) into a partition's records, with
 // kafka-go's decoder and the raw one, uncompressed and lz4-compressed (as
-// `pqsink bench` produces them).
+// `pqsink bench` produces them), and uncompressed with two headers a
+// record.
 func BenchmarkDecodeRecords(b *testing.B) {
 	value := func(i int) []byte {
 		return fmt.Appendf(nil, `{"id":%d,"ts":"2025-01-01T00:00:00.%06dZ","user":"user_%d","country":"DE","amount":%d.25,"tags":["web"],"payload":{"session":"%016x","nested":{"level":%d,"flag":true,"score":0.5}}}`,
 			i, i%1000000, i%10000, i%100000, uint64(i)*0x9e3779b97f4a7c15, i%10)
 	}
-	for _, codec := range []protocol.Attributes{0, protocol.Lz4} {
+	for _, c := range []struct {
+		codec   protocol.Attributes
+		headers bool
+	}{{0, false}, {protocol.Lz4, false}, {0, true}} {
 		var batches []testBatch
 		for k := range 4 {
 			recs := make([]kafka.Record, 1000)
 			for i := range recs {
 				recs[i] = kafka.Record{Offset: int64(i), Time: time.UnixMilli(1_700_000_000_000 + int64(i)), Value: kafka.NewBytes(value(k*1000 + i))}
+				if c.headers {
+					recs[i].Headers = []kafka.Header{{Key: "traceparent", Value: fmt.Appendf(nil, "00-%032x-%016x-01", i, i)}, {Key: "content-type", Value: []byte("application/json")}}
+				}
 			}
-			batches = append(batches, testBatch{base: int64(k * 1000), attrs: codec, records: recs})
+			batches = append(batches, testBatch{base: int64(k * 1000), attrs: c.codec, records: recs})
 		}
 		set := encodeBatches(b, batches)
 		framed := binary.BigEndian.AppendUint32(nil, uint32(len(set)))
 		framed = append(framed, set...)
-		name := codec.Compression().String()
+		name := c.codec.Compression().String()
+		if c.headers {
+			name += "+headers"
+		}
 		b.Run("decoder=kafka-go/codec="+name, func(b *testing.B) {
 			var batch []Record
 			for b.Loop() {
