@@ -5,6 +5,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -513,12 +514,12 @@ func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 	raw := &rawFetch{Request: req, clientID: m.clientID(), correlationID: m.correlation.Add(1), buf: m.bufs.get()}
 	msg, err := m.client.Transport.RoundTrip(rctx, m.client.Addr, raw)
 	if err != nil {
-		m.bufs.put(raw.buf)
+		m.bufs.put(raw.buf, m.keepLimit())
 		return err
 	}
 	switch resp := msg.(type) {
 	case *rawResponse:
-		defer m.bufs.put(raw.buf)
+		defer m.bufs.put(raw.buf, m.keepLimit())
 		code, parts, err := parseRawResponse(resp, nil)
 		if err != nil {
 			return err
@@ -530,7 +531,12 @@ func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 		if dec == nil {
 			dec = &rawDecoder{}
 		}
-		defer m.decoders.Put(dec)
+		defer func() {
+			if int64(dec.plain.Cap()) > m.keepLimit() {
+				dec.plain = bytes.Buffer{} // a batch of rare size: let it go
+			}
+			m.decoders.Put(dec)
+		}()
 		for i := range parts {
 			p := &parts[i]
 			sub := bySub[muxKey{p.topic, p.id}]
@@ -546,7 +552,7 @@ func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 		}
 	case *fetchapi.Response:
 		// A fetch version before the raw decoder's: kafka-go decoded it.
-		m.bufs.put(raw.buf)
+		m.bufs.put(raw.buf, m.keepLimit())
 		if resp.ErrorCode != 0 {
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
@@ -574,10 +580,17 @@ func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 			}
 		}
 	default:
-		m.bufs.put(raw.buf)
+		m.bufs.put(raw.buf, m.keepLimit())
 		return fmt.Errorf("unexpected fetch response %T", msg)
 	}
 	return nil
+}
+
+// keepLimit is the largest response or decompression buffer the
+// multiplexer keeps for later fetches: what a fetch brings with the
+// budget's usual share (1/64 of it), at least a megabyte.
+func (m *Mux) keepLimit() int64 {
+	return max(1<<20, m.mem.Limit()/64)
 }
 
 // clientID is the client id of the Kafka client's transport, which the

@@ -483,8 +483,11 @@ func (p *bufPool) get() []byte {
 // memory budget (a fetch reserves its response while it is out), so only
 // a couple are kept: enough for the fetches of a busy partition to
 // reuse them one after the other.
-func (p *bufPool) put(b []byte) {
-	if b == nil {
+// A buffer larger than limit (one of a rare large fetch, such as a
+// record of many megabytes) is let go rather than kept outside the
+// budget.
+func (p *bufPool) put(b []byte, limit int64) {
+	if b == nil || int64(cap(b)) > limit {
 		return
 	}
 	p.mu.Lock()

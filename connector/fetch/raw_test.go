@@ -420,3 +420,40 @@ func BenchmarkDecodeRecords(b *testing.B) {
 		})
 	}
 }
+
+// TestBufPoolKeepsFewSmallBuffers checks that the response buffers kept
+// for later fetches are at most maxFreeBuffers, none over the limit.
+func TestBufPoolKeepsFewSmallBuffers(t *testing.T) {
+	cases := []struct {
+		name string
+		caps []int
+		want []int // capacities kept, last first
+	}{
+		{"none", nil, nil},
+		{"nil buffer", []int{0}, nil},
+		{"small ones, up to the count", []int{10, 20, 30}, []int{20, 10}},
+		{"a large one let go", []int{10, 2000, 30}, []int{30, 10}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p bufPool
+			for _, n := range c.caps {
+				var b []byte
+				if n > 0 {
+					b = make([]byte, n)
+				}
+				p.put(b, 1000)
+			}
+			var got []int
+			for b := p.get(); b != nil; b = p.get() {
+				if len(b) != 0 {
+					t.Errorf("a kept buffer has length %d, want 0", len(b))
+				}
+				got = append(got, cap(b))
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("kept %v, want %v", got, c.want)
+			}
+		})
+	}
+}
