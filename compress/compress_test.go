@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/pqsink/pqsink/meta"
 )
 
@@ -116,6 +118,33 @@ func TestCompresses(t *testing.T) {
 		if len(enc) > len(src)/16 { // Snappy tops out near 21:1
 			t.Errorf("%v: 1 MiB of zeros compressed to %d bytes", tc.codec, len(enc))
 		}
+	}
+}
+
+// TestZstdWindow checks that a frame larger than the encoder's window
+// declares that window, not the encoder's default 8 MiB, and still
+// decodes.
+func TestZstdWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]byte, 3*zstdWindow)
+	for i := range src {
+		src[i] = byte(r.IntN(16))
+	}
+	c := mustNew(t, meta.CodecZstd, 0)
+	enc, err := c.Encode(nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(enc); err != nil {
+		t.Fatal(err)
+	}
+	if h.WindowSize == 0 || h.WindowSize > zstdWindow {
+		t.Errorf("a %d-byte frame declares a window of %d bytes, want at most %d", len(src), h.WindowSize, zstdWindow)
+	}
+	dec, err := c.Decode(nil, enc, len(src))
+	if err != nil || !bytes.Equal(dec, src) {
+		t.Errorf("round trip: %v", err)
 	}
 }
 

@@ -236,6 +236,9 @@ func BenchmarkShapes(b *testing.B) {
 				// CPU time varies less than wall time on a machine shared
 				// with other work.
 				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				// The file's size, so that a codec setting's CPU is weighed
+				// against what it saves.
+				b.ReportMetric(float64(out.n)/float64(b.N), "file-bytes")
 			})
 		}
 	}

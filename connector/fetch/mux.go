@@ -5,6 +5,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,10 @@ type Mux struct {
 	wake chan struct{}
 	seq  uint64      // requests made, to fetch the partitions that waited longest first
 	out  map[int]int // requests answered at once out, per leader
+
+	correlation atomic.Int32 // of the raw fetch requests
+	bufs        bufPool      // response buffers of raw fetches
+	decoders    sync.Pool    // *rawDecoder
 }
 
 // Budget is the memory budget that fetches reserve in before they ask
@@ -177,7 +182,10 @@ func (m *Mux) chunk() int {
 const maxFetchesInFlight = 4
 
 // kafkaPage is the buffer kafka-go's fetch response decoding takes per
-// partition with records; a fetch reserves it in the budget.
+// partition with records; a fetch reserves it in the budget. The raw
+// decoder (raw.go), which reads every response of a broker from Kafka 0.11
+// on, takes none, but the reservation stays: it bounds a request's
+// partitions (chunk), and a broker may still answer in kafka-go's way.
 const kafkaPage = 64 << 10
 
 // Retries of failed fetches: the first after fetchRetryMin, each next one
@@ -503,56 +511,123 @@ func (m *Mux) request(ctx context.Context, subs []*muxSub, wait bool) error {
 	// A connection that stops answering must not hold the partitions.
 	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+max(m.client.Timeout, 10*time.Second))
 	defer cancel()
-	msg, err := m.client.Transport.RoundTrip(rctx, m.client.Addr, req)
+	raw := &rawFetch{Request: req, clientID: m.clientID(), correlationID: m.correlation.Add(1), buf: m.bufs.get()}
+	msg, err := m.client.Transport.RoundTrip(rctx, m.client.Addr, raw)
 	if err != nil {
+		m.bufs.put(raw.buf, m.keepLimit())
 		return err
 	}
-	resp, ok := msg.(*fetchapi.Response)
-	if !ok {
-		return fmt.Errorf("unexpected fetch response %T", msg)
-	}
-	if resp.ErrorCode != 0 {
-		return kafka.Error(resp.ErrorCode)
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			sub := bySub[muxKey{t.Topic, p.Partition}]
+	switch resp := msg.(type) {
+	case *rawResponse:
+		defer m.bufs.put(raw.buf, m.keepLimit())
+		code, parts, err := parseRawResponse(resp, nil)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return kafka.Error(code)
+		}
+		dec, _ := m.decoders.Get().(*rawDecoder)
+		if dec == nil {
+			dec = &rawDecoder{}
+		}
+		defer func() {
+			if int64(dec.plain.Cap()) > m.keepLimit() {
+				dec.plain = bytes.Buffer{} // a batch of rare size: let it go
+			}
+			m.decoders.Put(dec)
+		}()
+		for i := range parts {
+			p := &parts[i]
+			sub := bySub[muxKey{p.topic, p.id}]
 			if sub == nil {
-				closeRecords(p.RecordSet.Records)
 				continue
 			}
-			held += m.settle(sub, &p)
+			held += m.settle(sub, p.errorCode, p.highWatermark, p.logStart, func(next *int64, arena *[]byte, batch []Record) ([]Record, int64, error) {
+				if p.records == nil {
+					return batch, 0, nil
+				}
+				return dec.readRawRecords(p.records, next, arena, batch)
+			})
 		}
+	case *fetchapi.Response:
+		// A fetch version before the raw decoder's: kafka-go decoded it.
+		m.bufs.put(raw.buf, m.keepLimit())
+		if resp.ErrorCode != 0 {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					closeRecords(p.RecordSet.Records)
+				}
+			}
+			return kafka.Error(resp.ErrorCode)
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				sub := bySub[muxKey{t.Topic, p.Partition}]
+				if sub == nil || p.ErrorCode != 0 {
+					closeRecords(p.RecordSet.Records)
+				}
+				if sub == nil {
+					continue
+				}
+				rs := p.RecordSet.Records
+				held += m.settle(sub, p.ErrorCode, p.HighWatermark, p.LogStartOffset, func(next *int64, arena *[]byte, batch []Record) ([]Record, int64, error) {
+					if rs == nil {
+						return batch, 0, nil
+					}
+					return readRecords(rs, next, arena, batch)
+				})
+			}
+		}
+	default:
+		m.bufs.put(raw.buf, m.keepLimit())
+		return fmt.Errorf("unexpected fetch response %T", msg)
 	}
 	return nil
 }
 
-// settle hands a partition's part of a fetch response to it and returns
-// the bytes its records hold.
-func (m *Mux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
+// keepLimit is the largest response or decompression buffer the
+// multiplexer keeps for later fetches: what a fetch brings with the
+// budget's usual share (1/64 of it), at least a megabyte.
+func (m *Mux) keepLimit() int64 {
+	return max(1<<20, m.mem.Limit()/64)
+}
+
+// clientID is the client id of the Kafka client's transport, which the
+// raw fetch requests carry as kafka-go's own requests do.
+func (m *Mux) clientID() string {
+	if t, ok := m.client.Transport.(*kafka.Transport); ok {
+		return t.ClientID
+	}
+	return ""
+}
+
+// recordsReader decodes a partition's records of a fetch response from
+// offset *next on, appending them to batch with their keys and values in
+// the arena: readRecords or rawDecoder.readRawRecords.
+type recordsReader func(next *int64, arena *[]byte, batch []Record) ([]Record, int64, error)
+
+// settle hands a partition's part of a fetch response (its error code,
+// high watermark, log start offset and records) to it and returns the
+// bytes its records hold.
+func (m *Mux) settle(sub *muxSub, code int16, highWatermark, logStart int64, read recordsReader) int64 {
 	k := sub.key
-	if p.ErrorCode != 0 {
-		closeRecords(p.RecordSet.Records)
-		err := kafka.Error(p.ErrorCode)
+	if code != 0 {
+		err := kafka.Error(code)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if sub.gone {
 			return 0
 		}
-		if m.retention(sub, err, p.LogStartOffset) {
+		if m.retention(sub, err, logStart) {
 			return 0
 		}
 		m.logFailure(sub, m.failed(sub), err)
 		return 0
 	}
 	from := sub.next
-	var batch []Record
-	var size int64
-	var err error
-	if p.RecordSet.Records != nil {
-		batch, size, err = readRecords(p.RecordSet.Records, &sub.next, &sub.arena, sub.batch[:0])
-		sub.batch = batch[:0]
-	}
+	batch, size, err := read(&sub.next, &sub.arena, sub.batch[:0])
+	sub.batch = batch[:0]
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sub.gone {
@@ -571,7 +646,7 @@ func (m *Mux) settle(sub *muxSub, p *fetchapi.ResponsePartition) int64 {
 	}
 	sub.failures, sub.retryAt = 0, time.Time{}
 	sub.idle = len(batch) == 0
-	sub.lag.Store(max(0, p.HighWatermark-sub.next))
+	sub.lag.Store(max(0, highWatermark-sub.next))
 	if size < 4*minArenaBlock {
 		// A quiet partition: let its block go with its records rather
 		// than hold it until the next ones arrive.
