@@ -174,14 +174,15 @@ func Concurrency(n int) Option {
 
 // MaxRetries sets how many times one S3 request is retried after a
 // transient failure (5xx, throttling, timeout, broken connection), with
-// exponential backoff and full jitter between attempts, capped at 20 s per
-// wait; 0 disables retries. With the default, a request gives up after
-// about 40 s of waits on average, 85 s at most. It overrides
+// exponential backoff and full jitter between attempts, capped at
+// MaxRetryWait (20 s by default) per wait; 0 disables retries. With the
+// defaults, a request gives up after about 40 s of waits on average, 85 s
+// at most, unless Retry-After asks for longer waits. It overrides
 // AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. On GCS it
 // bounds each request's retries, and a resumable upload's failures in a
 // row; on Azure each request's retries, with the SDK's exponential backoff
-// and jitter between the same bounds. It must not be negative. Defaults to DefaultMaxRetries (10), that
-// is, at most 11 attempts.
+// and jitter between the same bounds. It must not be negative. Defaults
+// to DefaultMaxRetries (10), that is, at most 11 attempts.
 func MaxRetries(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "MaxRetries")
