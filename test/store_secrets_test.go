@@ -49,7 +49,9 @@ type secretRun struct {
 // TestStoreSecretsHidden runs `pqsink run`, logging at debug level, into
 // Google Cloud Storage with a service-account key
 // (GOOGLE_APPLICATION_CREDENTIALS, through an HTTPS endpoint, so that the
-// client signs its requests with it), and into Azure Blob Storage with a
+// client signs its requests with it) or with the tokens of a metadata
+// server (GCE_METADATA_HOST: workload identity), and into Azure Blob
+// Storage with a
 // shared key and with a SAS token, each time through a proxy that fails
 // some requests (503, 429 with Retry-After, and for Azure connections cut
 // short, whose errors quote the request's URL, SAS token included): the
@@ -61,7 +63,8 @@ func TestStoreSecretsHidden(t *testing.T) {
 		name  string
 		setup func(t *testing.T) secretRun
 	}{
-		{"gcs service account", gcsServiceAccountRun},
+		{"gcs service account", func(t *testing.T) secretRun { return gcsCredentialsRun(t, false) }},
+		{"gcs workload identity", func(t *testing.T) secretRun { return gcsCredentialsRun(t, true) }},
 		{"azure shared key", func(t *testing.T) secretRun { return azureSecretRun(t, false) }},
 		{"azure SAS token", func(t *testing.T) secretRun { return azureSecretRun(t, true) }},
 	} {
@@ -131,11 +134,14 @@ func testStoreSecretsHidden(t *testing.T, run secretRun) {
 	}
 }
 
-// gcsServiceAccountRun serves fake-gcs-server over HTTPS, through a front
+// gcsCredentialsRun serves fake-gcs-server over HTTPS, through a front
 // that records the bearer tokens it is sent and answers 503 or 429 to some
 // writes, and gives the sink a service-account key of its own, with a
-// token endpoint of the test's, as GOOGLE_APPLICATION_CREDENTIALS.
-func gcsServiceAccountRun(t *testing.T) secretRun {
+// token endpoint of the test's, as GOOGLE_APPLICATION_CREDENTIALS; or,
+// with metadata, no key but a metadata server of the test's
+// (GCE_METADATA_HOST), which hands out the tokens of the machine's or
+// pod's service account, as on GKE with workload identity.
+func gcsCredentialsRun(t *testing.T, metadata bool) secretRun {
 	srv := fakegcs.Start(t)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -218,6 +224,36 @@ func gcsServiceAccountRun(t *testing.T) secretRun {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", credFile)
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	t.Setenv("SSL_CERT_FILE", certFile)
+	if metadata {
+		// Nothing but the metadata server: no key file (nor gcloud's,
+		// which this machine lacks: checked below by the token count).
+		t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+		md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Metadata-Flavor") != "Google" {
+				http.Error(w, "missing Metadata-Flavor", http.StatusForbidden)
+				return
+			}
+			w.Header().Set("Metadata-Flavor", "Google")
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/token"):
+				tokens.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, accessToken)
+			case strings.HasSuffix(r.URL.Path, "/universe/universe-domain"):
+				io.WriteString(w, "googleapis.com")
+			case strings.HasSuffix(r.URL.Path, "/project/project-id"):
+				io.WriteString(w, "pqsink-test")
+			case strings.HasSuffix(r.URL.Path, "/email"):
+				io.WriteString(w, "sink@pqsink-test.iam.gserviceaccount.com")
+			case r.URL.Path == "/" || r.URL.Path == "/computeMetadata/v1/" || r.URL.Path == "/computeMetadata/v1":
+				io.WriteString(w, "computeMetadata/")
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(md.Close)
+		t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(md.URL, "http://"))
+	}
 
 	bucket := srv.NewBucket()
 	// The key's PEM body, line by line: no line of it may show.
@@ -239,6 +275,10 @@ func gcsServiceAccountRun(t *testing.T) secretRun {
 			defer mu.Unlock()
 			if len(bearers) == 0 {
 				t.Errorf("the front saw no bearer token: the sink did not sign with the service account")
+			}
+			if metadata && (tokens.Load() == 0 || !bearers[accessToken]) {
+				t.Errorf("the metadata server handed out %d tokens, and the front saw %d bearer tokens (the metadata server's among them: %v)",
+					tokens.Load(), len(bearers), bearers[accessToken])
 			}
 			for b := range bearers {
 				// A self-signed JWT or the token endpoint's access
