@@ -288,6 +288,11 @@ type Store struct {
 	// (max_retries).
 	// Defaults to 10.
 	MaxRetries int
+	// MaxRetryWait is the longest wait before one retry of a failed
+	// store request, backoff or Retry-After alike (max_retry_wait): a
+	// throttled service that asks for longer is retried after this long.
+	// Defaults to 20s.
+	MaxRetryWait time.Duration
 }
 
 // Format is the format section: how record values become rows.
@@ -491,6 +496,7 @@ func defaults() Config {
 			ConditionalWrites: true,
 			StaleUploadAge:    24 * time.Hour,
 			MaxRetries:        10,
+			MaxRetryWait:      20 * time.Second,
 		},
 		Format: Format{
 			Column:      "payload",

@@ -98,6 +98,7 @@ func TestLoadExample(t *testing.T) {
 			ConditionalWrites: true,
 			StaleUploadAge:    24 * time.Hour,
 			MaxRetries:        10,
+			MaxRetryWait:      20 * time.Second,
 		},
 		Format: Format{
 			Type:        "json",
@@ -173,6 +174,7 @@ format: {type: variant}
 			ConditionalWrites: true,
 			StaleUploadAge:    24 * time.Hour,
 			MaxRetries:        10,
+			MaxRetryWait:      20 * time.Second,
 		},
 		Format:       Format{Type: "variant", Column: "payload", Shred: "auto", ShredSample: 10000},
 		Envelope:     true,
@@ -241,6 +243,7 @@ store:
   sse_kms_key_id: key-1
   stale_upload_age: 2h
   max_retries: 0
+  max_retry_wait: 1m
 format: {type: json, schema_file: events.schema, ignore_unknown_fields: true}
 envelope: false
 path: "{topic}/{partition}/{first_offset}.parquet"
@@ -292,7 +295,7 @@ errors: skip
 		Store: Store{
 			URL: "s3://bucket", Endpoint: "https://s3.example.com", Region: "eu-west-1",
 			AccessKey: "ak", SecretKey: "sk", SessionToken: "tok", PartSize: 16 << 20,
-			SSE: "aws:kms", SSEKMSKeyID: "key-1", StaleUploadAge: 2 * time.Hour,
+			SSE: "aws:kms", SSEKMSKeyID: "key-1", StaleUploadAge: 2 * time.Hour, MaxRetryWait: time.Minute,
 		},
 		Format: Format{
 			Type: "json", SchemaFile: filepath.Join(dir, "events.schema"), IgnoreUnknownFields: true,
@@ -483,6 +486,7 @@ func TestInvalid(t *testing.T) {
 		{"sse", kafkaOK + "store: {url: 's3://b', sse: kms}\n" + formatOK, []string{`store.sse: "kms" is not one of AES256, aws:kms`}},
 		{"kms key without kms", kafkaOK + "store: {url: 's3://b', sse: AES256, sse_kms_key_id: k}\n" + formatOK, []string{"store.sse_kms_key_id: only used with store.sse: aws:kms"}},
 		{"max retries", kafkaOK + "store: {url: 's3://b', max_retries: -1}\n" + formatOK, []string{"store.max_retries: must not be negative, got -1"}},
+		{"max retry wait", kafkaOK + "store: {url: 's3://b', max_retry_wait: 11m}\n" + formatOK, []string{"store.max_retry_wait"}},
 		{"format type", kafkaOK + storeOK + "format: {type: thrift}\n", []string{`format.type: "thrift" is not one of json, variant, avro, protobuf, json_schema`}},
 		{"avro without registry", kafkaOK + storeOK + "format: {type: avro}\n", []string{"format.registry: required when format.type is avro"}},
 		{"avro registry without url", kafkaOK + storeOK + "format: {type: avro, registry: {username: u}}\n", []string{"format.registry.url: "}},
@@ -674,13 +678,13 @@ func TestPathWithoutTopic(t *testing.T) {
 // TestGCSStore: a gs:// store takes an endpoint, a part size and the
 // retries, and the S3 keys keep their defaults.
 func TestGCSStore(t *testing.T) {
-	cfg := kafkaOK + "store: {url: 'gs://bucket/raw', endpoint: 'http://127.0.0.1:4443', part_size: 16MiB, max_retries: 3}\n" + formatOK
+	cfg := kafkaOK + "store: {url: 'gs://bucket/raw', endpoint: 'http://127.0.0.1:4443', part_size: 16MiB, max_retries: 3, max_retry_wait: 45s}\n" + formatOK
 	c, err := Parse([]byte(cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Store{URL: "gs://bucket/raw", Endpoint: "http://127.0.0.1:4443", PartSize: 16 << 20, MaxRetries: 3,
-		ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
+		MaxRetryWait: 45 * time.Second, ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
 	if c.Store != want {
 		t.Errorf("store = %+v, want %+v", c.Store, want)
 	}
@@ -696,7 +700,7 @@ func TestAzureStore(t *testing.T) {
 			t.Fatalf("%s: %v", u, err)
 		}
 		want := Store{URL: u, Endpoint: "http://127.0.0.1:10000/devstoreaccount1", PartSize: 16 << 20, MaxRetries: 3,
-			ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
+			MaxRetryWait: 20 * time.Second, ConditionalWrites: true, StaleUploadAge: c.Store.StaleUploadAge}
 		if c.Store != want {
 			t.Errorf("store = %+v, want %+v", c.Store, want)
 		}

@@ -31,7 +31,7 @@ var (
 	tlsKeys   = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name"}
 	fetchKeys = []string{"min_bytes", "max_bytes", "max_wait"}
 	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
-		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries"}
+		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries", "max_retry_wait"}
 	formatKeys = append([]string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
 		"registry", "schema_compatibility", "lossy_numbers"}, protobufKeys...)
 	registryKeys = []string{"url", "username", "password", "ca_file", "cache_size", "timeout"}
@@ -333,6 +333,7 @@ func (d *decoder) store(s *section, st *Store) {
 	}
 	s.duration("stale_upload_age", &st.StaleUploadAge, 1, maxInt)
 	s.intValue("max_retries", &st.MaxRetries, 0, 1000)
+	s.duration("max_retry_wait", &st.MaxRetryWait, time.Millisecond, 10*time.Minute)
 	if strings.HasPrefix(st.URL, "gs:") {
 		// GCS takes its credentials from the Application Default
 		// Credentials, always honours the create-if-absent precondition,

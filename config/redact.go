@@ -73,6 +73,7 @@ func (c *Config) Redacted() string {
 		"sse_kms_key_id", yStr(s.SSEKMSKeyID),
 		"stale_upload_age", yDuration(s.StaleUploadAge),
 		"max_retries", yInt(int64(s.MaxRetries)),
+		"max_retry_wait", yDuration(s.MaxRetryWait),
 	)
 
 	format := redactFormat(c.Format)

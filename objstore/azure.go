@@ -11,11 +11,13 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -65,7 +67,7 @@ type azureStore struct {
 
 // azureOptions are the Options that apply to azblob:// stores besides
 // Buffers and OnRetry, which every store takes.
-var azureOptions = []string{"Endpoint", "PartSize", "MaxRetries", "Concurrency"}
+var azureOptions = []string{"Endpoint", "PartSize", "MaxRetries", "MaxRetryWait", "Concurrency"}
 
 // azureCredentials says which credentials an azblob:// store signs with,
 // for tests and errors: "shared key", "SAS token" or "default chain".
@@ -113,7 +115,7 @@ func openAzure(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 			// The SDK's 0 means its default of 3; less than 0 means none.
 			MaxRetries:    int32(min(o.maxRetries, 1<<30)),
 			RetryDelay:    retryBaseDelay,
-			MaxRetryDelay: retryMaxDelay,
+			MaxRetryDelay: o.maxRetryWait,
 			// StatusCodes: the SDK's default, 408, 429, 500, 502, 503
 			// and 504, plus broken connections. Never 409 or 412.
 		},
@@ -121,10 +123,15 @@ func openAzure(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if o.maxRetries == 0 {
 		copts.Retry.MaxRetries = -1
 	}
+	// The per-retry policies run inside the SDK's retry loop, in order,
+	// the last one nearest the network: the clamp sees each answer before
+	// the retry loop reads its Retry-After.
+	copts.PerCallPolicies = []policy.Policy{azureAttemptCount{}}
 	if o.onRetry != nil {
-		copts.PerCallPolicies = []policy.Policy{azureAttemptCount{}}
-		copts.PerRetryPolicies = []policy.Policy{azureRetryHook{hook: o.onRetry}}
+		copts.PerRetryPolicies = append(copts.PerRetryPolicies, azureRetryHook{hook: o.onRetry})
 	}
+	copts.PerRetryPolicies = append(copts.PerRetryPolicies,
+		azureRetryAfterClamp{limit: o.maxRetryWait, count: o.onRetry == nil, onRetryAfter: o.onRetryAfter})
 	containerURL := strings.TrimSuffix(accountURL, "/") + "/" + url.PathEscape(containerName)
 	_, s.client, err = azureClient(containerURL, account, copts)
 	if err != nil {
@@ -280,6 +287,10 @@ func azureError(err error) error {
 		}
 	} else {
 		msg = oneLine(azureSig.ReplaceAllString(err.Error(), "sig=REDACTED"))
+	}
+	var gaveUp *azureGaveUp
+	if re != nil && errors.As(err, &gaveUp) {
+		msg = fmt.Sprintf("gave up after %d attempts: %s", gaveUp.attempts, msg)
 	}
 	e := &redactedError{msg: msg, err: err}
 	switch {
@@ -487,12 +498,84 @@ func (s *azureStore) AbortStaleUploads(context.Context, string, time.Duration) (
 func (s *azureStore) Close() error { return nil }
 
 // azureAttemptCount is a per-call policy that gives each operation call a
-// count of its attempts, which azureRetryHook reads.
+// count of its attempts, which azureRetryHook and azureRetryAfterClamp
+// keep, and makes a call that ran out of retries say so: its last answer
+// becomes an error that names the number of attempts.
 type azureAttemptCount struct{}
 
 func (azureAttemptCount) Do(req *policy.Request) (*http.Response, error) {
-	ctx := context.WithValue(req.Raw().Context(), attemptsKey{}, &attemptCount{})
-	return req.WithContext(ctx).Next()
+	c := &attemptCount{}
+	ctx := context.WithValue(req.Raw().Context(), attemptsKey{}, c)
+	resp, err := req.WithContext(ctx).Next()
+	if c.n <= 1 || req.Raw().Context().Err() != nil {
+		return resp, err
+	}
+	if err != nil {
+		return resp, &azureGaveUp{attempts: c.n, err: err}
+	}
+	if azureRetriedStatus(resp.StatusCode) {
+		return nil, &azureGaveUp{attempts: c.n, err: runtime.NewResponseError(resp)}
+	}
+	return resp, nil
+}
+
+// azureRetriedStatus reports whether the SDK retries an answer of this
+// status (its default list).
+func azureRetriedStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// azureGaveUp is the failure of an operation call after its last retry.
+type azureGaveUp struct {
+	attempts int
+	err      error
+}
+
+func (e *azureGaveUp) Error() string {
+	return fmt.Sprintf("gave up after %d attempts: %v", e.attempts, e.err)
+}
+
+func (e *azureGaveUp) Unwrap() error { return e.err }
+
+// azureRetryAfterClamp is a per-retry policy that shortens a Retry-After
+// (or retry-after-ms) longer than MaxRetryWait to MaxRetryWait. Azure's
+// SDK waits what the answer asks, but gives up at once, without the
+// retries it has left, when that is more than its MaxRetryDelay: a
+// throttled account that asks for 30 s would fail the upload on the
+// first 503. Clamped, the store waits MaxRetryWait and retries. It also
+// counts the call's attempts (count) when azureRetryHook does not.
+type azureRetryAfterClamp struct {
+	limit        time.Duration
+	count        bool
+	onRetryAfter func(time.Duration) // see options.onRetryAfter
+}
+
+func (p azureRetryAfterClamp) Do(req *policy.Request) (*http.Response, error) {
+	if c, _ := req.Raw().Context().Value(attemptsKey{}).(*attemptCount); c != nil && p.count {
+		c.n++
+	}
+	resp, err := req.Next()
+	if err != nil || resp == nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	ra := retryAfter(resp.Header, time.Now())
+	if ra <= 0 {
+		return resp, err
+	}
+	d := retryWait(0, ra, p.limit)
+	for _, h := range []string{"Retry-After", "retry-after-ms", "x-ms-retry-after-ms"} {
+		resp.Header.Del(h)
+	}
+	resp.Header.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
+	if p.onRetryAfter != nil && azureRetriedStatus(resp.StatusCode) {
+		p.onRetryAfter(d)
+	}
+	return resp, err
 }
 
 // azureRetryHook is a per-retry policy, inside the SDK's retry loop, that

@@ -50,18 +50,19 @@ const gcsChunkRetryDeadline = 90 * time.Second
 // Write fills and the SDK's.
 type gcsStore struct {
 	client *storage.Client
-	// bucket carries the retry settings of reads, listings and deletes.
-	// plain carries none: a handle's Retryer merges its options into the
-	// settings the handle was made with, in place, so the handles of
-	// uploads, each with settings of its own, are made from it.
-	bucket     *storage.BucketHandle
-	plain      *storage.BucketHandle
-	name       string // the bucket's name
-	prefix     string // "" or ends in "/"
-	chunkSize  int
-	maxRetries int
-	pool       BufferPool
-	onRetry    func(op string, attempt int, err error)
+	// plain carries no retry settings: a handle's Retryer merges its
+	// options into the settings the handle was made with, in place, so
+	// the handles of each call, with settings of their own (the call's
+	// context, for the waits that Retry-After asks), are made from it.
+	plain        *storage.BucketHandle
+	name         string // the bucket's name
+	prefix       string // "" or ends in "/"
+	chunkSize    int
+	maxRetries   int
+	maxRetryWait time.Duration
+	pool         BufferPool
+	onRetry      func(op string, attempt int, err error)
+	onRetryAfter func(time.Duration) // see options.onRetryAfter
 	// listPageSize is the number of objects asked for per listing page;
 	// 0 leaves it to the service (1000 on GCS).
 	listPageSize int
@@ -69,7 +70,7 @@ type gcsStore struct {
 
 // gcsOptions are the Options that apply to gs:// stores besides Buffers
 // and OnRetry, which every store takes.
-var gcsOptions = []string{"Endpoint", "PartSize", "MaxRetries"}
+var gcsOptions = []string{"Endpoint", "PartSize", "MaxRetries", "MaxRetryWait"}
 
 func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if u.Host == "" {
@@ -109,13 +110,15 @@ func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 		return nil, fmt.Errorf("objstore: %s: opening a GCS client: %w", u.Redacted(), err)
 	}
 	s := &gcsStore{
-		client:     client,
-		name:       u.Host,
-		prefix:     strings.TrimPrefix(u.Path, "/"),
-		chunkSize:  (o.partSize + gcsChunkUnit - 1) / gcsChunkUnit * gcsChunkUnit,
-		maxRetries: o.maxRetries,
-		pool:       o.pool,
-		onRetry:    o.onRetry,
+		client:       client,
+		name:         u.Host,
+		prefix:       strings.TrimPrefix(u.Path, "/"),
+		chunkSize:    (o.partSize + gcsChunkUnit - 1) / gcsChunkUnit * gcsChunkUnit,
+		maxRetries:   o.maxRetries,
+		maxRetryWait: o.maxRetryWait,
+		pool:         o.pool,
+		onRetry:      o.onRetry,
+		onRetryAfter: o.onRetryAfter,
 	}
 	if s.prefix != "" && !strings.HasSuffix(s.prefix, "/") {
 		s.prefix += "/"
@@ -123,23 +126,57 @@ func openGCS(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 	if s.pool == nil {
 		s.pool = &freeList{}
 	}
-	// Reads, listings and deletes retry with the store's settings, which
-	// the bucket handle carries. Writes take theirs per upload (writer):
-	// the SDK does not tell which attempt of which request of a resumable
-	// upload failed, so each upload counts its own.
 	s.plain = client.Bucket(u.Host)
-	s.bucket = client.Bucket(u.Host).Retryer(s.retryOptions(func(err error, rc *storage.RetryContext) bool {
-		retry := gcsRetryable(err)
-		if retry && s.onRetry != nil {
+	return s, nil
+}
+
+// bucket returns a handle of the bucket whose reads, listings and deletes
+// retry with the store's settings, their waits ended by the end of ctx.
+// Writes take settings of their own per upload (gcsUpload.start): the SDK
+// does not tell which attempt of which request of a resumable upload
+// failed, so each upload counts its own.
+func (s *gcsStore) bucket(ctx context.Context) *storage.BucketHandle {
+	return s.plain.Retryer(s.retryOptions(func(err error, rc *storage.RetryContext) bool {
+		if !gcsRetryable(err) {
+			return false
+		}
+		if s.onRetry != nil {
 			op, attempt := "GCS", 0
 			if rc != nil {
 				op, attempt = rc.Operation, rc.Attempt
 			}
 			s.onRetry(op, attempt, gcsRedact(err))
 		}
-		return retry
+		return s.waitRetryAfter(ctx, err)
 	})...)
-	return s, nil
+}
+
+// waitRetryAfter waits, before the SDK's own backoff, for as long as a
+// Retry-After in err's answer asks, up to MaxRetryWait, and reports
+// whether ctx is still alive to retry. (Google's client ignores
+// Retry-After; GCS itself throttles with 429 and no Retry-After, but
+// proxies and private endpoints in front of it may send one.)
+func (s *gcsStore) waitRetryAfter(ctx context.Context, err error) bool {
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return true
+	}
+	ra := retryAfter(ge.Header, time.Now())
+	if ra <= 0 {
+		return true
+	}
+	d := retryWait(0, ra, s.maxRetryWait)
+	if s.onRetryAfter != nil {
+		s.onRetryAfter(d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // retryOptions returns the SDK's retry settings for the store's requests,
@@ -156,13 +193,13 @@ func (s *gcsStore) retryOptions(decide func(error, *storage.RetryContext) bool) 
 	return []storage.RetryOption{
 		storage.WithPolicy(storage.RetryIdempotent),
 		storage.WithMaxAttempts(min(s.maxRetries, 1<<30) + 1),
-		storage.WithBackoff(gax.Backoff{Initial: retryBaseDelay, Max: retryMaxDelay, Multiplier: 2}),
+		storage.WithBackoff(gax.Backoff{Initial: retryBaseDelay, Max: s.maxRetryWait, Multiplier: 2}),
 		storage.WithErrorFuncWithContext(decide),
 	}
 }
 
 // urlParams turns the query parameters of a gs://, azblob:// or abfss://
-// URL (endpoint, part_size) into options, which run before the caller's.
+// URL (endpoint, part_size, max_retry_wait) into options, which run before the caller's.
 func urlParams(q url.Values) ([]Option, error) {
 	var opts []Option
 	for _, name := range slices.Sorted(maps.Keys(q)) {
@@ -180,8 +217,14 @@ func urlParams(q url.Values) ([]Option, error) {
 				return nil, fmt.Errorf("part_size=%q: want a number of bytes", v)
 			}
 			opts = append(opts, PartSize(n))
+		case "max_retry_wait":
+			opt, err := maxRetryWaitParam(v)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, opt)
 		default:
-			return nil, fmt.Errorf("unknown parameter %q (want endpoint or part_size)", name)
+			return nil, fmt.Errorf("unknown parameter %q (want endpoint, part_size or max_retry_wait)", name)
 		}
 	}
 	return opts, nil
@@ -221,17 +264,20 @@ var uploadID = regexp.MustCompile(`upload_id=[^&"'\s]+`)
 
 // gcsRedact hides the session id of a resumable upload in err's text (a
 // failed chunk's *url.Error quotes its URI): whoever has the URI can
-// write to the session, so Google tells to keep it as a secret. The error
-// chain underneath is kept for errors.Is and errors.As.
+// write to the session, so Google tells to keep it as a secret. It also
+// makes the text one line. The error chain underneath is kept for
+// errors.Is and errors.As.
 func gcsRedact(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "upload_id=") {
+	if !strings.Contains(msg, "upload_id=") && !strings.Contains(msg, "\n") {
 		return err
 	}
-	return &redactedError{msg: uploadID.ReplaceAllString(msg, "upload_id=REDACTED"), err: err}
+	// An answer of the XML API (reads) quotes its XML body, over lines.
+	msg = strings.Join(strings.Fields(uploadID.ReplaceAllString(msg, "upload_id=REDACTED")), " ")
+	return &redactedError{msg: msg, err: err}
 }
 
 // redactedError is an error whose text has a secret taken out.
@@ -284,7 +330,7 @@ func (s *gcsStore) Get(ctx context.Context, key string) (io.ReadCloser, Info, er
 	if err := checkKey(key); err != nil {
 		return nil, Info{}, fmt.Errorf("objstore: get: %w", err)
 	}
-	r, err := s.bucket.Object(s.prefix + key).NewReader(ctx)
+	r, err := s.bucket(ctx).Object(s.prefix + key).NewReader(ctx)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("objstore: get %s: %w", s.location(key), gcsError(err))
 	}
@@ -295,7 +341,7 @@ func (s *gcsStore) Head(ctx context.Context, key string) (Info, error) {
 	if err := checkKey(key); err != nil {
 		return Info{}, fmt.Errorf("objstore: head: %w", err)
 	}
-	attrs, err := s.bucket.Object(s.prefix + key).Attrs(ctx)
+	attrs, err := s.bucket(ctx).Object(s.prefix + key).Attrs(ctx)
 	if err != nil {
 		return Info{}, fmt.Errorf("objstore: head %s: %w", s.location(key), gcsError(err))
 	}
@@ -308,7 +354,7 @@ func (s *gcsStore) NewReaderAt(ctx context.Context, key string) (ReaderAt, error
 		return nil, err
 	}
 	gen, _ := strconv.ParseInt(info.ETag, 10, 64)
-	return &gcsReaderAt{ctx: ctx, store: s, info: info, obj: s.bucket.Object(s.prefix + key).Generation(gen)}, nil
+	return &gcsReaderAt{ctx: ctx, store: s, info: info, obj: s.bucket(ctx).Object(s.prefix + key).Generation(gen)}, nil
 }
 
 // gcsReaderAt reads ranges of the generation seen when it was opened, so
@@ -364,7 +410,7 @@ func (s *gcsStore) List(ctx context.Context, prefix string) iter.Seq2[Info, erro
 			yield(Info{}, fmt.Errorf("objstore: list %s: %w", s.location(prefix), err))
 			return
 		}
-		it := s.bucket.Objects(ctx, q)
+		it := s.bucket(ctx).Objects(ctx, q)
 		it.PageInfo().MaxSize = s.listPageSize
 		for {
 			attrs, err := it.Next()
@@ -387,7 +433,10 @@ func (s *gcsStore) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("objstore: delete: %w", err)
 	}
-	err := s.bucket.Object(s.prefix + key).Delete(ctx)
+	// The SDK retries a delete only when it names a generation; this one
+	// retries whatever it names. A retry after an attempt that did delete
+	// the object meets 404, which is success here.
+	err := s.bucket(ctx).Object(s.prefix + key).Retryer(storage.WithPolicy(storage.RetryAlways)).Delete(ctx)
 	if err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
 		return fmt.Errorf("objstore: delete %s: %w", s.location(key), gcsError(err))
 	}

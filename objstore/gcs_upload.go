@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
 )
 
 // defaultContentType is sent to GCS and Azure when the caller gives none,
@@ -48,6 +49,9 @@ type gcsUpload struct {
 
 	w        *storage.Writer // the resumable upload, once the object outgrows a chunk
 	reserved *reservation    // the SDK's chunk buffer, counted in the pool while w lives
+	// gaveUp is the number of failed attempts in a row after which the
+	// resumable upload stopped retrying, 0 while it has not.
+	gaveUp atomic.Int64
 }
 
 func (u *gcsUpload) Written() int64 { return u.written }
@@ -119,12 +123,13 @@ func (u *gcsUpload) start() error {
 		}
 		n := failures.Add(1)
 		if n > int64(u.s.maxRetries) {
+			u.gaveUp.Store(n)
 			return false
 		}
 		if u.s.onRetry != nil {
 			u.s.onRetry("WriteObject", int(n), gcsRedact(err))
 		}
-		return true
+		return u.s.waitRetryAfter(u.ctx, err)
 	})...)
 	w := u.writer(u.ctx, obj)
 	w.ChunkSize = u.s.chunkSize
@@ -209,18 +214,32 @@ func (u *gcsUpload) commit(ctx context.Context) (Info, error) {
 // documentation).
 func (u *gcsUpload) putObject() (*storage.ObjectAttrs, error) {
 	data := u.buf[:u.n]
-	backoff := fullJitter{base: retryBaseDelay, max: retryMaxDelay}
+	backoff := fullJitter{base: retryBaseDelay, max: u.s.maxRetryWait}
 	for attempt := 1; ; attempt++ {
 		attrs, err := u.putOnce(data)
 		if err == nil {
 			return attrs, nil
 		}
 		retry := gcsRetryable(err)
+		var ge *googleapi.Error
+		ra := time.Duration(0)
+		if errors.As(err, &ge) {
+			ra = retryAfter(ge.Header, time.Now())
+		}
 		err = u.writerError(err)
-		if !retry || attempt > u.s.maxRetries || u.ctx.Err() != nil {
+		if !retry || u.ctx.Err() != nil {
 			return nil, err
 		}
-		d, _ := backoff.BackoffDelay(attempt, err)
+		if attempt > u.s.maxRetries {
+			return nil, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		d, _ := backoff.BackoffDelay(attempt, nil)
+		if ra > 0 {
+			d = retryWait(d, ra, u.s.maxRetryWait)
+			if u.s.onRetryAfter != nil {
+				u.s.onRetryAfter(d)
+			}
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -256,8 +275,12 @@ func (u *gcsUpload) putOnce(data []byte) (*storage.ObjectAttrs, error) {
 	return w.Attrs(), nil
 }
 
-// writerError maps an error of the SDK's Writer: a 412 is ErrExists.
+// writerError maps an error of the SDK's Writer: a 412 is ErrExists, and
+// the failure that ran out of retries says so.
 func (u *gcsUpload) writerError(err error) error {
+	if n := u.gaveUp.Load(); n > 0 {
+		return fmt.Errorf("gave up after %d attempts in a row failed: %w", n, gcsError(err))
+	}
 	return gcsError(err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // S3 part size limits (S3 API): every part but the last must be at least
@@ -21,6 +22,11 @@ const (
 	DefaultConcurrency = 2
 	MaxConcurrency     = 64
 	DefaultMaxRetries  = 10
+	// DefaultMaxRetryWait is the longest wait before one retry by
+	// default (MaxRetryWait).
+	DefaultMaxRetryWait = 20 * time.Second
+	// MaxMaxRetryWait bounds MaxRetryWait.
+	MaxMaxRetryWait = 10 * time.Minute
 )
 
 // Option configures Open. Options that do not apply to a store's kind are
@@ -43,18 +49,23 @@ type options struct {
 	partSize     int
 	concurrency  int
 	maxRetries   int
+	maxRetryWait time.Duration
 	conditional  bool
 	pool         BufferPool
 	onRetry      func(op string, attempt int, err error)
+	// onRetryAfter, for the package's tests, is called with the wait that
+	// a Retry-After made the store choose, before it waits.
+	onRetryAfter func(wait time.Duration)
 }
 
 // defaultOptions returns the options before any is applied.
 func defaultOptions() options {
 	return options{
-		partSize:    DefaultPartSize,
-		concurrency: DefaultConcurrency,
-		maxRetries:  DefaultMaxRetries,
-		conditional: true,
+		partSize:     DefaultPartSize,
+		concurrency:  DefaultConcurrency,
+		maxRetries:   DefaultMaxRetries,
+		maxRetryWait: DefaultMaxRetryWait,
+		conditional:  true,
 	}
 }
 
@@ -163,14 +174,15 @@ func Concurrency(n int) Option {
 
 // MaxRetries sets how many times one S3 request is retried after a
 // transient failure (5xx, throttling, timeout, broken connection), with
-// exponential backoff and full jitter between attempts, capped at 20 s per
-// wait; 0 disables retries. With the default, a request gives up after
-// about 40 s of waits on average, 85 s at most. It overrides
+// exponential backoff and full jitter between attempts, capped at
+// MaxRetryWait (20 s by default) per wait; 0 disables retries. With the
+// defaults, a request gives up after about 40 s of waits on average, 85 s
+// at most, unless Retry-After asks for longer waits. It overrides
 // AWS_MAX_ATTEMPTS and the shared configuration's max_attempts. On GCS it
 // bounds each request's retries, and a resumable upload's failures in a
 // row; on Azure each request's retries, with the SDK's exponential backoff
-// and jitter between the same bounds. It must not be negative. Defaults to DefaultMaxRetries (10), that
-// is, at most 11 attempts.
+// and jitter between the same bounds. It must not be negative. Defaults
+// to DefaultMaxRetries (10), that is, at most 11 attempts.
 func MaxRetries(n int) Option {
 	return func(o *options) error {
 		o.s3Only = append(o.s3Only, "MaxRetries")
@@ -178,6 +190,24 @@ func MaxRetries(n int) Option {
 			return fmt.Errorf("max retries %d: must not be negative", n)
 		}
 		o.maxRetries = n
+		return nil
+	}
+}
+
+// MaxRetryWait sets the longest wait before one retry of a request, on
+// every store but a directory: it caps the exponential backoff, and a
+// Retry-After that a throttled or unavailable service (429, 503) sends
+// with its answer. The store waits at least what Retry-After asks, up to
+// d, then retries: a Retry-After beyond d shortens to d, never fails the
+// request. d must be positive and at most MaxMaxRetryWait. Defaults to
+// DefaultMaxRetryWait (20 s).
+func MaxRetryWait(d time.Duration) Option {
+	return func(o *options) error {
+		o.s3Only = append(o.s3Only, "MaxRetryWait")
+		if d <= 0 || d > MaxMaxRetryWait {
+			return fmt.Errorf("max retry wait %v: want more than 0 and at most %v", d, MaxMaxRetryWait)
+		}
+		o.maxRetryWait = d
 		return nil
 	}
 }
@@ -267,6 +297,12 @@ func s3Params(q url.Values) ([]Option, error) {
 				return nil, fmt.Errorf("part_size=%q: want a number of bytes", v)
 			}
 			opts = append(opts, PartSize(n))
+		case "max_retry_wait":
+			opt, err := maxRetryWaitParam(v)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, opt)
 		case "conditional_writes":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -274,10 +310,20 @@ func s3Params(q url.Values) ([]Option, error) {
 			}
 			opts = append(opts, ConditionalWrites(b))
 		default:
-			return nil, fmt.Errorf("unknown parameter %q (want region, endpoint, path_style, sse, sse_kms_key_id, part_size or conditional_writes)", name)
+			return nil, fmt.Errorf("unknown parameter %q (want region, endpoint, path_style, sse, sse_kms_key_id, part_size, max_retry_wait or conditional_writes)", name)
 		}
 	}
 	return opts, nil
+}
+
+// maxRetryWaitParam is the option of a max_retry_wait URL parameter, a
+// Go duration such as 30s.
+func maxRetryWaitParam(v string) (Option, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, fmt.Errorf("max_retry_wait=%q: want a duration such as 30s", v)
+	}
+	return MaxRetryWait(d), nil
 }
 
 func applyOptions(o *options, opts []Option) error {

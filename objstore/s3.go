@@ -82,7 +82,7 @@ func openS3(ctx context.Context, u *url.URL, opts []Option) (Store, error) {
 		// Ranged reads of multipart objects cannot be checksum-validated;
 		// the SDK would log that on every ReadAt.
 		so.DisableLogOutputChecksumValidationSkipped = true
-		so.Retryer = newRetryer(o.maxRetries)
+		so.Retryer = newRetryer(o)
 		// A RetryMaxAttempts from the environment or the shared config
 		// would replace our retryer's limit: MaxRetries decides.
 		so.RetryMaxAttempts = 0

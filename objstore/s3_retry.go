@@ -13,27 +13,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-const (
-	// retryBaseDelay and retryMaxDelay shape the backoff: the wait before
-	// retry n (from 1) is uniformly random in [0, min(retryMaxDelay,
-	// retryBaseDelay·2^n)). The first waits are short, for a dropped
-	// connection; the later ones give a throttled or failing S3 time to
-	// recover: the default 10 retries wait about 40 s in all on average.
-	retryBaseDelay = 100 * time.Millisecond
-	retryMaxDelay  = 20 * time.Second
-)
+// retryBaseDelay and MaxRetryWait shape the backoff: the wait before
+// retry n (from 1) is uniformly random in [0, min(MaxRetryWait,
+// retryBaseDelay·2^n)). The first waits are short, for a dropped
+// connection; the later ones give a throttled or failing service time to
+// recover: the default 10 retries wait about 40 s in all on average.
+const retryBaseDelay = 100 * time.Millisecond
 
 // newRetryer returns the SDK's standard retryer (5xx, throttling codes such
 // as SlowDown, RequestTimeout, timeouts and connection errors are
-// transient) with at most maxRetries retries, full-jitter backoff, and
-// never a retry of 412 Precondition Failed.
-func newRetryer(maxRetries int) aws.Retryer {
+// transient), which also retries 429 Too Many Requests whatever its error
+// code, with at most o.maxRetries retries, full-jitter backoff capped at
+// o.maxRetryWait that honours a Retry-After up to that cap, and never a
+// retry of 412 Precondition Failed.
+func newRetryer(o options) aws.Retryer {
+	maxRetries := o.maxRetries
+	backoff := fullJitter{base: retryBaseDelay, max: o.maxRetryWait, onRetryAfter: o.onRetryAfter}
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = min(maxRetries, math.MaxInt-1) + 1
-		o.MaxBackoff = retryMaxDelay
-		o.Backoff = fullJitter{base: retryBaseDelay, max: retryMaxDelay}
+		o.MaxBackoff = backoff.max
+		o.Backoff = backoff
 		// A 412 is the answer to a conditional write: the object exists.
 		// The SDK does not retry it today; this keeps it that way.
 		o.Retryables = append([]retry.IsErrorRetryable{
@@ -45,6 +47,11 @@ func newRetryer(maxRetries int) aws.Retryer {
 				return aws.UnknownTernary
 			}),
 		}, o.Retryables...)
+		// The SDK retries 429 only with a throttling error code it knows;
+		// an S3-compatible service may throttle with another.
+		o.Retryables = append(o.Retryables, retry.RetryableHTTPStatusCode{
+			Codes: map[int]struct{}{http.StatusTooManyRequests: {}},
+		})
 		// The SDK's client-side retry quota fails every request at once,
 		// without trying, after about 100 retries in a row: one S3
 		// brownout would fail the uploads of all partitions together. The
@@ -53,21 +60,33 @@ func newRetryer(maxRetries int) aws.Retryer {
 	})
 }
 
-// fullJitter is exponential backoff with full jitter. (The SDK's own
-// backoff stops jittering once it reaches its cap, so that clients
-// throttled together retry together.)
+// fullJitter is exponential backoff with full jitter, raised to what a
+// Retry-After in the failed attempt's answer asks, up to max. (The SDK's
+// own backoff stops jittering once it reaches its cap, so that clients
+// throttled together retry together; it ignores Retry-After.)
 type fullJitter struct {
-	base, max time.Duration
+	base, max    time.Duration
+	onRetryAfter func(time.Duration) // see options.onRetryAfter
 }
 
-func (j fullJitter) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+func (j fullJitter) BackoffDelay(attempt int, err error) (time.Duration, error) {
 	ceiling := j.max
 	if attempt < 32 {
 		if d := j.base << attempt; d > 0 && d < ceiling {
 			ceiling = d
 		}
 	}
-	return rand.N(ceiling), nil
+	d := rand.N(ceiling)
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if ra := retryAfter(re.Response.Header, time.Now()); ra > 0 {
+			d = retryWait(d, ra, j.max)
+			if j.onRetryAfter != nil {
+				j.onRetryAfter(d)
+			}
+		}
+	}
+	return d, nil
 }
 
 // attemptsKey keys the per-operation attemptCount in a request's context.

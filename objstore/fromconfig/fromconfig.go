@@ -26,6 +26,7 @@ func Options(url string, c *config.Store) []objstore.Option {
 			opts = append(opts, objstore.Region(c.Region))
 		}
 		opts = append(opts, objstore.PathStyle(c.PathStyle), objstore.MaxRetries(c.MaxRetries))
+		opts = append(opts, maxRetryWait(c)...)
 		opts = append(opts, partSize(c)...)
 		if c.AccessKey != "" {
 			opts = append(opts, objstore.StaticCredentials(c.AccessKey, c.SecretKey.Value(), c.SessionToken.Value()))
@@ -47,6 +48,7 @@ func Options(url string, c *config.Store) []objstore.Option {
 			opts = append(opts, objstore.Endpoint(c.Endpoint))
 		}
 		opts = append(opts, objstore.MaxRetries(c.MaxRetries))
+		opts = append(opts, maxRetryWait(c)...)
 		opts = append(opts, partSize(c)...)
 	}
 	return opts
@@ -59,6 +61,15 @@ func partSize(c *config.Store) []objstore.Option {
 		return nil
 	}
 	return []objstore.Option{objstore.PartSize(int(c.PartSize))}
+}
+
+// maxRetryWait is the retry wait option of c, none when c leaves it unset
+// (a store section built by hand).
+func maxRetryWait(c *config.Store) []objstore.Option {
+	if c.MaxRetryWait == 0 {
+		return nil
+	}
+	return []objstore.Option{objstore.MaxRetryWait(c.MaxRetryWait)}
 }
 
 // Open opens the store at url with the settings of c, then extra.

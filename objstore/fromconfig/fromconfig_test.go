@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pqsink/pqsink/config"
 )
@@ -24,6 +25,12 @@ func TestOpen(t *testing.T) {
 	}
 	if n := len(Options("gs://b/p", &config.Store{PartSize: 8 << 20, Endpoint: "http://127.0.0.1:1"})); n != 3 {
 		t.Errorf("gs:// options with endpoint and part size: %d, want 3", n)
+	}
+	if n := len(Options("azblob://c/p", &config.Store{MaxRetryWait: time.Minute})); n != 2 {
+		t.Errorf("azblob:// options with max retry wait: %d, want 2", n)
+	}
+	if _, err := Open(ctx, "gs://b/p", &config.Store{MaxRetryWait: time.Hour, Endpoint: "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "max retry wait") {
+		t.Errorf("a max retry wait of an hour: err = %v, want it refused", err)
 	}
 	if n := len(Options("file:///x", &config.Store{PartSize: 8 << 20, Endpoint: "http://e"})); n != 0 {
 		t.Errorf("file:// takes no store settings, got %d options", n)

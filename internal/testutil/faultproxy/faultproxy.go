@@ -1,8 +1,9 @@
 // Package faultproxy puts an unreliable network and an overloaded S3 between
 // a test's S3 client and a real S3 server (internal/testutil/minio): a
 // reverse proxy that, driven by a seeded random source and rates the test
-// sets (for all operations or per operation), answers 500 InternalError or
-// 503 SlowDown without passing the request on, hangs up in the middle of a
+// sets (for all operations or per operation), answers 500 InternalError,
+// 503 SlowDown or 429 Too Many Requests (with a Retry-After if the test
+// sets one) without passing the request on, hangs up in the middle of a
 // request, hangs up after the server has carried the request out (the
 // client sees a failure for a request that succeeded: the case that
 // conditional PutObject and CompleteMultipartUpload must survive), delays
@@ -47,6 +48,8 @@ const (
 	Error500
 	// Error503: answered 503 SlowDown, not passed on.
 	Error503
+	// Error429: answered 429 Too Many Requests (throttled), not passed on.
+	Error429
 	// DropBefore: part of the body read (perhaps none), then the
 	// connection closed; not passed on.
 	DropBefore
@@ -62,16 +65,17 @@ const (
 )
 
 func (f Fault) String() string {
-	return [...]string{"forwarded", "500", "503", "drop-before", "drop-after", "delayed", "refused"}[f]
+	return [...]string{"forwarded", "500", "503", "429", "drop-before", "drop-after", "delayed", "refused"}[f]
 }
 
 // Rates are the probabilities, each in [0, 1], that a request meets a
-// fault. Error500, Error503, DropBefore and DropAfter exclude each other
+// fault. Error500, Error503, Error429, DropBefore and DropAfter exclude each other
 // (their sum is at most 1); Delay applies to the requests met by none of
 // them, which are passed on and their answers relayed.
 type Rates struct {
 	Error500   float64
 	Error503   float64
+	Error429   float64
 	DropBefore float64
 	DropAfter  float64
 	Delay      float64
@@ -81,12 +85,12 @@ type Rates struct {
 }
 
 func (r Rates) check() error {
-	for _, x := range []float64{r.Error500, r.Error503, r.DropBefore, r.DropAfter, r.Delay} {
+	for _, x := range []float64{r.Error500, r.Error503, r.Error429, r.DropBefore, r.DropAfter, r.Delay} {
 		if x < 0 || x > 1 {
 			return fmt.Errorf("faultproxy: rate %v outside [0, 1]", x)
 		}
 	}
-	sum := r.Error500 + r.Error503 + r.DropBefore + r.DropAfter
+	sum := r.Error500 + r.Error503 + r.Error429 + r.DropBefore + r.DropAfter
 	if sum > 1 {
 		return fmt.Errorf("faultproxy: exclusive fault rates add up to %v > 1", sum)
 	}
@@ -128,8 +132,11 @@ type Proxy struct {
 	queued   map[Op][]Fault // Inject's faults, before any drawn
 	down     bool
 	refusals int // connections refused while down
-	ops      map[Op]*counts
-	journal  []*event // the latest requests, oldest first
+	// retryAfter is the Retry-After header of 429 and 503 answers, "" for
+	// none (SetRetryAfter).
+	retryAfter string
+	ops        map[Op]*counts
+	journal    []*event // the latest requests, oldest first
 }
 
 // journalSize bounds the journal: enough for the requests of a test run
@@ -240,12 +247,12 @@ func (p *Proxy) SetRatesFor(r Rates, ops ...Op) {
 }
 
 // Inject makes the next n requests of op meet f (Error500, Error503,
-// DropBefore or DropAfter), whatever the rates: for a fault a test must
+// Error429, DropBefore or DropAfter), whatever the rates: for a fault a test must
 // see where few requests go, such as a lost CompleteMultipartUpload
 // answer.
 func (p *Proxy) Inject(op Op, f Fault, n int) {
 	switch f {
-	case Error500, Error503, DropBefore, DropAfter:
+	case Error500, Error503, Error429, DropBefore, DropAfter:
 	default:
 		p.t.Fatalf("faultproxy: cannot inject %s", f)
 	}
@@ -253,6 +260,15 @@ func (p *Proxy) Inject(op Op, f Fault, n int) {
 	for range n {
 		p.queued[op] = append(p.queued[op], f)
 	}
+	p.mu.Unlock()
+}
+
+// SetRetryAfter makes the proxy's 429 and 503 answers carry Retry-After:
+// v (seconds, or an HTTP date), as a throttled service's do; "" sends
+// none, the default.
+func (p *Proxy) SetRetryAfter(v string) {
+	p.mu.Lock()
+	p.retryAfter = v
 	p.mu.Unlock()
 }
 
@@ -386,7 +402,7 @@ func (p *Proxy) decide(op Op) decision {
 		for _, x := range []struct {
 			rate  float64
 			fault Fault
-		}{{r.Error500, Error500}, {r.Error503, Error503}, {r.DropBefore, DropBefore}, {r.DropAfter, DropAfter}} {
+		}{{r.Error500, Error500}, {r.Error503, Error503}, {r.Error429, Error429}, {r.DropBefore, DropBefore}, {r.DropAfter, DropAfter}} {
 			if u < x.rate {
 				d.fault = x.fault
 				break
@@ -428,7 +444,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 	case Error503:
 		io.Copy(io.Discard, r.Body)
+		p.throttle(w)
 		writeError(w, r, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+	case Error429:
+		io.Copy(io.Discard, r.Body)
+		p.throttle(w)
+		writeError(w, r, http.StatusTooManyRequests, "TooManyRequests", "Please reduce your request rate.")
 	case DropBefore:
 		// Cut the request short: read a part of the body, then hang up.
 		if r.ContentLength > 0 {
@@ -549,8 +570,35 @@ func (p *Proxy) hold(resp *http.Response, d time.Duration) error {
 	}
 }
 
-// writeError answers as S3 does when it fails a request.
+// throttle adds the Retry-After header that SetRetryAfter set, if any.
+func (p *Proxy) throttle(w http.ResponseWriter) {
+	p.mu.Lock()
+	v := p.retryAfter
+	p.mu.Unlock()
+	if v != "" {
+		w.Header().Set("Retry-After", v)
+	}
+}
+
+// writeError answers as S3 does when it fails a request (Azure's errors
+// have the same XML shape), or, to a request of GCS's JSON API, as GCS
+// does: a JSON error whose reason for a 429 is rateLimitExceeded.
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	if gcsJSONPath(r.URL.Path) {
+		reason := "backendError"
+		if status == http.StatusTooManyRequests {
+			reason = "rateLimitExceeded"
+		}
+		body := fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"domain":"usageLimits","reason":%q,"message":%q}]}}`,
+			status, message, reason, message)
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			io.WriteString(w, body)
+		}
+		return
+	}
 	var body bytes.Buffer
 	fmt.Fprintf(&body, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
 		`<Error><Code>%s</Code><Message>%s</Message><Resource>%s</Resource><RequestId>faultproxy</RequestId></Error>`,
@@ -561,6 +609,16 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	if r.Method != http.MethodHead {
 		w.Write(body.Bytes())
 	}
+}
+
+// gcsJSONPath reports whether path is one of GCS's JSON API.
+func gcsJSONPath(path string) bool {
+	for _, p := range []string{"/storage/v1/", "/upload/storage/v1/", "/download/storage/v1/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hangUp closes the client's connection without an answer.
