@@ -389,7 +389,8 @@ type Rotate struct {
 	Bytes int64
 	// Interval closes a file this long after its first record (interval);
 	// 0 turns it off.
-	// Defaults to 10m.
+	// Defaults to 10m; with a table section and no freshness setting,
+	// what DefaultFreshnessTarget derives (5s; see Table.FreshnessTarget).
 	Interval time.Duration
 	// Schedule closes all files at wall-clock multiples of this period
 	// (schedule), e.g. 1h closes at every full hour; it divides 24h evenly,

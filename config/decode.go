@@ -51,9 +51,10 @@ type decoder struct {
 	env      func(string) (string, bool)
 	dir      string
 	problems []*problem
-	// rotateIntervalSet says that rotate.interval was given, for
-	// table.freshness_target.
-	rotateIntervalSet bool
+	// rotateIntervalSet and rotateScheduleSet say that rotate.interval
+	// and rotate.schedule were given, for table.freshness_target and its
+	// default.
+	rotateIntervalSet, rotateScheduleSet bool
 }
 
 func (d *decoder) errorf(line int, key, format string, args ...any) {

@@ -47,8 +47,9 @@ func TestFreshnessFrom(t *testing.T) {
 }
 
 // TestFreshnessTarget: table.freshness_target derives commit_interval and
-// rotate.interval, a key given explicitly stays, and the rendered config
-// reads back the same.
+// rotate.interval, a key given explicitly stays, none of the three (nor
+// rotate.schedule) given means DefaultFreshnessTarget, and the rendered
+// config reads back the same.
 func TestFreshnessTarget(t *testing.T) {
 	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
 	for _, c := range []struct {
@@ -56,7 +57,12 @@ func TestFreshnessTarget(t *testing.T) {
 		commit, interval    time.Duration
 		err                 string
 	}{
-		{name: "none", commit: 30 * time.Second, interval: 10 * time.Minute},
+		{name: "none: the default target", commit: time.Second, interval: 5 * time.Second},
+		{name: "commit_interval alone", extra: ", commit_interval: 30s", commit: 30 * time.Second, interval: 10 * time.Minute},
+		{name: "rotate.interval alone", rotate: "rotate: {interval: 2m}\n", commit: 30 * time.Second, interval: 2 * time.Minute},
+		{name: "rotate.schedule alone", rotate: "rotate: {schedule: 1h}\n", commit: 30 * time.Second, interval: 10 * time.Minute},
+		{name: "rotate.records alone", rotate: "rotate: {records: 1000}\n", commit: time.Second, interval: 5 * time.Second},
+		{name: "empty values count as absent", rotate: "rotate: {interval: ''}\n", extra: ", commit_interval: '', freshness_target: ''", commit: time.Second, interval: 5 * time.Second},
 		{name: "10s", extra: ", freshness_target: 10s", commit: 2 * time.Second, interval: 6 * time.Second},
 		{name: "5s", extra: ", freshness_target: 5s", commit: time.Second, interval: 2 * time.Second},
 		{name: "shortest", extra: ", freshness_target: 4s", commit: time.Second, interval: time.Second},
@@ -91,5 +97,24 @@ func TestFreshnessTarget(t *testing.T) {
 				t.Errorf("rendered and read again: commit_interval %s, rotate.interval %s, target %s:\n%s", again.Table.CommitInterval, again.Rotate.Interval, again.Table.FreshnessTarget, cfg.Redacted())
 			}
 		})
+	}
+}
+
+// TestFreshnessDefaultArchive: without a table, rotate.interval keeps its
+// own default; the default target is the table's.
+func TestFreshnessDefaultArchive(t *testing.T) {
+	cfg, err := Parse([]byte(base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table != nil || cfg.Rotate.Interval != 10*time.Minute {
+		t.Errorf("archive only: table %v, rotate.interval %s; want none and 10m", cfg.Table, cfg.Rotate.Interval)
+	}
+	cfg, err = Parse([]byte(base+"table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.FreshnessTarget != DefaultFreshnessTarget {
+		t.Errorf("a table without freshness settings: freshness_target %s, want %s", cfg.Table.FreshnessTarget, DefaultFreshnessTarget)
 	}
 }

@@ -95,6 +95,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	rot := top.sub("rotate", rotateKeys)
 	d.rotate(rot, &c.Rotate)
 	d.rotateIntervalSet = rot.set["interval"]
+	d.rotateScheduleSet = rot.set["schedule"]
 	par := top.sub("parquet", parquetKeys)
 	d.parquet(par, &c.Parquet)
 	mem := top.sub("memory", memoryKeys)

@@ -66,8 +66,12 @@ func TestMaintenanceInvalid(t *testing.T) {
 		{"keep", tbl("keep_snapshots: 0"), "table.maintenance.keep_snapshots: "},
 		{"max below keep", tbl("max_snapshots: 50"), "table.maintenance.max_snapshots: 50 is less than keep_snapshots (100)"},
 		{"max negative", tbl("max_snapshots: -1"), "table.maintenance.max_snapshots: "},
-		// The defaults: commit_interval 30s, rotate.interval 10m.
-		{"orphans too young", tbl("remove_orphans_older_than: 21m"),
+		// The defaults: the default freshness target's commit_interval 1s
+		// and rotate.interval 5s.
+		{"orphans too young", tbl("remove_orphans_older_than: 1m"),
+			"table.maintenance.remove_orphans_older_than: 1m is too short: a file may be committed up to table.commit_interval (1s) after its upload, and uploaded again up to rotate.interval (5s) after a restart; want at least 72s"},
+		// commit_interval 30s given, rotate.interval's own default 10m.
+		{"orphans too young, 30s", base + "table: {format: iceberg, namespace: n, " + cat + ", commit_interval: 30s, maintenance: {remove_orphans_older_than: 21m}}\n",
 			"table.maintenance.remove_orphans_older_than: 21m is too short: a file may be committed up to table.commit_interval (30s) after its upload, and uploaded again up to rotate.interval (10m) after a restart; want at least 22m"},
 		{"orphans no interval", base + "rotate: {interval: 0, records: 10}\ntable: {format: iceberg, namespace: n, " + cat + ", maintenance: {remove_orphans_older_than: 12h}}\n",
 			"want at least 1d"},

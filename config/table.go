@@ -33,14 +33,18 @@ type Table struct {
 	// writes a manifest, a manifest list and a metadata file, and the Kafka
 	// offsets follow it, so it is also the delay before records count as
 	// consumed.
-	// Defaults to 30s.
+	// Defaults to what DefaultFreshnessTarget derives (1s), or 30s when
+	// rotate.interval or rotate.schedule is given.
 	CommitInterval time.Duration
 	// FreshnessTarget is how soon after its production a record should
 	// be in the table (freshness_target): when set, CommitInterval and
 	// the rotate section's Interval are derived from it (see
 	// FreshnessCadence), unless given themselves.
-	// Defaults to 0: none.
+	// Defaults to DefaultFreshnessTarget when none of freshness_target,
+	// commit_interval, rotate.interval and rotate.schedule is given;
+	// otherwise 0: none.
 	FreshnessTarget time.Duration
+
 	// FreshnessFromRead is freshness_from: read (the other value is
 	// timestamp): the freshness metrics count a record's age from when
 	// the sink read it, not from its Kafka timestamp, for producers whose
@@ -212,6 +216,10 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	commitSet := s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
 	if s.duration("freshness_target", &t.FreshnessTarget, MinFreshnessTarget, maxInt) {
 		t.CommitInterval, c.Rotate.Interval = FreshnessCadence(t.FreshnessTarget, t.CommitInterval, c.Rotate.Interval, commitSet, d.rotateIntervalSet)
+	} else if !s.given("freshness_target") && !commitSet && !s.given("commit_interval") && !d.rotateIntervalSet && !d.rotateScheduleSet {
+		// Nothing says how fresh the table should be: the default target.
+		t.FreshnessTarget = DefaultFreshnessTarget
+		t.CommitInterval, c.Rotate.Interval = FreshnessCadence(t.FreshnessTarget, t.CommitInterval, c.Rotate.Interval, false, false)
 	}
 	var from string
 	if s.oneOf("freshness_from", &from, freshnessValues, nil) {
@@ -449,6 +457,16 @@ func parsePartitionField(s string) (PartitionField, error) {
 // upload and its table commit: the tails of pqsink_upload_seconds and
 // pqsink_table_commit_seconds against S3 and a SQL catalog.
 const FreshnessAllowance = 2 * time.Second
+
+// DefaultFreshnessTarget is table.freshness_target when none of
+// freshness_target, commit_interval, rotate.interval and rotate.schedule
+// is given: commit_interval 1s and rotate.interval 5s, so that a record is
+// in the table within about 8s (10s at p99 at 20,000 records/s into 12
+// partitions on two cores), at the cost of a commit a second and a file
+// per partition every 5s, which table.maintenance's small-file compaction
+// folds into larger ones as they arrive. A sink without a table keeps
+// rotate.interval's own default.
+const DefaultFreshnessTarget = 8 * time.Second
 
 // MinFreshnessTarget is the shortest table.freshness_target: the
 // allowance, a second of rotate.interval and the shortest commit_interval.

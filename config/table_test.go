@@ -60,7 +60,7 @@ func TestTableSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := c.Table
-	if tb.Name != "{topic}" || tb.CommitInterval != 30*time.Second || tb.FormatVersion != 2 || tb.Catalog.Name != "pqsink" ||
+	if tb.Name != "{topic}" || tb.CommitInterval != time.Second || c.Rotate.Interval != 5*time.Second || tb.FormatVersion != 2 || tb.Catalog.Name != "pqsink" ||
 		tb.Catalog.Credential.Value() != "id:sec" || tb.Catalog.Warehouse != "analytics" || tb.Format != "iceberg" {
 		t.Errorf("table = %+v", tb)
 	}

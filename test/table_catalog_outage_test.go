@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/connector/metrics"
+	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/internal/testutil/icebergrest"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
@@ -27,7 +28,9 @@ import (
 // the oldest uncommitted record (counted from the read) rises past many
 // commit intervals; once the catalog is back, the table catches up with
 // a commit or two, not one per interval missed; every record is in the
-// table once, and the gauge is back at 0.
+// table once, and the gauge is back at 0. The commits back off while they
+// fail: the failed attempts during the outage are as few as a wait that
+// doubles from commit_interval allows, not one per interval.
 func TestTableCatalogOutage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -135,6 +138,7 @@ func catalogOutage(t *testing.T, start func(t *testing.T, env *tableEnv, brokers
 	commitsBefore := before.TableCommits
 
 	// The outage.
+	downAt := time.Now()
 	down()
 	produce()
 	// The sink uploads the new records, fails to commit them, and says
@@ -154,6 +158,15 @@ func catalogOutage(t *testing.T, start func(t *testing.T, env *tableEnv, brokers
 		time.Sleep(200 * time.Millisecond)
 	}
 	during := sink.Stats().Snapshot()
+	outage := time.Since(downAt)
+	// Backoff: the k-th failure in a row waits at least half of
+	// commit_interval·2^(k-1) (at least 15 s once capped); one more for a
+	// commit in flight when the catalog went down. A slower machine only
+	// makes the bound looser: the failures are counted, not timed.
+	attempts := during.TableCommitErrors - before.TableCommitErrors
+	if limit := backoffAttempts(outage, time.Second) + 1; attempts > limit {
+		t.Errorf("%d commits failed in %s of outage at commit_interval 1s; a backoff allows at most %d", attempts, outage.Round(time.Millisecond), limit)
+	}
 	if during.TableCommits != commitsBefore {
 		t.Errorf("%d table commits succeeded while the catalog was down", during.TableCommits-commitsBefore)
 	}
@@ -174,6 +187,18 @@ func catalogOutage(t *testing.T, start func(t *testing.T, env *tableEnv, brokers
 	if snapshots < 1 || snapshots > 2 || st.TableCommits-commitsBefore > 2 {
 		t.Errorf("the table caught up with %d snapshots (%d commits) after missing at least %d intervals, want 1 or 2", snapshots, st.TableCommits-commitsBefore, missed)
 	}
+}
+
+// backoffAttempts is the most commits that a backoff doubling from
+// interval (tablecommit's retryDelay, jitter included) tries in span: the
+// k-th failure waits at least interval·2^(k-1)/2, up to the cap's half.
+func backoffAttempts(span, interval time.Duration) int64 {
+	var n int64
+	for at, wait := time.Duration(0), interval/2; at <= span; n++ {
+		at += wait
+		wait = min(2*wait, tablecommit.MaxRetryDelay/2)
+	}
+	return n
 }
 
 // snapshotCount is how many snapshots the table's metadata holds.

@@ -60,9 +60,13 @@ func (tc *Committer) refreshOldest() {
 	tc.oldest.Store(o)
 }
 
-// freshnessBuckets are the bounds of pqsink_table_freshness_seconds: from
-// a second (the shortest commit_interval) to an hour.
-var freshnessBuckets = []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
+// freshnessBuckets returns the bounds of pqsink_table_freshness_seconds,
+// from a quarter second to an hour: every second from 3 s to 10 s (and
+// half seconds below), so that a p99 near table.freshness_target's 4 to
+// 10 s is read within a second rather than across 2.5 s buckets.
+func freshnessBuckets() []float64 {
+	return []float64{0.25, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9, 10, 12.5, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
+}
 
 // observeFreshness observes the ages of the files just committed at now,
 // and returns the oldest and the newest record's ages among them (-1

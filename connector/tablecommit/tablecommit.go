@@ -112,6 +112,11 @@ type commits struct {
 	// /readyz: a blocked catalog shows within seconds.
 	committingSince atomic.Int64
 	failedSlow      atomic.Bool
+	// failures counts the commits that failed in a row, and retryAt is
+	// when the periodic commits try the table again (Unix nanoseconds; 0
+	// when they do not wait): backoff.go.
+	failures atomic.Int32
+	retryAt  atomic.Int64
 
 	// The table's state as read for the partitions of one generation
 	// (stateCtx is its context): read once, not once per partition.
@@ -420,7 +425,8 @@ func (t *Tables) Handles() []*table.Handle {
 	return hs
 }
 
-// Run commits every table each commit_interval until ctx ends.
+// Run commits every table each commit_interval until ctx ends; a table
+// whose commits fail is tried less often (backoff.go).
 func (t *Tables) Run(ctx context.Context) {
 	tick := time.NewTicker(t.cfg.Table.CommitInterval)
 	defer tick.Stop()
@@ -428,9 +434,9 @@ func (t *Tables) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case now := <-tick.C:
+			t.commitDue(ctx, now)
 		}
-		t.CommitAll(ctx)
 	}
 }
 
@@ -487,25 +493,41 @@ func (t *Tables) Failing(now time.Time, atLeast time.Duration) error {
 // 10 s busy timeout.
 const commitSlowFor = 5 * time.Second
 
-// CommitAll commits what every table holds; it reports whether all
+// CommitAll commits what every table holds, backing off or not (a
+// rebalance's and the shutdown's commits); it reports whether all
 // commits succeeded.
 func (t *Tables) CommitAll(ctx context.Context) bool {
+	ok := true
+	for _, tc := range t.all() {
+		ok = t.commitOne(ctx, tc) && ok
+	}
+	return ok
+}
+
+// all returns the committers, one per topic.
+func (t *Tables) all() []*Committer {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	all := make([]*Committer, 0, len(t.byTopic))
 	for _, tc := range t.byTopic {
 		all = append(all, tc)
 	}
-	t.mu.Unlock()
-	ok := true
-	for _, tc := range all {
-		if err := tc.commit(ctx); err != nil {
-			ok = false
-			if ctx.Err() == nil {
-				t.log.Error("table commit failed; the files stay uploaded and are committed with the next one", "table", tc.h.Name(), "error", err)
-			}
+	return all
+}
+
+// commitOne commits what tc holds, and logs a failure with the time the
+// periodic commits now wait; it reports whether the commit succeeded.
+func (t *Tables) commitOne(ctx context.Context, tc *Committer) bool {
+	err := tc.commit(ctx)
+	if err != nil && ctx.Err() == nil {
+		wait := time.Duration(0)
+		if at := tc.retryAt.Load(); at != 0 {
+			wait = max(time.Until(time.Unix(0, at)), 0)
 		}
+		t.log.Error("table commit failed; the files stay uploaded and are committed with the next one", "table", tc.h.Name(),
+			"failures_in_a_row", tc.failures.Load(), "next_try_in", wait.Round(time.Millisecond), "error", err)
 	}
-	return ok
+	return err == nil
 }
 
 // Batch is what a partition uploaded or adopted since it last handed
@@ -596,6 +618,7 @@ func (tc *Committer) commit(ctx context.Context) error {
 		files, parts = tc.rolledBack(sc.Held, true, files, parts)
 	case err != nil:
 		st.CommitErrors.Add(1)
+		tc.failed(time.Now(), tc.t.cfg.Table.CommitInterval)
 		tc.failErr.Store(&err)
 		tc.failingSince.CompareAndSwap(0, time.Now().UnixNano())
 	}
@@ -642,6 +665,7 @@ func (tc *Committer) commit(ctx context.Context) error {
 	tc.rb.committed(parts)
 	st.Commits.Add(1)
 	tc.failingSince.Store(0)
+	tc.succeeded()
 	took := int64(time.Since(start))
 	st.CommitNanos.Add(took)
 	for cur := st.CommitMaxNanos.Load(); took > cur && !st.CommitMaxNanos.CompareAndSwap(cur, took); cur = st.CommitMaxNanos.Load() {

@@ -100,7 +100,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "work folder: warehouse and SQLite catalog (default: a temporary one, removed at the end)")
 	flag.DurationVar(&o.commitInterval, "commit-interval", 0, "table.commit_interval (default: the sink's)")
 	flag.DurationVar(&o.rotate, "rotate-interval", 0, "rotate.interval (default: the sink's)")
-	flag.DurationVar(&o.target, "freshness-target", 0, "table.freshness_target (default: none)")
+	flag.DurationVar(&o.target, "freshness-target", 0, "table.freshness_target (default: the sink's, 8s when neither -commit-interval nor -rotate-interval is given)")
 	flag.StringVar(&o.memory, "memory", "", "memory.limit, e.g. 512MiB (default: the sink's)")
 	flag.StringVar(&o.maintenance, "maintenance", "{}", "table.maintenance, as a YAML flow mapping: {} is every key at its default")
 	flag.StringVar(&o.extra, "extra", "", "YAML appended to the sink's configuration: sections other than table")
