@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,44 @@ func TestFreshnessDefaultArchive(t *testing.T) {
 	}
 	if cfg.Table.FreshnessTarget != DefaultFreshnessTarget {
 		t.Errorf("a table without freshness settings: freshness_target %s, want %s", cfg.Table.FreshnessTarget, DefaultFreshnessTarget)
+	}
+}
+
+// TestDefaultCadenceMaintenance: the default freshness target comes with
+// table.maintenance on at its defaults, unless the section says otherwise;
+// a cadence the user chose keeps maintenance off unless asked for; the
+// rendered config reads back the same.
+func TestDefaultCadenceMaintenance(t *testing.T) {
+	const tbl = "table: {format: iceberg, namespace: n, catalog: {type: sql, uri: 'sqlite:///x.db'}%s}\n"
+	def := DefaultMaintenance()
+	for _, c := range []struct {
+		name, extra, rotate string
+		want                *Maintenance
+	}{
+		{name: "default cadence", want: &def},
+		{name: "default cadence, maintenance off", extra: ", maintenance: {enabled: false}"},
+		{name: "default cadence, maintenance null", extra: ", maintenance: null", want: &def},
+		{name: "default cadence, maintenance given", extra: ", maintenance: {small_files_above: 5}", want: func() *Maintenance { m := def; m.SmallFilesAbove = 5; return &m }()},
+		{name: "commit_interval given", extra: ", commit_interval: 30s"},
+		{name: "freshness_target given", extra: ", freshness_target: 8s"},
+		{name: "rotate.interval given", rotate: "rotate: {interval: 10m}\n"},
+		{name: "commit_interval given, maintenance on", extra: ", commit_interval: 30s, maintenance: {enabled: true}", want: &def},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(base+c.rotate+strings.Replace(tbl, "%s", c.extra, 1)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Table.Maintenance, c.want) {
+				t.Errorf("Maintenance = %+v, want %+v", cfg.Table.Maintenance, c.want)
+			}
+			again, err := Parse([]byte(cfg.Redacted()), nil)
+			if err != nil {
+				t.Fatalf("the rendered config: %v\n%s", err, cfg.Redacted())
+			}
+			if !reflect.DeepEqual(again.Table.Maintenance, c.want) {
+				t.Errorf("rendered and read again, Maintenance = %+v:\n%s", again.Table.Maintenance, cfg.Redacted())
+			}
+		})
 	}
 }

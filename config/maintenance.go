@@ -9,8 +9,10 @@ import (
 
 // Maintenance is the table.maintenance section: the upkeep of the tables
 // that one member of the group does inside the daemon (compaction,
-// manifest rewrite, snapshot expiry, orphan removal). It is off when the section is absent;
-// once it is present, every key has a default.
+// manifest rewrite, snapshot expiry, orphan removal). When the section is
+// absent it is on with every key at its default if the table takes the
+// default freshness target, and off otherwise; once it is present, every
+// key has a default, and enabled: false turns it off.
 type Maintenance struct {
 	// CompactEvery is how often a table is maintained: compacted, then its
 	// manifests rewritten, then its old snapshots expired, then its
@@ -60,7 +62,7 @@ type Maintenance struct {
 }
 
 // The keys of table.maintenance.
-var maintenanceKeys = []string{"compact_every", "small_files_above", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "max_snapshots", "remove_orphans_older_than"}
+var maintenanceKeys = []string{"enabled", "compact_every", "small_files_above", "target_file_size", "rewrite_manifests_above", "expire_snapshots_older_than", "keep_snapshots", "max_snapshots", "remove_orphans_older_than"}
 
 // DefaultMaintenance is table.maintenance with every key at its default.
 func DefaultMaintenance() Maintenance {
@@ -118,6 +120,10 @@ func (d *decoder) maintenance(s *section, c *Config, t *Table) *Maintenance {
 			s.fail("remove_orphans_older_than", "%s is too short: a file may be committed up to table.commit_interval (%s) after its upload, and uploaded again up to rotate.interval (%s) after a restart; want at least %s (twice their sum and a minute, or a day without rotate.interval and rotate.schedule)",
 				formatAge(m.RemoveOrphansOlderThan), formatDuration(t.CommitInterval), formatDuration(max(c.Rotate.Interval, c.Rotate.Schedule)), formatAge(lo))
 		}
+	}
+	enabled := true
+	if s.boolean("enabled", &enabled) && !enabled {
+		return nil
 	}
 	return &m
 }

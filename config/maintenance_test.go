@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestMaintenance reads table.maintenance: absent is off, present takes
-// each key's default, and the issue's example sets every key as written.
+// TestMaintenance reads table.maintenance: absent is off (on at its
+// defaults with the default freshness target), present takes each key's
+// default, and the issue's example sets every key as written.
 func TestMaintenance(t *testing.T) {
 	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
 	tbl := func(s string) string { return base + "table: {format: iceberg, namespace: n, " + cat + s + "}\n" }
@@ -17,8 +18,10 @@ func TestMaintenance(t *testing.T) {
 		name, text string
 		want       *Maintenance
 	}{
-		{"absent", tbl(""), nil},
-		{"null", tbl(", maintenance: null"), nil},
+		{"absent", tbl(", commit_interval: 30s"), nil},
+		{"null", tbl(", commit_interval: 30s, maintenance: null"), nil},
+		{"absent with the default cadence", tbl(""), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 3 * 24 * time.Hour}},
+		{"off", tbl(", maintenance: {enabled: false, compact_every: 10m}"), nil},
 		{"empty", tbl(", maintenance: {}"), &Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 3 * 24 * time.Hour}},
 		{"issue", tbl(", maintenance: {compact_every: 1h, target_file_size: 256MiB, expire_snapshots_older_than: 7d, keep_snapshots: 100, remove_orphans_older_than: 3d}"),
 			&Maintenance{time.Hour, 20, 256 << 20, 100, 7 * 24 * time.Hour, 100, 1000, 3 * 24 * time.Hour}},

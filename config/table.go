@@ -77,8 +77,10 @@ type Table struct {
 	// Defaults to false: nanos.
 	TimestampMicros bool
 	// Maintenance is the upkeep of the tables inside the daemon
-	// (maintenance).
-	// Defaults to nil: off.
+	// (maintenance); nil is off.
+	// Defaults to DefaultMaintenance when the default freshness target
+	// applies (DefaultFreshnessTarget), else to nil; maintenance.enabled
+	// false turns it off.
 	Maintenance *Maintenance
 }
 
@@ -214,10 +216,12 @@ func (d *decoder) table(s *section, c *Config) *Table {
 		}
 	}
 	commitSet := s.duration("commit_interval", &t.CommitInterval, time.Second, maxInt)
+	defaultCadence := false
 	if s.duration("freshness_target", &t.FreshnessTarget, MinFreshnessTarget, maxInt) {
 		t.CommitInterval, c.Rotate.Interval = FreshnessCadence(t.FreshnessTarget, t.CommitInterval, c.Rotate.Interval, commitSet, d.rotateIntervalSet)
 	} else if !s.given("freshness_target") && !commitSet && !s.given("commit_interval") && !d.rotateIntervalSet && !d.rotateScheduleSet {
 		// Nothing says how fresh the table should be: the default target.
+		defaultCadence = true
 		t.FreshnessTarget = DefaultFreshnessTarget
 		t.CommitInterval, c.Rotate.Interval = FreshnessCadence(t.FreshnessTarget, t.CommitInterval, c.Rotate.Interval, false, false)
 	}
@@ -258,6 +262,11 @@ func (d *decoder) table(s *section, c *Config) *Table {
 	}
 	if ms := s.optional("maintenance", maintenanceKeys); ms != nil {
 		t.Maintenance = d.maintenance(ms, c, t)
+	} else if defaultCadence {
+		// The default cadence makes a file a partition every few seconds:
+		// it comes with the upkeep that folds them into larger ones.
+		m := DefaultMaintenance()
+		t.Maintenance = &m
 	}
 	return t
 }
@@ -464,7 +473,8 @@ const FreshnessAllowance = 2 * time.Second
 // in the table within about 8s (10s at p99 at 20,000 records/s into 12
 // partitions on two cores), at the cost of a commit a second and a file
 // per partition every 5s, which table.maintenance's small-file compaction
-// folds into larger ones as they arrive. A sink without a table keeps
+// folds into larger ones as they arrive: with this default, maintenance is
+// on (with its defaults) unless the maintenance section says otherwise. A sink without a table keeps
 // rotate.interval's own default.
 const DefaultFreshnessTarget = 8 * time.Second
 
