@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		// The one schema: its path fields are checked now, not found
 		// wrong by every partition.
 		if spec := s.pathFieldSpec(); spec != nil {
-			if _, err := spec.lookup(fixed); err != nil {
+			if _, err := spec.Lookup(fixed); err != nil {
 				return nil, fmt.Errorf("%s: %w", fixed.Name, err)
 			}
 		}
