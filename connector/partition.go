@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/pathfields"
 	"github.com/pqsink/pqsink/connector/tablecommit"
@@ -130,10 +131,10 @@ type counts struct {
 // relief is a partition's side of the memory pressure relief: the
 // relief's requests, and what the partition holds, published for it.
 type relief struct {
-	ctrl chan int   // requests of the pressure relief
-	wake func()     // called after a request: the partition has work
-	mu   sync.Mutex // guards mem, read by the pressure relief
-	mem  memStat
+	ctrl chan budget.Request // requests of the pressure relief
+	wake func()              // called after a request: the partition has work
+	mu   sync.Mutex          // guards mem, read by the pressure relief
+	mem  budget.Stat
 }
 
 // pathIdentity renders a partition's records' path identity: the files'
@@ -194,7 +195,7 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		log:       s.log.With("topic", topic, "partition", id),
 		committed: committed, next: committed, skip: skip, rejectedTo: -1,
 		files:  map[string]*openFile{},
-		relief: relief{ctrl: make(chan int, 1)},
+		relief: relief{ctrl: make(chan budget.Request, 1)},
 	}
 	sch := s.schema
 	var fit format.FitFunc

@@ -20,6 +20,7 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/connector/group"
@@ -57,7 +58,7 @@ type Sink struct {
 	joined atomic.Bool // a generation of the group has started
 
 	deadLetters deadletter.Destination // nil without a dead-letter destination
-	mem         *budget
+	mem         *budget.Budget
 	mux         *fetch.Mux             // fetches every partition
 	tables      *tablecommit.Tables    // nil without a table section
 	maint       *maintenance.Scheduler // nil without table.maintenance
@@ -119,7 +120,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	for _, o := range opts {
 		o(s)
 	}
-	s.mem = newBudget(cfg.Memory.Limit)
+	s.mem = budget.New(cfg.Memory.Limit)
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -174,7 +175,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
-	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: fetchBudget{s.mem}, Room: s.fetchSize, Log: log})
+	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: s.mem, Room: s.fetchSize, Log: log})
 	onRetry := func(op string, attempt int, err error) {
 		// Readiness shows a store failure from its first failed request,
 		// not only from the next probe; a probe that succeeds clears it.
@@ -182,7 +183,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.stats.s3Retries.Add(1)
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
-	pool := &budgetPool{b: s.mem}
+	pool := budget.NewPool(s.mem)
 	if s.checkOnly && createdByOpen(cfg.Store.URL) {
 		// A check opens no store that opening would create (a missing
 		// file:// folder): Check notes it instead.
@@ -306,7 +307,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	defer s.writers.close() // the partitions are done: nothing encodes any more
 	defer helpers.Wait()
 	defer stopHelpers()
-	helpers.Go(func() { s.relieve(rctx) })
+	helpers.Go(func() { s.memoryRelief().Run(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
 	helpers.Go(func() { s.mux.Run(rctx) })
 	if s.tables != nil {
@@ -684,7 +685,7 @@ func (r *partitionRun) step() bool {
 			batch, bytes := r.f.Take()
 			err = s.handleBatch(r.own, p, batch)
 			r.f.GiveBack(batch)
-			s.mem.add(-bytes) // the records are in row groups now, or dropped
+			s.mem.Add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case req := <-p.relief.ctrl:
 			err = p.relieveMemory(r.own, req)

@@ -215,6 +215,11 @@ func TestLayers(t *testing.T) {
 		// without knowing the pipeline or any format.
 		{"connector/tablecommit imports only table, archive, config, meta, schema and leaves; no connector, no format",
 			connectorPart("connector/tablecommit", []string{"table", "archive", "config", "meta", "schema", "internal"}, []string{"archive/envelope", "table/keyindex", "schema/avro", "schema/protobuf", "schema/jsonschema", "internal/testutil"})},
+		// The memory budget and its pressure relief are another: the
+		// holders of memory (the sink's partitions) are Holders to it,
+		// and the fetches and compactions reserve in it.
+		{"connector/budget imports only objstore; no connector, no format",
+			connectorPart("connector/budget", []string{"objstore"}, nil)},
 		// The path fields are another: a JSON field lookup and the
 		// reading of a binary payload's path values through the seam's
 		// Lookup, knowing no format and no pipeline.
