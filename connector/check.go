@@ -13,9 +13,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
-	"github.com/pqsink/pqsink/objstore"
+	"github.com/pqsink/pqsink/connector/health"
 )
 
 // CheckTimeout bounds each thing Check contacts.
@@ -140,21 +139,11 @@ func checkDestination(ctx context.Context, c *config.Store, rawURL string, timeo
 		return "", err
 	}
 	defer st.Close()
-	if err := listOne(cctx, st); err != nil {
+	if err := health.ListOne(cctx, st); err != nil {
 		if cctx.Err() != nil {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
 		return "", err
 	}
 	return "", nil
-}
-
-// listOne lists at most one key of the store: an error says the bucket
-// is missing or refuses the credentials. The probe key's prefix keeps the
-// listing empty, hence cheap.
-func listOne(ctx context.Context, st objstore.Store) error {
-	for _, err := range st.List(ctx, archive.ProbeKey) {
-		return err
-	}
-	return nil
 }

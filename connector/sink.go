@@ -24,6 +24,7 @@ import (
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/connector/group"
+	"github.com/pqsink/pqsink/connector/health"
 	"github.com/pqsink/pqsink/connector/maintenance"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
@@ -317,17 +318,17 @@ func (s *Sink) Run(ctx context.Context) error {
 		}
 	}
 	s.abortStale(ctx)
-	var flog failureLog
+	var flog health.FailureLog
 	for n := 1; ctx.Err() == nil; n++ {
 		topics, err := s.resolveTopics(ctx)
 		if err != nil {
-			flog.failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
-			setErr(&s.kafkaErr, err)
-			sleep(ctx, backoff(n, 30*time.Second))
+			flog.Failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
+			health.SetErr(&s.kafkaErr, err)
+			sleep(ctx, health.Backoff(n, 30*time.Second))
 			continue
 		}
-		flog.recovered(s.log, "topics listed")
-		setErr(&s.kafkaErr, nil)
+		flog.Recovered(s.log, "topics listed")
+		health.SetErr(&s.kafkaErr, nil)
 		n = 0
 		if len(topics) == 0 {
 			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
@@ -403,15 +404,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	go func() { defer close(committing); commits.Run(mctx) }()
 	h := group.NewHoldings(ctx, mctx, &pipeline{s: s, ctx: ctx, mctx: mctx, commits: commits}, commits, s.log)
 	// A failed join or heartbeat is an ERROR at growing intervals
-	// (failureLog), and makes /readyz not ready until the next success.
-	var flog failureLog
+	// (health.FailureLog), and makes /readyz not ready until the next success.
+	var flog health.FailureLog
 	report := func(msg string, err error) {
 		if err != nil {
-			flog.failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
+			flog.Failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
 		} else {
-			flog.recovered(s.log, "consumer group reachable again", "group", k.Group)
+			flog.Recovered(s.log, "consumer group reachable again", "group", k.Group)
 		}
-		setErr(&s.kafkaErr, err)
+		health.SetErr(&s.kafkaErr, err)
 	}
 	m := group.NewMembership(group.Options{Client: s.kafka.client, Config: k, Log: s.log, Topics: topics,
 		InstanceID: s.instanceID(), Report: report}, h)
@@ -478,15 +479,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partitionRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
-	var flog failureLog
+	var flog health.FailureLog
 	for n := 1; err != nil; n++ {
-		flog.failed(log, "taking partition failed; retrying with backoff", err)
-		if !sleep(genCtx, backoff(n, 30*time.Second)) {
+		flog.Failed(log, "taking partition failed; retrying with backoff", err)
+		if !sleep(genCtx, health.Backoff(n, 30*time.Second)) {
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
-	flog.recovered(log, "partition taken")
+	flog.Recovered(log, "partition taken")
 	p.genCtx = mctx
 	own, drop := context.WithCancel(mctx)
 	r := &partitionRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),

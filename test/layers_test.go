@@ -220,6 +220,10 @@ func TestLayers(t *testing.T) {
 		// and the fetches and compactions reserve in it.
 		{"connector/budget imports only objstore; no connector, no format",
 			connectorPart("connector/budget", []string{"objstore"}, nil)},
+		// So is readiness: connector hands health the state it keeps
+		// (Status), its topics' listing and its store.
+		{"connector/health imports only archive, objstore and leaves; no connector, no format",
+			connectorPart("connector/health", []string{"archive", "objstore", "internal"}, []string{"archive/envelope", "internal/testutil"})},
 		// The path fields are another: a JSON field lookup and the
 		// reading of a binary payload's path values through the seam's
 		// Lookup, knowing no format and no pipeline.
