@@ -60,9 +60,12 @@ func (tc *Committer) refreshOldest() {
 	tc.oldest.Store(o)
 }
 
-// freshnessBuckets are the bounds of pqsink_table_freshness_seconds: from
-// a second (the shortest commit_interval) to an hour.
-var freshnessBuckets = []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
+// freshnessBuckets returns the bounds of pqsink_table_freshness_seconds:
+// from a second (the shortest commit_interval) to an hour; a new slice at
+// each call, so that no caller can change another's.
+func freshnessBuckets() []float64 {
+	return []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600}
+}
 
 // observeFreshness observes the ages of the files just committed at now,
 // and returns the oldest and the newest record's ages among them (-1

@@ -36,5 +36,5 @@ func NewFreshness() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "pqsink_table_freshness_seconds",
 		Help:    "Per data file committed to a table: the age, at the commit of the snapshot that holds it, of its oldest record (record=oldest) and of its newest (record=newest), from the record's Kafka timestamp (or when the sink read it: table.freshness_from). Every record's age lies between the two.",
-		Buckets: freshnessBuckets}, []string{"table", "record"})
+		Buckets: freshnessBuckets()}, []string{"table", "record"})
 }
