@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/health"
 	"github.com/pqsink/pqsink/objstore"
 )
 
@@ -87,74 +83,17 @@ func (s *Sink) checkKafka(ctx context.Context, timeout time.Duration) error {
 	for _, t := range resp.Topics {
 		found[t.Name] = t.Error
 	}
-	var errs []error
-	for _, t := range want {
-		terr, ok := found[t]
-		key := "kafka.topics"
-		if t == s.cfg.DeadLetter.Topic && !slices.Contains(k.Topics, t) {
-			// The dead-letter topic may be created by its first letter
-			// when the brokers allow it.
-			if !ok || errors.Is(terr, kafka.UnknownTopicOrPartition) {
-				continue
-			}
-			key = "dead_letter.topic"
-		}
-		switch {
-		case !ok || errors.Is(terr, kafka.UnknownTopicOrPartition):
-			errs = append(errs, fmt.Errorf("%s: topic %q does not exist on the brokers", key, t))
-		case terr != nil:
-			errs = append(errs, fmt.Errorf("%s: topic %q: %w", key, t, terr))
-		}
-	}
-	return errors.Join(errs...)
+	return health.CheckTopics(found, want, k.Topics, s.cfg.DeadLetter.Topic)
 }
 
 // checkDestination checks a store URL with the store section's settings
-// and credentials: an s3:// bucket must answer a listing of at most one
-// key; a file:// folder that does not exist is not created, only noted.
+// and credentials (health.CheckDestination), retrying a request at most
+// once.
 func checkDestination(ctx context.Context, c *config.Store, rawURL string, timeout time.Duration) (note string, err error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", err
-	}
-	if u.Scheme == "file" {
-		dir := filepath.FromSlash(u.Path)
-		fi, err := os.Stat(dir)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fmt.Sprintf("the folder %s does not exist yet; the sink creates it", dir), nil
-		case err != nil:
-			return "", err
-		case !fi.IsDir():
-			return "", fmt.Errorf("%s is not a folder", dir)
-		}
-		return "", nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	sc := *c
-	sc.URL = rawURL
-	sc.MaxRetries = min(sc.MaxRetries, 1)
-	st, err := openStore(cctx, &sc, nil, nil)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	if err := listOne(cctx, st); err != nil {
-		if cctx.Err() != nil {
-			err = fmt.Errorf("no answer within %s: %w", timeout, err)
-		}
-		return "", err
-	}
-	return "", nil
-}
-
-// listOne lists at most one key of the store: an error says the bucket
-// is missing or refuses the credentials. The probe key's prefix keeps the
-// listing empty, hence cheap.
-func listOne(ctx context.Context, st objstore.Store) error {
-	for _, err := range st.List(ctx, archive.ProbeKey) {
-		return err
-	}
-	return nil
+	return health.CheckDestination(ctx, rawURL, timeout, func(ctx context.Context) (objstore.Store, error) {
+		sc := *c
+		sc.URL = rawURL
+		sc.MaxRetries = min(sc.MaxRetries, 1)
+		return openStore(ctx, &sc, nil, nil)
+	})
 }

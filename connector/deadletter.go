@@ -54,3 +54,11 @@ func newDeadLetters(ctx context.Context, s *Sink, pool objstore.BufferPool, onRe
 	}
 	return deadletter.New(o), nil
 }
+
+// truncate shortens s for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

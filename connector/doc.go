@@ -76,7 +76,11 @@
 // (connector/tablecommit, which takes the finished files and progress of
 // each partition and commits them to its table, then the Kafka offsets),
 // dead letters (connector/deadletter), the tables' maintenance
-// (connector/maintenance) and replay (connector/source). None imports
+// (connector/maintenance), the memory budget and its pressure relief
+// (connector/budget, whose Holders the partitions are), readiness and the
+// checks of run --check (connector/health, handed the state this package
+// keeps), the path template's {field} values and time_field
+// (connector/pathfields) and replay (connector/source). None imports
 // this package. The metrics
 // look from the other side: connector/metrics imports this package and
 // reads a sink's Reading, Histograms and Ready (serving /metrics,

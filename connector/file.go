@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/meta"
@@ -124,8 +125,8 @@ func (f *openFile) closeHeld(pool *writerPool, topic string, partition int32) (*
 // being built at once. Safe for concurrent use.
 type writerPool struct {
 	opts  []writer.Option
-	slots chan struct{} // encoding slots: a row group or a footer being written
-	mem   *budget       // counts the idle writers' memory and the scratch
+	slots chan struct{}  // encoding slots: a row group or a footer being written
+	mem   *budget.Budget // counts the idle writers' memory and the scratch
 
 	// scratch is the working memory of encoding, shared by all writers:
 	// as many sets as row groups are encoded at once, where writers of
@@ -147,7 +148,7 @@ type pooledWriter struct {
 // partitions are handled at once.
 const maxIdleWriters = 16
 
-func newWriterPool(opts []writer.Option, slots int, mem *budget) *writerPool {
+func newWriterPool(opts []writer.Option, slots int, mem *budget.Budget) *writerPool {
 	scratch := writer.NewScratch()
 	opts = append(slices.Clip(opts), writer.SharedScratch(scratch))
 	return &writerPool{opts: opts, slots: make(chan struct{}, slots), mem: mem, scratch: scratch}
@@ -176,7 +177,7 @@ func (p *writerPool) close() {
 	n := p.counted
 	p.counted = 0
 	p.mu.Unlock()
-	p.mem.add(-n)
+	p.mem.Add(-n)
 }
 
 // countScratch brings the budget up to date with what the scratch holds.
@@ -187,7 +188,7 @@ func (p *writerPool) countScratch() {
 	p.counted = n
 	p.mu.Unlock()
 	if d != 0 {
-		p.mem.add(d)
+		p.mem.Add(d)
 	}
 }
 
@@ -199,7 +200,7 @@ func (p *writerPool) get(s *schema.Schema, out io.Writer) (*writer.Writer, error
 			w, held := p.idle[i].w, p.idle[i].held
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
 			p.mu.Unlock()
-			p.mem.add(-held) // the file that takes it counts it now
+			p.mem.Add(-held) // the file that takes it counts it now
 			return w, w.Reset(out)
 		}
 	}
@@ -210,7 +211,7 @@ func (p *writerPool) get(s *schema.Schema, out io.Writer) (*writer.Writer, error
 // put gives back the writer of a closed file.
 func (p *writerPool) put(s *schema.Schema, w *writer.Writer) {
 	held := w.Held()
-	p.mem.add(held)
+	p.mem.Add(held)
 	p.mu.Lock()
 	var evicted int64
 	if len(p.idle) == maxIdleWriters {
@@ -220,7 +221,7 @@ func (p *writerPool) put(s *schema.Schema, w *writer.Writer) {
 	p.idle = append(p.idle, pooledWriter{s, w, held})
 	p.mu.Unlock()
 	if evicted > 0 {
-		p.mem.add(-evicted)
+		p.mem.Add(-evicted)
 	}
 }
 
@@ -235,7 +236,7 @@ func (p *writerPool) drain() int64 {
 	p.idle = nil
 	p.mu.Unlock()
 	if n > 0 {
-		p.mem.add(-n)
+		p.mem.Add(-n)
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pqsink/pqsink/connector/pathfields"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -33,7 +34,7 @@ type schemaValues struct {
 	// pathFields computes the object path's {field} values and
 	// time_field from the record's binary payload, without a table (a
 	// Binary format); nil without them.
-	pathFields *payloadPathFields
+	pathFields *pathfields.Payload
 }
 
 // schemaCompiler compiles a partition's schemaValues: for a table's
@@ -42,7 +43,7 @@ type schemaValues struct {
 type schemaCompiler struct {
 	table      *tablecommit.Committer
 	textOpts   []rowgroup.JSONOption // the format's, with table
-	pathFields *pathFieldSpec
+	pathFields *pathfields.Spec
 }
 
 // compile is format.Partition.Compile.
@@ -72,7 +73,7 @@ func (c schemaCompiler) compile(ctx context.Context, s *format.Schema) (schemaEr
 	}
 	if c.pathFields != nil {
 		var err error
-		if v.pathFields, err = c.pathFields.lookup(s); err != nil {
+		if v.pathFields, err = c.pathFields.Lookup(s); err != nil {
 			return err, nil
 		}
 	}

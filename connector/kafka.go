@@ -74,7 +74,7 @@ func (s *Sink) fetchSize() int64 {
 	s.mu.Lock()
 	running := int64(len(s.consuming))
 	s.mu.Unlock()
-	n := s.mem.limit / (128 * max(1, running))
+	n := s.mem.Limit() / (128 * max(1, running))
 	return max(64<<10, min(n, s.cfg.Kafka.Fetch.MaxBytes))
 }
 

@@ -1,8 +1,6 @@
 package connector
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pqsink/pqsink/connector/maintenance"
@@ -28,21 +26,11 @@ func newMaintainer(s *Sink, t *tablecommit.Tables) *maintenance.Scheduler {
 		Store:       s.store,
 		StoreURL:    s.cfg.Store.URL,
 		Tables:      t.Handles, // one per topic: the scheduler maintains each table name once
-		Memory:      budgetMemory{s.mem},
+		Memory:      s.mem,     // the budget lends its memory to the compactions
 		MemoryLimit: s.cfg.Memory.Limit,
 		Log:         s.log,
 	})
 }
-
-// budgetMemory lends the sink's memory budget to the scheduler's
-// compactions.
-type budgetMemory struct{ b *budget }
-
-// Reserve takes n bytes of the budget, waiting while they do not fit.
-func (m budgetMemory) Reserve(ctx context.Context, n int64) error { return m.b.reserve(ctx, n) }
-
-// Release gives n bytes back to the budget.
-func (m budgetMemory) Release(n int64) { m.b.add(-n) }
 
 // MaintenanceCollector is the maintenance scheduler's collector of the
 // pqsink_table_maintenance_* metrics, nil without table.maintenance.

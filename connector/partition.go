@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/pqsink/pqsink/archive"
+	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/deadletter"
+	"github.com/pqsink/pqsink/connector/pathfields"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
 	"github.com/pqsink/pqsink/internal/safetext"
@@ -129,10 +131,10 @@ type counts struct {
 // relief is a partition's side of the memory pressure relief: the
 // relief's requests, and what the partition holds, published for it.
 type relief struct {
-	ctrl chan int   // requests of the pressure relief
-	wake func()     // called after a request: the partition has work
-	mu   sync.Mutex // guards mem, read by the pressure relief
-	mem  memStat
+	ctrl chan budget.Request // requests of the pressure relief
+	wake func()              // called after a request: the partition has work
+	mu   sync.Mutex          // guards mem, read by the pressure relief
+	mem  budget.Stat
 }
 
 // pathIdentity renders a partition's records' path identity: the files'
@@ -141,7 +143,7 @@ type relief struct {
 type pathIdentity struct {
 	tmpl    *archive.Template // the files' path: the sink's, or its table's
 	loc     *time.Location    // the time zone of the path's record times
-	lookup  *fieldLookup
+	lookup  *pathfields.JSON
 	vals    []string
 	buf     []byte
 	fixed   bool   // every record has the same identity: the path reads no time or field
@@ -170,11 +172,11 @@ type pathIdentity struct {
 	fixedTable       *payloadTablePart
 	// pathFromPayload says that, without a table, the object path
 	// template's {field} parts and time_field take their values from each
-	// record's binary payload, read with its schema (payloadPathFields):
+	// record's binary payload, read with its schema (pathfields.Payload):
 	// that of the record's decoded schema (schemaValues.pathFields), or
 	// fixedPath with the format's one schema.
 	pathFromPayload bool
-	fixedPath       *payloadPathFields
+	fixedPath       *pathfields.Payload
 }
 
 // newPartition returns the pipeline of Kafka partition id of topic, for a
@@ -193,7 +195,7 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		log:       s.log.With("topic", topic, "partition", id),
 		committed: committed, next: committed, skip: skip, rejectedTo: -1,
 		files:  map[string]*openFile{},
-		relief: relief{ctrl: make(chan int, 1)},
+		relief: relief{ctrl: make(chan budget.Request, 1)},
 	}
 	sch := s.schema
 	var fit format.FitFunc
@@ -255,10 +257,10 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		spec := s.pathFieldSpec()
 		if f.SchemaPerRecord() {
 			compile.pathFields = spec
-			part.Paths = spec.paths
+			part.Paths = spec.Paths
 		} else if fixed := f.Fixed(); fixed != nil {
 			var err error
-			if p.path.fixedPath, err = spec.lookup(fixed); err != nil {
+			if p.path.fixedPath, err = spec.Lookup(fixed); err != nil {
 				p.stopped = fmt.Errorf("%s: %w", fixed.Name, err) // checked when the sink started: not met
 			}
 		}
@@ -268,7 +270,7 @@ func newPartitionWithTable(s *Sink, topic string, id int32, committed int64, ski
 		part.Compile = compile.compile
 	}
 	p.dec = f.NewDecoder(part)
-	p.path.lookup = newFieldLookup(paths)
+	p.path.lookup = pathfields.NewJSON(paths)
 	p.path.fixed = len(paths) == 0 && !p.path.tmpl.PerRecord() && !p.path.tableFromPayload && !p.path.pathFromPayload
 	p.path.timeOnly = len(paths) == 0 && p.path.tmpl.PerRecord() && !p.path.tableFromPayload && !p.path.pathFromPayload
 	p.path.vals = make([]string, len(p.path.tmpl.Fields()))
@@ -477,22 +479,22 @@ func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 		if d.Schema != nil {
 			pp = d.Schema.Values.(*schemaValues).pathFields
 		}
-		t, err := pp.values(d.Payload, p.path.vals)
+		t, err := pp.Values(d.Payload, p.path.vals)
 		if err != nil {
 			return nil, err
 		}
 		if p.s.cfg.TimeField != "" {
 			ts = t
 		}
-	} else if len(p.path.lookup.paths) > 0 {
+	} else if p.path.lookup.Len() > 0 {
 		text := r.value
 		if d.Text != nil {
 			text = d.Text
 		}
-		switch err := p.path.lookup.lookup(text); {
-		case errors.Is(err, errNotObject) && p.s.cfg.TimeField != "":
+		switch err := p.path.lookup.Lookup(text); {
+		case errors.Is(err, pathfields.ErrNotObject) && p.s.cfg.TimeField != "":
 			return nil, &rejection{Reason: rejectSchema, Err: fmt.Errorf("time_field %s: %w", p.s.cfg.TimeField, err)}
-		case errors.Is(err, errNotObject):
+		case errors.Is(err, pathfields.ErrNotObject):
 			// None of the fields is there (their values are null), and
 			// the payload's shredder says whether the format takes it.
 		case err != nil:
@@ -514,18 +516,18 @@ func (p *partition) identity(r *record, d format.Decoded) ([]byte, error) {
 			}
 		} else {
 			for i := range n {
-				if p.path.lookup.found[i] && p.path.lookup.vals[i] != "" {
-					p.path.vals[i] = string(archive.AppendEscaped(p.path.buf[:0], p.path.lookup.vals[i]))
+				if p.path.lookup.Found(i) && p.path.lookup.Value(i) != "" {
+					p.path.vals[i] = string(archive.AppendEscaped(p.path.buf[:0], p.path.lookup.Value(i)))
 				} else {
 					p.path.vals[i] = archive.HiveNull
 				}
 			}
 		}
 		if p.s.cfg.TimeField != "" {
-			if !p.path.lookup.found[n] || p.path.lookup.vals[n] == "" {
+			if !p.path.lookup.Found(n) || p.path.lookup.Value(n) == "" {
 				return nil, fmt.Errorf("time_field %s is missing or null", p.s.cfg.TimeField)
 			}
-			t, err := parseRecordTime(p.path.lookup.vals[n])
+			t, err := pathfields.ParseRecordTime(p.path.lookup.Value(n))
 			if err != nil {
 				return nil, err
 			}

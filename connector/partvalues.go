@@ -27,8 +27,8 @@ type payloadLookup = format.Lookup
 
 // payloadTablePart computes the values of a table's partition fields
 // (its table partition) from the binary payload of records of one schema;
-// payloadPathFields (payloadpath.go) is its counterpart for the object
-// path template's {field} parts without a table.
+// pathfields.Payload (package connector/pathfields) is its counterpart
+// for the object path template's {field} parts without a table.
 type payloadTablePart struct {
 	look   payloadLookup
 	fields []table.PathField // the table's computed fields, each with the schema's column as Leaf

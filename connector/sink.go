@@ -20,9 +20,11 @@ import (
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/deadletter"
 	"github.com/pqsink/pqsink/connector/fetch"
 	"github.com/pqsink/pqsink/connector/group"
+	"github.com/pqsink/pqsink/connector/health"
 	"github.com/pqsink/pqsink/connector/maintenance"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/format"
@@ -57,7 +59,7 @@ type Sink struct {
 	joined atomic.Bool // a generation of the group has started
 
 	deadLetters deadletter.Destination // nil without a dead-letter destination
-	mem         *budget
+	mem         *budget.Budget
 	mux         *fetch.Mux             // fetches every partition
 	tables      *tablecommit.Tables    // nil without a table section
 	maint       *maintenance.Scheduler // nil without table.maintenance
@@ -119,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	for _, o := range opts {
 		o(s)
 	}
-	s.mem = newBudget(cfg.Memory.Limit)
+	s.mem = budget.New(cfg.Memory.Limit)
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -146,7 +148,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		// The one schema: its path fields are checked now, not found
 		// wrong by every partition.
 		if spec := s.pathFieldSpec(); spec != nil {
-			if _, err := spec.lookup(fixed); err != nil {
+			if _, err := spec.Lookup(fixed); err != nil {
 				return nil, fmt.Errorf("%s: %w", fixed.Name, err)
 			}
 		}
@@ -174,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.kafka, err = newKafkaClients(&cfg.Kafka); err != nil {
 		return nil, err
 	}
-	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: fetchBudget{s.mem}, Room: s.fetchSize, Log: log})
+	s.mux = fetch.New(fetch.Options{Client: s.kafka.client, Config: cfg.Kafka.Fetch, Budget: s.mem, Room: s.fetchSize, Log: log})
 	onRetry := func(op string, attempt int, err error) {
 		// Readiness shows a store failure from its first failed request,
 		// not only from the next probe; a probe that succeeds clears it.
@@ -182,7 +184,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.stats.s3Retries.Add(1)
 		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
 	}
-	pool := &budgetPool{b: s.mem}
+	pool := budget.NewPool(s.mem)
 	if s.checkOnly && createdByOpen(cfg.Store.URL) {
 		// A check opens no store that opening would create (a missing
 		// file:// folder): Check notes it instead.
@@ -306,7 +308,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	defer s.writers.close() // the partitions are done: nothing encodes any more
 	defer helpers.Wait()
 	defer stopHelpers()
-	helpers.Go(func() { s.relieve(rctx) })
+	helpers.Go(func() { s.memoryRelief().Run(rctx) })
 	helpers.Go(func() { s.probeStore(rctx) })
 	helpers.Go(func() { s.mux.Run(rctx) })
 	if s.tables != nil {
@@ -316,17 +318,17 @@ func (s *Sink) Run(ctx context.Context) error {
 		}
 	}
 	s.abortStale(ctx)
-	var flog failureLog
+	var flog health.FailureLog
 	for n := 1; ctx.Err() == nil; n++ {
 		topics, err := s.resolveTopics(ctx)
 		if err != nil {
-			flog.failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
-			setErr(&s.kafkaErr, err)
-			sleep(ctx, backoff(n, 30*time.Second))
+			flog.Failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
+			health.SetErr(&s.kafkaErr, err)
+			sleep(ctx, health.Backoff(n, 30*time.Second))
 			continue
 		}
-		flog.recovered(s.log, "topics listed")
-		setErr(&s.kafkaErr, nil)
+		flog.Recovered(s.log, "topics listed")
+		health.SetErr(&s.kafkaErr, nil)
 		n = 0
 		if len(topics) == 0 {
 			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
@@ -402,15 +404,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	go func() { defer close(committing); commits.Run(mctx) }()
 	h := group.NewHoldings(ctx, mctx, &pipeline{s: s, ctx: ctx, mctx: mctx, commits: commits}, commits, s.log)
 	// A failed join or heartbeat is an ERROR at growing intervals
-	// (failureLog), and makes /readyz not ready until the next success.
-	var flog failureLog
+	// (health.FailureLog), and makes /readyz not ready until the next success.
+	var flog health.FailureLog
 	report := func(msg string, err error) {
 		if err != nil {
-			flog.failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
+			flog.Failed(s.log, msg, err, "group", k.Group, "brokers", k.Brokers)
 		} else {
-			flog.recovered(s.log, "consumer group reachable again", "group", k.Group)
+			flog.Recovered(s.log, "consumer group reachable again", "group", k.Group)
 		}
-		setErr(&s.kafkaErr, err)
+		health.SetErr(&s.kafkaErr, err)
 	}
 	m := group.NewMembership(group.Options{Client: s.kafka.client, Config: k, Log: s.log, Topics: topics,
 		InstanceID: s.instanceID(), Report: report}, h)
@@ -477,15 +479,15 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.CommitBatcher, topic string, id int32, c committed, ended func()) *partitionRun {
 	log := s.log.With("topic", topic, "partition", id)
 	p, err := s.assign(genCtx, commits, topic, id, c)
-	var flog failureLog
+	var flog health.FailureLog
 	for n := 1; err != nil; n++ {
-		flog.failed(log, "taking partition failed; retrying with backoff", err)
-		if !sleep(genCtx, backoff(n, 30*time.Second)) {
+		flog.Failed(log, "taking partition failed; retrying with backoff", err)
+		if !sleep(genCtx, health.Backoff(n, 30*time.Second)) {
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
 	}
-	flog.recovered(log, "partition taken")
+	flog.Recovered(log, "partition taken")
 	p.genCtx = mctx
 	own, drop := context.WithCancel(mctx)
 	r := &partitionRun{s: s, p: p, ctx: ctx, own: own, dropIt: drop, log: log, key: fmt.Sprintf("%s[%d]", topic, id),
@@ -684,7 +686,7 @@ func (r *partitionRun) step() bool {
 			batch, bytes := r.f.Take()
 			err = s.handleBatch(r.own, p, batch)
 			r.f.GiveBack(batch)
-			s.mem.add(-bytes) // the records are in row groups now, or dropped
+			s.mem.Add(-bytes) // the records are in row groups now, or dropped
 			p.account()
 		case req := <-p.relief.ctrl:
 			err = p.relieveMemory(r.own, req)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector/pathfields"
 )
 
 // TestTablePartValues: a partition computes the path values of its
@@ -63,7 +64,7 @@ table:
 	bucket := func(n int64) string {
 		return fmt.Sprint(iceberg.BucketTransform{NumBuckets: 4}.Apply(iceberg.Optional[iceberg.Literal]{Val: iceberg.NewLiteral(n), Valid: true}).Val.Any())
 	}
-	l := newFieldLookup(tc.LookupPaths())
+	l := pathfields.NewJSON(tc.LookupPaths())
 	for _, c := range []struct {
 		doc  string
 		want []string // nil: an error
@@ -79,7 +80,7 @@ table:
 		{`{"n":8,"p":3}`, nil},
 	} {
 		t.Run(c.doc, func(t *testing.T) {
-			if err := l.lookup([]byte(c.doc)); err != nil {
+			if err := l.Lookup([]byte(c.doc)); err != nil {
 				t.Fatal(err)
 			}
 			vals := make([]string, len(tc.Computed()))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pqsink/pqsink/connector/pathfields"
 	"github.com/pqsink/pqsink/connector/tablecommit"
 	"github.com/pqsink/pqsink/internal/jsonscan"
 	"github.com/pqsink/pqsink/rowgroup"
@@ -76,13 +77,13 @@ func newSchemaPartValues(tc *tablecommit.Committer, opts []rowgroup.JSONOption, 
 // values sets vals[i], for each computed field, to its escaped path value
 // for the record whose columns l looked up: the null partition when the
 // column is absent or null, or not a column of the record's schema.
-func (v *tablePartValues) values(l *fieldLookup, vals []string) error {
+func (v *tablePartValues) values(l *pathfields.JSON, vals []string) error {
 	for i, f := range v.fields {
 		j := v.at[i]
 		var plain []byte
-		if l.found[j] && l.kinds[j] != jsonscan.Null && v.convs[i] != nil {
+		if l.Found(j) && l.Kind(j) != jsonscan.Null && v.convs[i] != nil {
 			var err error
-			if plain, err = v.convs[i].Plain(l.kinds[j], []byte(l.vals[j])); err != nil {
+			if plain, err = v.convs[i].Plain(l.Kind(j), []byte(l.Value(j))); err != nil {
 				return fmt.Errorf("partition field %s: %w", f.Name, err)
 			}
 		}

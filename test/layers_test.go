@@ -215,6 +215,20 @@ func TestLayers(t *testing.T) {
 		// without knowing the pipeline or any format.
 		{"connector/tablecommit imports only table, archive, config, meta, schema and leaves; no connector, no format",
 			connectorPart("connector/tablecommit", []string{"table", "archive", "config", "meta", "schema", "internal"}, []string{"archive/envelope", "table/keyindex", "schema/avro", "schema/protobuf", "schema/jsonschema", "internal/testutil"})},
+		// The memory budget and its pressure relief are another: the
+		// holders of memory (the sink's partitions) are Holders to it,
+		// and the fetches and compactions reserve in it.
+		{"connector/budget imports only objstore; no connector, no format",
+			connectorPart("connector/budget", []string{"objstore"}, nil)},
+		// So is readiness: connector hands health the state it keeps
+		// (Status), its topics' listing and its store.
+		{"connector/health imports only archive, objstore and leaves; no connector, no format",
+			connectorPart("connector/health", []string{"archive", "objstore", "internal"}, []string{"archive/envelope", "internal/testutil"})},
+		// The path fields are another: a JSON field lookup and the
+		// reading of a binary payload's path values through the seam's
+		// Lookup, knowing no format and no pipeline.
+		{"connector/pathfields imports only format, archive, reader, schema, meta and leaves; no connector, no format",
+			connectorPart("connector/pathfields", []string{"format", "archive", "reader", "schema", "meta", "internal"}, []string{"format/all", "format/jsonfile", "format/variantfmt", "archive/envelope", "schema/avro", "schema/protobuf", "schema/jsonschema", "internal/testutil"})},
 		// The metrics observe the sink from outside: connector/metrics
 		// reads connector's Reading, histograms and readiness, and imports
 		// nothing else of the module; no connector package imports it
@@ -309,7 +323,7 @@ func TestLayers(t *testing.T) {
 			}
 			// Every package that implements the seam is listed.
 			for _, p := range ours {
-				if p != module+"connector" && p != module+"connector/source" && p != module+"format/all" && slices.Contains(pkgs[p].Imports, module+"format") && !slices.Contains(formatDrivers, p) {
+				if p != module+"connector" && p != module+"connector/source" && p != module+"connector/pathfields" && p != module+"format/all" && slices.Contains(pkgs[p].Imports, module+"format") && !slices.Contains(formatDrivers, p) {
 					bad = append(bad, p+" imports the format seam but is not among the formats the layering knows (formatDrivers)")
 				}
 			}

@@ -1,4 +1,9 @@
-package connector
+// Package pathfields reads the values that the object path template's
+// {field:PATH} parts and time_field take from a record, for a sink without
+// a table: from a JSON record's text (JSON, a field lookup that decodes
+// nothing else) or from a binary payload through its format's lookup
+// (Payload, from a Spec), and the record time they give.
+package pathfields
 
 import (
 	"errors"
@@ -11,17 +16,17 @@ import (
 	"github.com/pqsink/pqsink/internal/jsonscan"
 )
 
-// errNotScalar is a path field whose value is an object or an array.
-var errNotScalar = errors.New("is an object or array, not a value a path can hold")
+// ErrNotScalar is a path field whose value is an object or an array.
+var ErrNotScalar = errors.New("is an object or array, not a value a path can hold")
 
-// errNotObject says that a record is valid JSON but not an object: it has
+// ErrNotObject says that a record is valid JSON but not an object: it has
 // none of the path's fields, and whether it is a record at all is the
 // format's to say.
-var errNotObject = errors.New("the record is not a JSON object")
+var ErrNotObject = errors.New("the record is not a JSON object")
 
-// fieldLookup finds the scalar values of a few dotted paths in one JSON
-// object without decoding the rest, reusing its buffers across records.
-type fieldLookup struct {
+// JSON finds the scalar values of a few dotted paths in one JSON object
+// without decoding the rest, reusing its buffers across records.
+type JSON struct {
 	paths [][]string
 	scan  jsonscan.Scanner
 	vals  []string
@@ -29,14 +34,15 @@ type fieldLookup struct {
 	kinds []jsonscan.Kind // the token of each value found: String, Number, True, False or Null
 }
 
-func newFieldLookup(paths [][]string) *fieldLookup {
-	return &fieldLookup{paths: paths, vals: make([]string, len(paths)), found: make([]bool, len(paths)), kinds: make([]jsonscan.Kind, len(paths))}
+// NewJSON readies the lookup of paths, each a dotted path split at its dots.
+func NewJSON(paths [][]string) *JSON {
+	return &JSON{paths: paths, vals: make([]string, len(paths)), found: make([]bool, len(paths)), kinds: make([]jsonscan.Kind, len(paths))}
 }
 
-// lookup sets l.vals[i] to the text of paths[i] in doc (strings unescaped,
-// numbers and booleans as written, absent and null as ""), and raw[i]
-// reports whether it was found.
-func (l *fieldLookup) lookup(doc []byte) error {
+// Lookup reads the values of the paths in doc: Value(i) is the text of
+// paths[i] (strings unescaped, numbers and booleans as written, absent and
+// null as ""), Found(i) whether it was there and Kind(i) its token.
+func (l *JSON) Lookup(doc []byte) error {
 	for i := range l.vals {
 		l.vals[i], l.found[i] = "", false
 	}
@@ -57,14 +63,14 @@ func (l *fieldLookup) lookup(doc []byte) error {
 		if !errors.Is(err, io.EOF) {
 			return err
 		}
-		return errNotObject
+		return ErrNotObject
 	}
 	return l.object(0, nil)
 }
 
 // object walks the members of the object just opened at depth, whose path
 // from the root is prefix.
-func (l *fieldLookup) object(depth int, prefix []string) error {
+func (l *JSON) object(depth int, prefix []string) error {
 	for {
 		k, err := l.scan.Next()
 		if err != nil {
@@ -92,7 +98,7 @@ func (l *fieldLookup) object(depth int, prefix []string) error {
 			}
 		case leaf >= 0:
 			if k == jsonscan.BeginObject || k == jsonscan.BeginArray {
-				return fmt.Errorf("field %s %w", strings.Join(l.paths[leaf], "."), errNotScalar)
+				return fmt.Errorf("field %s %w", strings.Join(l.paths[leaf], "."), ErrNotScalar)
 			}
 			if k != jsonscan.Null {
 				l.vals[leaf] = string(l.scan.Bytes())
@@ -117,7 +123,7 @@ func (l *fieldLookup) object(depth int, prefix []string) error {
 
 // wanted says whether prefix+name starts some path, and which path it
 // completes (-1 if none).
-func (l *fieldLookup) wanted(prefix []string, name string) (bool, int) {
+func (l *JSON) wanted(prefix []string, name string) (bool, int) {
 	want, leaf := false, -1
 	for i, p := range l.paths {
 		if len(p) <= len(prefix) || p[len(prefix)] != name {
@@ -141,9 +147,22 @@ func (l *fieldLookup) wanted(prefix []string, name string) (bool, int) {
 	return want, leaf
 }
 
-// parseRecordTime reads a time_field value: an RFC 3339 string or an
+// Len is the number of paths looked up.
+func (l *JSON) Len() int { return len(l.paths) }
+
+// Value is the text of path i found by the last Lookup.
+func (l *JSON) Value(i int) string { return l.vals[i] }
+
+// Found reports whether the last Lookup found path i (null included).
+func (l *JSON) Found(i int) bool { return l.found[i] }
+
+// Kind is the token of path i's value found by the last Lookup: String,
+// Number, True, False or Null.
+func (l *JSON) Kind(i int) jsonscan.Kind { return l.kinds[i] }
+
+// ParseRecordTime reads a time_field value: an RFC 3339 string or an
 // integer number of milliseconds since the Unix epoch.
-func parseRecordTime(s string) (time.Time, error) {
+func ParseRecordTime(s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
 	}

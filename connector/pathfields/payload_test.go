@@ -1,4 +1,4 @@
-package connector
+package pathfields
 
 import (
 	"errors"
@@ -87,16 +87,16 @@ func TestAvroPathValues(t *testing.T) {
 		{name: "absent time", country: "DE", text: "x", timeField: "missing", err: "time_field missing is missing or null"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec := &pathFieldSpec{paths: fields, fields: len(fields), timeField: c.timeField}
+			spec := &Spec{Paths: fields, Fields: len(fields), TimeField: c.timeField}
 			if c.timeField != "" {
-				spec.paths = append(fields[:len(fields):len(fields)], strings.Split(c.timeField, "."))
+				spec.Paths = append(fields[:len(fields):len(fields)], strings.Split(c.timeField, "."))
 			}
-			pp, err := spec.lookup(avroSchema(w))
+			pp, err := spec.Lookup(avroSchema(w))
 			if err != nil {
 				t.Fatal(err)
 			}
 			vals := make([]string, len(fields))
-			got, err := pp.values(pathRecord(c.country, c.text, c.level), vals)
+			got, err := pp.Values(pathRecord(c.country, c.text, c.level), vals)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)
@@ -119,27 +119,29 @@ func TestAvroPathValues(t *testing.T) {
 
 	t.Run("not a time", func(t *testing.T) {
 		for _, f := range []string{"ok", "amount", "p"} {
-			spec := &pathFieldSpec{paths: [][]string{{f}}, fields: 0, timeField: f}
-			_, err := spec.lookup(avroSchema(w))
-			if err == nil || (f != "p" && !errors.Is(err, errNotTime)) {
+			spec := &Spec{Paths: [][]string{{f}}, Fields: 0, TimeField: f}
+			_, err := spec.Lookup(avroSchema(w))
+			if err == nil || (f != "p" && !errors.Is(err, ErrNotTime)) {
 				t.Errorf("time_field %s: %v, want an error", f, err)
 			}
 		}
 	})
 	t.Run("truncated", func(t *testing.T) {
-		spec := &pathFieldSpec{paths: [][]string{{"raw"}}, fields: 1}
-		pp, err := spec.lookup(avroSchema(w))
+		spec := &Spec{Paths: [][]string{{"raw"}}, Fields: 1}
+		pp, err := spec.Lookup(avroSchema(w))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec := pathRecord("DE", "x", "")
-		_, err = pp.values(rec[:len(rec)-3], make([]string, 1))
-		var rej *rejection
-		if !errors.As(err, &rej) || rej.Reason != rejectDecode {
+		_, err = pp.Values(rec[:len(rec)-3], make([]string, 1))
+		var rej *format.Rejection
+		if !errors.As(err, &rej) || rej.Reason != format.RejectDecode {
 			t.Errorf("truncated record: %v, want a decode rejection", err)
 		}
 	})
 }
+
+func avroStr(b []byte, s string) []byte { return append(avro.AppendLong(b, int64(len(s))), s...) }
 
 // avroSchema is writer schema w as the Avro format gives it to the sink.
 func avroSchema(w *avro.Schema) *format.Schema {

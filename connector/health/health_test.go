@@ -1,16 +1,12 @@
-package connector
+package health
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pqsink/pqsink/config"
 )
 
 // TestBackoff: the wait doubles from one second up to the cap.
@@ -21,7 +17,7 @@ func TestBackoff(t *testing.T) {
 	}{
 		{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {5, 16 * time.Second}, {6, 30 * time.Second}, {1000, 30 * time.Second},
 	} {
-		if got := backoff(tc.n, 30*time.Second); got != tc.want {
+		if got := Backoff(tc.n, 30*time.Second); got != tc.want {
 			t.Errorf("backoff(%d) = %s, want %s", tc.n, got, tc.want)
 		}
 	}
@@ -33,38 +29,23 @@ func TestBackoff(t *testing.T) {
 func TestFailureLog(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	var f failureLog
+	var f FailureLog
 	for range 600 {
-		f.failed(log, "broker unreachable", errors.New("connection refused"))
+		f.Failed(log, "broker unreachable", errors.New("connection refused"))
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 10 || !strings.Contains(lines[9], "failures=512") || !strings.Contains(lines[0], "level=ERROR") {
 		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
 	}
 	buf.Reset()
-	f.recovered(log, "reachable again")
-	f.recovered(log, "reachable again")
+	f.Recovered(log, "reachable again")
+	f.Recovered(log, "reachable again")
 	if got := buf.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "level=INFO") || !strings.Contains(got, "failures=600") {
 		t.Errorf("recovery: %s", got)
 	}
 	buf.Reset()
-	f.failed(log, "broker unreachable", errors.New("connection refused"))
+	f.Failed(log, "broker unreachable", errors.New("connection refused"))
 	if !strings.Contains(buf.String(), "failures=1 ") {
 		t.Errorf("after recovery: %s", buf.String())
-	}
-}
-
-// TestListOneFileStore: the readiness listing passes on a file:// store
-// with nothing under the probe key (whose folder does not exist), so that
-// a healthy file:// sink is ready.
-func TestListOneFileStore(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	st, err := openStore(context.Background(), &config.Store{URL: "file://" + dir}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := listOne(context.Background(), st); err != nil {
-		t.Fatalf("an empty store: %v", err)
 	}
 }
