@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/changelog"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
 )
 
 // items is the schema of internal/testutil/changelog's rows.
@@ -50,8 +50,8 @@ func TestKeyedChangelog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			table := changetest.Changelog(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), g, 3000, nil)
-			changetest.MatchFold(t, table, g.KeyFields(), g.Fold())
+			table := formattest.Changelog(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), g, 3000, nil)
+			formattest.MatchFold(t, table, g.KeyFields(), g.Fold())
 		})
 	}
 }

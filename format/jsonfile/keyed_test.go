@@ -9,8 +9,8 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/format/jsonfile"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
 
@@ -78,13 +78,13 @@ func TestKeyedOpen(t *testing.T) {
 
 // run decodes each record as a change, checks it, and appends each row to
 // one file's buffers; it returns them (nil without a row).
-func run(t *testing.T, k format.Keyed, cases []changetest.Case) *format.Buffers {
+func run(t *testing.T, k format.Keyed, cases []formattest.Case) *format.Buffers {
 	t.Helper()
 	fixed, err := k.FixedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), cases)
+	res := formattest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed}), cases)
 	if res.Rows == 0 {
 		return nil
 	}
@@ -99,7 +99,7 @@ func TestKeyedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	sally := keyindex.AppendInt(keyindex.AppendString(nil, "Sally"), 1001)
-	buf := run(t, k, []changetest.Case{
+	buf := run(t, k, []formattest.Case{
 		{Name: "row", Value: []byte(`{"id":1001,"first_name":"Sally","email":"s@acme.com"}`), Want: sally},
 		{Name: "tombstone", Key: []byte(`{"id":1001,"first_name":"Sally"}`), Want: sally, Delete: true},
 		{Name: "tombstone with a connect key", Key: []byte(`{"schema":{"type":"struct"},"payload":{"first_name":"Sally","id":1001}}`), Want: sally, Delete: true},
@@ -123,7 +123,7 @@ func TestKeyedPlainKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, k, []changetest.Case{
+	run(t, k, []formattest.Case{
 		{Name: "row", Value: []byte(`{"id":-5,"first_name":"A"}`), Want: keyindex.AppendInt(nil, -5)},
 		{Name: "digits", Key: []byte(`-5`), Want: keyindex.AppendInt(nil, -5), Delete: true},
 		{Name: "JSON object", Key: []byte(`{"id":-5}`), Want: keyindex.AppendInt(nil, -5), Delete: true},
@@ -141,7 +141,7 @@ func TestKeyedDebezium(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
-	buf := run(t, k, []changetest.Case{
+	buf := run(t, k, []formattest.Case{
 		{Name: "create", Value: []byte(event(t, "create.json")), Want: key(1001), Op: 'c'},
 		{Name: "snapshot", Value: []byte(event(t, "read.json")), Want: key(1002), Op: 'r'},
 		{Name: "update", Value: []byte(event(t, "update.json")), Want: key(1001), Op: 'u'},
@@ -160,7 +160,7 @@ func TestKeyedDebezium(t *testing.T) {
 	if buf == nil || buf.Group.NumRows() != 4 {
 		t.Fatalf("rows %v, want 4", buf)
 	}
-	cols := changetest.Columns(buf)
+	cols := formattest.Columns(buf)
 	op, ts := cols["_cdc.op"], cols["_cdc.ts"]
 	if op == nil || ts == nil {
 		t.Fatalf("no _cdc columns in %s", buf.Schema)

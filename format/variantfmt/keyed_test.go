@@ -7,8 +7,8 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/format/variantfmt"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
 
@@ -40,7 +40,7 @@ func TestKeyed(t *testing.T) {
 	}
 	p := format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}
 	decOne, decTwo := one.NewChangeDecoder(p), two.NewChangeDecoder(p)
-	rows := changetest.Check(t, decOne, []changetest.Case{
+	rows := formattest.Check(t, decOne, []formattest.Case{
 		{Name: "int", Value: []byte(`{"id":7,"x":[1,{"id":8}]}`), Want: keyindex.AppendInt(nil, 7)},
 		{Name: "integral float is the int", Value: []byte(`{"id":7.0}`), Want: keyindex.AppendInt(nil, 7)},
 		{Name: "float", Value: []byte(`{"id":7.5}`), Want: keyindex.AppendFloat(nil, 7.5)},
@@ -56,7 +56,7 @@ func TestKeyed(t *testing.T) {
 		{Name: "tombstone, binary key", Key: []byte("\xff\x00"), Reason: format.RejectKey, Err: "neither JSON nor UTF-8"},
 		{Name: "tombstone without a key", Reason: format.RejectKey, Err: "no Kafka key"},
 	}).Rows
-	rows += changetest.Check(t, decTwo, []changetest.Case{
+	rows += formattest.Check(t, decTwo, []formattest.Case{
 		{Name: "two fields", Value: []byte(`{"id":1,"region":"eu"}`), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1)},
 		{Name: "tombstone, object key", Key: []byte(`{"region":"eu","id":1}`), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 1), Delete: true},
 		{Name: "tombstone, text key for two fields", Key: []byte(`eu`), Reason: format.RejectKey, Err: "not a JSON object with the key fields region, id"},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/avro/avrofmt"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -78,7 +78,7 @@ func TestKeyedDebezium(t *testing.T) {
 	dec := k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)})
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
 	avroKey := encode(t, 2, debeziumKeySchema, map[string]any{"id": int32(1001)})
-	res := changetest.Check(t, dec, []changetest.Case{
+	res := formattest.Check(t, dec, []formattest.Case{
 		{Name: "create", Value: envelope(t, "c", nil, customerRow(1001, "sally"), 1733580000123), Want: key(1001), Op: 'c'},
 		{Name: "snapshot", Value: envelope(t, "r", nil, customerRow(1002, "george"), 1733580000124), Want: key(1002), Op: 'r'},
 		{Name: "update", Value: envelope(t, "u", customerRow(1001, "sally"), customerRow(1001, "sal"), 1733580000125), Want: key(1001), Op: 'u'},
@@ -96,7 +96,7 @@ func TestKeyedDebezium(t *testing.T) {
 		t.Fatalf("rows %d, want 3", res.Rows)
 	}
 	buf := res.Only(t)
-	cols := changetest.Columns(buf)
+	cols := formattest.Columns(buf)
 	if cols["id"] == nil || cols["_cdc.op"] == nil || cols["_cdc.ts"] == nil || cols["_kafka.offset"] == nil {
 		t.Fatalf("files' schema %s", buf.Schema)
 	}

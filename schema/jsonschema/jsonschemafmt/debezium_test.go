@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/changelog"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/table/keyindex"
 )
@@ -49,7 +49,7 @@ func TestKeyedDebeziumRegistry(t *testing.T) {
 	}
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
 	wire := func(id uint32, text string) []byte { return fakeregistry.Wire(id, nil, []byte(text)) }
-	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Log: discard()}), []changetest.Case{
+	res := formattest.Check(t, k.NewChangeDecoder(format.Partition{Log: discard()}), []formattest.Case{
 		{Name: "plain key before any value", Key: []byte("1001"), Reason: format.RejectKey, Err: "before any value"},
 		{Name: "create", Value: fakeregistry.Wire(1, nil, event(t, "create.json")), Want: key(1001), Op: 'c'},
 		{Name: "snapshot", Value: fakeregistry.Wire(1, nil, event(t, "read.json")), Want: key(1002), Op: 'r'},
@@ -75,7 +75,7 @@ func TestKeyedDebeziumRegistry(t *testing.T) {
 		t.Fatalf("rows %d, want 3", res.Rows)
 	}
 	b := res.Only(t)
-	cols := changetest.Columns(b)
+	cols := formattest.Columns(b)
 	for _, c := range []string{"id", "first_name", "email", "_cdc.op", "_cdc.ts"} {
 		if cols[c] == nil {
 			t.Fatalf("files' schema %s lacks %s", b.Schema, c)
@@ -124,6 +124,6 @@ func TestKeyedDebeziumRegistryChangelog(t *testing.T) {
 		}
 		return ev.Key, fakeregistry.Wire(7, nil, ev.Value)
 	}
-	table := changetest.Changelog(t, k.NewChangeDecoder(format.Partition{Log: discard()}), g, 2000, wire)
-	changetest.MatchFold(t, table, g.KeyFields(), g.Fold())
+	table := formattest.Changelog(t, k.NewChangeDecoder(format.Partition{Log: discard()}), g, 2000, wire)
+	formattest.MatchFold(t, table, g.KeyFields(), g.Fold())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/jsonschema/jsonschemafmt"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -97,7 +97,7 @@ func TestKeyedDebezium(t *testing.T) {
 		t.Fatalf("files' schema %s lacks _cdc or _kafka", fixed)
 	}
 	key := func(id int64) []byte { return keyindex.AppendInt(nil, id) }
-	rows := changetest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}), []changetest.Case{
+	rows := formattest.Check(t, k.NewChangeDecoder(format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}), []formattest.Case{
 		{Name: "create", Value: event(t, "create.json"), Want: key(1001), Op: 'c'},
 		{Name: "update, schemas.enable", Value: event(t, "create_schemas.json"), Want: key(1003), Op: 'c'},
 		{Name: "delete", Value: event(t, "delete.json"), Want: key(1001), Delete: true, Op: 'd'},
@@ -127,7 +127,7 @@ func TestKeyedRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)})
-	rows := changetest.Check(t, dec, []changetest.Case{
+	rows := formattest.Check(t, dec, []formattest.Case{
 		{Name: "plain key before any value", Key: []byte("5"), Reason: format.RejectKey, Err: "before any value"},
 		{Name: "row", Value: fakeregistry.Wire(1, nil, []byte(`{"id":5,"first_name":"a"}`)), Want: keyindex.AppendInt(nil, 5)},
 		{Name: "plain key", Key: []byte("5"), Want: keyindex.AppendInt(nil, 5), Delete: true},

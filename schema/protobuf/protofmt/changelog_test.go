@@ -18,8 +18,8 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/changelog"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/protobuf"
 	"github.com/pqsink/pqsink/schema/protobuf/protofmt"
@@ -118,7 +118,7 @@ func TestKeyedDebeziumChangelog(t *testing.T) {
 		b = strField(b, 4, e["op"].(string))
 		return key, fakeregistry.Wire(4, []byte{0}, b)
 	}
-	table := changetest.Changelog(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), g, 2000, encode)
+	table := formattest.Changelog(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), g, 2000, encode)
 	fold := g.Fold()
 	if len(fold) == 0 || len(table) != len(fold) {
 		t.Fatalf("%d keys read, the fold has %d", len(table), len(fold))
@@ -133,7 +133,7 @@ func TestKeyedDebeziumChangelog(t *testing.T) {
 	}
 	fields := md.Fields()
 	for _, row := range fold {
-		payload, ok := table[string(changetest.FoldKey(t, row, g.KeyFields()))]
+		payload, ok := table[string(formattest.FoldKey(t, row, g.KeyFields()))]
 		if !ok {
 			t.Fatalf("the fold's row %v is not in the table read", row)
 		}

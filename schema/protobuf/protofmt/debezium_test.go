@@ -12,7 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/protobuf/protofmt"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -142,7 +142,7 @@ func TestKeyedDebezium(t *testing.T) {
 	ev := func(op string, before, after []byte, ts int64) []byte {
 		return wire(1, first, protoEnvelope(op, before, after, ts))
 	}
-	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), []changetest.Case{
+	res := formattest.Check(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), []formattest.Case{
 		{Name: "create", Value: ev("c", nil, customerValue(1001, "sally"), 1733580000123), Want: key(1001), Op: 'c'},
 		{Name: "snapshot", Value: ev("r", nil, customerValue(1002, "george"), 1733580000124), Want: key(1002), Op: 'r'},
 		{Name: "update", Value: ev("u", customerValue(1001, "sally"), customerValue(1001, "sal"), 1733580000125), Want: key(1001), Op: 'u'},
@@ -174,7 +174,7 @@ func TestKeyedDebezium(t *testing.T) {
 	if b == nil {
 		t.Fatal("no buffers of the customers' rows")
 	}
-	cols := changetest.Columns(b)
+	cols := formattest.Columns(b)
 	if cols["_cdc.op"] == nil || cols["_cdc.ts"] == nil || cols["_kafka.offset"] == nil || b.Schema.Lookup("before") != nil {
 		t.Fatalf("files' schema %s", b.Schema)
 	}
@@ -210,10 +210,10 @@ func TestKeyedDebeziumMicros(t *testing.T) {
 	}
 	created := msgField(nil, 4, intField(intField(nil, 1, 1733500000), 2, 123456789))
 	row := append(customerValue(5, "ann"), created...)
-	res := changetest.Check(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), []changetest.Case{
+	res := formattest.Check(t, k.NewChangeDecoder(format.Partition{Log: slog.New(slog.DiscardHandler)}), []formattest.Case{
 		{Name: "create", Value: fakeregistry.Wire(1, []byte{0}, protoEnvelope("c", nil, row, -1500)), Want: keyindex.AppendInt(nil, 5), Op: 'c'},
 	})
-	cols := changetest.Columns(res.Only(t))
+	cols := formattest.Columns(res.Only(t))
 	// A time before the epoch: -1.5 s.
 	if ts := cols["_cdc.ts"].Int64; len(ts) != 1 || ts[0] != -1_500_000 {
 		t.Errorf("_cdc.ts %v, want [-1500000]", ts)

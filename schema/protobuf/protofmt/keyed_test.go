@@ -12,7 +12,7 @@ import (
 
 	"github.com/pqsink/pqsink/config"
 	"github.com/pqsink/pqsink/format"
-	"github.com/pqsink/pqsink/internal/testutil/changetest"
+	"github.com/pqsink/pqsink/format/formattest"
 	"github.com/pqsink/pqsink/internal/testutil/fakeregistry"
 	"github.com/pqsink/pqsink/schema/protobuf/protofmt"
 	"github.com/pqsink/pqsink/table/keyindex"
@@ -47,15 +47,15 @@ func customer(id int64, region string) []byte {
 
 // runKeys checks cases with the change decoders of two (cases with one
 // key field: of one), each of the files' fixed schema.
-func runKeys(t *testing.T, two, one format.Keyed, casesTwo, casesOne []changetest.Case) {
+func runKeys(t *testing.T, two, one format.Keyed, casesTwo, casesOne []formattest.Case) {
 	t.Helper()
 	fixed, err := two.FixedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := format.Partition{Schema: fixed, Log: slog.New(slog.DiscardHandler)}
-	changetest.Check(t, two.NewChangeDecoder(p), casesTwo)
-	changetest.Check(t, one.NewChangeDecoder(p), casesOne)
+	formattest.Check(t, two.NewChangeDecoder(p), casesTwo)
+	formattest.Check(t, one.NewChangeDecoder(p), casesOne)
 }
 
 // TestKeyedProtoFile: with format.proto_file, key fields are checked at
@@ -93,13 +93,13 @@ func TestKeyedProtoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	euKey := keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 7)
-	runKeys(t, two, one, []changetest.Case{
+	runKeys(t, two, one, []formattest.Case{
 		{Name: "value", Value: customer(7, "eu"), Want: euKey},
 		{Name: "a proto3 field left out is its default", Value: customer(0, "eu"), Want: keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 0)},
 		{Name: "tombstone with a message key", Key: customer(7, "eu"), Want: euKey, Delete: true},
 		{Name: "tombstone with a key that is not a message", Key: []byte{0xff}, Reason: format.RejectKey, Err: "the Kafka key as a shop.Customer"},
 		{Name: "value that is not a message", Value: []byte{0xff}, Reason: format.RejectKey, Err: "row key"},
-	}, []changetest.Case{
+	}, []formattest.Case{
 		{Name: "tombstone with a plain key", Key: []byte("7"), Want: keyindex.AppendInt(nil, 7), Delete: true},
 		{Name: "tombstone with a plain key, not digits", Key: []byte("seven"), Reason: format.RejectKey, Err: "decimal digits"},
 	})
@@ -131,7 +131,7 @@ func TestKeyedRegistry(t *testing.T) {
 	}
 	first, second, third := []byte{0}, []byte{2, 2}, []byte{2, 4} // message indexes [0], [1], [2]
 	euKey := keyindex.AppendInt(keyindex.AppendString(nil, "eu"), 7)
-	runKeys(t, two, one, []changetest.Case{
+	runKeys(t, two, one, []formattest.Case{
 		{Name: "value", Value: fakeregistry.Wire(1, first, customer(7, "eu")), Want: euKey},
 		{Name: "tombstone with a shop.Key", Key: fakeregistry.Wire(1, second, customer(7, "eu")), Want: euKey, Delete: true},
 		{Name: "tombstone with a key message without the fields", Key: fakeregistry.Wire(1, third, customer(7, "eu")), Reason: format.RejectKey, Err: "shop.Address): key field region: not a field"},
@@ -139,7 +139,7 @@ func TestKeyedRegistry(t *testing.T) {
 		{Name: "tombstone with a key of an Avro schema", Key: fakeregistry.Wire(2, first, nil), Reason: format.RejectKey, Err: "the Kafka key's protobuf schema id 2"},
 		{Name: "tombstone with a plain key for two fields", Key: []byte("7"), Reason: format.RejectKey, Err: "not in the Confluent wire format"},
 		{Name: "value of a message without the key fields", Value: fakeregistry.Wire(1, third, nil), Reason: format.RejectKey, Err: "key field region: not a field"},
-	}, []changetest.Case{
+	}, []formattest.Case{
 		{Name: "plain key before any value", Key: []byte("7"), Reason: format.RejectKey, Err: "before any value"},
 		{Name: "value, one field", Value: fakeregistry.Wire(1, first, customer(7, "eu")), Want: keyindex.AppendInt(nil, 7)},
 		{Name: "tombstone with a plain key", Key: []byte("7"), Want: keyindex.AppendInt(nil, 7), Delete: true},

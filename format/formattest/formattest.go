@@ -1,11 +1,11 @@
-// Package changetest runs a format's ChangeDecoder over table-driven
+// Package formattest runs a format's ChangeDecoder over table-driven
 // cases, the scaffolding the keyed and Debezium tests of each format
 // share: each case's change (key, delete, op) or rejection (reason and
 // text) is checked, and each row is appended to buffers of its schema, as
 // the sink would write it. Changelog and MatchFold read a generated
 // changelog (package changelog) with a JSON format's decoder and compare
 // the table it leaves with the changelog's fold.
-package changetest
+package formattest
 
 import (
 	"bytes"
