@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		// not only from the next probe; a probe that succeeds clears it.
 		s.storeErr.Store(&err)
 		s.stats.s3Retries.Add(1)
-		s.log.Debug("retrying an S3 request", "operation", op, "attempt", attempt, "error", err)
+		s.log.Debug("retrying a store request", "operation", op, "attempt", attempt, "error", err)
 	}
 	pool := budget.NewPool(s.mem)
 	if s.checkOnly && createdByOpen(cfg.Store.URL) {

@@ -118,7 +118,7 @@ func testStoreSecretsHidden(t *testing.T, run secretRun) {
 	p.terminate(t, 30*time.Second)
 	log := p.log.String()
 	run.check(t)
-	if !strings.Contains(log, "retrying an S3 request") {
+	if !strings.Contains(log, "retrying a store request") {
 		t.Errorf("the log has no retried store request: the errors that could show a secret were not logged")
 	}
 	for _, secret := range run.secrets() {
