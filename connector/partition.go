@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pqsink/pqsink/internal/backoff"
+
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/connector/budget"
 	"github.com/pqsink/pqsink/connector/deadletter"
@@ -651,7 +653,7 @@ func (p *partition) uploadFailed(ctx context.Context, f *openFile, err error) er
 	p.s.uploadFailed(err)
 	p.discard(ctx, f)
 	p.dropAll(ctx)
-	if !sleep(ctx, wait) {
+	if !backoff.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
 	return errRestart

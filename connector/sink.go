@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pqsink/pqsink/internal/backoff"
+
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/bloom"
 	"github.com/pqsink/pqsink/config"
@@ -324,7 +326,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		if err != nil {
 			flog.Failed(s.log, "listing the topics failed; retrying with backoff", err, "brokers", s.cfg.Kafka.Brokers)
 			health.SetErr(&s.kafkaErr, err)
-			sleep(ctx, health.Backoff(n, 30*time.Second))
+			backoff.Sleep(ctx, backoff.Doubling(time.Second, n, 30*time.Second))
 			continue
 		}
 		flog.Recovered(s.log, "topics listed")
@@ -332,7 +334,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		n = 0
 		if len(topics) == 0 {
 			s.log.Info("no topic matches kafka.topic_regex yet", "regex", s.cfg.Kafka.TopicRegex)
-			sleep(ctx, 10*time.Second)
+			backoff.Sleep(ctx, 10*time.Second)
 			continue
 		}
 		if err := s.runGroup(ctx, topics); err != nil {
@@ -430,7 +432,7 @@ func (s *Sink) runGroup(ctx context.Context, topics []string) error {
 	// rejoins with them.
 	if s.regex != nil {
 		go func() {
-			for sleep(ctx, k.TopicRefresh) {
+			for backoff.Sleep(ctx, k.TopicRefresh) {
 				now, err := s.resolveTopics(ctx)
 				if err == nil && !slices.Equal(now, topics) {
 					s.log.Info("topics matching kafka.topic_regex changed; rejoining", "topics", now)
@@ -482,7 +484,7 @@ func (s *Sink) runPartition(ctx, genCtx, mctx context.Context, commits *group.Co
 	var flog health.FailureLog
 	for n := 1; err != nil; n++ {
 		flog.Failed(log, "taking partition failed; retrying with backoff", err)
-		if !sleep(genCtx, health.Backoff(n, 30*time.Second)) {
+		if !backoff.Sleep(genCtx, backoff.Doubling(time.Second, n, 30*time.Second)) {
 			return nil
 		}
 		p, err = s.assign(genCtx, commits, topic, id, c)
@@ -845,16 +847,4 @@ func (s *Sink) Failed() map[string]error {
 		out[k] = v
 	}
 	return out
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/pqsink/pqsink/internal/backoff"
 )
 
 // Partition is one partition that the member holds, as Holdings drives
@@ -266,7 +268,7 @@ func (h *Holdings) Assigned(ctx context.Context, gen *Generation) {
 				break
 			}
 			h.log.Warn("reading committed offsets", "error", err)
-			if !sleep(ctx, time.Second) {
+			if !backoff.Sleep(ctx, time.Second) {
 				h.mu.Lock()
 				h.starting -= len(fresh)
 				h.notify()

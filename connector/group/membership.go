@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pqsink/pqsink/internal/backoff"
+
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/joingroup"
 
@@ -234,7 +236,7 @@ func (m *Membership) Run(ctx context.Context, stopped <-chan struct{}) {
 			failures++
 			m.fail("consumer group: cannot join; retrying with backoff", err)
 			// A stopping sink does not wait for the backoff.
-			t := time.NewTimer(backoff(failures, 30*time.Second))
+			t := time.NewTimer(backoff.Doubling(time.Second, failures, 30*time.Second))
 			select {
 			case <-t.C:
 			case <-stopped:
@@ -267,7 +269,7 @@ func (m *Membership) Run(ctx context.Context, stopped <-chan struct{}) {
 // join joins the group and syncs: it returns the next generation.
 func (m *Membership) join(ctx context.Context, stopped <-chan struct{}) (*Generation, error) {
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && !sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
+		if attempt > 0 && !backoff.Sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
 			return nil, ctx.Err()
 		}
 		select {
@@ -612,26 +614,4 @@ func (m *Membership) partitionCounts(ctx context.Context, topics map[string]bool
 		}
 	}
 	return out, nil
-}
-
-// backoff is the wait before retry attempt n (from 1): one second,
-// doubling, at most limit.
-func backoff(n int, limit time.Duration) time.Duration {
-	d := time.Second
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

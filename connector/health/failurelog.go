@@ -8,7 +8,6 @@
 package health
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -50,16 +49,6 @@ func (f *FailureLog) Recovered(log *slog.Logger, msg string, args ...any) {
 	}
 }
 
-// Backoff is the wait before retry attempt n (from 1): one second,
-// doubling, at most limit.
-func Backoff(n int, limit time.Duration) time.Duration {
-	d := time.Second
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
-}
-
 // SetErr stores err for /readyz, or clears it when nil.
 func SetErr(p interface{ Store(*error) }, err error) {
 	if err == nil {
@@ -67,16 +56,4 @@ func SetErr(p interface{ Store(*error) }, err error) {
 		return
 	}
 	p.Store(&err)
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -6,22 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 )
-
-// TestBackoff: the wait doubles from one second up to the cap.
-func TestBackoff(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		want time.Duration
-	}{
-		{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {5, 16 * time.Second}, {6, 30 * time.Second}, {1000, 30 * time.Second},
-	} {
-		if got := Backoff(tc.n, 30*time.Second); got != tc.want {
-			t.Errorf("backoff(%d) = %s, want %s", tc.n, got, tc.want)
-		}
-	}
-}
 
 // TestFailureLog: 600 failures in a row make 10 ERROR lines (failures 1,
 // 2, 4... 512), each with its count; their end makes one INFO line, and

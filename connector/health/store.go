@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pqsink/pqsink/internal/backoff"
+
 	"github.com/pqsink/pqsink/archive"
 	"github.com/pqsink/pqsink/objstore"
 )
@@ -60,7 +62,7 @@ func (p StoreProbe) Run(ctx context.Context) {
 		} else {
 			p.StoreErr.Store(&err)
 		}
-		if !sleep(ctx, 2*time.Second) {
+		if !backoff.Sleep(ctx, 2*time.Second) {
 			return
 		}
 	}

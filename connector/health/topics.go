@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/pqsink/pqsink/internal/backoff"
 )
 
 // Topics watches that each of a list of topics (not a regex) exists on
@@ -61,11 +63,11 @@ func (w Topics) Run(ctx context.Context) {
 		}
 		wait := w.Refresh
 		if missing {
-			wait = min(wait, Backoff(attempt, 30*time.Second))
+			wait = min(wait, backoff.Doubling(time.Second, attempt, 30*time.Second))
 		} else {
 			attempt = 0
 		}
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return
 		}
 	}

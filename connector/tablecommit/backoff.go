@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/pqsink/pqsink/internal/backoff"
 )
 
 // Backoff: a table whose commits fail (the catalog down, slow or
@@ -28,12 +30,7 @@ const MaxRetryDelay = 30 * time.Second
 // interval·2^(n-1), at most max(MaxRetryDelay, interval), of which
 // jitter(d) takes a random part of the upper half.
 func retryDelay(interval time.Duration, n int, jitter func(time.Duration) time.Duration) time.Duration {
-	limit := max(MaxRetryDelay, interval)
-	d := interval
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
+	d := backoff.Doubling(interval, n, max(MaxRetryDelay, interval))
 	return d/2 + jitter(d-d/2)
 }
 
