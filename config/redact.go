@@ -154,6 +154,9 @@ func (c *Config) Redacted() string {
 		if t.Maintenance != nil {
 			tbl.add("maintenance", t.Maintenance.node())
 		}
+		if t.Upsert() {
+			tbl.add("mode", yStr(t.Mode), "key", yStrs(t.Key))
+		}
 		root.add("table", tbl)
 	}
 

@@ -139,6 +139,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if s.format, err = s.formats.Open(cfg, format.Env{Log: log, Truncated: &s.stats.timestampsTruncated}); err != nil {
 		return nil, err
 	}
+	if cfg.Table.Upsert() {
+		if s.format, err = keyedFormat(s.format, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if s.schema, err = s.format.FixedSchema(); err != nil {
 		return nil, err
 	}
