@@ -155,7 +155,7 @@ func (c *Config) Redacted() string {
 			tbl.add("maintenance", t.Maintenance.node())
 		}
 		if t.Upsert() {
-			tbl.add("mode", yStr(t.Mode), "key", yStrs(t.Key))
+			tbl.add("mode", yStr(t.Mode), "key", yStrs(t.Key), "missing_rows", yStr(t.MissingRows))
 		}
 		root.add("table", tbl)
 	}

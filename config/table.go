@@ -88,7 +88,19 @@ type Table struct {
 	// format checks them against its schema (format.Keyer).
 	// Defaults to none.
 	Key []string
+	// MissingRows is what an upsert table's commit does when a row its
+	// key index names is in no data file (another engine removed it):
+	// fail stops the partition, skip counts the row as deleted already
+	// (missing_rows); upsert only.
+	// Defaults to "fail".
+	MissingRows string
 }
+
+// The values of table.missing_rows.
+const (
+	MissingRowsFail = "fail"
+	MissingRowsSkip = "skip"
+)
 
 // The values of table.mode.
 const (
@@ -183,7 +195,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_target", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance", "mode", "key"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_target", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance", "mode", "key", "missing_rows"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
@@ -194,6 +206,7 @@ var (
 	precisionValues   = []string{"nanos", "micros"}
 	freshnessValues   = []string{"timestamp", "read"}
 	tableModeValues   = []string{ModeAppend, ModeUpsert}
+	missingRowsValues = []string{MissingRowsFail, MissingRowsSkip}
 )
 
 // table reads the table section.
@@ -297,11 +310,15 @@ func (d *decoder) tableMode(s *section, c *Config, t *Table) {
 		}
 	}
 	if !t.Upsert() {
-		if s.given("key") {
-			s.fail("key", "only with mode: upsert (the table is mode %s)", t.Mode)
+		for _, k := range []string{"key", "missing_rows"} {
+			if s.given(k) {
+				s.fail(k, "only with mode: upsert (the table is mode %s)", t.Mode)
+			}
 		}
 		return
 	}
+	t.MissingRows = MissingRowsFail
+	s.oneOf("missing_rows", &t.MissingRows, missingRowsValues, nil)
 	if !keySet || len(t.Key) == 0 {
 		s.fail("key", "mode: upsert needs the fields that identify a row, like key: [id]")
 	}

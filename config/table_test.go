@@ -392,11 +392,11 @@ func TestTableUpsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Table.Upsert() || !reflect.DeepEqual(c.Table.Key, []string{"tenant", "id"}) || c.Format.Envelope != "debezium" {
+	if !c.Table.Upsert() || !reflect.DeepEqual(c.Table.Key, []string{"tenant", "id"}) || c.Format.Envelope != "debezium" || c.Table.MissingRows != MissingRowsFail {
 		t.Errorf("upsert: mode %q, key %v, envelope %q", c.Table.Mode, c.Table.Key, c.Format.Envelope)
 	}
 	out := c.Redacted()
-	for _, want := range []string{"mode: upsert", "key: [tenant, id]", "envelope: debezium"} {
+	for _, want := range []string{"mode: upsert", "key: [tenant, id]", "envelope: debezium", "missing_rows: fail"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered config lacks %q:\n%s", want, out)
 		}
@@ -418,6 +418,8 @@ func TestTableUpsert(t *testing.T) {
 		{"empty key", tbl("", ", mode: upsert, key: []"), "table.key: mode: upsert needs the fields"},
 		{"key twice", tbl("", ", mode: upsert, key: [id, id]"), `table.key: "id" is listed twice`},
 		{"key without upsert", tbl("", ", key: [id]"), "table.key: only with mode: upsert"},
+		{"missing_rows without upsert", tbl("", ", missing_rows: skip"), "table.missing_rows: only with mode: upsert"},
+		{"missing_rows", tbl("", ", mode: upsert, key: [id], missing_rows: drop"), `table.missing_rows: "drop" is not one of fail, skip`},
 		{"no envelope", "envelope: false\n" + tbl("", ", mode: upsert, key: [id]"), "table.mode: upsert needs envelope: true"},
 		{"envelope value", tbl(", envelope: maxwell", ", mode: upsert, key: [id]"), `format.envelope: "maxwell" is not one of debezium`},
 		{"envelope append", tbl(", envelope: debezium", ""), "format: envelope debezium: the change events of format.envelope need table.mode: upsert"},

@@ -266,6 +266,7 @@ func (p *partition) account() {
 	}
 	st.held += st.spare
 	st.held += partitionOverhead
+	st.held += p.indexMemoryHeld()
 	p.s.mem.add(st.held - p.relief.mem.held)
 	p.relief.mu.Lock()
 	p.relief.mem = st

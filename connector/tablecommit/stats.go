@@ -14,6 +14,11 @@ type Stats struct {
 	CommitErrors  atomic.Int64 // commits that failed
 	Rollbacks     atomic.Int64 // commits that found the table rolled back behind the sink
 	SpecConflicts atomic.Int64 // commits that found paths of another partition spec
+	// RowsDeleted are the rows an upsert table's commits deleted (rows
+	// replaced by a later record of their key, or deleted by a tombstone
+	// or a Debezium delete); MissingRows the rows an upsert partition's
+	// key index named that no data file held (table.NoLiveRowError).
+	RowsDeleted, MissingRows atomic.Int64
 	FilesAppended atomic.Int64 // data files appended
 	FilesDropped  atomic.Int64 // files left out: the table already held their records
 	// PendingFiles and PendingRecords are the files handed to a committer
