@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,6 +24,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/pqsink/pqsink/config"
+	"github.com/pqsink/pqsink/connector"
 	"github.com/pqsink/pqsink/internal/testutil"
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
 )
@@ -64,7 +67,9 @@ func (c *changelog) next() kafka.Message {
 	key := []byte(fmt.Sprintf(`{"id":%d}`, id))
 	msg := kafka.Message{Key: key, Partition: int(id) % c.partitions, Time: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC).Add(time.Duration(c.seq) * time.Second)}
 	_, exists := c.live[id]
-	row := func(v int64) map[string]any { return map[string]any{"id": id, "name": "n" + strconv.FormatInt(v, 10), "version": v} }
+	row := func(v int64) map[string]any {
+		return map[string]any{"id": id, "name": "n" + strconv.FormatInt(v, 10), "version": v}
+	}
 	del := exists && c.rng.IntN(5) == 0
 	switch {
 	case del && c.debezium && c.rng.IntN(2) == 0:
@@ -447,4 +452,119 @@ func checkIcebirdFold(t *testing.T, e *upsertEnv, fold map[int64]int64) {
 	if d := foldDiff(rows, fold); d != "" {
 		t.Errorf("icebird reads %d rows that are not the fold:\n%s", len(rows), d)
 	}
+}
+
+// produceRows writes, for each id of ids, a value of version version to
+// the id's partition.
+func produceRows(t *testing.T, brokers []string, topic string, partitions int, ids []int64, version int64, c *changelog) {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{
+		Addr: kafka.TCP(brokers...), Topic: topic,
+		Balancer:  kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
+		BatchSize: 200, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: tr,
+	}
+	defer w.Close()
+	var msgs []kafka.Message
+	for _, id := range ids {
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf(`{"id":%d}`, id)), Partition: int(id) % partitions, Time: time.Now(),
+			Value: mustJSON(map[string]any{"id": id, "name": "n" + strconv.FormatInt(version, 10), "version": version})})
+		c.live[id] = version
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+// TestTableUpsertMissingRows: another engine deletes rows of an upsert
+// table copy-on-write (the files are rewritten without them), and later
+// records replace those keys: the key index names rows no file holds.
+// With table.missing_rows: fail (the default) the partitions stop with an
+// error that says what to do, nothing of them is committed and no key has
+// two rows; with skip, the rows count as deleted already and the table
+// is the fold again.
+func TestTableUpsertMissingRows(t *testing.T) {
+	const partitions, topic = 3, "upmissing"
+	ctx := context.Background()
+	env := newUpsertEnv(t, topic, 2, false)
+	broker := kafkatest.Start(t, partitions, topic)
+	text := env.config(broker.Brokers, "miss", 1000)
+	log := newChangelog(1, 0, partitions, false)
+	var ids []int64
+	for id := range int64(60) {
+		ids = append(ids, id)
+	}
+	produceRows(t, broker.Brokers, topic, partitions, ids, 1, log)
+	_, stop := startSink(t, text)
+	env.waitFold(t, log.live, 2*time.Minute)
+	stop()
+
+	// Another engine deletes keys 0 to 8 copy-on-write.
+	gone := ids[:9]
+	tx := env.load(t).NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{itable.WriteDeleteModeKey: itable.WriteModeCopyOnWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Delete(ctx, iceberg.IsIn(iceberg.Reference("id"), gone...), nil); err != nil {
+		t.Fatalf("copy-on-write delete: %v", err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("copy-on-write delete: %v", err)
+	}
+	for _, id := range gone {
+		delete(log.live, id)
+	}
+	env.waitFold(t, log.live, 10*time.Second)
+
+	// Keys 0 to 29 change: those of 0 to 8 replace rows that are gone.
+	produceRows(t, broker.Brokers, topic, partitions, ids[:30], 2, log)
+	cfg, err := config.Parse([]byte(text), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	sink, err := connector.New(rctx, cfg, slog.New(slog.NewTextHandler(logTail(t, "stopping sink"), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(rctx) }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(sink.Failed()) < partitions && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	failed := sink.Failed()
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "stopped by errors") {
+		t.Errorf("the sink's run ended with %v, want the stopped partitions", err)
+	}
+	sink.Close()
+	if len(failed) != partitions {
+		t.Fatalf("%d partitions stopped (%v), want all %d: each has keys whose rows are gone", len(failed), failed, partitions)
+	}
+	for k, err := range failed {
+		if !strings.Contains(err.Error(), "no data file of the table holds") || !strings.Contains(err.Error(), "table.missing_rows: skip") {
+			t.Errorf("%s: %v; want the missing rows and what to do", k, err)
+		}
+	}
+	if st := sink.Stats().Snapshot(); st.TableMissingRows < int64(len(gone)) {
+		t.Errorf("%d missing rows counted, want at least %d", st.TableMissingRows, len(gone))
+	}
+	rows := env.scanRows(t)
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if seen[r.id] {
+			t.Errorf("key %d has two rows", r.id)
+		}
+		seen[r.id] = true
+		if r.version != 1 {
+			t.Errorf("key %d has version %d: a stopped partition committed", r.id, r.version)
+		}
+	}
+
+	// Told to, the sink counts those rows as deleted already.
+	_, stop = startSink(t, strings.Replace(text, "  key: [id]\n", "  key: [id]\n  missing_rows: skip\n", 1))
+	env.waitFold(t, log.live, 2*time.Minute)
+	stop()
 }
