@@ -135,10 +135,11 @@ type upsertEnv struct {
 	version  int
 	debezium bool
 	schema   string
+	letters  string // the dead letters' file:// URL
 }
 
 func newUpsertEnv(t *testing.T, topic string, version int, debezium bool) *upsertEnv {
-	e := &upsertEnv{tableEnv: newTableEnv(t, topic), version: version, debezium: debezium}
+	e := &upsertEnv{tableEnv: newTableEnv(t, topic), version: version, debezium: debezium, letters: "file://" + t.TempDir()}
 	e.schema = filepath.Join(t.TempDir(), "row.schema")
 	if err := os.WriteFile(e.schema, []byte(upsertRowSchema), 0o644); err != nil {
 		t.Fatal(err)
@@ -172,6 +173,7 @@ rotate:
 memory:
   limit: 256MiB
 shutdown_timeout: 20s
+dead_letter: {url: %s}
 table:
   format: iceberg
   catalog: {type: sql, uri: %s}
@@ -180,7 +182,7 @@ table:
   format_version: %d
   mode: upsert
   key: [id]
-`, strings.Join(brokers, ", "), group, e.topic, e.warehouse, e.schema, envelope, records, e.uri, e.version)
+`, strings.Join(brokers, ", "), group, e.topic, e.warehouse, e.schema, envelope, records, e.letters, e.uri, e.version)
 }
 
 // upsertRow is a row of the table: its key and version, and where its
@@ -311,12 +313,32 @@ func TestTableUpsert(t *testing.T) {
 			log := newChangelog(uint64(tc.version), keys, partitions, tc.debezium)
 
 			produceChanges(t, broker.Brokers, topic, log, n)
+			// Bad input, each a dead letter with its reason: a value
+			// without its key field, a tombstone whose Kafka key is not
+			// one, and with Debezium a truncate and an unknown op.
+			bad := []kafka.Message{
+				{Key: []byte(`{"id":1}`), Value: []byte(`{"name":"x","version":1}`)},
+				{Key: []byte(`not a key`)},
+			}
+			wantRejects := map[string]int64{"key": 2}
+			if tc.debezium {
+				bad[0].Value = mustJSON(map[string]any{"before": nil, "after": map[string]any{"name": "x", "version": 1}, "op": "c"})
+				bad = append(bad, kafka.Message{Key: []byte(`{"id":1}`), Value: []byte(`{"before":null,"after":null,"op":"t"}`)},
+					kafka.Message{Key: []byte(`{"id":1}`), Value: []byte(`{"before":null,"after":{"id":1,"name":"x","version":1},"op":"x"}`)})
+				wantRejects["change"] = 2
+			}
+			produceTo(t, broker.Brokers, topic, 1, bad)
 			sink, stop := startSink(t, text)
 			env.waitFold(t, log.live, 2*time.Minute)
 			stop()
 			first := sink.Stats().Snapshot()
 			if first.UpsertReplaced == 0 || first.UpsertDeleted == 0 || first.TableRowsDeleted == 0 || first.TableMissingRows != 0 {
 				t.Errorf("first run: %d rows replaced, %d deleted, %d deleted by commits, %d missing", first.UpsertReplaced, first.UpsertDeleted, first.TableRowsDeleted, first.TableMissingRows)
+			}
+			for reason, want := range wantRejects {
+				if got := first.Rejects[[2]string{reason, "dead_letter"}]; got != want {
+					t.Errorf("%d records dead-lettered with reason %s, want %d", got, reason, want)
+				}
 			}
 			if first.IndexKeys != 0 {
 				t.Errorf("after the sink stopped, its indexes hold %d keys", first.IndexKeys)
@@ -567,4 +589,53 @@ func TestTableUpsertMissingRows(t *testing.T) {
 	_, stop = startSink(t, strings.Replace(text, "  key: [id]\n", "  key: [id]\n  missing_rows: skip\n", 1))
 	env.waitFold(t, log.live, 2*time.Minute)
 	stop()
+}
+
+// TestTableUpsertCheck: pqsink run --check reports a table.key the
+// records' schema cannot give, naming the field, and accepts a good one.
+func TestTableUpsertCheck(t *testing.T) {
+	env := newUpsertEnv(t, "upcheck", 2, true)
+	good := env.config([]string{"127.0.0.1:1"}, "check", 100)
+	for _, c := range []struct {
+		name, key, want string
+	}{
+		{"missing", "[nope]", "key field nope: not a field of the schema"},
+		{"not required", "[id, note]", "key field note: optional"},
+		{"good", "[id]", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := strings.Replace(good, "  key: [id]\n", "  key: "+c.key+"\n", 1)
+			schema := strings.Replace(upsertRowSchema, "required int64 version;", "required int64 version;\n  optional binary note (STRING);", 1)
+			if err := os.WriteFile(env.schema, []byte(schema), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "pqsink.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(pqsinkBinary(t), "run", "--check", "--offline", "--config", path).CombinedOutput()
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("run --check: %v\n%s", err, out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), "table.mode upsert") {
+				t.Errorf("run --check: %v\n%s\nwant an error with %q", err, out, c.want)
+			}
+		})
+	}
+}
+
+// produceTo writes msgs to one partition of topic.
+func produceTo(t *testing.T, brokers []string, topic string, partition int, msgs []kafka.Message) {
+	t.Helper()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Transport: tr, RequiredAcks: kafka.RequireAll,
+		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })}
+	defer w.Close()
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
 }
