@@ -37,11 +37,11 @@ import (
 // member of a consumer group. Run it with Run; several sinks (in one
 // process or many) with the same group split the partitions between them.
 type Sink struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	store   objstore.Store
-	kafka   *kafkaClients
-	format  format.Format    // format.type's, from formats
+	cfg    *config.Config
+	log    *slog.Logger
+	store  objstore.Store
+	kafka  *kafkaClients
+	format format.Format // format.type's, from formats
 	// upserts counts the member's upsert partitions with a key index:
 	// they share a quarter of memory.limit (indexMemory).
 	upserts atomic.Int64

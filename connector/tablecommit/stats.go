@@ -19,8 +19,8 @@ type Stats struct {
 	// or a Debezium delete); MissingRows the rows an upsert partition's
 	// key index named that no data file held (table.NoLiveRowError).
 	RowsDeleted, MissingRows atomic.Int64
-	FilesAppended atomic.Int64 // data files appended
-	FilesDropped  atomic.Int64 // files left out: the table already held their records
+	FilesAppended            atomic.Int64 // data files appended
+	FilesDropped             atomic.Int64 // files left out: the table already held their records
 	// PendingFiles and PendingRecords are the files handed to a committer
 	// and not in a table yet, and their records.
 	PendingFiles, PendingRecords atomic.Int64
