@@ -37,14 +37,11 @@ import (
 // member of a consumer group. Run it with Run; several sinks (in one
 // process or many) with the same group split the partitions between them.
 type Sink struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	store  objstore.Store
-	kafka  *kafkaClients
-	format format.Format // format.type's, from formats
-	// upserts counts the member's upsert partitions with a key index:
-	// they share a quarter of memory.limit (indexMemory).
-	upserts atomic.Int64
+	cfg     *config.Config
+	log     *slog.Logger
+	store   objstore.Store
+	kafka   *kafkaClients
+	format  format.Format    // format.type's, from formats
 	formats *format.Registry // nil: format/all's
 	schema  *schema.Schema   // nil when each partition infers its own
 	tmpl    *archive.Template
@@ -95,6 +92,10 @@ type Sink struct {
 	checkOnly  bool     // New only checks (CheckOnly)
 	offline    bool     // a check contacts nothing (Offline)
 	checkNotes []string // what a check found absent that the sink creates
+
+	// upserts counts the member's upsert partitions with a key index:
+	// they share a quarter of memory.limit (indexMemory).
+	upserts atomic.Int64
 }
 
 // Option configures New.

@@ -14,17 +14,18 @@ type Stats struct {
 	CommitErrors  atomic.Int64 // commits that failed
 	Rollbacks     atomic.Int64 // commits that found the table rolled back behind the sink
 	SpecConflicts atomic.Int64 // commits that found paths of another partition spec
+	FilesAppended atomic.Int64 // data files appended
+	FilesDropped  atomic.Int64 // files left out: the table already held their records
+	// PendingFiles and PendingRecords are the files handed to a committer
+	// and not in a table yet, and their records.
+	PendingFiles, PendingRecords atomic.Int64
+	SchemaUpdates                atomic.Int64 // table schema updates made for new record schemas
+
 	// RowsDeleted are the rows an upsert table's commits deleted (rows
 	// replaced by a later record of their key, or deleted by a tombstone
 	// or a Debezium delete); MissingRows the rows an upsert partition's
 	// key index named that no data file held (table.NoLiveRowError).
 	RowsDeleted, MissingRows atomic.Int64
-	FilesAppended            atomic.Int64 // data files appended
-	FilesDropped             atomic.Int64 // files left out: the table already held their records
-	// PendingFiles and PendingRecords are the files handed to a committer
-	// and not in a table yet, and their records.
-	PendingFiles, PendingRecords atomic.Int64
-	SchemaUpdates                atomic.Int64 // table schema updates made for new record schemas
 	// CommitNanos and CommitMaxNanos are the total and the longest time
 	// of the commits that succeeded, their retries included.
 	CommitNanos, CommitMaxNanos atomic.Int64
