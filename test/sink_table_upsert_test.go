@@ -394,20 +394,30 @@ func TestTableUpsertCrashLoop(t *testing.T) {
 	text = replaceLine(text, "  rebalance_timeout: 10s", "  rebalance_timeout: 3s")
 	log := newChangelog(11, keys, partitions, false)
 
+	pqsinkBinary(t) // built before the changes start to arrive
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; i < 20; i++ {
 			produceChanges(t, broker.Brokers, topic, log, n/20)
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(700 * time.Millisecond)
 		}
 	})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	committed := 0
 	for i := range kills {
 		p := startSinkProcess(t, fmt.Sprintf("sink-%d", i), text)
-		time.Sleep(time.Duration(1200+rng.IntN(2500)) * time.Millisecond)
+		time.Sleep(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
 		p.kill(t)
+		if strings.Contains(p.log.String(), `msg="table commit"`) {
+			committed++
+		}
 	}
 	wg.Wait()
+	// Killed between commits, not only before the first: a new owner
+	// then loads an index that snapshots of earlier runs make up.
+	if committed < 2 {
+		t.Errorf("%d of the %d killed runs made a table commit; the test needs runs killed between commits", committed, kills)
+	}
 	last := startSinkProcess(t, "sink-last", text)
 	last.waitLog(t, "generation started", time.Minute)
 	env.waitFold(t, log.live, 3*time.Minute)
