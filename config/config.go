@@ -305,6 +305,12 @@ type Format struct {
 	// SchemaFile) (type).
 	// Required; no default.
 	Type string
+	// Envelope is how a value carries a change to an upsert table's row
+	// (envelope): debezium for Debezium change events, whose after is
+	// the row; table.mode upsert only. Read by json, json_schema with
+	// schema_file and avro.
+	// Defaults to "": the value is the row.
+	Envelope string
 	// SchemaFile is the Parquet schema in message syntax (schema_file);
 	// required for json, refused for variant. For json_schema, the JSON
 	// Schema of plain JSON values, when there is no Registry. Resolved

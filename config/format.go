@@ -86,13 +86,22 @@ func (d *decoder) format(s *section, f *Format, envelope bool) {
 	if spec.read != nil {
 		spec.read(d, s, f, envelope)
 	}
+	// Whether the type reads the envelope is the format's to say
+	// (format.Keyer), when the sink opens it.
+	s.oneOf("envelope", &f.Envelope, envelopeValues, nil)
 }
+
+// envelopeValues are the values of format.envelope.
+var envelopeValues = []string{"debezium"}
 
 // redactFormat renders the format section of the redacted config.
 func redactFormat(f Format) *node {
 	format := yMap("type", yStr(f.Type))
 	if spec := specOf(f.Type); spec.redact != nil {
 		spec.redact(format, f)
+	}
+	if f.Envelope != "" {
+		format.add("envelope", yStr(f.Envelope))
 	}
 	return format
 }

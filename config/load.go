@@ -33,7 +33,7 @@ var (
 	storeKeys = []string{"url", "endpoint", "region", "path_style", "access_key", "secret_key", "session_token",
 		"part_size", "conditional_writes", "sse", "sse_kms_key_id", "stale_upload_age", "max_retries", "max_retry_wait"}
 	formatKeys = append([]string{"type", "schema_file", "ignore_unknown_fields", "column", "shred", "shred_sample",
-		"registry", "schema_compatibility", "lossy_numbers"}, protobufKeys...)
+		"registry", "schema_compatibility", "lossy_numbers", "envelope"}, protobufKeys...)
 	registryKeys = []string{"url", "username", "password", "ca_file", "cache_size", "timeout"}
 	rotateKeys   = []string{"records", "bytes", "interval", "schedule"}
 	parquetKeys  = []string{"codec", "row_group_bytes", "page_bytes", "page_version", "dictionary", "page_index",
@@ -147,8 +147,14 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if top.oneOf("errors", &c.Errors, errorsValues, notYet) && c.Errors == "dead_letter" && c.DeadLetter.Topic == "" && c.DeadLetter.URL == "" {
 		top.fail("errors", "dead_letter needs dead_letter.topic or dead_letter.url")
 	}
+	if c.Format.Envelope != "" && !top.given("table") {
+		top.fail("format", "envelope %s: the change events of format.envelope need a table with mode: upsert", c.Format.Envelope)
+	}
 	if ts := top.optional("table", tableKeys); ts != nil {
 		c.Table = d.table(ts, c)
+		if c.Format.Envelope != "" && !c.Table.Upsert() {
+			top.fail("format", "envelope %s: the change events of format.envelope need table.mode: upsert", c.Format.Envelope)
+		}
 		// The table's files are read and written by iceberg-go's own IO,
 		// which pqsink has for s3://, gs://, abfss:// and file://.
 		if strings.HasPrefix(c.Store.URL, "azblob:") {

@@ -155,6 +155,9 @@ func (c *Config) Redacted() string {
 		if t.Maintenance != nil {
 			tbl.add("maintenance", t.Maintenance.node())
 		}
+		if t.Upsert() {
+			tbl.add("mode", yStr(t.Mode), "key", yStrs(t.Key), "missing_rows", yStr(t.MissingRows))
+		}
 		root.add("table", tbl)
 	}
 

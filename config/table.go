@@ -82,7 +82,40 @@ type Table struct {
 	// applies (DefaultFreshnessTarget), else to nil; maintenance.enabled
 	// false turns it off.
 	Maintenance *Maintenance
+	// Mode is append (every record a row) or upsert (one row per key,
+	// the current value of the key's last record; a tombstone or a
+	// Debezium delete removes it) (mode). Upsert needs Key and the
+	// envelope: its rows are found by their _kafka.offset.
+	// Defaults to "append".
+	Mode string
+	// Key are the fields that identify a row of an upsert table, in
+	// order: top-level, required, primitive fields of the records'
+	// schema (key); required with mode upsert, refused otherwise. The
+	// format checks them against its schema (format.Keyer).
+	// Defaults to none.
+	Key []string
+	// MissingRows is what an upsert table's commit does when a row its
+	// key index names is in no data file (another engine removed it):
+	// fail stops the partition, skip counts the row as deleted already
+	// (missing_rows); upsert only.
+	// Defaults to "fail".
+	MissingRows string
 }
+
+// The values of table.missing_rows.
+const (
+	MissingRowsFail = "fail"
+	MissingRowsSkip = "skip"
+)
+
+// The values of table.mode.
+const (
+	ModeAppend = "append"
+	ModeUpsert = "upsert"
+)
+
+// Upsert reports whether the table is an upsert table (mode: upsert).
+func (t *Table) Upsert() bool { return t != nil && t.Mode == ModeUpsert }
 
 // Catalog is the table.catalog section.
 type Catalog struct {
@@ -168,7 +201,7 @@ func (t *Table) TableName(topic string) string {
 
 // The keys of the table section and its catalog.
 var (
-	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_target", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance"}
+	tableKeys   = []string{"format", "catalog", "namespace", "name", "commit_interval", "freshness_target", "freshness_from", "partition_by", "format_version", "timestamp_precision", "maintenance", "mode", "key", "missing_rows"}
 	catalogKeys = []string{"type", "uri", "name", "warehouse", "credential", "token", "sigv4", "signing_name", "region", "endpoint", "catalog_id"}
 )
 
@@ -178,12 +211,14 @@ var (
 	transformNames    = []string{"identity", "year", "month", "day", "hour", "bucket", "truncate"}
 	precisionValues   = []string{"nanos", "micros"}
 	freshnessValues   = []string{"timestamp", "read"}
+	tableModeValues   = []string{ModeAppend, ModeUpsert}
+	missingRowsValues = []string{MissingRowsFail, MissingRowsSkip}
 )
 
 // table reads the table section.
 func (d *decoder) table(s *section, c *Config) *Table {
 	typeSpec := specOf(c.Format.Type)
-	t := &Table{Name: "{topic}", CommitInterval: 30 * time.Second, FormatVersion: max(2, typeSpec.tableVersion)}
+	t := &Table{Name: "{topic}", CommitInterval: 30 * time.Second, FormatVersion: max(2, typeSpec.tableVersion), Mode: ModeAppend}
 	s.oneOf("format", &t.Format, tableFormatValues, nil)
 	s.require("format")
 	if cat := s.sub("catalog", catalogKeys); cat != nil {
@@ -268,7 +303,45 @@ func (d *decoder) table(s *section, c *Config) *Table {
 		m := DefaultMaintenance()
 		t.Maintenance = &m
 	}
+	d.tableMode(s, c, t)
 	return t
+}
+
+// tableMode reads table.mode and table.key, and checks what an upsert
+// table needs of the rest of the config. The key fields are checked
+// against the records' schema by the format, when the sink opens it
+// (also by pqsink run --check).
+func (d *decoder) tableMode(s *section, c *Config, t *Table) {
+	s.oneOf("mode", &t.Mode, tableModeValues, nil)
+	keySet := s.list("key", &t.Key, true)
+	if keySet {
+		seen := map[string]bool{}
+		for _, k := range t.Key {
+			switch {
+			case k == "":
+				s.fail("key", "an empty field name")
+			case seen[k]:
+				s.fail("key", "%s is listed twice", quote(k))
+			}
+			seen[k] = true
+		}
+	}
+	if !t.Upsert() {
+		for _, k := range []string{"key", "missing_rows"} {
+			if s.given(k) {
+				s.fail(k, "only with mode: upsert (the table is mode %s)", t.Mode)
+			}
+		}
+		return
+	}
+	t.MissingRows = MissingRowsFail
+	s.oneOf("missing_rows", &t.MissingRows, missingRowsValues, nil)
+	if !keySet || len(t.Key) == 0 {
+		s.fail("key", "mode: upsert needs the fields that identify a row, like key: [id]")
+	}
+	if !c.Envelope {
+		s.fail("mode", "upsert needs envelope: true: a row is found by its _kafka.offset column when a later record replaces or deletes it")
+	}
 }
 
 // catalog reads table.catalog.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,6 +37,7 @@ func TestTableSettings(t *testing.T) {
 		PartitionBy:    []PartitionField{{Transform: "day", Column: "_kafka.timestamp"}},
 		PartitionBySet: true,
 		FormatVersion:  3,
+		Mode:           ModeAppend,
 	}
 	if !reflect.DeepEqual(c.Table, want) {
 		t.Errorf("table = %+v\nwant %+v", c.Table, want)
@@ -360,6 +363,70 @@ func TestRESTSigV4(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.text), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTableUpsert: table.mode, table.key and format.envelope, what they
+// need of each other, and their rendering.
+func TestTableUpsert(t *testing.T) {
+	const cat = "catalog: {type: sql, uri: 'sqlite:///x.db'}"
+	schemaFile := filepath.Join(t.TempDir(), "s.schema")
+	if err := os.WriteFile(schemaFile, []byte("message m { required int64 id; }"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jsonFormat := "format: {type: json, schema_file: " + schemaFile + "}\n"
+	c, err := parse([]byte(kafkaOK+storeOK+jsonFormat+"table: {format: iceberg, namespace: n, "+cat+"}\n"), nil, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table.Mode != ModeAppend || c.Table.Upsert() || c.Table.Key != nil || c.Format.Envelope != "" {
+		t.Errorf("defaults: mode %q, key %v, envelope %q", c.Table.Mode, c.Table.Key, c.Format.Envelope)
+	}
+	text := kafkaOK + storeOK + "format: {type: json, schema_file: " + schemaFile + ", envelope: debezium}\n" +
+		"table: {format: iceberg, namespace: n, " + cat + ", mode: upsert, key: [tenant, id]}\n"
+	c, err = parse([]byte(text), nil, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Table.Upsert() || !reflect.DeepEqual(c.Table.Key, []string{"tenant", "id"}) || c.Format.Envelope != "debezium" || c.Table.MissingRows != MissingRowsFail {
+		t.Errorf("upsert: mode %q, key %v, envelope %q", c.Table.Mode, c.Table.Key, c.Format.Envelope)
+	}
+	out := c.Redacted()
+	for _, want := range []string{"mode: upsert", "key: [tenant, id]", "envelope: debezium", "missing_rows: fail"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered config lacks %q:\n%s", want, out)
+		}
+	}
+	back, err := parse([]byte(out), nil, "/", nil)
+	if err != nil || !reflect.DeepEqual(back.Table.Key, c.Table.Key) || back.Format.Envelope != "debezium" || !back.Table.Upsert() {
+		t.Errorf("rendered config read back: %v", err)
+	}
+
+	tbl := func(fmtExtra, s string) string {
+		return kafkaOK + storeOK + "format: {type: json, schema_file: " + schemaFile + fmtExtra + "}\n" +
+			"table: {format: iceberg, namespace: n, " + cat + s + "}\n"
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"mode", tbl("", ", mode: merge"), `table.mode: "merge" is not one of append, upsert`},
+		{"no key", tbl("", ", mode: upsert"), "table.key: mode: upsert needs the fields that identify a row"},
+		{"empty key", tbl("", ", mode: upsert, key: []"), "table.key: mode: upsert needs the fields"},
+		{"key twice", tbl("", ", mode: upsert, key: [id, id]"), `table.key: "id" is listed twice`},
+		{"key without upsert", tbl("", ", key: [id]"), "table.key: only with mode: upsert"},
+		{"missing_rows without upsert", tbl("", ", missing_rows: skip"), "table.missing_rows: only with mode: upsert"},
+		{"missing_rows", tbl("", ", mode: upsert, key: [id], missing_rows: drop"), `table.missing_rows: "drop" is not one of fail, skip`},
+		{"no envelope", "envelope: false\n" + tbl("", ", mode: upsert, key: [id]"), "table.mode: upsert needs envelope: true"},
+		{"envelope value", tbl(", envelope: maxwell", ", mode: upsert, key: [id]"), `format.envelope: "maxwell" is not one of debezium`},
+		{"envelope append", tbl(", envelope: debezium", ""), "format: envelope debezium: the change events of format.envelope need table.mode: upsert"},
+		{"envelope no table", kafkaOK + storeOK + "format: {type: json, schema_file: " + schemaFile + ", envelope: debezium}\n", "need a table with mode: upsert"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.text), nil, "/", nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}

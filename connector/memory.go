@@ -63,6 +63,7 @@ func (p *partition) account() {
 	}
 	st.Held += st.Spare
 	st.Held += partitionOverhead
+	st.Held += p.indexMemoryHeld()
 	p.s.mem.Add(st.Held - p.relief.mem.Held)
 	p.relief.mu.Lock()
 	p.relief.mem = st

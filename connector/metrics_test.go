@@ -31,12 +31,12 @@ func TestReadingFromStart(t *testing.T) {
 			if r.Errors != tc.action {
 				t.Errorf("errors action %q, want %q", r.Errors, tc.action)
 			}
-			for _, reason := range []string{"records", "bytes", "interval", "schedule", "shutdown", "memory", "partition-stopped", "schema", "rebalance", "spec"} {
+			for _, reason := range []string{"records", "bytes", "interval", "schedule", "shutdown", "memory", "partition-stopped", "schema", "rebalance", "spec", "upsert"} {
 				if !slices.Contains(r.RotationReasons, reason) {
 					t.Errorf("rotation reasons %q lack %q", r.RotationReasons, reason)
 				}
 			}
-			if want := []string{"decode", "schema", "too_large", "path", "envelope"}; !slices.Equal(r.RejectReasons, want) {
+			if want := []string{"decode", "schema", "too_large", "path", "envelope", "key", "change"}; !slices.Equal(r.RejectReasons, want) {
 				t.Errorf("reject reasons %q, want %q", r.RejectReasons, want)
 			}
 			if r.Stats.Consumed != 0 || len(r.Stats.Files) != 0 || len(r.Stats.Rejects) != 0 || r.Tables || r.TableAges != nil {

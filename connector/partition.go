@@ -39,6 +39,10 @@ const (
 	// reasonRebalance: the partition moves to another member, which
 	// starts where this file ends.
 	reasonRebalance = "rebalance"
+	// reasonUpsert: another file of an upsert table's partition ended,
+	// and a commit lands every open file (its key index matches the
+	// committed offset).
+	reasonUpsert = "upsert"
 )
 
 // errRestart asks the partition's loop to drop what it holds and consume
@@ -120,6 +124,8 @@ type partition struct {
 	rereadBelow int64
 
 	relief relief // the partition's side of the memory pressure relief
+
+	up *upsert // an upsert table's: the key index and its changes (upsertpart.go)
 }
 
 // counts are records a partition consumed, wrote and read again, not
@@ -316,7 +322,19 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	if max := p.s.cfg.MaxRecordBytes; max > 0 && int64(len(r.value)) > max {
 		return p.reject(ctx, r, &rejection{Reason: rejectTooLarge, Err: fmt.Errorf("value of %d bytes exceeds max_record_bytes (%d)", len(r.value), max)})
 	}
-	d, rej, err := p.dec.Decode(ctx, r.value, r.offset)
+	var d format.Decoded
+	var rej *rejection
+	var err error
+	var rowKey []byte // an upsert table's: the row's key
+	if p.up != nil {
+		var deleted bool
+		d, rowKey, deleted, rej, err = p.change(ctx, r)
+		if err == nil && rej == nil && deleted {
+			return nil // a delete writes no row
+		}
+	} else {
+		d, rej, err = p.dec.Decode(ctx, r.value, r.offset)
+	}
 	if err != nil {
 		return err
 	} else if rej != nil {
@@ -335,6 +353,9 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	if p.skip.skips(id, r.offset) {
 		p.s.stats.skippedUploaded.Add(1)
+		if p.up != nil {
+			return p.noteRow(rowKey, r.offset) // the uploaded file holds the row
+		}
 		return nil
 	}
 	f := p.files[string(id)]
@@ -354,6 +375,9 @@ func (p *partition) write(ctx context.Context, r *record) error {
 			f = nil
 			if p.skip.skips(id, r.offset) { // an adopted object holds this record
 				p.s.stats.skippedUploaded.Add(1)
+				if p.up != nil {
+					return p.noteRow(rowKey, r.offset)
+				}
 				return nil
 			}
 		}
@@ -383,6 +407,11 @@ func (p *partition) write(ctx context.Context, r *record) error {
 	}
 	f.last = r.offset
 	f.records++
+	if p.up != nil {
+		if err := p.noteRow(rowKey, r.offset); err != nil {
+			return err
+		}
+	}
 	p.noteFresh(f, r)
 	p.unreported.written++
 	rot := &p.s.cfg.Rotate
@@ -593,6 +622,11 @@ func (p *partition) dropAll(ctx context.Context) {
 	p.letters = p.letters[:0]
 	p.rereadBelow = max(p.rereadBelow, p.next, p.highest)
 	p.next = p.committed
+	if p.up != nil {
+		// The index holds the records dropped: it is that of the
+		// committed offset again before its next use.
+		p.up.stale = true
+	}
 }
 
 // finish uploads f and commits. When an earlier owner already uploaded a
@@ -719,6 +753,22 @@ func (p *partition) readRange(ctx context.Context, key string) (archive.Range, i
 // a second upload of a path must not start before the first one's commit
 // (exactly-once protocol, point 5).
 func (p *partition) commitNow(ctx context.Context) error {
+	if p.up != nil {
+		// The key index, the deletes and the progress must agree on one
+		// offset: every open file lands first, so the committed offset is
+		// the next one. (Each finish commits again, landing the rest.)
+		for len(p.files) > 0 {
+			var oldest *openFile
+			for _, f := range p.files {
+				if oldest == nil || f.first < oldest.first {
+					oldest = f
+				}
+			}
+			if err := p.finish(ctx, oldest, reasonUpsert); err != nil {
+				return err
+			}
+		}
+	}
 	offset := p.next
 	for _, f := range p.files {
 		offset = min(offset, f.first)
@@ -746,7 +796,15 @@ func (p *partition) commitNow(ctx context.Context) error {
 		// against a late commit of another spec (table.SpecConflictError).
 		spec := p.table.SpecID()
 		handed := p.handoff
-		p.table.Add(p.genCtx, p.id, handed, table.Progress{Committed: offset, Paths: paths, SpecID: &spec}, p.offsetCommit())
+		progress := table.Progress{Committed: offset, Paths: paths, SpecID: &spec}
+		if p.up != nil {
+			chain, deletes, err := p.indexSnapshot(ctx)
+			if err != nil {
+				return p.indexFailed(ctx, err)
+			}
+			progress.Index, handed.Deletes = chain, deletes
+		}
+		p.table.Add(p.genCtx, p.id, handed, progress, p.offsetCommit())
 		p.handoff = tablecommit.Batch{}
 		p.handedFresh(handed.Times)
 		p.committed = offset
@@ -891,6 +949,11 @@ func (p *partition) tick(ctx context.Context, now time.Time) error {
 	if p.table != nil {
 		if held, ok := p.table.TakeRestart(p.id); ok {
 			return p.restartFromTable(ctx, held)
+		}
+		if p.up != nil {
+			if err := p.table.Failure(p.id); err != nil {
+				return err
+			}
 		}
 	}
 	if err := p.moveToSpec(ctx); err != nil {

@@ -88,12 +88,12 @@ func (s *Sink) Histograms() Histograms {
 // rotationReasons are the reasons a file is finished, as
 // pqsink_files_uploaded_total counts them.
 func rotationReasons() []string {
-	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance, reasonSpec}
+	return []string{reasonRecords, reasonBytes, reasonInterval, reasonSchedule, reasonShutdown, reasonMemory, reasonStopped, reasonSchema, reasonRebalance, reasonSpec, reasonUpsert}
 }
 
 // rejectReasons are the reasons a record is rejected, as
 // pqsink_records_rejected_total and pqsink_records_dead_lettered_total
 // count them.
 func rejectReasons() []string {
-	return []string{rejectDecode, rejectSchema, rejectTooLarge, rejectPath, rejectEnvelope}
+	return []string{rejectDecode, rejectSchema, rejectTooLarge, rejectPath, rejectEnvelope, rejectKey, rejectChange}
 }

@@ -10,6 +10,8 @@ const (
 	rejectTooLarge = format.RejectTooLarge
 	rejectPath     = format.RejectPath
 	rejectEnvelope = format.RejectEnvelope
+	rejectKey      = format.RejectKey    // an upsert table's row key cannot be read
+	rejectChange   = format.RejectChange // a change event that cannot be applied
 )
 
 // rejection is a record that cannot be written, and why.

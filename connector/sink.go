@@ -96,6 +96,10 @@ type Sink struct {
 	checkOnly  bool     // New only checks (CheckOnly)
 	offline    bool     // a check contacts nothing (Offline)
 	checkNotes []string // what a check found absent that the sink creates
+
+	// upserts counts the member's upsert partitions with a key index:
+	// they share a quarter of memory.limit (indexMemory).
+	upserts atomic.Int64
 }
 
 // Option configures New.
@@ -142,6 +146,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	if s.format, err = s.formats.Open(cfg, format.Env{Log: log, Truncated: &s.stats.timestampsTruncated}); err != nil {
 		return nil, err
+	}
+	if cfg.Table.Upsert() {
+		if s.format, err = keyedFormat(s.format, cfg); err != nil {
+			return nil, err
+		}
 	}
 	if s.schema, err = s.format.FixedSchema(); err != nil {
 		return nil, err
@@ -661,12 +670,23 @@ func (r *partitionRun) step() bool {
 				// assignment: the Kafka commit may lag it, and does not
 				// say the spec of its paths.
 				var spec *int
+				var index []string
 				if p.table != nil {
-					if tp, ok, err := p.table.State(rc.ctx, p.id); err == nil && ok {
-						c, skip, spec = committed{offset: tp.Committed}, skipSet(tp.Paths), tp.SpecID
+					tp, ok, err := p.table.State(rc.ctx, p.id)
+					if err == nil && ok {
+						c, skip, spec, index = committed{offset: tp.Committed}, skipSet(tp.Paths), tp.SpecID, tp.Index
+					}
+					if err != nil && p.up != nil {
+						// An upsert table's key index is the one its
+						// state names: without it, no commit is right.
+						r.log.Error("reading the table's state for the key index; partition stopped", "error", err)
+						s.setFailed(r.key, err)
+						r.held = true
+						return false
 					}
 				}
 				p.restartAt(c.offset, c.metadata, skip)
+				p.resetIndex(index)
 				if err := p.resumeView(r.own, spec); err != nil {
 					r.log.Error("reading the table's partition specs; partition stopped", "error", err)
 					s.setFailed(r.key, err)
@@ -730,6 +750,7 @@ func (r *partitionRun) end() {
 	delete(r.s.consuming, r.p)
 	r.s.mu.Unlock()
 	r.s.noteReached(r.p.topic, r.p.id, max(r.p.highest, r.p.next))
+	r.p.closeUpsert()
 	r.p.release()
 	r.dropIt()
 	r.ended()
@@ -809,6 +830,18 @@ func (s *Sink) assign(ctx context.Context, commits *group.CommitBatcher, topic s
 	p := newPartitionWithTable(s, topic, id, c.offset, skip, commit, tc)
 	p.genCtx = ctx
 	p.noteCommit(c)
+	if s.cfg.Table.Upsert() && tc != nil {
+		tp, ok, err := tc.State(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", topic, id, err)
+		}
+		if ok && tp.Committed > 0 && tp.Index == nil {
+			s.log.Warn("upsert table: the table's state of the partition names no key index; the partition starts with an empty one (rows written in append mode are not replaced)", "topic", topic, "partition", id, "table", tc.Name(), "offset", tp.Committed)
+		}
+		if err := p.startUpsert(ctx, tp.Index); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

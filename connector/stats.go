@@ -28,6 +28,12 @@ type Stats struct {
 
 	timestampsTruncated atomic.Int64 // nanosecond timestamps cut to microseconds (table.timestamp_precision: micros)
 
+	// Upsert tables: rows replaced by a later record of their key, and
+	// deleted by a tombstone or a Debezium delete, as handed to the
+	// commits; the key indexes' live keys, bytes in memory and on disk.
+	upsertReplaced, upsertDeleted        atomic.Int64
+	upsertKeys, upsertMemory, upsertDisk atomic.Int64
+
 	// With a table: its committers' counters and histograms.
 	tables tablecommit.Stats
 
@@ -143,6 +149,12 @@ type Snapshot struct {
 	TablePendingFiles   int64 // files uploaded or adopted, not in a table yet
 	TablePendingRecords int64 // records of those files
 	TableSchemaUpdates  int64 // table schema updates this sink made (columns added or widened for new record schemas)
+	// Upsert tables: rows replaced and deleted by records (handed to the
+	// commits), rows the commits deleted, rows a key index named that no
+	// file held (table.missing_rows), and the key indexes' live keys and
+	// bytes in memory and on local disk.
+	UpsertReplaced, UpsertDeleted, TableRowsDeleted, TableMissingRows int64
+	IndexKeys, IndexMemory, IndexDisk                                 int64
 	// TimestampsTruncated counts the google.protobuf.Timestamp values,
 	// Avro timestamp-nanos and local-timestamp-nanos values and values of
 	// a schema file's TIMESTAMP(NANOS) columns written in microseconds
@@ -210,6 +222,13 @@ func (s *Stats) Snapshot() Snapshot {
 		TablePendingFiles:   s.tables.PendingFiles.Load(),
 		TablePendingRecords: s.tables.PendingRecords.Load(),
 		TableSchemaUpdates:  s.tables.SchemaUpdates.Load(),
+		UpsertReplaced:      s.upsertReplaced.Load(),
+		UpsertDeleted:       s.upsertDeleted.Load(),
+		TableRowsDeleted:    s.tables.RowsDeleted.Load(),
+		TableMissingRows:    s.tables.MissingRows.Load(),
+		IndexKeys:           s.upsertKeys.Load(),
+		IndexMemory:         s.upsertMemory.Load(),
+		IndexDisk:           s.upsertDisk.Load(),
 		TimestampsTruncated: s.timestampsTruncated.Load(),
 		TableCommitTime:     time.Duration(s.tables.CommitNanos.Load()),
 		TableCommitMax:      time.Duration(s.tables.CommitMaxNanos.Load()),

@@ -105,6 +105,7 @@ func (p *partition) restartFromTable(ctx context.Context, held table.Progress) e
 	skip := skipSet{}
 	maps.Copy(skip, held.Paths)
 	p.restartAt(held.Committed, "", skip)
+	p.resetIndex(held.Index)
 	// The state may hold paths of another spec than the one the
 	// partition writes by now: it resumes by theirs.
 	if err := p.resumeView(ctx, held.SpecID); err != nil {

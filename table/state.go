@@ -41,6 +41,12 @@ type Progress struct {
 	// state written by a pqsink that kept none, or paths whose specs
 	// disagree), and always without paths: it is said of the paths only.
 	SpecID *int
+	// Index is the key index of an upsert table's partition as of
+	// Committed: the store keys of its snapshots, a full one first and
+	// the deltas after it (package table/keyindex). A new owner loads it
+	// before consuming. nil for an append table, or an upsert table's
+	// partition without a snapshot yet.
+	Index []string
 }
 
 // specOfPaths is p.SpecID when p has paths, nil otherwise.
@@ -88,6 +94,13 @@ func (p Progress) Merge(q Progress) Progress {
 	if len(specs) > 0 && (len(specs) == 1 || sameSpec(specs[0], specs[1])) {
 		out.SpecID = specs[0]
 	}
+	// The key index is that of the later committed offset: an index
+	// matches one offset, and is not merged. Of two at the same offset,
+	// q's, the newer claim (either is the index of that offset).
+	out.Index = p.Index
+	if q.Committed > p.Committed || q.Committed == p.Committed && len(q.Index) > 0 {
+		out.Index = q.Index
+	}
 	return out
 }
 
@@ -105,7 +118,7 @@ func (p Progress) beyond() (int64, bool) {
 
 func (p Progress) equal(q Progress) bool {
 	a, b := p.specOfPaths(), q.specOfPaths()
-	return p.Committed == q.Committed && maps.Equal(p.Paths, q.Paths) && (a == nil) == (b == nil) && (a == nil || *a == *b)
+	return p.Committed == q.Committed && maps.Equal(p.Paths, q.Paths) && (a == nil) == (b == nil) && (a == nil || *a == *b) && slices.Equal(p.Index, q.Index)
 }
 
 // State is the exactly-once state a table holds: the Progress of every
@@ -163,6 +176,9 @@ type partitionDoc struct {
 	Committed int64            `json:"committed"`
 	Paths     map[string]int64 `json:"paths"`
 	SpecID    *int             `json:"spec_id,omitempty"`
+	// Index (Progress.Index) was added later, as spec_id was: left out
+	// when there is none, and read as none from a document without it.
+	Index []string `json:"index,omitempty"`
 }
 
 // encode renders s as its JSON document.
@@ -175,7 +191,7 @@ func (s State) encode() ([]byte, error) {
 		if paths == nil {
 			paths = map[string]int64{}
 		}
-		doc.Partitions = append(doc.Partitions, partitionDoc{Group: k.Group, Topic: k.Topic, Partition: k.Partition, Committed: p.Committed, Paths: paths, SpecID: p.specOfPaths()})
+		doc.Partitions = append(doc.Partitions, partitionDoc{Group: k.Group, Topic: k.Topic, Partition: k.Partition, Committed: p.Committed, Paths: paths, SpecID: p.specOfPaths(), Index: p.Index})
 	}
 	return json.Marshal(doc)
 }
@@ -192,7 +208,7 @@ func decodeState(b []byte) (State, error) {
 		if paths == nil {
 			paths = map[string]int64{}
 		}
-		s[Partition{p.Group, p.Topic, p.Partition}] = Progress{Committed: p.Committed, Paths: paths, SpecID: p.SpecID}
+		s[Partition{p.Group, p.Topic, p.Partition}] = Progress{Committed: p.Committed, Paths: paths, SpecID: p.SpecID, Index: p.Index}
 	}
 	return s, nil
 }

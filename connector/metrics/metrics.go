@@ -128,6 +128,13 @@ func NewCollector(src Source) prometheus.Collector {
 		"tpfiles":    d("table_pending_files", "Files uploaded or adopted that are not in a table yet."),
 		"tprecords":  d("table_pending_records", "Records uploaded that are not in a table yet."),
 		"tschema":    d("table_schema_updates_total", "Table schema updates made for new record schemas (columns added, types widened)."),
+		"ureplaced":  d("upsert_rows_replaced_total", "Upsert tables: rows replaced by a later record of their key, deleted by position in the commit that holds the new row."),
+		"udeleted":   d("upsert_rows_deleted_total", "Upsert tables: rows deleted by a tombstone or a Debezium delete event."),
+		"tdelrows":   d("table_rows_deleted_total", "Upsert tables: rows the table commits deleted (deletion vectors or position delete files)."),
+		"tmissing":   d("table_missing_rows_total", "Upsert tables: rows a key index named that no data file held (another engine removed them); table.missing_rows says what was done."),
+		"ikeys":      d("upsert_index_keys", "Upsert tables: live keys in the key indexes of the partitions this member holds."),
+		"imem":       d("upsert_index_memory_bytes", "Upsert tables: bytes the key indexes hold in memory (counted in memory.limit)."),
+		"idisk":      d("upsert_index_disk_bytes", "Upsert tables: bytes the key indexes spilled to local disk."),
 		"tstale":     d("table_oldest_uncommitted_seconds", "Age of the oldest record consumed and not in the table yet (in an open file, or uploaded and waiting for the table commit), from its Kafka timestamp (or when the sink read it: table.freshness_from); 0 when every record consumed is in the table.", "table"),
 		"ttrunc":     d("table_timestamps_truncated_total", "Protobuf Timestamps, Avro timestamp-nanos and schema files' TIMESTAMP(NANOS) values written to a table's files in microseconds (table.timestamp_precision: micros) whose digits below the microsecond were cut."),
 	}}
@@ -230,6 +237,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("tappended", st.TableFilesAppended)
 	counter("tdropped", st.TableFilesDropped)
 	counter("tschema", st.TableSchemaUpdates)
+	counter("ureplaced", st.UpsertReplaced)
+	counter("udeleted", st.UpsertDeleted)
+	counter("tdelrows", st.TableRowsDeleted)
+	counter("tmissing", st.TableMissingRows)
+	gauge("ikeys", float64(st.IndexKeys))
+	gauge("imem", float64(st.IndexMemory))
+	gauge("idisk", float64(st.IndexDisk))
 	counter("ttrunc", st.TimestampsTruncated)
 	gauge("tpfiles", float64(st.TablePendingFiles))
 	gauge("tprecords", float64(st.TablePendingRecords))

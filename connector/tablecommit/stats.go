@@ -20,6 +20,12 @@ type Stats struct {
 	// and not in a table yet, and their records.
 	PendingFiles, PendingRecords atomic.Int64
 	SchemaUpdates                atomic.Int64 // table schema updates made for new record schemas
+
+	// RowsDeleted are the rows an upsert table's commits deleted (rows
+	// replaced by a later record of their key, or deleted by a tombstone
+	// or a Debezium delete); MissingRows the rows an upsert partition's
+	// key index named that no data file held (table.NoLiveRowError).
+	RowsDeleted, MissingRows atomic.Int64
 	// CommitNanos and CommitMaxNanos are the total and the longest time
 	// of the commits that succeeded, their retries included.
 	CommitNanos, CommitMaxNanos atomic.Int64

@@ -81,6 +81,9 @@ type Committer struct {
 	tmpl   *archive.Template
 	// url is the store's URL: a file's location in the table is url/key.
 	url string
+	// root is the table's location under url: its files' keys start
+	// with it.
+	root string
 	// computed are the partition fields whose values the records give, in
 	// the order of tmpl's {field} parts; lookupPaths the distinct columns
 	// they read, and lookupAt which one each reads (see setComputed).
@@ -147,6 +150,13 @@ type commits struct {
 	// rb keeps commits from running past a rollback; shared by the
 	// views, as the partitions are.
 	rb rollbacks
+
+	// For upsert tables (upsert.go): the key index chain of each
+	// partition's last commit this member made, and the partitions a
+	// commit failed for good (table.NoLiveRowError).
+	upMu    sync.Mutex
+	indexes map[int32][]string
+	stopped map[int32]error
 }
 
 // pendingProgress is what one partition asks the next commit to record.
@@ -156,6 +166,9 @@ type pendingProgress struct {
 	// that generation's.
 	commit OffsetCommit
 	ctx    context.Context
+	// deletes are the offsets of the rows the commit deletes (Batch's
+	// Deletes, of every batch the progress covers).
+	deletes []int64
 }
 
 // OffsetCommit commits a partition's Kafka offset with the state p, after
@@ -382,7 +395,7 @@ func (t *Tables) newView(ctx context.Context, topic string, h *table.Handle, com
 	if err != nil {
 		return nil, fmt.Errorf("table %s: the files' path: %w", h.Name(), err)
 	}
-	tc := &Committer{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, commits: commits}
+	tc := &Committer{t: t, topic: topic, h: h, specID: spec.ID, tmpl: tmpl, url: url, root: root, commits: commits}
 	tc.setComputed(computed)
 	if t.checkView != nil {
 		if err := t.checkView(tc); err != nil {
@@ -536,6 +549,11 @@ func (t *Tables) commitOne(ctx context.Context, tc *Committer) bool {
 type Batch struct {
 	Files []table.File
 	Times []RecordTimes
+	// Deletes are, for an upsert table, the Kafka offsets of the rows
+	// that the batch's records replace or delete (the rows their keys
+	// had, as the partition's key index says): the commit that holds the
+	// batch's progress deletes them (table.DeleteOffsets).
+	Deletes []int64
 }
 
 // Append adds file f, whose records' times are t.
@@ -550,7 +568,7 @@ func (b *Batch) Append(f table.File, t RecordTimes) {
 // follows the table commit that holds them.
 func (tc *Committer) Add(ctx context.Context, partition int32, batch Batch, progress table.Progress, commit OffsetCommit) {
 	files, times := batch.Files, batch.Times
-	if tc.rb.waiting(partition) {
+	if tc.rb.waiting(partition) || tc.failure(partition) != nil {
 		// Read before the partition learnt that the table was rolled
 		// back: it reads these records again.
 		return
@@ -571,8 +589,9 @@ func (tc *Committer) Add(ctx context.Context, partition int32, batch Batch, prog
 	}
 	if pp := tc.parts[partition]; pp != nil {
 		progress = mergeProgress(pp.progress, progress)
+		batch.Deletes = append(pp.deletes, batch.Deletes...)
 	}
-	tc.parts[partition] = &pendingProgress{progress: progress, commit: commit, ctx: ctx}
+	tc.parts[partition] = &pendingProgress{progress: progress, commit: commit, ctx: ctx, deletes: batch.Deletes}
 }
 
 // mergeProgress is the union of what p and q say is uploaded: both were
@@ -602,7 +621,17 @@ func (tc *Committer) commit(ctx context.Context) error {
 	}
 	start := time.Now()
 	tc.committingSince.Store(start.UnixNano())
-	res, err := tc.h.Commit(ctx, group, files, state, table.Seen(tc.rb.seen(group, topic, parts)))
+	readAgain := false
+	opts := []table.CommitOption{table.Seen(tc.rb.seen(group, topic, parts))}
+	if deletes := deleteOffsets(topic, parts); deletes != nil {
+		opts = append(opts, table.DeleteOffsets(deletes))
+	}
+	res, err := tc.h.Commit(ctx, group, files, state, opts...)
+	var missing *table.NoLiveRowError
+	if errors.As(err, &missing) {
+		files, parts = tc.missingRows(missing, files, parts)
+		readAgain = true
+	}
 	tc.committingSince.Store(0)
 	tc.failedSlow.Store(err != nil && time.Since(start) >= commitSlowFor)
 	st := tc.t.stats
@@ -610,12 +639,13 @@ func (tc *Committer) commit(ctx context.Context) error {
 	st.Conflicts.Add(int64(max(res.Attempts-1, 0)))
 	var rb *table.RolledBackError
 	var sc *table.SpecConflictError
-	readAgain := errors.As(err, &rb) || errors.As(err, &sc)
+	readAgain = readAgain || errors.As(err, &rb) || errors.As(err, &sc)
 	switch {
 	case rb != nil:
 		files, parts = tc.rolledBack(rb.Held, false, files, parts)
 	case sc != nil:
 		files, parts = tc.rolledBack(sc.Held, true, files, parts)
+	case missing != nil:
 	case err != nil:
 		st.CommitErrors.Add(1)
 		tc.failed(time.Now(), tc.t.cfg.Table.CommitInterval)
@@ -647,6 +677,7 @@ func (tc *Committer) commit(ctx context.Context) error {
 		for id, pp := range tc.parts {
 			if old := parts[id]; old != nil {
 				pp.progress = mergeProgress(old.progress, pp.progress)
+				pp.deletes = append(old.deletes, pp.deletes...)
 			}
 			parts[id] = pp
 		}
@@ -671,6 +702,8 @@ func (tc *Committer) commit(ctx context.Context) error {
 	for cur := st.CommitMaxNanos.Load(); took > cur && !st.CommitMaxNanos.CompareAndSwap(cur, took); cur = st.CommitMaxNanos.Load() {
 	}
 	st.FilesAppended.Add(int64(res.Appended))
+	st.RowsDeleted.Add(int64(res.RowsDeleted))
+	tc.noteIndexes(parts)
 	st.FilesDropped.Add(int64(res.Dropped))
 	for _, f := range files {
 		tc.pending(f, -1)
@@ -733,6 +766,7 @@ func (tc *Committer) State(ctx context.Context, id int32) (table.Progress, bool,
 	}
 	p, ok := tc.state[table.Partition{Group: group, Topic: topic, Partition: id}]
 	tc.rb.took(id, p)
+	tc.clearFailure(id)
 	if !ok {
 		return table.Progress{}, false, nil
 	}

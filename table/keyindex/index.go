@@ -89,7 +89,7 @@ type Index struct {
 	epoch    uint64 // the epoch of changes made now
 	scratch  []byte
 	snap     snapState
-	pending  *SnapshotInfo
+	pending  []SnapshotInfo // written since the last commit, oldest first
 	closed   bool
 }
 
@@ -119,6 +119,17 @@ func New(opts Options) (*Index, error) {
 		return nil, fmt.Errorf("keyindex: creating the spill directory: %w", err)
 	}
 	return &Index{opts: opts, dir: dir, seed: maphash.MakeSeed(), mem: map[string]memEntry{}, epoch: 1}, nil
+}
+
+// SetMemoryLimit changes Options.MemoryLimit: an owner that shares its
+// memory among the indexes of several partitions gives each its share
+// as their number changes. A smaller limit spills at the next change.
+func (x *Index) SetMemoryLimit(n int64) error {
+	if n < MinMemoryLimit {
+		return fmt.Errorf("keyindex: a memory limit of %d bytes, less than the least, %d", n, MinMemoryLimit)
+	}
+	x.opts.MemoryLimit = n
+	return nil
 }
 
 // Stats describes an index's size.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdmaps "maps"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -232,16 +233,98 @@ func TestSnapshotNotCommitted(t *testing.T) {
 	if ni.BaseSeq != li.BaseSeq || ni.Seq != li.Seq || ni.Entries != 2 {
 		t.Errorf("after a lost snapshot %+v, the next is %+v; want the same base and both changes", li, ni)
 	}
-	if err := x.Commit(li); err == nil {
-		t.Error("committing the lost snapshot after a later one was written: no error")
-	}
 	if err := x.Commit(ni); err != nil {
 		t.Fatal(err)
 	}
 	if err := x.Commit(ni); err == nil {
 		t.Error("committing a snapshot twice: no error")
 	}
+	if err := x.Commit(li); err == nil {
+		t.Error("committing a snapshot written before the committed one: no error")
+	}
 	_ = full
+}
+
+// TestSnapshotCommitLagging: a writer whose table commits lag its
+// snapshots commits an older one of those written since the last commit,
+// then a later one; every chain a commit named loads the index as it was
+// when its last snapshot was written, and the next delta is based on the
+// last snapshot committed.
+func TestSnapshotCommitLagging(t *testing.T) {
+	ctx := context.Background()
+	full, delta, x := snapshotChain(t)
+	x.Put(testKey(5), 50)
+	var s1, s2, s3 bytes.Buffer
+	i1, err := x.WriteSnapshot(ctx, &s1, Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Put(testKey(6), 60)
+	i2, err := x.WriteSnapshot(ctx, &s2, Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The commit of s1 is known only now, after s2 was written.
+	if err := x.Commit(i1); err != nil {
+		t.Fatalf("committing an older snapshot written since the last commit: %v", err)
+	}
+	x.Delete(testKey(7))
+	i3, err := x.WriteSnapshot(ctx, &s3, Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deltas of this small index soon add up to half its full
+	// snapshot: s3 may be a full one.
+	s3chain := [][]byte{s3.Bytes()}
+	if i3.Kind == KindDelta {
+		if i3.BaseSeq != i1.Seq || i3.BaseID != i1.ID || i3.Entries != 2 {
+			t.Errorf("after committing %+v, the next snapshot is %+v; want it based on it, with keys 6 and 7", i1, i3)
+		}
+		s3chain = [][]byte{full, delta, s1.Bytes(), s3.Bytes()}
+	}
+	// s2, based on the snapshot before s1, can still be committed.
+	if err := x.Commit(i2); err != nil {
+		t.Fatalf("committing a snapshot written after the committed one: %v", err)
+	}
+	if err := x.Commit(i1); err == nil {
+		t.Error("committing a snapshot written before the committed one: no error")
+	}
+	if err := x.Commit(i3); err != nil {
+		t.Fatal(err)
+	}
+	base := map[int]int64{0: 0, 1: 1, 2: 2, 3: 30, 5: 50, 6: 6, 7: 7, 8: 8, 9: 9, 11: 11}
+	for _, c := range []struct {
+		name  string
+		chain [][]byte
+		want  map[int]int64
+	}{
+		{"s1", [][]byte{full, delta, s1.Bytes()}, base},
+		{"s2", [][]byte{full, delta, s2.Bytes()}, with(base, 6, 60)},
+		{"s3", s3chain, without(with(base, 6, 60), 7)},
+	} {
+		var objs []Object
+		for _, b := range c.chain {
+			objs = append(objs, bytes.NewReader(b))
+		}
+		y, err := Load(ctx, Options{Dir: t.TempDir()}, objs...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		checkModel(t, y, c.want, 20, c.name)
+		y.Close()
+	}
+}
+
+func with(m map[int]int64, k int, v int64) map[int]int64 {
+	out := stdmaps.Clone(m)
+	out[k] = v
+	return out
+}
+
+func without(m map[int]int64, k int) map[int]int64 {
+	out := stdmaps.Clone(m)
+	delete(out, k)
+	return out
 }
 
 func TestLoadRejectsBadChains(t *testing.T) {
@@ -412,5 +495,34 @@ func TestLoadAsRun(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(opts.Dir); len(ents) != 1 {
 		t.Errorf("%d entries in the spill directory after failed loads, want the one of the loaded index", len(ents))
+	}
+}
+
+// TestSetMemoryLimit: a smaller share spills at the next changes; one
+// under the least is refused.
+func TestSetMemoryLimit(t *testing.T) {
+	x := newIndex(t, Options{MemoryLimit: 64 << 20})
+	if err := x.SetMemoryLimit(MinMemoryLimit - 1); err == nil {
+		t.Error("a limit under MinMemoryLimit: no error")
+	}
+	for i := 0; i < 20000; i++ {
+		x.Put(testKey(i), int64(i))
+	}
+	if st := x.Stats(); st.Runs != 0 {
+		t.Fatalf("spilled under a 64 MiB limit: %+v", st)
+	}
+	if err := x.SetMemoryLimit(MinMemoryLimit); err != nil {
+		t.Fatal(err)
+	}
+	for i := 20000; i < 40000; i++ {
+		x.Put(testKey(i), int64(i))
+	}
+	if st := x.Stats(); st.Runs == 0 || st.MemoryBytes > 2*MinMemoryLimit {
+		t.Errorf("after a 1 MiB limit: %+v; want runs spilled and memory near the limit", st)
+	}
+	for _, i := range []int{0, 19999, 39999} {
+		if off, ok, err := x.Get(testKey(i)); err != nil || !ok || off != int64(i) {
+			t.Errorf("key %d: %d, %v, %v", i, off, ok, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // SnapshotInfo describes a snapshot written by WriteSnapshot.
@@ -28,6 +29,9 @@ type SnapshotInfo struct {
 	Bytes   int64
 
 	epoch uint64
+	// next is the index's snapshot state once this snapshot is
+	// committed.
+	next snapState
 }
 
 // SnapshotMode chooses between a full and a delta snapshot.
@@ -102,25 +106,32 @@ func (x *Index) WriteSnapshot(ctx context.Context, w io.Writer, mode SnapshotMod
 	}
 	info := SnapshotInfo{Seq: meta.seq, Kind: meta.kind, BaseSeq: meta.baseSeq, BaseID: meta.baseID, ID: id,
 		Entries: fw.meta.count, Bytes: size, epoch: x.epoch}
+	info.next = snapState{seq: info.Seq, id: info.ID, epoch: info.epoch}
+	if full {
+		info.next.fullBytes = size
+	} else {
+		info.next.deltas, info.next.fullBytes, info.next.deltaBytes = s.deltas+1, s.fullBytes, s.deltaBytes+size
+	}
 	x.epoch++
-	x.pending = &info
+	x.pending = append(x.pending, info)
 	return info, nil
 }
 
-// Commit records that the snapshot WriteSnapshot last returned is
-// durable and referenced by a committed table state: the next delta is
-// based on it. A snapshot other than the last one written is refused.
+// Commit records that a snapshot WriteSnapshot returned is durable and
+// referenced by a committed table state: the next delta is based on it.
+// A writer whose table commits lag its snapshots (it writes the next
+// snapshot before the commit of the last one is known) commits any of
+// those written since the last committed one; the snapshots written
+// before it can no longer be committed, those written after it can (each
+// names its own base, and a chain of them stays whole). A snapshot not
+// written since the last commit is refused.
 func (x *Index) Commit(info SnapshotInfo) error {
-	if x.pending == nil || *x.pending != info {
-		return fmt.Errorf("keyindex: committing snapshot %d (%08x), which is not the last one written", info.Seq, info.ID)
+	i := slices.Index(x.pending, info)
+	if i < 0 {
+		return fmt.Errorf("keyindex: committing snapshot %d (%08x), which is not one written since the last commit", info.Seq, info.ID)
 	}
-	s := snapState{seq: info.Seq, id: info.ID, epoch: info.epoch}
-	if info.Kind == KindFull {
-		s.fullBytes = info.Bytes
-	} else {
-		s.deltas, s.fullBytes, s.deltaBytes = x.snap.deltas+1, x.snap.fullBytes, x.snap.deltaBytes+info.Bytes
-	}
-	x.snap, x.pending = s, nil
+	x.snap = info.next
+	x.pending = slices.Delete(x.pending, 0, i+1)
 	return nil
 }
 
