@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +32,9 @@ type OrphanOptions struct {
 
 // OrphanResult says what RemoveOrphans did (or, in a dry run, would do).
 type OrphanResult struct {
-	// Listed is how many objects lie under the table's data/ and metadata/
-	// folders and among its state objects; Referenced how many of them the
-	// metadata references.
+	// Listed is how many objects lie under the table's data/, metadata/
+	// and index/ folders and among its state objects; Referenced how many
+	// of them the metadata references.
 	Listed, Referenced int
 	// Young is how many unreferenced objects were spared as too recent.
 	Young int
@@ -41,6 +42,8 @@ type OrphanResult struct {
 	// however old, because the table's state does not cover their first
 	// record yet: a commit may still append them (one that fails until an
 	// operator steps in, or a member that restarts and adopts them).
+	// Likewise for the key index snapshots of an upsert table that the
+	// state's chain of their partition has not reached yet.
 	Pending int
 	// Orphans are the keys of the unreferenced objects older than the
 	// age, deleted unless DryRun; Bytes their total size.
@@ -50,8 +53,8 @@ type OrphanResult struct {
 	Removed int
 }
 
-// RemoveOrphans deletes the objects under the table's data/ and metadata/
-// folders in store (whose root is store.url: a key is a location without
+// RemoveOrphans deletes the objects under the table's data/, metadata/
+// and index/ folders in store (whose root is store.url: a key is a location without
 // the warehouse and a slash) that no snapshot still in the table's
 // metadata references and that were modified more than o.OlderThan ago.
 // Referenced are: the current metadata file and those of the metadata log,
@@ -62,9 +65,16 @@ type OrphanResult struct {
 // A state object no snapshot still names is an orphan like the others: the
 // states of a table only grow (offsets), so a commit never writes again
 // the object of a state that an expired snapshot held, and a commit's new
-// object is young until the commit names it. Under data/ and metadata/, a
-// key with a _pqsink folder, or a catalog's version-hint.text, is left
-// alone.
+// object is young until the commit names it. Under data/, metadata/ and
+// index/, a key with a _pqsink folder, or a catalog's version-hint.text,
+// is left alone.
+//
+// Under index/ lie the key index snapshots of an upsert table's
+// partitions, index/{topic}/{partition}/{seq}-{checksum}.pqkidx: one is
+// referenced when the state of some snapshot still in the metadata names
+// it in the chain of a partition (Progress.Index, a full snapshot and the
+// deltas after it: every object of the chain is referenced). Those states
+// are read only when index/ holds objects.
 //
 // A data file named as the sink names them ({topic}+{partition}+{first
 // offset}.parquet) is deleted only when the table's state has the
@@ -72,6 +82,13 @@ type OrphanResult struct {
 // records through other files then, and a commit would refuse or drop this
 // one. Otherwise it may still be appended (a commit failing for a while,
 // an upload a restarted member adopts), whatever its age, and it stays.
+// In the same way, an index snapshot is deleted only when the table's
+// state has a chain of its partition that ends at its sequence number or
+// past it: the sink numbers a partition's snapshots on from the chain
+// committed, so it never writes that number again, while a snapshot
+// beyond the chain may be written again under the same name (create if
+// absent, which leaves the old object and its age) and named by the next
+// commit.
 //
 // The metadata is read before the listing and again after it, and a file
 // either reading references is kept: a file committed while the listing
@@ -83,7 +100,7 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	refs := &references{seenManifests: map[string]bool{}, keys: map[string]bool{}, warehouse: h.warehouse + "/"}
+	refs := &references{seenManifests: map[string]bool{}, keys: map[string]bool{}, states: map[string]bool{}, warehouse: h.warehouse + "/"}
 	tbl, err := h.cat.LoadTable(ctx, h.ident)
 	if err != nil {
 		return res, fmt.Errorf("table %s: %w", h.name, err)
@@ -104,11 +121,19 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 	if err != nil {
 		return res, fmt.Errorf("table %s: its state objects: %w", h.name, err)
 	}
+	indexKey := tableKey + "/index/"
 	var candidates []candidate
-	for _, prefix := range []string{tableKey + "/data/", tableKey + "/metadata/", stateKey} {
+	indexesRead := false
+	for _, prefix := range []string{tableKey + "/data/", tableKey + "/metadata/", stateKey, indexKey} {
 		for info, err := range store.List(ctx, prefix) {
 			if err != nil {
 				return res, fmt.Errorf("table %s: listing %s: %w", h.name, prefix, err)
+			}
+			if prefix == indexKey && !indexesRead {
+				indexesRead = true
+				if err := refs.indexes(ctx, tbl); err != nil {
+					return res, fmt.Errorf("table %s: %w", h.name, err)
+				}
 			}
 			res.Listed++
 			switch {
@@ -132,6 +157,11 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 	if err := refs.add(ctx, tbl); err != nil {
 		return res, fmt.Errorf("table %s: %w", h.name, err)
 	}
+	if slices.ContainsFunc(candidates, func(c candidate) bool { return strings.HasPrefix(c.key, indexKey) }) {
+		if err := refs.indexes(ctx, tbl); err != nil {
+			return res, fmt.Errorf("table %s: %w", h.name, err)
+		}
+	}
 	state, err := h.state(ctx, tbl)
 	if err != nil {
 		return res, fmt.Errorf("table %s: %w", h.name, err)
@@ -142,6 +172,10 @@ func (h *Handle) RemoveOrphans(ctx context.Context, store objstore.Store, o Orph
 			continue
 		}
 		if topic, partition, first, ok := sinkFileName(c.key); ok && !committedPast(state, topic, partition, first) {
+			res.Pending++
+			continue
+		}
+		if topic, partition, seq, ok := indexFileName(c.key, indexKey); ok && !indexedPast(state, topic, partition, seq) {
 			res.Pending++
 			continue
 		}
@@ -191,6 +225,60 @@ func committedPast(state State, topic string, partition int32, first int64) bool
 	return false
 }
 
+// indexFileName reads the topic, partition and sequence number from the
+// key of a key index snapshot the sink wrote, under the table's index/
+// folder (indexKey): {topic}/{partition}/{seq}-{checksum}.pqkidx.
+func indexFileName(key, indexKey string) (topic string, partition int32, seq uint64, ok bool) {
+	rest, ok := strings.CutPrefix(key, indexKey)
+	if !ok {
+		return "", 0, 0, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", 0, 0, false
+	}
+	p, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil || p < 0 {
+		return "", 0, 0, false
+	}
+	if seq, ok = snapshotSeq(parts[2]); !ok {
+		return "", 0, 0, false
+	}
+	return parts[0], int32(p), seq, true
+}
+
+// snapshotSeq is the sequence number in the name of a key index snapshot,
+// {seq}-{checksum}.pqkidx, of the last element of key.
+func snapshotSeq(key string) (uint64, bool) {
+	name, ok := strings.CutSuffix(path.Base(key), ".pqkidx")
+	if !ok {
+		return 0, false
+	}
+	n, sum, ok := strings.Cut(name, "-")
+	if !ok || sum == "" {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(n, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return seq, true
+}
+
+// indexedPast reports whether the state of some group has a key index
+// chain of topic's partition whose last snapshot is numbered seq or more.
+func indexedPast(state State, topic string, partition int32, seq uint64) bool {
+	for k, p := range state {
+		if k.Topic != topic || k.Partition != partition || len(p.Index) == 0 {
+			continue
+		}
+		if last, ok := snapshotSeq(p.Index[len(p.Index)-1]); ok && last >= seq {
+			return true
+		}
+	}
+	return false
+}
+
 // spared reports keys RemoveOrphans never deletes, referenced or not.
 func spared(key string) bool {
 	return strings.HasPrefix(key, archive.InternalPrefix) || strings.Contains(key, "/"+archive.InternalPrefix) ||
@@ -204,6 +292,9 @@ type references struct {
 	keys      map[string]bool
 	// seenManifests are the manifests read already (they never change).
 	seenManifests map[string]bool
+	// states are the snapshots' summary values of the state (inline or
+	// naming a state object), true once indexes has read them.
+	states map[string]bool
 }
 
 // key is a location's key in the store.
@@ -262,6 +353,9 @@ func (r *references) add(ctx context.Context, tbl *itable.Table) error {
 			return err
 		}
 		if snap.Summary != nil {
+			if v, ok := snap.Summary.Properties[SummaryState]; ok && !r.states[v] {
+				r.states[v] = false
+			}
 			if v, ok := strings.CutPrefix(snap.Summary.Properties[SummaryState], archive.CommitState); ok {
 				if err := r.ref(v); err != nil {
 					return err
@@ -277,6 +371,28 @@ func (r *references) add(ctx context.Context, tbl *itable.Table) error {
 				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 			}
 		}
+	}
+	return nil
+}
+
+// indexes adds the key index snapshots that the states of the snapshots
+// added name (Progress.Index), reading each state not read yet. The keys
+// of a chain are store keys already.
+func (r *references) indexes(ctx context.Context, tbl *itable.Table) error {
+	for v, read := range r.states {
+		if read {
+			continue
+		}
+		state, err := readState(ctx, tbl, v)
+		if err != nil {
+			return fmt.Errorf("the state of a snapshot, for its key index chains: %w", err)
+		}
+		for _, p := range state {
+			for _, k := range p.Index {
+				r.keys[k] = true
+			}
+		}
+		r.states[v] = true
 	}
 	return nil
 }
