@@ -54,9 +54,10 @@ type OrphanResult struct {
 }
 
 // RemoveOrphans deletes the objects under the table's data/, metadata/
-// and index/ folders in store (whose root is store.url: a key is a location without
-// the warehouse and a slash) that no snapshot still in the table's
-// metadata references and that were modified more than o.OlderThan ago.
+// and index/ folders in store (whose root is store.url: a key is a
+// location without the warehouse and a slash) that no snapshot still in
+// the table's metadata references and that were modified more than
+// o.OlderThan ago.
 // Referenced are: the current metadata file and those of the metadata log,
 // every snapshot's manifest list, every manifest those lists name, every
 // file those manifests have an entry for (a deleted entry too), and the
@@ -353,8 +354,10 @@ func (r *references) add(ctx context.Context, tbl *itable.Table) error {
 			return err
 		}
 		if snap.Summary != nil {
-			if v, ok := snap.Summary.Properties[SummaryState]; ok && !r.states[v] {
-				r.states[v] = false
+			if v, ok := snap.Summary.Properties[SummaryState]; ok {
+				if _, seen := r.states[v]; !seen {
+					r.states[v] = false
+				}
 			}
 			if v, ok := strings.CutPrefix(snap.Summary.Properties[SummaryState], archive.CommitState); ok {
 				if err := r.ref(v); err != nil {
