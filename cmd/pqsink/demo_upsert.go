@@ -132,31 +132,13 @@ func runDemoUpsert(ctx context.Context, stdout, stderr io.Writer, dir string, re
 	}
 	warehouse := "file://" + filepath.Join(dir, demoWarehouse)
 	catalog := filepath.Join(dir, demoCatalog)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`kafka:
-  brokers: [%s]
-  group: pqsink-demo-upsert
-  topics: [%s]
-  start: earliest
-store:
-  url: %q
-format:
-  type: json
-  schema_file: %q
-envelope: true
-table:
-  format: iceberg
-  catalog: {type: sql, uri: %q}
-  namespace: %s
-  commit_interval: 10s
-  mode: upsert
-  key: [id]
-`, strings.Join(b.ListenAddrs(), ", "), demoUpsertTopic, warehouse, schema, "sqlite://"+catalog, demoNamespace)), os.LookupEnv)
+	cfg, err := demoUpsertConfig(b.ListenAddrs(), schema, warehouse, catalog, true)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "pqsink: %d changes loaded; the sink is upserting them\n", records)
 	start := time.Now()
-	st, err := runSinkUntil(ctx, cfg, int64(records))
+	st, err := runSinkUntil(ctx, cfg, int64(records), false)
 	if err != nil {
 		if ctx.Err() != nil {
 			return demoInterrupted(dir)
@@ -185,6 +167,37 @@ table:
 	fmt.Fprintf(stdout, "\nquery it with DuckDB's iceberg extension (INSTALL iceberg once; it applies the deletes):\n")
 	fmt.Fprintf(stdout, "  duckdb -c \"LOAD iceberg; SELECT count(*) FROM iceberg_scan('%s')\"\n", strings.TrimPrefix(meta, "file://"))
 	return nil
+}
+
+// demoUpsertConfig is the sink's configuration of the upsert demo: the
+// topic demoUpsertTopic on brokers, JSON rows of the schema file schema,
+// into the table kafka.customers of the SQLite catalog file catalog over
+// warehouse; an upsert table keyed on id, or with upsert false an append
+// table of the same rows that skips the tombstones.
+func demoUpsertConfig(brokers []string, schema, warehouse, catalog string, upsert bool) (*config.Config, error) {
+	// An append table has no row for a tombstone: it skips them (and
+	// counts them as rejected) rather than stopping the partition.
+	mode := "  mode: upsert\n  key: [id]\n"
+	if !upsert {
+		mode = "errors: skip\n"
+	}
+	return config.Parse([]byte(fmt.Sprintf(`kafka:
+  brokers: [%s]
+  group: pqsink-demo-upsert
+  topics: [%s]
+  start: earliest
+store:
+  url: %q
+format:
+  type: json
+  schema_file: %q
+envelope: true
+table:
+  format: iceberg
+  catalog: {type: sql, uri: %q}
+  namespace: %s
+  commit_interval: 10s
+%s`, strings.Join(brokers, ", "), demoUpsertTopic, warehouse, schema, "sqlite://"+catalog, demoNamespace, mode)), os.LookupEnv)
 }
 
 // produceDemoChangelog writes n changes of gen to topic demoUpsertTopic,
@@ -222,8 +235,10 @@ func produceDemoChangelog(ctx context.Context, brokers []string, gen *demoChange
 
 // runSinkUntil runs the sink on cfg until it has consumed n records, then
 // shuts it down (which lands the open files and commits them to the
-// table) and returns its counts.
-func runSinkUntil(ctx context.Context, cfg *config.Config, n int64) (connector.Snapshot, error) {
+// table) and returns its counts. Unless rejects is true, a record the sink
+// rejects is an error at once: with errors: fail its partition stops, and
+// the sink would never consume the rest.
+func runSinkUntil(ctx context.Context, cfg *config.Config, n int64, rejects bool) (connector.Snapshot, error) {
 	sink, err := connector.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return connector.Snapshot{}, err
@@ -235,7 +250,14 @@ func runSinkUntil(ctx context.Context, cfg *config.Config, n int64) (connector.S
 	go func() { done <- sink.Run(runCtx) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for sink.Stats().Snapshot().Consumed < n {
+	for {
+		st := sink.Stats().Snapshot()
+		if st.Consumed >= n {
+			break
+		}
+		if st.Rejected > 0 && !rejects {
+			return st, fmt.Errorf("the sink rejected %d records", st.Rejected)
+		}
 		select {
 		case err := <-done:
 			if err == nil {

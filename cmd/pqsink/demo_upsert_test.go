@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pqsink/pqsink/cmd/pqsink/internal/sinkbench"
 )
 
 // foldDemoChangelog folds n changes of the demo's generator by their
@@ -123,5 +126,61 @@ func TestDemoUpsertFormat(t *testing.T) {
 	err := runDemo(t.Context(), []string{"--upsert", "--format", "variant", "--dir", filepath.Join(t.TempDir(), "d")}, nil, os.Stdout, os.Stderr)
 	if err == nil || !strings.Contains(err.Error(), "no --format") {
 		t.Errorf("err %v, want a usage error naming --format", err)
+	}
+}
+
+// BenchmarkDemoUpsert lands the same changelog as `pqsink demo --upsert`
+// (100,000 changes of 10,000 keys, 4 partitions; PQSINK_BENCH_CHANGES
+// sets the count) into an upsert table and into an append table of the
+// same rows, and reports each one's records/s from the sink's start to
+// its last commit. The append table lands every value as a row and
+// rejects the tombstones, which have no row; its rows/s counts the rows.
+// It reports numbers, asserting only that every record was handled:
+//
+//	go test ./cmd/pqsink -run '^$' -bench DemoUpsert -benchtime 1x -count 3
+func BenchmarkDemoUpsert(b *testing.B) {
+	changes := 100_000
+	if v, err := strconv.Atoi(os.Getenv("PQSINK_BENCH_CHANGES")); err == nil && v > 0 {
+		changes = v
+	}
+	for _, mode := range []string{"upsert", "append"} {
+		b.Run(mode, func(b *testing.B) {
+			var secs, rows float64
+			for range b.N {
+				b.StopTimer()
+				br, err := sinkbench.StartBroker(4, demoUpsertTopic, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				gen := newDemoChangelog(1, 10_000)
+				if err := produceDemoChangelog(b.Context(), br.ListenAddrs(), gen, changes); err != nil {
+					b.Fatal(err)
+				}
+				dir := b.TempDir()
+				schema := filepath.Join(dir, "row.schema")
+				if err := os.WriteFile(schema, []byte(demoUpsertSchema), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				cfg, err := demoUpsertConfig(br.ListenAddrs(), schema, "file://"+filepath.Join(dir, "wh"), filepath.Join(dir, "catalog.db"), mode == "upsert")
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				st, err := runSinkUntil(b.Context(), cfg, int64(changes), mode == "append")
+				secs += time.Since(start).Seconds()
+				b.StopTimer()
+				br.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st.RecordsUploaded+st.Rejected+st.UpsertDeleted < int64(changes) || st.TablePendingRecords != 0 {
+					b.Fatalf("%d rows uploaded, %d rejected, %d deleted, %d not in the table: want %d changes handled", st.RecordsUploaded, st.Rejected, st.UpsertDeleted, st.TablePendingRecords, changes)
+				}
+				rows += float64(st.RecordsUploaded)
+			}
+			b.ReportMetric(float64(changes*b.N)/secs, "records/s")
+			b.ReportMetric(rows/secs, "rows/s")
+		})
 	}
 }
