@@ -30,6 +30,14 @@ SQLite catalog (./pqsink-demo/catalog.db) over the warehouse
 table's snapshot, its metadata file and data files, and how to query it
 (DuckDB's iceberg_scan) and replay it.
 
+With --upsert (which implies --table) the demo produces a changelog
+instead: inserts, updates and tombstones of --keys keys (100,000 changes
+unless --records says otherwise), lands it in the upsert table
+kafka.customers (key id), reads the table back with iceberg-go's scan
+and prints the records, the live keys, the rows in the table and the rows
+the sink replaced and deleted; it fails when the table does not hold
+exactly one row per live key, with the key's last value.
+
 flags:
 `
 
@@ -47,6 +55,8 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fset.StringVar(&o.Format, "format", "json", "json (typed columns from a schema) or variant (the JSON-to-VARIANT landing zone)")
 	dir := fset.String("dir", "pqsink-demo", "output `directory`")
 	withTable := fset.Bool("table", false, "land the events into an Iceberg table (kafka.events, a SQLite catalog in the output directory) and show how to query it")
+	upsert := fset.Bool("upsert", false, "land a changelog (inserts, updates, tombstones) into an upsert table (kafka.customers, key id) and check it against the changelog; implies --table")
+	keys := fset.Int("keys", 10_000, "with --upsert: the keys the changelog changes")
 	rest, err := parseInterspersed(fset, args)
 	if err != nil {
 		return err
@@ -60,6 +70,21 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if err := prepareDemoDir(abs); err != nil {
 		return err
+	}
+	if *upsert {
+		records, format := 100_000, false
+		fset.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "records":
+				records = o.Records
+			case "format":
+				format = true
+			}
+		})
+		if format {
+			return usagef("--upsert lands JSON rows of a schema file; it takes no --format")
+		}
+		return runDemoUpsert(ctx, stdout, stderr, abs, records, *keys, o.Partitions)
 	}
 	o.Store, o.KeepOutput, o.Envelope, o.Progress = "file://"+abs, true, true, stderr
 	o.Path = "{topic}/dt={record_time:2006-01-02}/hr={record_time:15}/{topic}+{partition}+{first_offset}.parquet"
