@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pqsink/pqsink/table/keyindex"
+
 	"github.com/pqsink/pqsink/internal/backoff"
 
 	"github.com/pqsink/pqsink/archive"
@@ -150,6 +152,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if cfg.Table.Upsert() {
 		if s.format, err = keyedFormat(s.format, cfg); err != nil {
 			return nil, err
+		}
+		// A process killed with upsert partitions left their indexes'
+		// spill folders, runs and all: nothing else removes them.
+		if n, err := keyindex.RemoveStale(""); err != nil {
+			log.Warn("upsert table: removing the spill folders of ended processes' key indexes", "error", err, "removed", n)
+		} else if n > 0 {
+			log.Info("upsert table: removed the spill folders of ended processes' key indexes", "removed", n, "dir", os.TempDir())
 		}
 	}
 	if s.schema, err = s.format.FixedSchema(); err != nil {

@@ -395,6 +395,10 @@ func TestTableUpsertCrashLoop(t *testing.T) {
 	log := newChangelog(11, keys, partitions, false)
 
 	pqsinkBinary(t) // built before the changes start to arrive
+	// The runs' key index spill folders go to a folder of this test: the
+	// killed runs leave theirs, and the next run removes them.
+	spill := t.TempDir()
+	t.Setenv("TMPDIR", spill)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; i < 20; i++ {
@@ -426,6 +430,9 @@ func TestTableUpsertCrashLoop(t *testing.T) {
 		t.Error("the last run logged no key index loaded")
 	}
 	env.waitFold(t, log.live, 10*time.Second)
+	if left, _ := filepath.Glob(filepath.Join(spill, "keyindex-*")); len(left) > 0 {
+		t.Errorf("after a clean run, the killed runs' key index spill folders are left: %v", left)
+	}
 }
 
 // checkIcebirdFold reads the table with icebird, which applies position

@@ -15,8 +15,9 @@ import (
 // Options configure an Index. The zero value holds the defaults.
 type Options struct {
 	// Dir is where the index creates a directory of its own for the runs
-	// it spills; the directory is removed by Close. Defaults to
-	// os.TempDir().
+	// it spills, named after the process (keyindex-PID-…); the directory
+	// is removed by Close, and RemoveStale removes those of processes
+	// that ended without closing. Defaults to os.TempDir().
 	Dir string
 	// MemoryLimit bounds the bytes the index keeps in memory: the
 	// in-memory table, and the block index and bloom filter of each run
@@ -114,7 +115,7 @@ func New(opts Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "keyindex-")
+	dir, err := os.MkdirTemp(opts.Dir, spillPrefix(os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("keyindex: creating the spill directory: %w", err)
 	}
