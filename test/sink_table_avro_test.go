@@ -13,8 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	itable "github.com/apache/iceberg-go/table"
 
 	kafkatest "github.com/pqsink/pqsink/internal/testutil/kafka"
@@ -151,13 +149,8 @@ func TestTableSinkAvroEvolution(t *testing.T) {
 // own.
 func (e *tableEnv) load(t *testing.T) *itable.Table {
 	t.Helper()
-	db, dialect := e.openCatalog(t)
-	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(context.Background(), itable.Identifier{"kafka", e.topic})
+	tbl, done, err := e.openTable(t)
+	t.Cleanup(done)
 	if err != nil {
 		t.Fatal(err)
 	}

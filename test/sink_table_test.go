@@ -110,18 +110,28 @@ type tableRow struct {
 	timeMs    int64 // _kafka.timestamp, in Kafka's milliseconds
 }
 
+// openTable loads the table with iceberg-go through a catalog connection
+// of its own, which done closes; err is the catalog's when the table does
+// not exist yet.
+func (e *tableEnv) openTable(t *testing.T) (tbl *itable.Table, done func(), err error) {
+	t.Helper()
+	db, dialect := e.openCatalog(t)
+	done = func() { db.Close() }
+	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
+	if err != nil {
+		done()
+		t.Fatal(err)
+	}
+	tbl, err = cat.LoadTable(context.Background(), itable.Identifier{"kafka", e.topic})
+	return tbl, done, err
+}
+
 // scan reads the table's current snapshot with iceberg-go, through a
 // catalog connection of its own; nil when the table does not exist yet.
 func (e *tableEnv) scan(t *testing.T) []tableRow {
 	t.Helper()
-	ctx := context.Background()
-	db, dialect := e.openCatalog(t)
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, itable.Identifier{"kafka", e.topic})
+	tbl, done, err := e.openTable(t)
+	defer done()
 	if err != nil {
 		return nil
 	}

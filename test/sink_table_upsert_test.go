@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	itable "github.com/apache/iceberg-go/table"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -198,18 +197,12 @@ type upsertRow struct {
 // the table does not exist yet.
 func (e *upsertEnv) scanRows(t *testing.T) []upsertRow {
 	t.Helper()
-	ctx := context.Background()
-	db, dialect := e.openCatalog(t)
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, itable.Identifier{"kafka", e.topic})
+	tbl, done, err := e.openTable(t)
+	defer done()
 	if err != nil {
 		return nil
 	}
-	at, err := tbl.Scan().ToArrowTable(ctx)
+	at, err := tbl.Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatalf("scanning the table: %v", err)
 	}
@@ -440,16 +433,7 @@ func TestTableUpsertCrashLoop(t *testing.T) {
 func checkIcebirdFold(t *testing.T, e *upsertEnv, fold map[int64]int64) {
 	t.Helper()
 	ctx := context.Background()
-	db, dialect := e.openCatalog(t)
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("pqsink", db, dialect, iceberg.Properties{"warehouse": e.warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, itable.Identifier{"kafka", e.topic})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := e.load(t)
 	dir := filepath.Join(testutil.RepoRoot(t), "test", "hyparquet")
 	node, err := exec.LookPath("node")
 	if err != nil {
